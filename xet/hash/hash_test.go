@@ -210,3 +210,11 @@ func BenchmarkChunkHash64K(b *testing.B) {
 		c.Sum(data)
 	}
 }
+
+func BenchmarkVerification(b *testing.B) {
+	chunks := make([]Hash, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		Verification(chunks)
+	}
+}

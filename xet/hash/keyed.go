@@ -25,15 +25,46 @@ var (
 
 // keyedSum returns blake3_keyed(key, msg) with a 32-byte output.
 func keyedSum(key *[32]byte, msg []byte) Hash {
-	h, err := blake3.NewKeyed(key[:])
-	if err != nil { // only for a key of the wrong length, which [32]byte rules out
-		panic(err)
-	}
+	h := newKeyed(key)
 	_, _ = h.Write(msg)
 	var out Hash
 	h.Sum(out[:0])
 	return out
 }
+
+func newKeyed(key *[32]byte) *blake3.Hasher {
+	h, err := blake3.NewKeyed(key[:])
+	if err != nil { // only for a key of the wrong length, which [32]byte rules out
+		panic(err)
+	}
+	return h
+}
+
+// keyedPool reuses hashers of one fixed key: a blake3.Hasher is large (kilobytes), and merkle nodes
+// and verification hashes are computed once per term or node, so fresh hashers dominate allocation.
+type keyedPool struct {
+	key  *[32]byte
+	pool sync.Pool
+}
+
+func (p *keyedPool) sum(write func(h *blake3.Hasher)) Hash {
+	h, _ := p.pool.Get().(*blake3.Hasher)
+	if h == nil {
+		h = newKeyed(p.key)
+	} else {
+		h.Reset()
+	}
+	write(h)
+	var out Hash
+	h.Sum(out[:0])
+	p.pool.Put(h)
+	return out
+}
+
+var (
+	nodeHashers         = keyedPool{key: &InternalNodeKey}
+	verificationHashers = keyedPool{key: &VerificationKey}
+)
 
 // ChunkHasher computes chunk hashes (BLAKE3 keyed with DataKey), reusing its state between calls.
 // A ChunkHasher is not safe for concurrent use; give each goroutine its own.
@@ -77,16 +108,11 @@ func Keyed(key Hash, h Hash) Hash {
 // Verification returns a term's verification hash: blake3_keyed(VerificationKey, the raw chunk hashes
 // of the term's chunks, concatenated).
 func Verification(chunks []Hash) Hash {
-	h, err := blake3.NewKeyed(VerificationKey[:])
-	if err != nil {
-		panic(err)
-	}
-	for i := range chunks {
-		_, _ = h.Write(chunks[i][:])
-	}
-	var out Hash
-	h.Sum(out[:0])
-	return out
+	return verificationHashers.sum(func(h *blake3.Hasher) {
+		for i := range chunks {
+			_, _ = h.Write(chunks[i][:])
+		}
+	})
 }
 
 // Entry is a node of the aggregated (merkle) hash: a hash and the number of bytes under it.
@@ -107,7 +133,7 @@ func Node(children []Entry) Entry {
 		buf = append(buf, '\n')
 		size += c.Size
 	}
-	return Entry{Hash: keyedSum(&InternalNodeKey, buf), Size: size}
+	return Entry{Hash: nodeHashers.sum(func(h *blake3.Hasher) { _, _ = h.Write(buf) }), Size: size}
 }
 
 // nextMergeCut returns how many of the leading entries form the next group: all when two or fewer

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+)
+
+const (
+	// MaxShardBytes bounds an uploaded shard (xet-core cuts shards at 64 MiB).
+	MaxShardBytes = 64 << 20
+	// MaxShardChunkRefs bounds the chunks all terms of one shard may reference (about 2 TiB of file
+	// data), which bounds the hashing and memory a shard can cost.
+	MaxShardChunkRefs = 1 << 25
+	// DedupeModulus: a chunk whose hash % DedupeModulus == 0 is indexed for global dedupe, as is the
+	// first chunk of every file.
+	DedupeModulus = 1024
+	// registerConcurrency bounds the index entries one PutShard writes at once.
+	registerConcurrency = 8
+)
+
+// PutShard validates a shard (upload form, or with footer) against the stored xorbs and registers its
+// files under namespace ns ("" for the embedded store; the repository on the server).
+//
+// Every file needs verification entries and the SHA-256 ext; each term must name a stored xorb, a
+// chunk range in bounds, unpacked bytes equal to the chunks' raw sizes and a verification hash equal to
+// the one over the stored chunk hashes; the file hash must be the hash of the file's chunks. Every
+// xorb the shard lists must be stored with the same chunks. Any failure is an *InvalidError and
+// nothing is registered.
+//
+// Registration writes one entry per file (its reconstruction), then one per SHA-256 in ns, then the
+// global-dedupe chunks (each file's first chunk, and chunks whose hash % 1024 == 0). Each entry is
+// created atomically and only once; entries always point at entries or xorbs already stored, so a
+// write error part-way (returned wrapped) leaves only complete, valid registrations that a retry
+// completes. existed=true when every file and SHA-256 mapping was already registered.
+//
+// Concurrency: safe for concurrent and cross-process use.
+func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, error) {
+	if len(body) > MaxShardBytes {
+		return false, invalid("shard of %d bytes exceeds %d", len(body), MaxShardBytes)
+	}
+	sh, err := shard.Parse(body)
+	if err != nil {
+		return false, invalid("%v", err)
+	}
+	if sh.Keyed() {
+		return false, invalid("shard: keyed (a global-dedupe answer), not an upload")
+	}
+	v := validator{s: s, ctx: ctx, metas: make(map[hash.Hash]*xorbMeta)}
+	for i := range sh.Xorbs {
+		if err := v.checkXorb(&sh.Xorbs[i]); err != nil {
+			return false, err
+		}
+	}
+	type plan struct {
+		file   hash.Hash
+		rec    *fileRecord
+		dedupe []dedupeChunk
+	}
+	var plans []plan
+	seen := make(map[hash.Hash]bool, len(sh.Files))
+	for i := range sh.Files {
+		f := &sh.Files[i]
+		rec, dd, err := v.checkFile(f)
+		if err != nil {
+			return false, err
+		}
+		if seen[f.Hash] {
+			continue
+		}
+		seen[f.Hash] = true
+		plans = append(plans, plan{f.Hash, rec, dd})
+	}
+
+	// Three phases, each written concurrently; a phase starts only when the one before is complete,
+	// so an entry never points at one not yet written.
+	var fresh atomic.Bool
+	phase := func(n int, entry func(i int) (name string, data []byte, what string)) error {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(registerConcurrency)
+		for i := 0; i < n; i++ {
+			g.Go(func() error {
+				name, data, what := entry(i)
+				created, err := s.create(gctx, name, data)
+				if err != nil {
+					return fmt.Errorf("registering %s: %w", what, err)
+				}
+				if created && !strings.HasPrefix(name, "dedupe/") {
+					fresh.Store(true)
+				}
+				return nil
+			})
+		}
+		return g.Wait()
+	}
+	if err := phase(len(plans), func(i int) (string, []byte, string) {
+		p := plans[i]
+		return fileName(p.file), p.rec.marshal(), "file " + p.file.String()
+	}); err != nil {
+		return false, err
+	}
+	if err := phase(len(plans), func(i int) (string, []byte, string) {
+		p := plans[i]
+		return sha256Name(ns, p.rec.SHA256), marshalSHA(p.file, p.rec.Size), "sha256 of file " + p.file.String()
+	}); err != nil {
+		return false, err
+	}
+	var dd []dedupeChunk
+	for _, p := range plans {
+		dd = append(dd, p.dedupe...)
+	}
+	if err := phase(len(dd), func(i int) (string, []byte, string) {
+		return dedupeName(dd[i].chunk), marshalDedupe(dd[i].xorb), "dedupe chunk " + dd[i].chunk.String()
+	}); err != nil {
+		return false, err
+	}
+	existed := !fresh.Load()
+	s.log.Debug().Int("files", len(plans)).Int("xorbs", len(sh.Xorbs)).Bool("existed", existed).
+		Str("ns", ns).Msg("shard registered")
+	return existed, nil
+}
+
+type dedupeChunk struct{ chunk, xorb hash.Hash }
+
+// validator checks a shard against the store, loading each xorb's chunk index once.
+type validator struct {
+	s       *Store
+	ctx     context.Context
+	metas   map[hash.Hash]*xorbMeta
+	refs    int64
+	entries []hash.Entry
+}
+
+func (v *validator) meta(x hash.Hash) (*xorbMeta, error) {
+	if m, ok := v.metas[x]; ok {
+		return m, nil
+	}
+	m, err := v.s.xorbMeta(v.ctx, x)
+	if errors.Is(err, ErrNotFound) {
+		return nil, invalid("xorb %s is not stored (upload xorbs before the shard)", x)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v.metas[x] = m
+	return m, nil
+}
+
+// checkXorb compares a xorb entry of the shard's xorb section with the stored xorb.
+func (v *validator) checkXorb(x *shard.Xorb) error {
+	m, err := v.meta(x.Hash)
+	if err != nil {
+		return err
+	}
+	if len(x.Chunks) != m.n() {
+		return invalid("shard xorb %s: %d chunks, stored xorb has %d", x.Hash, len(x.Chunks), m.n())
+	}
+	for i, c := range x.Chunks {
+		if c.Hash != m.hashes[i] || c.RawStart != m.rawStart(i) || c.RawLen != m.rawLen(i) {
+			return invalid("shard xorb %s: chunk %d differs from the stored xorb", x.Hash, i)
+		}
+	}
+	if x.BytesInXorb != m.rawEnds[m.n()-1] {
+		return invalid("shard xorb %s: bytes in xorb %d, stored xorb has %d", x.Hash, x.BytesInXorb, m.rawEnds[m.n()-1])
+	}
+	if x.BytesOnDisk != 0 && x.BytesOnDisk != m.recordsLen() {
+		return invalid("shard xorb %s: bytes on disk %d, stored xorb has %d", x.Hash, x.BytesOnDisk, m.recordsLen())
+	}
+	return nil
+}
+
+// checkFile validates one file of the shard and returns its record and global-dedupe chunks.
+func (v *validator) checkFile(f *shard.File) (*fileRecord, []dedupeChunk, error) {
+	if !f.HasSHA256 {
+		return nil, nil, invalid("file %s: no SHA-256 metadata ext", f.Hash)
+	}
+	if len(f.Verification) != len(f.Terms) {
+		return nil, nil, invalid("file %s: %d verification entries for %d terms", f.Hash, len(f.Verification), len(f.Terms))
+	}
+	rec := &fileRecord{SHA256: f.SHA256, Terms: make([]fileTerm, len(f.Terms))}
+	var dd []dedupeChunk
+	v.entries = v.entries[:0]
+	for i, t := range f.Terms {
+		if err := v.ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		m, err := v.meta(t.Xorb)
+		if err != nil {
+			return nil, nil, fmt.Errorf("file %s term %d: %w", f.Hash, i, err)
+		}
+		s, e := int(t.ChunkStart), int(t.ChunkEnd)
+		if t.ChunkStart >= t.ChunkEnd || e > m.n() {
+			return nil, nil, invalid("file %s term %d: chunk range [%d,%d) out of bounds of xorb %s (%d chunks)",
+				f.Hash, i, t.ChunkStart, t.ChunkEnd, t.Xorb, m.n())
+		}
+		if got := m.rawBytes(s, e); got != t.UnpackedBytes {
+			return nil, nil, invalid("file %s term %d: unpacked bytes %d, chunks [%d,%d) of xorb %s hold %d",
+				f.Hash, i, t.UnpackedBytes, s, e, t.Xorb, got)
+		}
+		v.refs += int64(e - s)
+		if v.refs > MaxShardChunkRefs {
+			return nil, nil, invalid("shard references more than %d chunks", MaxShardChunkRefs)
+		}
+		if hash.Verification(m.hashes[s:e]) != f.Verification[i] {
+			return nil, nil, invalid("file %s term %d: verification hash does not match chunks [%d,%d) of xorb %s",
+				f.Hash, i, s, e, t.Xorb)
+		}
+		for c := s; c < e; c++ {
+			h := m.hashes[c]
+			if len(v.entries) == 0 || h.Mod(DedupeModulus) == 0 {
+				dd = append(dd, dedupeChunk{h, t.Xorb})
+			}
+			v.entries = append(v.entries, hash.Entry{Hash: h, Size: uint64(m.rawLen(c))})
+		}
+		rec.Terms[i] = fileTerm{Xorb: t.Xorb, UnpackedBytes: t.UnpackedBytes, Start: t.ChunkStart, End: t.ChunkEnd}
+		rec.Size += uint64(t.UnpackedBytes)
+	}
+	if got := hash.File(v.entries); got != f.Hash {
+		return nil, nil, invalid("file hash mismatch: terms hash to %s, not %s", got, f.Hash)
+	}
+	return rec, dd, nil
+}

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// MaxXorbBodyBytes bounds an uploaded xorb body: 64 MiB of raw data stored uncompressed, an 8-byte
+// header per chunk, and 1 MiB of slack for payloads a client compressed badly. Longer bodies are
+// rejected before they are parsed.
+const MaxXorbBodyBytes = xorb.MaxBytes + xorb.MaxChunks*xorb.RecordHeaderSize + 1<<20
+
+// PutXorb validates and stores a xorb uploaded as chunk records (a trailing footer is tolerated and
+// replaced). Every chunk is decoded and hashed, and the xorb hash recomputed; a mismatch, a record over
+// the limits, more than 8192 chunks or 64 MiB of raw data, or a truncated body is an *InvalidError.
+// The stored object is the records followed by a rebuilt v1 footer. inserted=false when the xorb was
+// already stored (then body is not read).
+//
+// Concurrency: safe for concurrent and cross-process use; of several puts of one xorb exactly one
+// reports inserted=true (on filesystems with hard links).
+func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool, error) {
+	name := xorbName(h)
+	ok, err := s.be.Exists(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		return false, nil
+	}
+	data, err := readBounded(body, MaxXorbBodyBytes)
+	if err != nil {
+		return false, fmt.Errorf("xorb %s: %w", h, err)
+	}
+	info, err := ValidateXorb(h, data)
+	if err != nil {
+		return false, err
+	}
+	foot := footerOf(h, info)
+	obj := io.MultiReader(bytes.NewReader(data[:info.RecordsLen]), bytes.NewReader(foot.AppendTo(nil)))
+	created, err := s.be.Create(ctx, name, obj)
+	if err != nil {
+		return false, fmt.Errorf("storing xorb %s: %w", h, err)
+	}
+	if created {
+		s.log.Debug().Str("xorb", h.String()).Int("chunks", len(info.Chunks)).Uint64("raw", info.RawBytes).
+			Int("bytes", info.RecordsLen).Msg("xorb stored")
+	}
+	return created, nil
+}
+
+// ValidateXorb parses a xorb body (chunk records, optionally followed by a footer), decodes and
+// hashes every chunk, and checks the limits and that the body hashes to h. Errors are *InvalidError.
+func ValidateXorb(h hash.Hash, data []byte) (*xorb.Info, error) {
+	if len(data) > MaxXorbBodyBytes {
+		return nil, invalid("xorb %s: body of %d bytes exceeds %d", h, len(data), MaxXorbBodyBytes)
+	}
+	info, err := xorb.Index(data)
+	if err != nil {
+		return nil, invalid("xorb %s: %v", h, err)
+	}
+	switch {
+	case len(info.Chunks) == 0:
+		return nil, invalid("xorb %s: no chunks", h)
+	case len(info.Chunks) > xorb.MaxChunks:
+		return nil, invalid("xorb %s: %d chunks exceed %d", h, len(info.Chunks), xorb.MaxChunks)
+	case info.RawBytes > xorb.MaxBytes:
+		return nil, invalid("xorb %s: %d raw bytes exceed %d", h, info.RawBytes, xorb.MaxBytes)
+	case info.RecordsLen <= 0 || info.RecordsLen > len(data):
+		return nil, invalid("xorb %s: bad records length %d", h, info.RecordsLen)
+	case info.Hash != h:
+		return nil, invalid("xorb hash mismatch: body hashes to %s, not %s", info.Hash, h)
+	}
+	var raw uint64
+	var end uint32
+	for i, c := range info.Chunks {
+		if c.Start != end || c.End <= c.Start || c.RawStart != raw || c.RawLen == 0 || c.RawLen > xorb.MaxChunkRaw {
+			return nil, invalid("xorb %s: chunk %d: inconsistent record offsets", h, i)
+		}
+		end = c.End
+		raw += uint64(c.RawLen)
+	}
+	if int(end) != info.RecordsLen || raw != info.RawBytes {
+		return nil, invalid("xorb %s: records length or raw size inconsistent", h)
+	}
+	return info, nil
+}
+
+// footerOf builds the v1 footer of a validated xorb.
+func footerOf(h hash.Hash, info *xorb.Info) *xorb.Footer {
+	f := &xorb.Footer{
+		Version:      1,
+		Hash:         h,
+		ChunkHashes:  make([]hash.Hash, len(info.Chunks)),
+		BoundaryEnds: make([]uint32, len(info.Chunks)),
+		RawEnds:      make([]uint32, len(info.Chunks)),
+	}
+	for i, c := range info.Chunks {
+		f.ChunkHashes[i] = c.Hash
+		f.BoundaryEnds[i] = c.End
+		f.RawEnds[i] = uint32(c.RawStart) + c.RawLen
+	}
+	return f
+}
+
+// readBounded reads r to the end, failing with *InvalidError when it holds more than limit bytes.
+func readBounded(r io.Reader, limit int) ([]byte, error) {
+	size := 64 << 10
+	if l, ok := r.(interface{ Len() int }); ok {
+		size = min(l.Len(), limit) + 1
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, invalid("body exceeds %d bytes", limit)
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading body: %w", err)
+		}
+	}
+}

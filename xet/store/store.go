@@ -1,0 +1,146 @@
+// Package store is a strict Xet CAS kept on storage (a directory now; the Backend interface lets an
+// object store follow). It validates and keeps xorbs (chunk records with a rebuilt v1 footer) and
+// shards, indexes files by Xet hash and by SHA-256 per repository namespace, indexes global-dedupe
+// chunks, and plans file reconstructions in the CAS API's v2 shape.
+//
+// Layout under the directory (all blobs immutable, each written to tmp/ and linked into place):
+//
+//	xorbs/<h[0:2]>/<xorb hash>        chunk records, then the XETBLOB v1 footer
+//	files/<h[0:2]>/<file hash>        the file's reconstruction record (terms, size, SHA-256)
+//	ns/<namespace>/sha256/<hex>       SHA-256 -> file hash and size
+//	dedupe/<h[0:2]>/<chunk hash>      global-dedupe chunk -> xorb hash
+//
+// Concurrency: a Store is safe for concurrent use, and several processes may open one directory at
+// once. There is no shared mutable index and no lock: every entry is its own blob, created at most
+// once, so a reader sees an entry whole or not at all.
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// ErrNotFound: no such xorb, file, SHA-256 mapping or dedupe chunk.
+var ErrNotFound = errors.New("not found")
+
+// ErrRangeNotSatisfiable: the requested range starts at or after the end of the file.
+var ErrRangeNotSatisfiable = errors.New("range not satisfiable")
+
+// InvalidError is input the store rejects: a hash mismatch, a truncated or over-limit xorb, a shard
+// naming a missing xorb or a wrong verification hash, and the like. Reason says what was wrong.
+type InvalidError struct {
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return "invalid: " + e.Reason }
+
+func invalid(format string, args ...any) error {
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Options configures a Store.
+type Options struct {
+	Log zerolog.Logger
+	// Now returns the current time (global-dedupe shard timestamps); time.Now when nil.
+	Now func() time.Time
+	// Backend replaces the filesystem backend on dir (tests, other storage). Optional.
+	Backend Backend
+	// MetaCacheBytes bounds the in-memory cache of parsed xorb footers (default 64 MiB).
+	MetaCacheBytes int64
+}
+
+// Store is a Xet CAS on a Backend. Safe for concurrent use; see the package doc.
+type Store struct {
+	be   Backend
+	log  zerolog.Logger
+	now  func() time.Time
+	meta *metaCache
+}
+
+// ReadAtCloser is an open stored xorb object.
+type ReadAtCloser interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// Open opens (creating when missing) the store in dir. It is cheap: nothing is read up front.
+func Open(dir string, opts Options) (*Store, error) {
+	be := opts.Backend
+	if be == nil {
+		fsb, err := NewFSBackend(dir)
+		if err != nil {
+			return nil, err
+		}
+		be = fsb
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	limit := opts.MetaCacheBytes
+	if limit <= 0 {
+		limit = 64 << 20
+	}
+	return &Store{be: be, log: opts.Log, now: now, meta: newMetaCache(limit)}, nil
+}
+
+// Backend returns the storage under s.
+func (s *Store) Backend() Backend { return s.be }
+
+func fanout(kind string, h hash.Hash) string {
+	str := h.String()
+	return kind + "/" + str[:2] + "/" + str
+}
+
+func xorbName(h hash.Hash) string   { return fanout("xorbs", h) }
+func fileName(h hash.Hash) string   { return fanout("files", h) }
+func dedupeName(h hash.Hash) string { return fanout("dedupe", h) }
+
+// nsDir maps a namespace (a repository name, or "" for the embedded store) to a safe single path
+// element: "-" for "", else "n" + base64url of the name, or "h" + the hex of a BLAKE3 digest of the
+// name when that would be too long for a file name.
+func nsDir(ns string) string {
+	if ns == "" {
+		return "-"
+	}
+	enc := base64.RawURLEncoding.EncodeToString([]byte(ns))
+	if len(enc) <= 200 {
+		return "n" + enc
+	}
+	d := hash.Chunk([]byte(ns))
+	return "h" + hex.EncodeToString(d[:])
+}
+
+func sha256Name(ns string, sha hash.Hash) string {
+	d := sha.SHA256()
+	return "ns/" + nsDir(ns) + "/sha256/" + hex.EncodeToString(d[:])
+}
+
+// HasXorb reports whether the xorb is stored.
+func (s *Store) HasXorb(ctx context.Context, h hash.Hash) (bool, error) {
+	return s.be.Exists(ctx, xorbName(h))
+}
+
+// OpenXorb returns the stored xorb object (chunk records first, footer after) for ranged reads. The
+// records region is [0, recordsLen).
+func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64, error) {
+	b, err := s.be.Open(ctx, xorbName(h))
+	if err != nil {
+		return nil, 0, fmt.Errorf("xorb %s: %w", h, err)
+	}
+	m, err := s.xorbMetaFrom(h, b)
+	if err != nil {
+		b.Close()
+		return nil, 0, err
+	}
+	return b, int64(m.recordsLen()), nil
+}
