@@ -1,0 +1,77 @@
+// Package cas holds what the upload and download code ask of a Xet CAS (content-addressed store),
+// as one interface (Client), and its two implementations: HTTP, the CAS API over the network with
+// bearer tokens, retries and v2→v1 fallbacks; and Local, the embedded store (xet/store) in this
+// process.
+package cas
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// Version names this client in the User-Agent header (git-xet-transfer/<Version>). The agent sets it
+// from its build information.
+var Version = "dev"
+
+// DefaultUserAgent is the User-Agent sent when HTTPOptions.UserAgent is empty.
+func DefaultUserAgent() string { return "git-xet-transfer/" + Version }
+
+var (
+	// ErrNotFound: the CAS does not hold the file, xorb or chunk asked for (a dedupe miss included).
+	ErrNotFound = errors.New("cas: not found")
+	// ErrURLExpired: a Fetch got 403 from a signed URL; the caller re-plans the reconstruction once.
+	ErrURLExpired = errors.New("cas: signed URL expired or refused (403)")
+	// ErrRangeNotSatisfiable: a reconstruction was asked for a range starting at or past the end of
+	// the file (HTTP 416).
+	ErrRangeNotSatisfiable = errors.New("cas: range not satisfiable")
+)
+
+// Client is what the upload and download code need from a CAS. Implementations are safe for
+// concurrent use by many goroutines.
+type Client interface {
+	// QueryChunk asks for a global-dedupe shard of the xorbs holding chunk (keyed chunk hashes,
+	// with footer). ErrNotFound on a miss.
+	QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error)
+	// PutXorb stores a xorb (chunk records only, no footer) under its hash.
+	PutXorb(ctx context.Context, h hash.Hash, body []byte) (inserted bool, err error)
+	// PutShard registers the files of an upload-form shard; every xorb it names must be stored.
+	PutShard(ctx context.Context, body []byte) error
+	// Reconstruct returns the plan of a file (the whole file when rng is nil). ErrNotFound when
+	// the CAS does not know the file.
+	Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error)
+	// Fetch returns the bytes r (inclusive) of a xorb fetch (URL from the plan, or the local
+	// store). The body yields exactly r.Len() bytes or fails; the caller closes it.
+	Fetch(ctx context.Context, xorb hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error)
+}
+
+// IsRetryable reports whether err is worth retrying (server errors, throttling, broken connections
+// and bodies). Errors that say "no" (4xx, bad data) and context cancellation are not.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var r interface{ Retryable() bool }
+	if errors.As(err, &r) {
+		return r.Retryable()
+	}
+	return false
+}
+
+// RetryableError marks an error as worth retrying (a broken connection, a truncated body, a 5xx).
+type RetryableError struct{ Err error }
+
+func (e *RetryableError) Error() string   { return e.Err.Error() }
+func (e *RetryableError) Unwrap() error   { return e.Err }
+func (e *RetryableError) Retryable() bool { return true }
+
+// Retryable wraps err as a RetryableError (nil stays nil).
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryableError{Err: err}
+}

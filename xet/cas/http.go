@@ -1,0 +1,255 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+)
+
+// Limits on what the client reads from a CAS answer.
+const (
+	MaxReconstructionJSON = 64 << 20 // a reconstruction plan
+	MaxDedupeShard        = 64 << 20 // a global-dedupe answer (a shard)
+	MaxSmallAnswer        = 1 << 20  // xorb and v1 shard answers, error bodies are cut at 64 KiB
+	maxErrorBody          = 64 << 10
+)
+
+// HTTPOptions configures an HTTP client. Zero fields take defaults.
+type HTTPOptions struct {
+	Endpoint   string      // CAS base URL, e.g. https://cas-server.xethub.hf.co
+	Token      TokenSource // bearer token for CAS routes; nil sends none
+	SessionID  string      // X-Xet-Session-Id; empty sends none
+	UserAgent  string      // default git-xet-transfer/<Version>
+	HTTPClient *http.Client
+	// MaxRetries is the number of retries after a retryable failure; 0 means the default (4),
+	// negative means none.
+	MaxRetries int
+	Log        zerolog.Logger
+	// RetryBaseDelay is the first backoff delay (doubling per retry, jittered); default 1 s.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps one delay, Retry-After included; default 60 s.
+	RetryMaxDelay time.Duration
+}
+
+// HTTP is the Client of a CAS server reached over HTTP. It keeps one connection pool (the
+// HTTPClient's Transport), refreshes its bearer token through the TokenSource, retries what is worth
+// retrying, and remembers whether the server speaks the v2 routes. Safe for concurrent use.
+type HTTP struct {
+	o      HTTPOptions
+	client *http.Client
+	policy retryPolicy
+	log    zerolog.Logger
+
+	reconVersion atomic.Int32 // 0 unknown, 1 or 2 once the server answered
+	shardVersion atomic.Int32
+}
+
+// NewTransport returns the transport NewHTTP uses by default: proxies from the environment
+// (HTTPS_PROXY, NO_PROXY...), connection reuse, bounded idle pool and timeouts.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 60 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       60 * time.Second,
+		TLSHandshakeTimeout:   30 * time.Second,
+		ResponseHeaderTimeout: 300 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// NewHTTP returns a client of the CAS at o.Endpoint.
+func NewHTTP(o HTTPOptions) *HTTP {
+	o.Endpoint = strings.TrimRight(o.Endpoint, "/")
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Transport: NewTransport()}
+	}
+	p := retryPolicy{retries: o.MaxRetries, base: o.RetryBaseDelay, max: o.RetryMaxDelay}
+	switch {
+	case p.retries == 0:
+		p.retries = 4
+	case p.retries < 0:
+		p.retries = 0
+	}
+	if p.base <= 0 {
+		p.base = time.Second
+	}
+	if p.max <= 0 {
+		p.max = 60 * time.Second
+	}
+	return &HTTP{o: o, client: o.HTTPClient, policy: p, log: o.Log}
+}
+
+// call is one logical request, sent once per attempt.
+type call struct {
+	op      string
+	method  string
+	url     string
+	body    []byte            // sent with Content-Length; nil: no body
+	header  map[string]string // extra headers (Range, Content-Type)
+	auth    bool              // send the bearer token and session id
+	no429   bool              // do not retry 429 (dedupe queries)
+	noRetry func(code int) bool
+	accept  func(resp *http.Response) error // reads a 2xx answer; body errors must be Retryable
+}
+
+// do runs c with retries: connection and body errors, 5xx (but 501), 408 and 429 are retried with
+// jittered exponential backoff, honouring Retry-After; a 401 makes the token source refresh once.
+func (h *HTTP) do(ctx context.Context, c call) error {
+	refreshed := false
+	for attempt := 0; ; attempt++ {
+		err := h.once(ctx, c, &refreshed)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, errRetryNow) {
+			attempt--
+			continue
+		}
+		code := StatusCode(err)
+		if !IsRetryable(err) || (c.no429 && code == http.StatusTooManyRequests) ||
+			(c.noRetry != nil && c.noRetry(code)) || attempt >= h.policy.retries {
+			if attempt > 0 {
+				return fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			}
+			return err
+		}
+		d := h.policy.delay(attempt, err)
+		h.log.Debug().Str("op", c.op).Int("attempt", attempt+1).Dur("wait", d).Err(err).Msg("cas: retrying")
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// errRetryNow: the token was refused and refreshed; send again at once.
+var errRetryNow = errors.New("retry now")
+
+func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) error {
+	var body io.Reader
+	if c.body != nil {
+		body = bytes.NewReader(c.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.op, err)
+	}
+	if c.body != nil {
+		req.ContentLength = int64(len(c.body))
+	}
+	req.Header.Set("User-Agent", h.o.UserAgent)
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	var token string
+	if c.auth {
+		if h.o.Token != nil {
+			if token, err = h.o.Token.Token(ctx); err != nil {
+				return fmt.Errorf("%s: %w", c.op, err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if h.o.SessionID != "" {
+			req.Header.Set(casapi.HeaderSessionID, h.o.SessionID)
+		}
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return Retryable(fmt.Errorf("%s: %w", c.op, err))
+	}
+	defer func() { drain(resp.Body) }()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		se := statusError(c.op, resp)
+		h.log.Debug().Str("op", c.op).Int("status", resp.StatusCode).
+			Str("request_id", resp.Header.Get(casapi.HeaderRequestID)).Msg("cas: error answer")
+		if se.Code == http.StatusUnauthorized && c.auth && !*refreshed {
+			if inv, ok := h.o.Token.(invalidator); ok {
+				*refreshed = true
+				inv.Invalidate(token)
+				return errRetryNow
+			}
+		}
+		return se
+	}
+	if c.accept == nil {
+		return nil
+	}
+	return c.accept(resp)
+}
+
+// statusError reads the message of an error answer (a casapi.Error body, or its text).
+func statusError(op string, resp *http.Response) *StatusError {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	msg := strings.TrimSpace(string(b))
+	var e casapi.Error
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	if len(msg) > 512 {
+		msg = msg[:512] + "..."
+	}
+	return &StatusError{Op: op, Code: resp.StatusCode, Message: msg,
+		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+}
+
+// drain reads what is left of a body (a bounded amount) so the connection can be reused, then
+// closes it.
+func drain(b io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(b, 256<<10))
+	_ = b.Close()
+}
+
+// readLimited reads a whole body of at most limit bytes. A broken body is retryable; one over the
+// limit is not.
+func readLimited(op string, r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, Retryable(fmt.Errorf("%s: read answer: %w", op, err))
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: answer larger than %d bytes", op, limit)
+	}
+	return b, nil
+}
+
+// decodeJSON reads a bounded JSON body into v. A body cut short is retryable.
+func decodeJSON(op string, r io.Reader, limit int64, v any) error {
+	b, err := readLimited(op, r, limit)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// A truncated body parses as a syntax error at its end: worth another try.
+			if se != nil && se.Offset >= int64(len(b)) {
+				return Retryable(fmt.Errorf("%s: truncated JSON answer: %w", op, err))
+			}
+		}
+		return fmt.Errorf("%s: bad JSON answer: %w", op, err)
+	}
+	return nil
+}

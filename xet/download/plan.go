@@ -1,0 +1,146 @@
+package download
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// layout places the terms of a plan in the output: term i's first byte goes to pos[i] (negative
+// for the part of the first term before the requested range), and the output is size bytes.
+type layout struct {
+	terms []casapi.Term
+	pos   []int64
+	size  int64
+}
+
+// maxTermBytes bounds one term's unpacked length (a xorb holds at most 64 MiB of raw data).
+const maxTermBytes = 64 << 20
+
+// newLayout checks a plan's terms and places them. want is the number of bytes asked for (-1: the
+// rest of the file).
+func newLayout(p *casapi.ReconstructionV2, want int64) (*layout, error) {
+	l := &layout{terms: p.Terms, pos: make([]int64, len(p.Terms))}
+	var total int64
+	for i, t := range p.Terms {
+		if t.Range.End <= t.Range.Start {
+			return nil, fmt.Errorf("plan: term %d has an empty chunk range [%d, %d)", i, t.Range.Start, t.Range.End)
+		}
+		if t.UnpackedLength == 0 || t.UnpackedLength > maxTermBytes {
+			return nil, fmt.Errorf("plan: term %d has unpacked length %d", i, t.UnpackedLength)
+		}
+		l.pos[i] = total - int64(p.OffsetIntoFirstRange)
+		total += int64(t.UnpackedLength)
+	}
+	if len(p.Terms) > 0 && p.OffsetIntoFirstRange >= uint64(p.Terms[0].UnpackedLength) {
+		return nil, fmt.Errorf("plan: offset into first range %d is not inside the first term (%d bytes)",
+			p.OffsetIntoFirstRange, p.Terms[0].UnpackedLength)
+	}
+	if len(p.Terms) == 0 && p.OffsetIntoFirstRange != 0 {
+		return nil, fmt.Errorf("plan: no terms but an offset of %d", p.OffsetIntoFirstRange)
+	}
+	l.size = total - int64(p.OffsetIntoFirstRange)
+	if want >= 0 && want < l.size {
+		l.size = want
+	}
+	return l, nil
+}
+
+// job is one fetch: bytes Bytes of a xorb, holding chunks Chunks, serving some terms.
+type job struct {
+	xorb  hash.Hash
+	fetch casapi.XorbFetch
+	rng   casapi.XorbRange
+	terms []int // indices into layout.terms, sorted by chunk start
+}
+
+// jobs groups the terms of a plan by the fetch range that holds them, so one fetch serves every
+// term inside it; adjacent ranges of the local store (no URL) are merged into one fetch. Signed URLs
+// grant exactly their listed ranges, so those are fetched as listed.
+func jobs(p *casapi.ReconstructionV2, l *layout) ([]*job, error) {
+	type key struct {
+		x    hash.Hash
+		f, r int
+	}
+	byKey := make(map[key]*job)
+	var out []*job
+	for i, t := range l.terms {
+		if l.pos[i] >= l.size {
+			break // past the requested range (the plan covers whole terms)
+		}
+		fs, ok := p.Xorbs[t.Hash]
+		if !ok {
+			return nil, fmt.Errorf("plan: term %d uses xorb %s that has no fetch info", i, t.Hash)
+		}
+		found := false
+		for fi, f := range fs {
+			for ri, r := range f.Ranges {
+				if r.Chunks.Start <= t.Range.Start && t.Range.End <= r.Chunks.End {
+					k := key{t.Hash, fi, ri}
+					j := byKey[k]
+					if j == nil {
+						if r.Bytes.End < r.Bytes.Start || r.Chunks.End <= r.Chunks.Start {
+							return nil, fmt.Errorf("plan: xorb %s has a bad range (chunks [%d, %d), bytes %d-%d)",
+								t.Hash, r.Chunks.Start, r.Chunks.End, r.Bytes.Start, r.Bytes.End)
+						}
+						if r.Bytes.Len() > uint64(r.Chunks.End-r.Chunks.Start)*(8+262144) {
+							return nil, fmt.Errorf("plan: xorb %s range of %d chunks spans %d bytes", t.Hash,
+								r.Chunks.End-r.Chunks.Start, r.Bytes.Len())
+						}
+						j = &job{xorb: t.Hash, fetch: f, rng: r}
+						byKey[k] = j
+						out = append(out, j)
+					}
+					j.terms = append(j.terms, i)
+					found = true
+					break
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("plan: term %d (xorb %s chunks [%d, %d)) is in no fetch range", i, t.Hash, t.Range.Start, t.Range.End)
+		}
+	}
+	out = mergeAdjacent(out)
+	for _, j := range out {
+		sort.SliceStable(j.terms, func(a, b int) bool {
+			return l.terms[j.terms[a]].Range.Start < l.terms[j.terms[b]].Range.Start
+		})
+	}
+	return out, nil
+}
+
+// maxMerged bounds a merged fetch.
+const maxMerged = 64 << 20
+
+// mergeAdjacent merges jobs of the same xorb whose ranges touch (chunks and bytes), when they
+// come from the local store (no URL to respect).
+func mergeAdjacent(js []*job) []*job {
+	sort.SliceStable(js, func(a, b int) bool {
+		if c := js[a].xorb.Compare(js[b].xorb); c != 0 {
+			return c < 0
+		}
+		return js[a].rng.Bytes.Start < js[b].rng.Bytes.Start
+	})
+	var out []*job
+	for _, j := range js {
+		if n := len(out); n > 0 {
+			p := out[n-1]
+			if p.xorb == j.xorb && p.fetch.URL == "" && j.fetch.URL == "" &&
+				p.rng.Bytes.End+1 == j.rng.Bytes.Start && p.rng.Chunks.End == j.rng.Chunks.Start &&
+				p.rng.Bytes.Len()+j.rng.Bytes.Len() <= maxMerged {
+				p.rng.Bytes.End = j.rng.Bytes.End
+				p.rng.Chunks.End = j.rng.Chunks.End
+				p.terms = append(p.terms, j.terms...)
+				continue
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}

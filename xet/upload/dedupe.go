@@ -1,0 +1,303 @@
+package upload
+
+import (
+	"context"
+	"errors"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+)
+
+// ref names the xorb of a term: a xorb of this session (sx, resolved when the shard is built) or a
+// stored one (ext).
+type ref struct {
+	sx  *sxorb
+	ext hash.Hash
+}
+
+// fterm is a term of the file being uploaded: chunks [start, end) of ref.
+type fterm struct {
+	ref        ref
+	start, end uint32
+	bytes      uint64
+}
+
+// run is a dedupe match in progress: the file's next chunk is expected to be chunk next of the same
+// xorb.
+type run struct {
+	ref  ref
+	next uint32
+	ext  []shard.XorbChunk // chunks of a stored xorb (cache or global answer)
+	key  hash.Hash         // non-zero: ext hashes are keyed
+}
+
+// match reports whether chunk (h, n bytes) continues r.
+func (r *run) match(h hash.Hash, n int) bool {
+	if r.ref.sx != nil {
+		x := r.ref.sx
+		return int(r.next) < len(x.chunks) && x.chunks[r.next].Hash == h && x.chunks[r.next].Size == uint64(n)
+	}
+	if int(r.next) >= len(r.ext) {
+		return false
+	}
+	c := r.ext[r.next]
+	if c.RawLen != uint32(n) {
+		return false
+	}
+	if r.key.IsZero() {
+		return c.Hash == h
+	}
+	return c.Hash == hash.Keyed(r.key, h)
+}
+
+// held is a chunk kept aside while the defragmentation rule waits to see how long a match gets.
+type held struct {
+	data []byte
+	h    hash.Hash
+	idx  uint32
+}
+
+// fileState is the dedupe and packing state of the file being uploaded.
+type fileState struct {
+	s            *Session
+	entries      []hash.Entry
+	terms        []fterm
+	open         *sxorb // the file's open xorb (new chunks)
+	run          *run
+	held         []held
+	heldNeed     int
+	heldRef      ref
+	df           defrag
+	lastQuery    int64
+	newBytes     int64
+	dedupedBytes int64
+}
+
+func newFileState(s *Session) *fileState {
+	return &fileState{s: s, df: newDefrag(), lastQuery: -1}
+}
+
+// appendTerm adds chunk idx of r (n bytes) to the file's terms, extending the last term when it is
+// the next chunk of the same xorb.
+func (f *fileState) appendTerm(r ref, idx uint32, n int) {
+	if k := len(f.terms); k > 0 {
+		t := &f.terms[k-1]
+		if t.ref == r && t.end == idx {
+			t.end++
+			t.bytes += uint64(n)
+			f.df.grow(1)
+			return
+		}
+	}
+	f.terms = append(f.terms, fterm{ref: r, start: idx, end: idx + 1, bytes: uint64(n)})
+	f.df.newRange(1)
+}
+
+// continues reports whether chunk idx of r would extend the current term.
+func (f *fileState) continues(r ref, idx uint32) bool {
+	k := len(f.terms)
+	return k > 0 && f.terms[k-1].ref == r && f.terms[k-1].end == idx
+}
+
+// chunk handles the file's next chunk: continue a match, look it up, or store it as new data.
+func (f *fileState) chunk(ctx context.Context, data []byte, h hash.Hash, off int64) error {
+	f.entries = append(f.entries, hash.Entry{Hash: h, Size: uint64(len(data))})
+	return f.place(ctx, data, h, off)
+}
+
+func (f *fileState) place(ctx context.Context, data []byte, h hash.Hash, off int64) error {
+	if f.run != nil {
+		if f.run.match(h, len(data)) {
+			idx := f.run.next
+			f.run.next++
+			if f.held != nil {
+				f.held = append(f.held, held{data: append([]byte(nil), data...), h: h, idx: idx})
+				if len(f.held) >= f.heldNeed {
+					f.commitHeld()
+				}
+				return nil
+			}
+			f.deduped(f.run.ref, idx, len(data))
+			return nil
+		}
+		f.run = nil
+		if f.held != nil {
+			if err := f.refuseHeld(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	m, ok := f.lookup(ctx, h, off)
+	if !ok {
+		return f.addNew(ctx, data, h)
+	}
+	idx := m.next
+	m.next++
+	f.run = m
+	if !f.continues(m.ref, idx) {
+		if need := f.df.need(); need > 1 {
+			f.held = []held{{data: append([]byte(nil), data...), h: h, idx: idx}}
+			f.heldNeed, f.heldRef = need, m.ref
+			return nil
+		}
+	}
+	f.deduped(m.ref, idx, len(data))
+	return nil
+}
+
+// finish ends the file: a match still held for the defragmentation rule was too short.
+func (f *fileState) finish(ctx context.Context) error {
+	f.run = nil
+	if f.held != nil {
+		return f.refuseHeld(ctx)
+	}
+	return nil
+}
+
+func (f *fileState) deduped(r ref, idx uint32, n int) {
+	f.appendTerm(r, idx, n)
+	f.dedupedBytes += int64(n)
+}
+
+// commitHeld accepts a held match: it grew long enough.
+func (f *fileState) commitHeld() {
+	for _, c := range f.held {
+		f.deduped(f.heldRef, c.idx, len(c.data))
+	}
+	f.held = nil
+}
+
+// refuseHeld stores the chunks of a too-short held match again as new data.
+func (f *fileState) refuseHeld(ctx context.Context) error {
+	hs := f.held
+	f.held = nil
+	f.df.refused()
+	for _, c := range hs {
+		if err := f.addNew(ctx, c.data, c.h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addNew appends a chunk to the file's open xorb, cutting it first when full.
+func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash) error {
+	s := f.s
+	if f.open != nil && !f.open.fits(len(data)) {
+		if err := s.cut(ctx, f.open); err != nil {
+			return err
+		}
+		f.open = nil
+	}
+	if f.open == nil {
+		f.open = s.newSxorb()
+	}
+	idx := f.open.add(data, h)
+	if _, ok := s.index[h]; !ok {
+		s.index[h] = loc{x: f.open, i: idx}
+	}
+	f.appendTerm(ref{sx: f.open}, idx, len(data))
+	f.newBytes += int64(len(data))
+	return nil
+}
+
+// lookup finds chunk h: in this session's xorbs, the local shard cache, the global-dedupe answers
+// of this session, then (for eligible chunks) a global query.
+func (f *fileState) lookup(ctx context.Context, h hash.Hash, off int64) (*run, bool) {
+	s := f.s
+	if l, ok := s.index[h]; ok {
+		root, base := l.x.resolve()
+		return &run{ref: ref{sx: root}, next: base + l.i}, true
+	}
+	if s.cfg.Cache != nil {
+		m, ok, err := s.cfg.Cache.Lookup(h)
+		if err != nil {
+			s.log.Warn().Err(err).Msg("upload: shard cache lookup failed")
+		} else if ok && int(m.Index) < len(m.Chunks) {
+			return &run{ref: ref{ext: m.Xorb}, next: m.Index, ext: m.Chunks, key: m.Key}, true
+		}
+	}
+	if r, ok := s.lookupGlobal(h); ok {
+		return r, true
+	}
+	if !s.cfg.GlobalDedupe || !eligible(h, off) {
+		return nil, false
+	}
+	if f.lastQuery >= 0 && off-f.lastQuery < s.cfg.QuerySpacing {
+		return nil, false
+	}
+	f.lastQuery = off
+	data, err := s.cfg.CAS.QueryChunk(ctx, h)
+	if err != nil {
+		if !errors.Is(err, cas.ErrNotFound) {
+			s.log.Debug().Err(err).Msg("upload: global dedupe query failed")
+		}
+		return nil, false
+	}
+	if err := s.addGlobal(data); err != nil {
+		s.log.Warn().Err(err).Msg("upload: unusable global dedupe answer")
+		return nil, false
+	}
+	if s.cfg.Cache != nil {
+		if err := s.cfg.Cache.AddDedupe(data); err != nil {
+			s.log.Warn().Err(err).Msg("upload: could not cache a global dedupe answer")
+		}
+	}
+	return s.lookupGlobal(h)
+}
+
+// eligible: xet-core queries the file's first chunk and chunks whose hash % 1024 == 0.
+func eligible(h hash.Hash, off int64) bool { return off == 0 || h.Mod(1024) == 0 }
+
+// gshard is a global-dedupe answer indexed by its (keyed) chunk hashes.
+type gshard struct {
+	key   hash.Hash
+	xorbs []shard.Xorb
+	index map[hash.Hash][2]uint32 // stored chunk hash -> xorb ordinal, chunk index
+}
+
+// maxGlobal bounds the answers a session keeps indexed (each is at most a few MB).
+const maxGlobal = 64
+
+func (s *Session) addGlobal(data []byte) error {
+	sh, err := shard.Parse(data)
+	if err != nil {
+		return err
+	}
+	g := &gshard{xorbs: sh.Xorbs, index: make(map[hash.Hash][2]uint32)}
+	if sh.Keyed() {
+		g.key = sh.Footer.HMACKey
+	}
+	for xi, x := range sh.Xorbs {
+		for ci, c := range x.Chunks {
+			if _, ok := g.index[c.Hash]; !ok {
+				g.index[c.Hash] = [2]uint32{uint32(xi), uint32(ci)}
+			}
+		}
+	}
+	if len(s.global) >= maxGlobal {
+		s.global = s.global[1:]
+	}
+	s.global = append(s.global, g)
+	return nil
+}
+
+func (s *Session) lookupGlobal(h hash.Hash) (*run, bool) {
+	var lastKey, k hash.Hash
+	haveKey := false
+	for i := len(s.global) - 1; i >= 0; i-- {
+		g := s.global[i]
+		if !haveKey || g.key != lastKey {
+			lastKey, haveKey, k = g.key, true, h
+			if !g.key.IsZero() {
+				k = hash.Keyed(g.key, h)
+			}
+		}
+		if p, ok := g.index[k]; ok {
+			x := g.xorbs[p[0]]
+			return &run{ref: ref{ext: x.Hash}, next: p[1], ext: x.Chunks, key: g.key}, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,294 @@
+// Package upload turns files into Xet storage: a Session streams each file through the chunker,
+// dedupes its chunks (this session's chunks, the local shard cache, then global-dedupe queries),
+// packs new chunks into xorbs that are uploaded while chunking goes on, and at Finish registers every
+// file with one shard.
+package upload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// ShardCache is what a session asks of the local shard cache (*localshards.Cache implements it).
+type ShardCache interface {
+	Lookup(chunk hash.Hash) (localshards.Match, bool, error)
+	AddOwn(s *shard.Shard) error
+	AddDedupe(data []byte) error
+}
+
+// Config configures a Session. Zero fields take defaults.
+type Config struct {
+	CAS          cas.Client
+	Cache        ShardCache // may be nil
+	Policy       xorb.Policy
+	Concurrency  int   // xorb uploads in flight; default 2
+	GlobalDedupe bool  // ask the CAS about eligible chunks that no local source knows
+	QuerySpacing int64 // at most one global query per this many bytes of a file; default 4e6
+	Log          zerolog.Logger
+}
+
+// FileResult describes one uploaded file.
+type FileResult struct {
+	FileHash     hash.Hash
+	SHA256       [32]byte
+	Size         int64
+	NewBytes     int64 // bytes of chunks this file added to new xorbs
+	DedupedBytes int64 // bytes of chunks found already stored (or already in this session)
+	Chunks       int
+}
+
+// Session uploads one file or many: their new chunks go into shared xorbs, and Finish registers
+// them all with one shard.
+//
+// Concurrency: Upload and Finish may be called from any goroutine but run one at a time (a mutex
+// serialises them). Each cut xorb is uploaded on its own goroutine of an errgroup limited to
+// Config.Concurrency; cutting blocks while that many are in flight, so memory holds at most
+// Concurrency uploading xorbs, one waiting, the file's open xorb and the session accumulator,
+// whatever the file sizes. A failed xorb upload fails the next Upload or Finish. When the context of
+// an Upload or Finish is cancelled, the uploads in flight are cancelled too and the session is
+// unusable.
+type Session struct {
+	cfg Config
+	log zerolog.Logger
+
+	mu       sync.Mutex
+	g        *errgroup.Group
+	gctx     context.Context
+	gcancel  context.CancelFunc
+	failed   error
+	index    map[hash.Hash]loc // chunks of this session's xorbs
+	acc      *sxorb            // the accumulator: leftovers of finished files
+	newXorbs []shard.Xorb      // xorbs cut since the last Finish
+	files    []pendingFile
+	global   []*gshard // global-dedupe answers of this session
+	stats    struct{ xorbs int }
+}
+
+// loc is where a chunk of this session lives.
+type loc struct {
+	x *sxorb
+	i uint32
+}
+
+// pendingFile is a file waiting for Finish: its shard block with placeholder xorb hashes, and the
+// reference each term is to be patched from.
+type pendingFile struct {
+	file shard.File
+	refs []ref
+}
+
+// NewSession returns a session uploading to cfg.CAS.
+func NewSession(cfg Config) *Session {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 2
+	}
+	if cfg.QuerySpacing <= 0 {
+		cfg.QuerySpacing = 4_000_000
+	}
+	return &Session{cfg: cfg, log: cfg.Log, index: make(map[hash.Hash]loc)}
+}
+
+// group returns the errgroup of the xorb uploads in flight, starting one when needed.
+func (s *Session) group() (*errgroup.Group, context.Context) {
+	if s.g == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.g, s.gctx = errgroup.WithContext(ctx)
+		s.gcancel = cancel
+		s.g.SetLimit(s.cfg.Concurrency)
+	}
+	return s.g, s.gctx
+}
+
+// batchErr returns the error that stopped the uploads in flight, if any.
+func (s *Session) batchErr() error {
+	if s.failed != nil {
+		return s.failed
+	}
+	if s.gctx != nil && s.gctx.Err() != nil {
+		s.failed = s.g.Wait()
+		if s.failed == nil {
+			s.failed = s.gctx.Err()
+		}
+		return s.failed
+	}
+	return nil
+}
+
+// watch cancels the uploads in flight when ctx ends; the returned func stops watching.
+func (s *Session) watch(ctx context.Context) func() {
+	s.group()
+	cancel := s.gcancel
+	stop := context.AfterFunc(ctx, cancel)
+	return func() { stop() }
+}
+
+// Upload streams r through the chunker (never holding the file), dedupes and packs its chunks, and
+// returns the file's hash and figures. sha256, when given (git-lfs passes the oid), is used as the
+// file's SHA-256; otherwise it is computed beside the chunker on its own goroutine. progress (may be
+// nil) gets the bytes processed so far. The file is registered by the next Finish.
+func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, progress func(done int64)) (*FileResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.CAS == nil {
+		return nil, errors.New("upload: no CAS configured")
+	}
+	if err := s.batchErr(); err != nil {
+		return nil, fmt.Errorf("upload: session failed earlier: %w", err)
+	}
+	defer s.watch(ctx)()
+
+	cr := chunk.NewReaderOptions(r, chunk.Options{SHA256: sha256 == nil})
+	defer cr.Close()
+	f := newFileState(s)
+	var done, reported int64
+	for {
+		c, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("upload: read file: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := f.chunk(ctx, c.Data, c.Hash, c.Offset); err != nil {
+			return nil, err
+		}
+		done = c.Offset + int64(len(c.Data))
+		if progress != nil && done-reported >= 1<<20 {
+			progress(done)
+			reported = done
+		}
+	}
+	if err := f.finish(ctx); err != nil {
+		return nil, err
+	}
+	if progress != nil && done != reported {
+		progress(done)
+	}
+	if err := s.fileDone(ctx, f.open); err != nil {
+		return nil, err
+	}
+	if err := s.batchErr(); err != nil {
+		return nil, err
+	}
+
+	res := &FileResult{FileHash: hash.File(f.entries), Size: done, NewBytes: f.newBytes,
+		DedupedBytes: f.dedupedBytes, Chunks: len(f.entries)}
+	if sha256 != nil {
+		res.SHA256 = *sha256
+	} else {
+		sum, ok := cr.SHA256()
+		if !ok {
+			return nil, errors.New("upload: chunker did not compute the SHA-256")
+		}
+		res.SHA256 = sum
+	}
+	terms := make([]shard.Term, len(f.terms))
+	refs := make([]ref, len(f.terms))
+	for i, t := range f.terms {
+		terms[i] = shard.Term{Xorb: hash.Marker, UnpackedBytes: uint32(t.bytes), ChunkStart: t.start, ChunkEnd: t.end}
+		refs[i] = t.ref
+	}
+	chunkHashes := make([]hash.Hash, len(f.entries))
+	for i, e := range f.entries {
+		chunkHashes[i] = e.Hash
+	}
+	file, err := shard.BuildFile(res.FileHash, terms, chunkHashes, res.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("upload: %w", err)
+	}
+	s.files = append(s.files, pendingFile{file: file, refs: refs})
+	s.log.Debug().Str("file", res.FileHash.String()).Int64("size", res.Size).Int64("new", res.NewBytes).
+		Int64("deduped", res.DedupedBytes).Int("terms", len(terms)).Msg("upload: file chunked")
+	return res, nil
+}
+
+// Finish uploads the remaining xorbs, waits for every xorb upload, then registers every file uploaded
+// since the last Finish with one shard (PutShard) and adds that shard to the cache. The session may
+// be used again afterwards.
+func (s *Session) Finish(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.batchErr(); err != nil {
+		return fmt.Errorf("upload: session failed earlier: %w", err)
+	}
+	stop := s.watch(ctx)
+	if s.acc != nil {
+		if err := s.cut(ctx, s.acc); err != nil {
+			stop()
+			return err
+		}
+		s.acc = nil
+	}
+	err := s.g.Wait()
+	stop()
+	s.g, s.gctx, s.gcancel = nil, nil, nil
+	if err != nil {
+		s.failed = err
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(s.files) == 0 && len(s.newXorbs) == 0 {
+		return nil
+	}
+	sh, err := s.buildShard()
+	if err != nil {
+		return err
+	}
+	body := sh.AppendUpload(nil)
+	if err := s.cfg.CAS.PutShard(ctx, body); err != nil {
+		return fmt.Errorf("upload: register %d files: %w", len(sh.Files), err)
+	}
+	if s.cfg.Cache != nil {
+		if err := s.cfg.Cache.AddOwn(sh); err != nil {
+			s.log.Warn().Err(err).Msg("upload: could not add the shard to the local cache")
+		}
+	}
+	s.log.Debug().Int("files", len(sh.Files)).Int("xorbs", len(sh.Xorbs)).Int("bytes", len(body)).Msg("upload: shard registered")
+	s.files, s.newXorbs = nil, nil
+	return nil
+}
+
+// buildShard patches the files' terms with the hashes of the xorbs they use (all cut by now) and
+// returns the sorted upload shard.
+func (s *Session) buildShard() (*shard.Shard, error) {
+	sh := &shard.Shard{Version: shard.HeaderVersion, Xorbs: s.newXorbs}
+	for _, pf := range s.files {
+		f := pf.file
+		f.Terms = append([]shard.Term(nil), f.Terms...)
+		for i := range f.Terms {
+			r := pf.refs[i]
+			if r.sx == nil {
+				f.Terms[i].Xorb = r.ext
+				continue
+			}
+			root, off := r.sx.resolve()
+			if !root.cut {
+				return nil, fmt.Errorf("upload: internal error: file %s term %d uses a xorb never cut", f.Hash, i)
+			}
+			f.Terms[i].Xorb = root.hash
+			f.Terms[i].ChunkStart += off
+			f.Terms[i].ChunkEnd += off
+		}
+		sh.Files = append(sh.Files, f)
+	}
+	sh.Sort()
+	return sh, nil
+}
