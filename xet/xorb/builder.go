@@ -1,0 +1,172 @@
+package xorb
+
+import (
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// ChunkInfo is one chunk of a xorb. Start and End are the byte offsets of its record in the
+// serialized chunk region (End exclusive); RawStart is the cumulative raw offset of its data.
+type ChunkInfo struct {
+	Hash     hash.Hash
+	RawLen   uint32
+	Scheme   Scheme
+	Start    uint32
+	End      uint32
+	RawStart uint64
+}
+
+// Xorb is a finished xorb: its hash (the merkle hash of its chunks), its chunk records (the upload
+// form, without footer), and where each chunk lies.
+type Xorb struct {
+	Hash     hash.Hash
+	Body     []byte
+	Chunks   []ChunkInfo
+	RawBytes uint64
+}
+
+// Entries returns the (chunk hash, raw length) list the xorb hash is computed over.
+func (x *Xorb) Entries() []hash.Entry {
+	return chunkEntries(x.Chunks)
+}
+
+func chunkEntries(chunks []ChunkInfo) []hash.Entry {
+	e := make([]hash.Entry, len(chunks))
+	for i, c := range chunks {
+		e[i] = hash.Entry{Hash: c.Hash, Size: uint64(c.RawLen)}
+	}
+	return e
+}
+
+// Footer returns the version-1 footer describing x.
+func (x *Xorb) Footer() *Footer {
+	return footerFor(x.Hash, x.Chunks)
+}
+
+func footerFor(h hash.Hash, chunks []ChunkInfo) *Footer {
+	f := &Footer{
+		Version:      1,
+		Hash:         h,
+		ChunkHashes:  make([]hash.Hash, len(chunks)),
+		BoundaryEnds: make([]uint32, len(chunks)),
+		RawEnds:      make([]uint32, len(chunks)),
+	}
+	for i, c := range chunks {
+		f.ChunkHashes[i] = c.Hash
+		f.BoundaryEnds[i] = c.End
+		f.RawEnds[i] = uint32(c.RawStart) + c.RawLen
+	}
+	return f
+}
+
+// Builder packs chunks into one xorb, compressing each chunk as it is added with the scheme its
+// Policy picks. Callers check Fits before Add and Finish the xorb when a chunk does not fit (xet-core
+// cuts before a chunk that would take the xorb over MaxBytes raw bytes or MaxChunks chunks).
+//
+// With PolicyAuto, the chunks of each file segment (StartFile marks where one begins; a new xorb
+// begins one too) go in blocks of 32: the BG4 predictor runs on a block's first chunk and its choice
+// (BG4-LZ4 or LZ4) applies to the whole block. Whatever the scheme, a chunk that does not get smaller
+// is stored uncompressed.
+//
+// A Builder is not safe for concurrent use.
+type Builder struct {
+	policy   Policy
+	enc      encoder
+	body     []byte
+	chunks   []ChunkInfo
+	raw      uint64
+	segStart int    // index of the first chunk of the current file segment
+	block    Scheme // PolicyAuto: the scheme of the current 32-chunk block
+}
+
+// NewBuilder returns an empty Builder using policy.
+func NewBuilder(policy Policy) *Builder {
+	return &Builder{policy: policy}
+}
+
+// StartFile marks a file boundary: the next chunk begins a new segment, for which the BG4
+// predictor is run again.
+func (b *Builder) StartFile() { b.segStart = len(b.chunks) }
+
+// Fits reports whether a chunk of rawLen bytes can be added without taking the xorb over MaxBytes
+// raw bytes or MaxChunks chunks.
+func (b *Builder) Fits(rawLen int) bool {
+	return b.raw+uint64(rawLen) <= MaxBytes && len(b.chunks)+1 <= MaxChunks
+}
+
+// Add compresses data (copied; at most MaxChunkRaw bytes, or Add panics) into the xorb as the next
+// chunk with hash h (the caller's chunk hash of data), and returns the chunk's index.
+func (b *Builder) Add(data []byte, h hash.Hash) int {
+	s := b.schemeFor(data)
+	b.reserve(RecordHeaderSize + 15 + len(data) + len(data)/255 + 16)
+	start := len(b.body)
+	b.body = b.enc.appendRecord(b.body, data, s)
+	i := len(b.chunks)
+	b.chunks = append(b.chunks, ChunkInfo{
+		Hash:     h,
+		RawLen:   uint32(len(data)),
+		Scheme:   Scheme(b.body[start+4]),
+		Start:    uint32(start),
+		End:      uint32(len(b.body)),
+		RawStart: b.raw,
+	})
+	b.raw += uint64(len(data))
+	return i
+}
+
+// maxBody bounds the body of a full xorb: every raw byte stored plus, per chunk, a header and the
+// worst-case LZ4 frame overhead.
+const maxBody = MaxBytes + MaxChunks*(RecordHeaderSize+16) + MaxBytes/255
+
+// reserve makes room for n more body bytes, doubling the buffer (append grows large slices by only
+// 1.25x, which copies a 64 MiB xorb several times over).
+func (b *Builder) reserve(n int) {
+	if cap(b.body)-len(b.body) >= n {
+		return
+	}
+	c := max(2*cap(b.body), 256<<10, len(b.body)+n)
+	c = max(min(c, maxBody), len(b.body)+n)
+	nb := make([]byte, len(b.body), c)
+	copy(nb, b.body)
+	b.body = nb
+}
+
+func (b *Builder) schemeFor(data []byte) Scheme {
+	switch b.policy {
+	case PolicyNone:
+		return SchemeNone
+	case PolicyLZ4:
+		return SchemeLZ4
+	case PolicyBG4LZ4:
+		return SchemeBG4LZ4
+	}
+	if (len(b.chunks)-b.segStart)%retestInterval == 0 {
+		if BG4Recommended(data) {
+			b.block = SchemeBG4LZ4
+		} else {
+			b.block = SchemeLZ4
+		}
+	}
+	return b.block
+}
+
+// Len returns the number of chunks added.
+func (b *Builder) Len() int { return len(b.chunks) }
+
+// RawBytes returns the raw bytes added.
+func (b *Builder) RawBytes() uint64 { return b.raw }
+
+// BodyLen returns the serialized size of the records so far.
+func (b *Builder) BodyLen() int { return len(b.body) }
+
+// Finish returns the xorb built so far, with its hash computed, and resets the Builder for the next
+// xorb (a new xorb starts a new file segment).
+func (b *Builder) Finish() *Xorb {
+	x := &Xorb{
+		Hash:     hash.Merkle(chunkEntries(b.chunks)),
+		Body:     b.body,
+		Chunks:   b.chunks,
+		RawBytes: b.raw,
+	}
+	b.body, b.chunks, b.raw, b.segStart = nil, nil, 0, 0
+	return x
+}

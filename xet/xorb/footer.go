@@ -1,0 +1,227 @@
+package xorb
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// Footer is the XETBLOB metadata that may follow the chunk records of a stored xorb (xet-core's
+// XorbObjectInfoV1; version 0 is read too). BoundaryEnds[i] is the end offset of record i in the
+// chunk region (headers included); RawEnds[i] the cumulative end of chunk i's raw bytes. A version-0
+// footer has no raw ends: RawEnds is nil after ParseFooter.
+type Footer struct {
+	Version      uint8
+	Hash         hash.Hash
+	ChunkHashes  []hash.Hash
+	BoundaryEnds []uint32
+	RawEnds      []uint32
+}
+
+// ErrNoFooter is returned (wrapped) by ParseFooter when the object does not end with a footer.
+var ErrNoFooter = errors.New("xorb: no XETBLOB footer")
+
+const (
+	footerTrailer = 4 // u32 info_length after the footer
+	footerV1Fixed = 92
+	footerV0Fixed = 60
+)
+
+var (
+	hashesMagic     = []byte("XBLBHSH")
+	boundariesMagic = []byte("XBLBBND")
+)
+
+// Size returns the number of bytes AppendTo writes.
+func (f *Footer) Size() int {
+	n := len(f.ChunkHashes)
+	if f.Version == 0 {
+		return footerV0Fixed + 36*n + footerTrailer
+	}
+	return footerV1Fixed + 40*n + footerTrailer
+}
+
+// AppendTo appends the footer, with its trailing u32 length, to dst: the version-1 layout (as
+// xet-core writes it), or the version-0 layout when f.Version is 0. BoundaryEnds (and for version 1
+// RawEnds) must have one entry per chunk hash; a Footer that breaks this is a programming error and
+// panics.
+func (f *Footer) AppendTo(dst []byte) []byte {
+	n := len(f.ChunkHashes)
+	if len(f.BoundaryEnds) != n || (f.Version != 0 && len(f.RawEnds) != n) {
+		panic(fmt.Sprintf("xorb: Footer with %d hashes, %d boundaries, %d raw ends", n, len(f.BoundaryEnds), len(f.RawEnds)))
+	}
+	le := binary.LittleEndian
+	dst = append(dst, footerMagic...)
+	if f.Version == 0 {
+		dst = append(dst, 0)
+		dst = append(dst, f.Hash[:]...)
+		dst = le.AppendUint32(dst, uint32(n))
+		for _, b := range f.BoundaryEnds {
+			dst = le.AppendUint32(dst, b)
+		}
+		for _, h := range f.ChunkHashes {
+			dst = append(dst, h[:]...)
+		}
+		dst = append(dst, make([]byte, 16)...)
+		return le.AppendUint32(dst, uint32(footerV0Fixed+36*n))
+	}
+	dst = append(dst, 1)
+	dst = append(dst, f.Hash[:]...)
+	dst = append(dst, hashesMagic...)
+	dst = append(dst, 0)
+	dst = le.AppendUint32(dst, uint32(n))
+	for _, h := range f.ChunkHashes {
+		dst = append(dst, h[:]...)
+	}
+	dst = append(dst, boundariesMagic...)
+	dst = append(dst, 1)
+	dst = le.AppendUint32(dst, uint32(n))
+	for _, b := range f.BoundaryEnds {
+		dst = le.AppendUint32(dst, b)
+	}
+	for _, r := range f.RawEnds {
+		dst = le.AppendUint32(dst, r)
+	}
+	dst = le.AppendUint32(dst, uint32(n))
+	dst = le.AppendUint32(dst, uint32(52+40*n)) // hashes section, from the end of the reserved field
+	dst = le.AppendUint32(dst, uint32(40+8*n))  // boundaries section, likewise
+	dst = append(dst, make([]byte, 16)...)
+	return le.AppendUint32(dst, uint32(footerV1Fixed+40*n))
+}
+
+// ParseFooter finds and parses the footer at the end of a whole xorb object (chunk records, footer,
+// u32 footer length). recordsLen is the offset where the footer starts, i.e. the length of the chunk
+// region. Every length, magic, version, the copies of the chunk count and the section offsets are
+// checked against each other and against obj, and the boundary offsets must rise strictly and end at
+// recordsLen; the raw ends must not decrease. It does not decode records (Index does).
+func ParseFooter(obj []byte) (f *Footer, recordsLen int, err error) {
+	if len(obj) < footerTrailer+footerV0Fixed {
+		return nil, 0, fmt.Errorf("%w: object of %d bytes is too short", ErrNoFooter, len(obj))
+	}
+	le := binary.LittleEndian
+	infoLen := uint64(le.Uint32(obj[len(obj)-footerTrailer:]))
+	if infoLen > uint64(len(obj)-footerTrailer) || infoLen < footerV0Fixed {
+		return nil, 0, fmt.Errorf("%w: footer length %d does not fit the object of %d bytes", ErrNoFooter, infoLen, len(obj))
+	}
+	start := len(obj) - footerTrailer - int(infoLen)
+	fb := obj[start : len(obj)-footerTrailer]
+	if !bytes.Equal(fb[:7], footerMagic) {
+		return nil, 0, fmt.Errorf("%w: no XETBLOB magic %d bytes before the end", ErrNoFooter, infoLen+footerTrailer)
+	}
+	switch fb[7] {
+	case 0:
+		f, err = parseFooterV0(fb)
+	case 1:
+		f, err = parseFooterV1(fb)
+	default:
+		return nil, 0, fmt.Errorf("xorb footer: unsupported version %d", fb[7])
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("xorb footer: %w", err)
+	}
+	if err := f.checkOffsets(start); err != nil {
+		return nil, 0, fmt.Errorf("xorb footer: %w", err)
+	}
+	return f, start, nil
+}
+
+func parseFooterV0(fb []byte) (*Footer, error) {
+	le := binary.LittleEndian
+	n := uint64(le.Uint32(fb[40:]))
+	if uint64(len(fb)) != footerV0Fixed+36*n {
+		return nil, fmt.Errorf("v0 footer of %d bytes cannot hold %d chunks", len(fb), n)
+	}
+	f := &Footer{Version: 0, Hash: hash.Hash(fb[8:40])}
+	f.BoundaryEnds = make([]uint32, n)
+	p := 44
+	for i := range f.BoundaryEnds {
+		f.BoundaryEnds[i] = le.Uint32(fb[p:])
+		p += 4
+	}
+	f.ChunkHashes = make([]hash.Hash, n)
+	for i := range f.ChunkHashes {
+		f.ChunkHashes[i] = hash.Hash(fb[p : p+32])
+		p += 32
+	}
+	return f, nil
+}
+
+func parseFooterV1(fb []byte) (*Footer, error) {
+	le := binary.LittleEndian
+	if len(fb) < footerV1Fixed {
+		return nil, fmt.Errorf("v1 footer of %d bytes is too short", len(fb))
+	}
+	if !bytes.Equal(fb[40:47], hashesMagic) {
+		return nil, fmt.Errorf("missing XBLBHSH section magic")
+	}
+	if fb[47] != 0 {
+		return nil, fmt.Errorf("unsupported hashes section version %d", fb[47])
+	}
+	n := uint64(le.Uint32(fb[48:]))
+	if uint64(len(fb)) != footerV1Fixed+40*n {
+		return nil, fmt.Errorf("v1 footer of %d bytes cannot hold %d chunks", len(fb), n)
+	}
+	f := &Footer{Version: 1, Hash: hash.Hash(fb[8:40])}
+	f.ChunkHashes = make([]hash.Hash, n)
+	p := 52
+	for i := range f.ChunkHashes {
+		f.ChunkHashes[i] = hash.Hash(fb[p : p+32])
+		p += 32
+	}
+	if !bytes.Equal(fb[p:p+7], boundariesMagic) {
+		return nil, fmt.Errorf("missing XBLBBND section magic")
+	}
+	if fb[p+7] != 1 {
+		return nil, fmt.Errorf("unsupported boundaries section version %d", fb[p+7])
+	}
+	if n2 := uint64(le.Uint32(fb[p+8:])); n2 != n {
+		return nil, fmt.Errorf("boundaries section counts %d chunks, hashes section %d", n2, n)
+	}
+	p += 12
+	f.BoundaryEnds = make([]uint32, n)
+	for i := range f.BoundaryEnds {
+		f.BoundaryEnds[i] = le.Uint32(fb[p:])
+		p += 4
+	}
+	f.RawEnds = make([]uint32, n)
+	for i := range f.RawEnds {
+		f.RawEnds[i] = le.Uint32(fb[p:])
+		p += 4
+	}
+	if n3 := uint64(le.Uint32(fb[p:])); n3 != n {
+		return nil, fmt.Errorf("trailer counts %d chunks, hashes section %d", n3, n)
+	}
+	if off := uint64(le.Uint32(fb[p+4:])); off != 52+40*n {
+		return nil, fmt.Errorf("hashes section offset %d, want %d", off, 52+40*n)
+	}
+	if off := uint64(le.Uint32(fb[p+8:])); off != 40+8*n {
+		return nil, fmt.Errorf("boundaries section offset %d, want %d", off, 40+8*n)
+	}
+	return f, nil
+}
+
+// checkOffsets checks that the boundary ends rise strictly by at least a record header and end at
+// recordsLen, and that the raw ends do not decrease.
+func (f *Footer) checkOffsets(recordsLen int) error {
+	prev := uint64(0)
+	for i, b := range f.BoundaryEnds {
+		if uint64(b) < prev+RecordHeaderSize {
+			return fmt.Errorf("chunk %d ends at offset %d, before its start %d plus a header", i, b, prev)
+		}
+		prev = uint64(b)
+	}
+	if prev != uint64(recordsLen) {
+		return fmt.Errorf("chunk records end at %d but the footer starts at %d", prev, recordsLen)
+	}
+	var prevRaw uint32
+	for i, r := range f.RawEnds {
+		if r < prevRaw {
+			return fmt.Errorf("chunk %d raw end %d is below the previous %d", i, r, prevRaw)
+		}
+		prevRaw = r
+	}
+	return nil
+}
