@@ -1,0 +1,40 @@
+// Command xet-server is a self-hostable Xet CAS with Hub-style Git LFS routes, for a team's own
+// repositories: git-lfs (basic transfer) and Xet clients (xet transfer, CAS API v1/v2) both work
+// against it. Usage:
+//
+//	xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]
+//	xet-server hash-password < password
+//
+// Without --users it runs open (no authentication) and refuses non-loopback addresses.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve":
+			return runServe(args[1:], stderr, nil)
+		case "hash-password":
+			return runHashPassword(args[1:], stdin, stdout, stderr)
+		case "help", "-h", "--help":
+			usage(stdout)
+			return 0
+		}
+	}
+	return runServe(args, stderr, nil)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, `usage:
+  xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]   run the server (serve -h: flags)
+  xet-server hash-password                                            read a password on stdin, print its hash`)
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
+)
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:80": true, "localhost:1": true, "127.1.2.3:9": true,
+		"0.0.0.0:8080": false, ":8080": false, "[::]:80": false, "10.0.0.1:80": false,
+		"example.com:80": false, "nonsense": false,
+	} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v", addr, got)
+		}
+	}
+}
+
+// Without --users the server will not listen beyond loopback (checked before binding anything).
+func TestRefusesOpenNonLoopback(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run([]string{"--listen", "0.0.0.0:0", "--data", t.TempDir()}, nil, &bytes.Buffer{}, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "refusing to listen on 0.0.0.0:0 without authentication") {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--listen", "127.0.0.1:0"},                              // no --data
+		{"--data", t.TempDir(), "--users", "/nonexistent/users"}, // unreadable users file
+		{"--data", t.TempDir(), "--tls-cert", "x"},               // cert without key
+		{"--data", t.TempDir(), "--compression", "zip"},
+		{"--bogus"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(args, nil, &bytes.Buffer{}, &stderr); code == 0 || stderr.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+}
+
+func TestHashPassword(t *testing.T) {
+	var out, stderr bytes.Buffer
+	if code := run([]string{"hash-password", "--user", "alice", "--access", "read"}, strings.NewReader("correct horse battery\n"), &out, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	line := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(line, "alice:$pbkdf2-sha256$600000$") || !strings.HasSuffix(line, ":read") {
+		t.Fatalf("line %q", line)
+	}
+	users, err := server.NewUsers(strings.NewReader(line + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok := users.Authenticate("alice", "correct horse battery")
+	if !ok || u.Write {
+		t.Fatalf("generated line does not authenticate as read-only alice: %v %+v", ok, u)
+	}
+	if _, ok := users.Authenticate("alice", "correct horse batteryX"); ok {
+		t.Fatal("wrong password accepted")
+	}
+	if code := run([]string{"hash-password"}, strings.NewReader("short\n"), &out, &stderr); code == 0 {
+		t.Fatal("short password accepted")
+	}
+}
+
+// startServer runs the server in-process on 127.0.0.1:0 and returns its address and a function
+// that stops it with SIGTERM and returns the exit code.
+func startServer(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
+	t.Helper()
+	logs := &syncBuffer{}
+	addrc := make(chan string, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- runServe(append([]string{"--listen", "127.0.0.1:0"}, args...), logs, func(a string) { addrc <- a })
+	}()
+	select {
+	case a := <-addrc:
+		return a, logs, func() int {
+			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-done:
+				return code
+			case <-time.After(20 * time.Second):
+				t.Fatal("server did not stop on SIGTERM")
+				return -1
+			}
+		}
+	case code := <-done:
+		t.Fatalf("server exited %d: %s", code, logs.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not start")
+	}
+	return "", nil, nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeOpenAndShutdown(t *testing.T) {
+	data := t.TempDir()
+	addr, logs, stop := startServer(t, "--data", data)
+	res, err := http.Head("http://" + addr + "/v1/files/" + strings.Repeat("0", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 404 {
+		t.Fatalf("HEAD unknown file: %d", res.StatusCode)
+	}
+	fi, err := os.Stat(filepath.Join(data, "secret"))
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() < 32 {
+		t.Fatalf("generated secret: %v %v", fi, err)
+	}
+	secret, _ := os.ReadFile(filepath.Join(data, "secret"))
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM: %s", code, logs.String())
+	}
+	l := logs.String()
+	for _, want := range []string{"WITHOUT authentication", `"path":"/v1/files/`, `"status":404`, "generated a new server secret", "xet-server stopped"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log lacks %q:\n%s", want, l)
+		}
+	}
+	// A restart keeps the secret (tokens and URLs stay valid).
+	_, _, stop = startServer(t, "--data", data)
+	if code := stop(); code != 0 {
+		t.Fatal(code)
+	}
+	if again, _ := os.ReadFile(filepath.Join(data, "secret")); !bytes.Equal(again, secret) {
+		t.Fatal("secret changed across restarts")
+	}
+}
+
+func TestServeWithUsers(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if code := run([]string{"hash-password", "--user", "alice"}, strings.NewReader("alice-password\n"), &out, &bytes.Buffer{}); code != 0 {
+		t.Fatal("hash-password failed")
+	}
+	usersFile := filepath.Join(dir, "users")
+	if err := os.WriteFile(usersFile, []byte("# the team\n"+out.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(dir, "my-secret")
+	if err := os.WriteFile(secretFile, []byte(strings.Repeat("s", 40)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, logs, stop := startServer(t, "--data", filepath.Join(dir, "data"), "--users", usersFile, "--secret-file", secretFile)
+	defer stop()
+	get := func(user, pw string) int {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/api/models/org/repo/xet-write-token/main", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pw)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if s := get("", ""); s != 401 {
+		t.Fatalf("no credentials: %d", s)
+	}
+	if s := get("alice", "nope"); s != 401 {
+		t.Fatalf("wrong password: %d", s)
+	}
+	if s := get("alice", "alice-password"); s != 200 {
+		t.Fatalf("alice: %d", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "secret")); err == nil {
+		t.Fatal("a secret was generated although --secret-file was given")
+	}
+	if strings.Contains(logs.String(), "alice-password") {
+		t.Fatal("password in logs")
+	}
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+type serveFlags struct {
+	listen, data, users, secretFile, publicURL string
+	tlsCert, tlsKey, logFile, logLevel         string
+	tokenTTL, urlTTL, shutdown                 time.Duration
+	maxObject                                  int64
+	policy                                     string
+}
+
+// runServe runs the server until SIGINT/SIGTERM. ready (tests) gets the bound address.
+func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
+	var f serveFlags
+	fl := flag.NewFlagSet("xet-server serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port)")
+	fl.StringVar(&f.data, "data", "", "data directory (required): the CAS under DIR/cas, the secret in DIR/secret")
+	fl.StringVar(&f.users, "users", "", "users file (name:hash[:read|write[:repo-patterns]]); without it the server is open and loopback-only")
+	fl.StringVar(&f.secretFile, "secret-file", "", "file holding the token/URL signing secret (default DIR/secret, generated when absent)")
+	fl.StringVar(&f.publicURL, "public-url", "", "base URL clients reach the server at (default http://<request Host>); set it behind a proxy")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (serve HTTPS)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key file")
+	fl.StringVar(&f.logFile, "log-file", "", "append logs (JSON lines) to this file instead of stderr")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.DurationVar(&f.tokenTTL, "token-ttl", 15*time.Minute, "lifetime of CAS access tokens")
+	fl.DurationVar(&f.urlTTL, "url-ttl", time.Hour, "lifetime of signed xorb URLs")
+	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fl.Int64Var(&f.maxObject, "max-object-size", 64<<30, "largest basic-transfer LFS upload in bytes")
+	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "xet-server: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	log, closeLog, err := newLogger(f, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "xet-server:", err)
+		return 2
+	}
+	defer closeLog()
+	if err := serve(f, log, ready); err != nil {
+		log.Error().Err(err).Msg("xet-server stopped")
+		fmt.Fprintln(stderr, "xet-server:", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(f serveFlags, stderr io.Writer) (zerolog.Logger, func(), error) {
+	lvl, err := zerolog.ParseLevel(f.logLevel)
+	if err != nil {
+		return zerolog.Nop(), nil, fmt.Errorf("--log-level: %w", err)
+	}
+	out, closeFn := stderr, func() {}
+	if f.logFile != "" {
+		lf, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		if err != nil {
+			return zerolog.Nop(), nil, fmt.Errorf("--log-file: %w", err)
+		}
+		out, closeFn = lf, func() { lf.Close() }
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), closeFn, nil
+}
+
+// isLoopback reports whether a listen address only accepts connections from this machine.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
+	if f.data == "" {
+		return errors.New("--data DIR is required")
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	var users *server.Users
+	if f.users != "" {
+		u, err := server.LoadUsers(f.users)
+		if err != nil {
+			return err
+		}
+		if u.Len() == 0 {
+			return fmt.Errorf("users file %s lists no users", f.users)
+		}
+		users = u
+	} else if !isLoopback(f.listen) {
+		return fmt.Errorf("refusing to listen on %s without authentication: give --users FILE, or listen on a loopback address (127.0.0.1:PORT)", f.listen)
+	}
+	policy, err := xorb.ParsePolicy(f.policy)
+	if err != nil {
+		return fmt.Errorf("--compression: %w", err)
+	}
+	if err := os.MkdirAll(f.data, 0o750); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	secretPath := f.secretFile
+	if secretPath == "" {
+		secretPath = filepath.Join(f.data, "secret")
+	}
+	secret, err := loadSecret(secretPath, f.secretFile == "", log)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(filepath.Join(f.data, "cas"), store.Options{Log: log})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	srv, err := server.New(server.Config{
+		Store:     st,
+		Ingest:    &server.UploadIngester{Store: st, Policy: policy, Log: log},
+		Secret:    secret,
+		Users:     users,
+		PublicURL: f.publicURL,
+		TokenTTL:  f.tokenTTL,
+		URLTTL:    f.urlTTL,
+		Limits:    server.Limits{Object: f.maxObject},
+		Log:       log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          nil,
+	}
+	ev := log.Info().Str("addr", ln.Addr().String()).Str("data", f.data).Bool("tls", f.tlsCert != "")
+	if users == nil {
+		ev.Str("auth", "none").Msg("xet-server listening WITHOUT authentication (loopback only): every request is allowed")
+	} else {
+		if f.tlsCert == "" && !isLoopback(f.listen) {
+			log.Warn().Msg("authentication over plain HTTP: put the server behind a TLS proxy (and set --public-url) or give --tls-cert/--tls-key")
+		}
+		ev.Str("auth", "users").Int("users", users.Len()).Msg("xet-server listening")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if users == nil {
+					continue
+				}
+				if err := users.Reload(); err != nil {
+					log.Error().Err(err).Msg("users file reload failed; keeping the previous users")
+				} else {
+					log.Info().Int("users", users.Len()).Msg("users file reloaded")
+				}
+			}
+		}
+	}()
+
+	errc := make(chan error, 1)
+	go func() {
+		if f.tlsCert != "" {
+			errc <- hs.ServeTLS(ln, f.tlsCert, f.tlsKey)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info().Dur("timeout", f.shutdown).Msg("shutting down: waiting for requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdown)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info().Msg("xet-server stopped")
+	return nil
+}
+
+// loadSecret reads the signing secret; when it is absent and generate is set it creates one (32
+// random bytes, hex, mode 0600, written to a temp file and renamed).
+func loadSecret(path string, generate bool, log zerolog.Logger) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && generate {
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return nil, err
+		}
+		b = []byte(hex.EncodeToString(raw[:]) + "\n")
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			return nil, fmt.Errorf("write secret: %w", err)
+		}
+		// Link rather than rename: if another process created the secret meanwhile, keep theirs.
+		if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+			os.Remove(tmp)
+			return nil, fmt.Errorf("write secret: %w", err)
+		}
+		os.Remove(tmp)
+		log.Info().Str("path", path).Msg("generated a new server secret")
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secret file: %w", err)
+	}
+	s := []byte(strings.TrimSpace(string(b)))
+	if len(s) < 32 {
+		return nil, fmt.Errorf("secret file %s: %d bytes, need at least 32", path, len(s))
+	}
+	return s, nil
+}

@@ -1,0 +1,334 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// pathHash parses the path wildcard name as a Xet hash string, answering 400 when it is not one.
+func pathHash(w http.ResponseWriter, r *http.Request, name string) (hash.Hash, bool) {
+	h, err := hash.Parse(r.PathValue(name))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("bad %s hash: %v", name, err))
+		return h, false
+	}
+	return h, true
+}
+
+// plan answers the shared part of GET /v1|v2/reconstructions/{file}: the store's plan for the file,
+// or the part named by a single Range (inclusive; clamped to the end; 416 when it starts past it).
+func (s *Server) plan(w http.ResponseWriter, r *http.Request) (*casapi.ReconstructionV2, bool) {
+	file, ok := pathHash(w, r, "file")
+	if !ok {
+		return nil, false
+	}
+	var rng *casapi.ByteRange
+	if hdr := r.Header.Get("Range"); hdr != "" {
+		size, err := s.cfg.Store.FileSize(r.Context(), file)
+		if err != nil {
+			s.fail(w, r, "reconstruction", err)
+			return nil, false
+		}
+		rs, err := parseRange(hdr, size)
+		switch {
+		case errors.Is(err, errUnsatisfiable):
+			w.Header().Set("Content-Range", "bytes */"+strconv.FormatUint(size, 10))
+			writeError(w, http.StatusRequestedRangeNotSatisfiable, "range starts at or past the end of the file")
+			return nil, false
+		case err != nil:
+			writeError(w, http.StatusBadRequest, err.Error())
+			return nil, false
+		case len(rs) != 1:
+			writeError(w, http.StatusBadRequest, "reconstruction takes a single range")
+			return nil, false
+		}
+		rng = &rs[0]
+	}
+	p, err := s.cfg.Store.Reconstruct(r.Context(), file, rng)
+	if err != nil {
+		s.fail(w, r, "reconstruction", err)
+		return nil, false
+	}
+	return p, true
+}
+
+// handleReconstructionV2 answers GET /v2/reconstructions/{file}: terms plus, per xorb, signed URLs with
+// the ranges each may fetch (at most maxSignedRanges per URL).
+func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, _ Claims) {
+	p, ok := s.plan(w, r)
+	if !ok {
+		return
+	}
+	base := s.baseURL(r)
+	out := &casapi.ReconstructionV2{
+		OffsetIntoFirstRange: p.OffsetIntoFirstRange,
+		Terms:                nonNilTerms(p.Terms),
+		Xorbs:                make(map[hash.Hash][]casapi.XorbFetch, len(p.Xorbs)),
+	}
+	for h, fetches := range p.Xorbs {
+		for _, f := range fetches {
+			for len(f.Ranges) > 0 {
+				n := min(len(f.Ranges), maxSignedRanges)
+				group := f.Ranges[:n:n]
+				f.Ranges = f.Ranges[n:]
+				bytes := make([]casapi.ByteRange, len(group))
+				for i, g := range group {
+					bytes[i] = g.Bytes
+				}
+				out.Xorbs[h] = append(out.Xorbs[h], casapi.XorbFetch{
+					URL:    s.urls.Sign(base, h, bytes, s.cfg.URLTTL),
+					Ranges: group,
+				})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleReconstructionV1 answers GET /v1/reconstructions/{file}: fetch_info holds one signed URL per
+// range.
+func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, _ Claims) {
+	p, ok := s.plan(w, r)
+	if !ok {
+		return
+	}
+	base := s.baseURL(r)
+	out := &casapi.ReconstructionV1{
+		OffsetIntoFirstRange: p.OffsetIntoFirstRange,
+		Terms:                nonNilTerms(p.Terms),
+		FetchInfo:            make(map[hash.Hash][]casapi.FetchInfoV1, len(p.Xorbs)),
+	}
+	for h, fetches := range p.Xorbs {
+		for _, f := range fetches {
+			for _, xr := range f.Ranges {
+				out.FetchInfo[h] = append(out.FetchInfo[h], casapi.FetchInfoV1{
+					Range:    xr.Chunks,
+					URL:      s.urls.Sign(base, h, []casapi.ByteRange{xr.Bytes}, s.cfg.URLTTL),
+					URLRange: xr.Bytes,
+				})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func nonNilTerms(t []casapi.Term) []casapi.Term {
+	if t == nil {
+		return []casapi.Term{}
+	}
+	return t
+}
+
+// handleChunk answers GET /v1/chunks/{prefix}/{chunk}: the global-dedupe shard for a chunk (200,
+// octet-stream) or 404.
+func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, _ Claims) {
+	if p := r.PathValue("prefix"); p != casapi.PrefixDefault && p != casapi.PrefixMerkleDB {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown prefix %q (want %q or %q)", p, casapi.PrefixDefault, casapi.PrefixMerkleDB))
+		return
+	}
+	chunk, ok := pathHash(w, r, "chunk")
+	if !ok {
+		return
+	}
+	b, err := s.cfg.Store.GlobalDedupe(r.Context(), chunk)
+	if err != nil {
+		s.fail(w, r, "chunk query", err)
+		return
+	}
+	w.Header().Set("Content-Type", contentTypeOctets)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
+}
+
+func checkXorbPrefix(w http.ResponseWriter, r *http.Request) bool {
+	if p := r.PathValue("prefix"); p != casapi.PrefixDefault {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown prefix %q (want %q)", p, casapi.PrefixDefault))
+		return false
+	}
+	return true
+}
+
+// handlePutXorb answers POST /v1/xorbs/{prefix}/{xorb}: the body (chunk records) is stored when it
+// hashes to the xorb hash; {"was_inserted": false} when it was already there, 400 naming what was wrong
+// otherwise.
+func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, _ Claims) {
+	if !checkXorbPrefix(w, r) {
+		return
+	}
+	h, ok := pathHash(w, r, "xorb")
+	if !ok {
+		return
+	}
+	if r.ContentLength > s.cfg.Limits.Xorb {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("xorb body of %d bytes exceeds %d", r.ContentLength, s.cfg.Limits.Xorb))
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb)
+	inserted, err := s.cfg.Store.PutXorb(r.Context(), h, body)
+	if err != nil {
+		s.fail(w, r, "xorb upload", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: inserted})
+}
+
+// handleHeadXorb answers HEAD /v1/xorbs/{prefix}/{xorb}: 200 when stored, 404 otherwise.
+func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, _ Claims) {
+	if !checkXorbPrefix(w, r) {
+		return
+	}
+	h, ok := pathHash(w, r, "xorb")
+	if !ok {
+		return
+	}
+	has, err := s.cfg.Store.HasXorb(r.Context(), h)
+	switch {
+	case err != nil:
+		s.fail(w, r, "xorb lookup", err)
+	case !has:
+		w.WriteHeader(http.StatusNotFound)
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// readShard reads a shard upload body within the limit, answering 413/400 itself on failure.
+func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := s.cfg.Limits.Shard
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("shard body of %d bytes exceeds %d", r.ContentLength, limit))
+		return nil, false
+	}
+	buf := make([]byte, 0, max(0, min(r.ContentLength, limit))+1)
+	b, err := readAllInto(buf, http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		status, msg := statusOf(err)
+		if status == http.StatusInternalServerError {
+			status, msg = http.StatusBadRequest, "reading shard body: "+err.Error()
+		}
+		writeError(w, status, msg)
+		return nil, false
+	}
+	if len(b) == 0 {
+		writeError(w, http.StatusBadRequest, "empty shard body")
+		return nil, false
+	}
+	return b, true
+}
+
+func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// handlePutShardV1 answers POST /v1/shards: {"result": 1} when the shard registered something new,
+// {"result": 0} when everything was known.
+func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Claims) {
+	body, ok := s.readShard(w, r)
+	if !ok {
+		return
+	}
+	existed, err := s.cfg.Store.PutShard(r.Context(), c.Namespace, body)
+	if err != nil {
+		s.fail(w, r, "shard upload", err)
+		return
+	}
+	res := casapi.ShardSyncPerformed
+	if existed {
+		res = casapi.ShardExists
+	}
+	writeJSON(w, http.StatusOK, casapi.PutShardResponse{Result: res})
+}
+
+// handlePutShardV2 answers POST /v2/shards with 200 and NDJSON frames: validating, committing, then
+// result, or an error frame {message, retryable}. While the store works the last frame is repeated every
+// HeartbeatInterval so proxies and clients see the connection alive.
+func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Claims) {
+	body, ok := s.readShard(w, r)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", contentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(f casapi.ShardFrame) {
+		_ = casapi.Encode(w, f)
+		_ = rc.Flush()
+	}
+	zero, one := 0, 1
+	last := casapi.ShardFrame{Type: "validating", Verified: &zero, Total: &one}
+	send(last)
+
+	type outcome struct {
+		existed bool
+		err     error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		existed, err := s.cfg.Store.PutShard(r.Context(), c.Namespace, body)
+		done <- outcome{existed, err}
+	}()
+	tick := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			send(last)
+			continue
+		case o := <-done:
+			if o.err != nil {
+				status, msg := statusOf(o.err)
+				if status >= 500 {
+					s.log.Error().Err(o.err).Str("path", r.URL.Path).Msg("shard upload")
+				}
+				send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: status >= 500})
+				return
+			}
+			send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one})
+			send(casapi.ShardFrame{Type: "committing", Stage: "syncing"})
+			res := casapi.ShardSyncPerformed
+			if o.existed {
+				res = casapi.ShardExists
+			}
+			send(casapi.ShardFrame{Type: "result", Result: &res})
+			return
+		}
+	}
+}
+
+// handleHeadFile answers HEAD /v1/files/{file}: 200 with Content-Length = the file's size, or 404.
+func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, _ Claims) {
+	file, ok := pathHash(w, r, "file")
+	if !ok {
+		return
+	}
+	size, err := s.cfg.Store.FileSize(r.Context(), file)
+	if err != nil {
+		status, _ := statusOf(err)
+		if status >= 500 {
+			s.log.Error().Err(err).Str("path", r.URL.Path).Msg("file size")
+		}
+		w.WriteHeader(status)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatUint(size, 10))
+	w.WriteHeader(http.StatusOK)
+}

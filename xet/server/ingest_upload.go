@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// UploadIngester is the Ingester the binary uses: each basic-transfer upload runs through an
+// xet/upload session over the in-process CAS (cas.NewLocal on the server's store, namespace = the
+// repository), so plain LFS uploads are chunked, deduplicated against everything the store already
+// holds (global-dedupe queries answered by the store itself) and packed exactly as a Xet client
+// would. The shard is registered (Finish) only when the stream's length and SHA-256 match the LFS
+// request; a rejected upload leaves at most unreferenced xorbs and no file.
+//
+// Safe for concurrent use: every call has its own session.
+type UploadIngester struct {
+	Store  *store.Store
+	Policy xorb.Policy
+	Log    zerolog.Logger
+}
+
+// Ingest implements Ingester. size < 0 means unknown (not checked).
+func (in *UploadIngester) Ingest(ctx context.Context, ns string, r io.Reader, size int64, wantSHA256 [32]byte) (hash.Hash, error) {
+	sess := upload.NewSession(upload.Config{
+		CAS:          cas.NewLocal(in.Store, ns),
+		Policy:       in.Policy,
+		GlobalDedupe: true,
+		Log:          in.Log,
+	})
+	res, err := sess.Upload(ctx, r, nil, nil)
+	if err != nil {
+		return hash.Hash{}, fmt.Errorf("chunk upload: %w", err)
+	}
+	if size >= 0 && res.Size != size {
+		return hash.Hash{}, digestError("upload has %d bytes, Content-Length said %d", res.Size, size)
+	}
+	if res.SHA256 != wantSHA256 {
+		return hash.Hash{}, digestError("upload's SHA-256 %x is not the oid %x", res.SHA256, wantSHA256)
+	}
+	if res.Size == 0 {
+		return hash.Hash{}, digestError("empty objects are not stored")
+	}
+	if err := sess.Finish(ctx); err != nil {
+		return hash.Hash{}, fmt.Errorf("register file %s: %w", res.FileHash, err)
+	}
+	return res.FileHash, nil
+}

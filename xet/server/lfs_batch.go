@@ -1,0 +1,292 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+const lfsInfix = "/info/lfs/"
+
+// maxBatchObjects bounds the objects of one batch request (git-lfs sends at most 100).
+const maxBatchObjects = 1000
+
+// handleRepoRoute dispatches /{repo}[.git]/info/lfs/{objects/batch | objects/{oid} | verify}.
+func (s *Server) handleRepoRoute(w http.ResponseWriter, r *http.Request) {
+	i := strings.Index(r.URL.Path, lfsInfix)
+	if i < 1 {
+		writeError(w, http.StatusNotFound, "no such route")
+		return
+	}
+	ns, ok := repoNamespace(strings.TrimSuffix(r.URL.Path[1:i], ".git"))
+	if !ok {
+		writeLFSError(w, http.StatusNotFound, "bad repository name")
+		return
+	}
+	rest := r.URL.Path[i+len(lfsInfix):]
+	switch {
+	case rest == "objects/batch" && r.Method == http.MethodPost:
+		s.handleBatch(w, r, ns)
+	case rest == "verify" && r.Method == http.MethodPost:
+		s.handleVerify(w, r, ns)
+	case strings.HasPrefix(rest, "objects/") && strings.Count(rest, "/") == 1:
+		oid := rest[len("objects/"):]
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			s.handleObjectGet(w, r, ns, oid)
+		case http.MethodPut:
+			s.handleObjectPut(w, r, ns, oid)
+		default:
+			w.Header().Set("Allow", "GET, HEAD, PUT")
+			writeLFSError(w, http.StatusMethodNotAllowed, "method not allowed")
+		}
+	default:
+		writeLFSError(w, http.StatusNotFound, "no such LFS route")
+	}
+}
+
+type batchRequest struct {
+	Operation string   `json:"operation"`
+	Transfers []string `json:"transfers"`
+	Ref       *struct {
+		Name string `json:"name"`
+	} `json:"ref"`
+	Objects  []batchObject `json:"objects"`
+	HashAlgo string        `json:"hash_algo"`
+}
+
+type batchObject struct {
+	OID  string `json:"oid"`
+	Size int64  `json:"size"`
+}
+
+type batchResponse struct {
+	Transfer string        `json:"transfer"`
+	Objects  []batchResult `json:"objects"`
+	HashAlgo string        `json:"hash_algo"`
+}
+
+type batchResult struct {
+	OID           string             `json:"oid"`
+	Size          int64              `json:"size"`
+	Authenticated bool               `json:"authenticated,omitempty"`
+	Actions       map[string]*action `json:"actions,omitempty"`
+	Error         *objectError       `json:"error,omitempty"`
+}
+
+type action struct {
+	Href      string            `json:"href"`
+	Header    map[string]string `json:"header,omitempty"`
+	ExpiresIn int64             `json:"expires_in,omitempty"`
+}
+
+type objectError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// handleBatch answers POST /{repo}.git/info/lfs/objects/batch. With "xet" among the request's
+// transfers it answers "transfer":"xet" the Hub's way: actions whose href is the token refresh route
+// and whose headers carry the CAS URL, a CAS token (write for uploads, read for downloads), its expiry
+// and a session id, plus X-Xet-Hash on downloads. Otherwise it answers "basic" with hrefs to this
+// server's object routes (the bridge). Objects the repository already has get no upload actions;
+// unknown objects for download get a per-object 404 error.
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) {
+	var req batchRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.Limits.JSON))
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeLFSError(w, http.StatusRequestEntityTooLarge, "batch request too large")
+			return
+		}
+		writeLFSError(w, http.StatusBadRequest, "malformed batch request: "+err.Error())
+		return
+	}
+	var write bool
+	switch req.Operation {
+	case "upload":
+		write = true
+	case "download":
+	default:
+		writeLFSError(w, http.StatusUnprocessableEntity, fmt.Sprintf("operation %q is neither upload nor download", req.Operation))
+		return
+	}
+	if req.HashAlgo != "" && req.HashAlgo != "sha256" {
+		writeLFSError(w, http.StatusConflict, fmt.Sprintf("hash algorithm %q not supported (sha256 only)", req.HashAlgo))
+		return
+	}
+	if len(req.Objects) > maxBatchObjects {
+		writeLFSError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d objects in one batch, at most %d", len(req.Objects), maxBatchObjects))
+		return
+	}
+	who, ok := s.authRepo(w, r, ns, write)
+	if !ok {
+		return
+	}
+
+	useXet := slices.Contains(req.Transfers, "xet")
+	scope := scopeRead
+	if write {
+		scope = scopeWrite
+	}
+	exp := s.now().Add(s.cfg.TokenTTL)
+	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: who.name})
+	if err != nil {
+		s.failLFS(w, r, "batch", err)
+		return
+	}
+	base := s.baseURL(r)
+	rev := "main"
+	if req.Ref != nil && req.Ref.Name != "" {
+		rev = strings.TrimPrefix(req.Ref.Name, "refs/heads/")
+	}
+	expiresIn := int64(s.cfg.TokenTTL / time.Second)
+	var xetHeader map[string]string
+	if useXet {
+		xetHeader = map[string]string{
+			casapi.HeaderCasURL:          base,
+			casapi.HeaderAccessToken:     tok,
+			casapi.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
+			casapi.HeaderSessionID:       newSessionID(),
+		}
+	}
+	refresh := tokenRoute(base, ns, scope, rev)
+	objectURL := func(oid string) string { return base + "/" + ns + ".git/info/lfs/objects/" + oid }
+
+	resp := batchResponse{Transfer: "basic", HashAlgo: "sha256", Objects: make([]batchResult, 0, len(req.Objects))}
+	if useXet {
+		resp.Transfer = "xet"
+	}
+	for _, o := range req.Objects {
+		res := batchResult{OID: o.OID, Size: o.Size}
+		sha, err := hash.ParseSHA256(o.OID)
+		if err != nil || strings.ToLower(o.OID) != o.OID || o.Size < 0 {
+			res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
+			resp.Objects = append(resp.Objects, res)
+			continue
+		}
+		file, size, err := s.cfg.Store.LookupSHA256(r.Context(), ns, sha)
+		known := err == nil
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.failLFS(w, r, "batch lookup", err)
+			return
+		}
+		switch {
+		case write && known:
+			if int64(size) != o.Size {
+				res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with size %d, not %d", size, o.Size)}
+			}
+			// Already stored: no actions, git-lfs skips it.
+		case write && useXet:
+			res.Authenticated = true
+			res.Actions = map[string]*action{"upload": {Href: refresh, Header: xetHeader, ExpiresIn: expiresIn}}
+		case write:
+			hdr := map[string]string{"Authorization": "Bearer " + tok}
+			res.Authenticated = true
+			res.Actions = map[string]*action{
+				"upload": {Href: objectURL(o.OID), Header: hdr, ExpiresIn: expiresIn},
+				"verify": {Href: base + "/" + ns + ".git/info/lfs/verify", Header: hdr, ExpiresIn: expiresIn},
+			}
+		case !known:
+			res.Error = &objectError{Code: http.StatusNotFound, Message: "object does not exist"}
+		case useXet:
+			hdr := make(map[string]string, len(xetHeader)+1)
+			for k, v := range xetHeader {
+				hdr[k] = v
+			}
+			hdr[casapi.HeaderXetHash] = file.String()
+			res.Size = int64(size)
+			res.Authenticated = true
+			res.Actions = map[string]*action{"download": {Href: refresh, Header: hdr, ExpiresIn: expiresIn}}
+		default:
+			res.Size = int64(size)
+			res.Authenticated = true
+			res.Actions = map[string]*action{"download": {
+				Href:      objectURL(o.OID),
+				Header:    map[string]string{"Authorization": "Bearer " + tok},
+				ExpiresIn: expiresIn,
+			}}
+		}
+		resp.Objects = append(resp.Objects, res)
+	}
+	w.Header().Set("Content-Type", contentTypeLFS)
+	w.WriteHeader(http.StatusOK)
+	_ = casapi.Encode(w, resp)
+}
+
+// tokenRoute is the absolute URL of the token refresh route for namespace ns, Hub style:
+// /api/{models|datasets|spaces}/{repo}/xet-{read|write}-token/{rev}.
+func tokenRoute(base, ns string, scope Scope, rev string) string {
+	typ, repo := "models", ns
+	for _, t := range []string{"datasets", "spaces"} {
+		if rest, ok := strings.CutPrefix(ns, t+"/"); ok {
+			typ, repo = t, rest
+		}
+	}
+	return base + "/api/" + typ + "/" + repo + "/xet-" + string(scope) + "-token/" + url.PathEscape(rev)
+}
+
+// handleTokenRoute answers GET /api/{type}s/{repo}/xet-{read|write}-token/{rev} with
+// {"accessToken","exp","casUrl"}. It needs LFS credentials (Basic) when auth is on; a write token
+// needs a user allowed to write to the repository.
+func (s *Server) handleTokenRoute(w http.ResponseWriter, r *http.Request) {
+	p := strings.TrimPrefix(r.URL.Path, "/api/")
+	typ, rest, _ := strings.Cut(p, "/")
+	var prefix string
+	switch typ {
+	case "models":
+	case "datasets", "spaces":
+		prefix = typ + "/"
+	default:
+		writeError(w, http.StatusNotFound, "no such route")
+		return
+	}
+	var scope Scope
+	var repo string
+	if i := strings.Index(rest, "/xet-read-token/"); i > 0 {
+		scope, repo = scopeRead, rest[:i]
+	} else if i := strings.Index(rest, "/xet-write-token/"); i > 0 {
+		scope, repo = scopeWrite, rest[:i]
+	} else {
+		writeError(w, http.StatusNotFound, "no such route (want /api/{type}s/{repo}/xet-{read|write}-token/{rev})")
+		return
+	}
+	ns, ok := repoNamespace(prefix + repo)
+	if !ok {
+		writeError(w, http.StatusNotFound, "bad repository name")
+		return
+	}
+	who, ok := s.authRepoBasic(w, r, ns, scope == scopeWrite)
+	if !ok {
+		return
+	}
+	exp := s.now().Add(s.cfg.TokenTTL)
+	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: who.name})
+	if err != nil {
+		s.fail(w, r, "token", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: s.baseURL(r)})
+}
+
+// authRepoBasic is authRepo restricted to user credentials: a CAS token cannot mint fresh tokens (so
+// a leaked token dies with its expiry).
+func (s *Server) authRepoBasic(w http.ResponseWriter, r *http.Request, ns string, write bool) (principal, bool) {
+	if _, isBearer := bearer(r); isBearer && !s.Open() {
+		w.Header().Set("WWW-Authenticate", `Basic realm="xet-server"`)
+		writeError(w, http.StatusUnauthorized, "the token route needs user credentials (HTTP Basic)")
+		return principal{}, false
+	}
+	return s.authRepo(w, r, ns, write)
+}

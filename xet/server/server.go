@@ -1,0 +1,196 @@
+// Package server is the HTTP front of xet/store: the Xet CAS API as xet-core calls it (reconstructions
+// v1 and v2, global-dedupe queries, xorb and shard uploads, file sizes), signed expiring URLs that serve
+// xorb byte ranges, and Hub-style Git LFS routes per repository (the batch API answering "xet" or
+// "basic", the token refresh routes, and a basic-transfer bridge that turns plain LFS uploads into
+// xorbs and shards and streams reconstructed files back).
+//
+// Access control has two layers. LFS routes and the token routes take user credentials (HTTP Basic,
+// checked against a Users table). CAS routes take bearer tokens the server issues itself (HMAC-SHA256
+// signed, expiring, scoped read or write, carrying the repository namespace; see Tokens). Xorb bytes are
+// served only from signed URLs that name the allowed byte ranges. With no Users configured the server is
+// open: everything is allowed, and the binary refuses to listen anywhere but loopback.
+//
+// A *Server is safe for concurrent use by any number of requests; it keeps no per-request state.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// Store is what the server asks of the CAS storage. *store.Store implements it; handler tests use
+// fakes.
+type Store interface {
+	PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (inserted bool, err error)
+	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
+	PutShard(ctx context.Context, ns string, body []byte) (existed bool, err error)
+	Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error)
+	FileSize(ctx context.Context, file hash.Hash) (uint64, error)
+	LookupSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
+	OpenXorb(ctx context.Context, h hash.Hash) (f store.ReadAtCloser, recordsLen int64, err error)
+	GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Ingester turns a plain byte stream (a basic-transfer LFS upload) into xorbs and a shard registered
+// under namespace ns. It must not register anything (no shard) unless the stream's SHA-256 equals
+// wantSHA256 and its length equals size; it then returns the Xet file hash.
+type Ingester interface {
+	Ingest(ctx context.Context, ns string, r io.Reader, size int64, wantSHA256 [32]byte) (hash.Hash, error)
+}
+
+// Limits on request bodies. Zero fields take the defaults.
+type Limits struct {
+	Xorb   int64 // POST /v1/xorbs body; default 64 MiB of data plus one record header per chunk, plus 1 MiB
+	Shard  int64 // POST /v1|v2/shards body; default store.MaxShardBytes (64 MiB)
+	JSON   int64 // LFS batch request; default 16 MiB
+	Object int64 // basic-transfer PUT of one LFS object; default 64 GiB
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Xorb <= 0 {
+		l.Xorb = 64<<20 + 8192*8 + 1<<20
+	}
+	if l.Shard <= 0 {
+		l.Shard = store.MaxShardBytes
+	}
+	if l.JSON <= 0 {
+		l.JSON = 16 << 20
+	}
+	if l.Object <= 0 {
+		l.Object = 64 << 30
+	}
+	return l
+}
+
+// Config configures a Server.
+type Config struct {
+	Store Store
+	// Ingest handles basic-transfer uploads; nil answers them 501.
+	Ingest Ingester
+	// Secret keys the token and URL signatures (at least 32 bytes).
+	Secret []byte
+	// Users checks LFS credentials. Nil means open mode: everything allowed.
+	Users *Users
+	// PublicURL is the base of the URLs the server hands out (CAS URL, signed xorb URLs, LFS hrefs),
+	// e.g. "https://xet.example.com". Empty: "http://" + the request's Host.
+	PublicURL string
+	TokenTTL  time.Duration // CAS access tokens; default 15 minutes
+	URLTTL    time.Duration // signed xorb URLs; default 1 hour
+	Limits    Limits
+	// MaxIngest bounds the basic-transfer uploads chunked at once (each holds up to a few 64 MiB
+	// xorbs in memory); more wait their turn. Default 4.
+	MaxIngest int
+	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
+	// default 20 s.
+	HeartbeatInterval time.Duration
+	Log               zerolog.Logger
+	Now               func() time.Time
+}
+
+// Server serves the CAS and LFS routes over a Store.
+type Server struct {
+	cfg    Config
+	tokens *Tokens
+	urls   *URLSigner
+	log    zerolog.Logger
+	now    func() time.Time
+	mux    *http.ServeMux
+	ingest chan struct{} // semaphore of MaxIngest slots
+}
+
+// New builds a Server. It fails when the configuration cannot be served safely (no store, short
+// secret).
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: no store")
+	}
+	if len(cfg.Secret) < 32 {
+		return nil, fmt.Errorf("server: secret is %d bytes, need at least 32", len(cfg.Secret))
+	}
+	if cfg.TokenTTL <= 0 {
+		cfg.TokenTTL = 15 * time.Minute
+	}
+	if cfg.URLTTL <= 0 {
+		cfg.URLTTL = time.Hour
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 20 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxIngest <= 0 {
+		cfg.MaxIngest = 4
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{
+		cfg:    cfg,
+		tokens: NewTokens(cfg.Secret, cfg.Now),
+		urls:   NewURLSigner(cfg.Secret, cfg.Now),
+		log:    cfg.Log,
+		now:    cfg.Now,
+		ingest: make(chan struct{}, cfg.MaxIngest),
+	}
+	s.routes()
+	return s, nil
+}
+
+// Open reports whether the server runs without authentication.
+func (s *Server) Open() bool { return s.cfg.Users == nil }
+
+// Tokens returns the token issuer/verifier of s (for tools and tests).
+func (s *Server) Tokens() *Tokens { return s.tokens }
+
+// Handler returns the server's HTTP handler with logging and panic recovery around every route.
+func (s *Server) Handler() http.Handler { return s.logged(s.recovered(s.mux)) }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/reconstructions/{file}", s.cas(scopeRead, s.handleReconstructionV1))
+	m.HandleFunc("GET /v2/reconstructions/{file}", s.cas(scopeRead, s.handleReconstructionV2))
+	m.HandleFunc("GET /v1/chunks/{prefix}/{chunk}", s.cas(scopeRead, s.handleChunk))
+	m.HandleFunc("POST /v1/xorbs/{prefix}/{xorb}", s.cas(scopeWrite, s.handlePutXorb))
+	m.HandleFunc("HEAD /v1/xorbs/{prefix}/{xorb}", s.cas(scopeRead, s.handleHeadXorb))
+	m.HandleFunc("POST /v1/shards", s.cas(scopeWrite, s.handlePutShardV1))
+	m.HandleFunc("POST /v2/shards", s.cas(scopeWrite, s.handlePutShardV2))
+	m.HandleFunc("HEAD /v1/files/{file}", s.cas(scopeRead, s.handleHeadFile))
+	m.HandleFunc("GET /xorbs/{prefix}/{xorb}", s.handleSignedXorb)
+	m.HandleFunc("GET /api/", s.handleTokenRoute)
+	m.HandleFunc("/", s.handleRepoRoute) // /{repo}.git/info/lfs/...
+	s.mux = m
+}
+
+// baseURL is the scheme://host the server's URLs start with for a request.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// newSessionID returns a random session id for X-Xet-Session-Id.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

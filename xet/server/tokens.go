@@ -1,0 +1,124 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Scope is what a CAS access token allows: read (reconstructions, dedupe queries, file and xorb
+// presence), or write (also xorb and shard uploads). Write includes read.
+type Scope string
+
+const (
+	scopeRead  Scope = "read"
+	scopeWrite Scope = "write"
+)
+
+// ScopeRead and ScopeWrite are the two token scopes.
+const (
+	ScopeRead  = scopeRead
+	ScopeWrite = scopeWrite
+)
+
+// Allows reports whether a token of scope s may do what need requires.
+func (s Scope) Allows(need Scope) bool {
+	return s == need || (s == scopeWrite && need == scopeRead)
+}
+
+// Claims is what a token carries.
+type Claims struct {
+	Namespace string `json:"ns"`    // the repository namespace shards are registered under
+	Scope     Scope  `json:"scope"` // read or write
+	Exp       int64  `json:"exp"`   // unix seconds
+	Subject   string `json:"sub,omitempty"`
+}
+
+// Token errors. ErrTokenExpired and ErrTokenInvalid answer 401.
+var (
+	ErrTokenInvalid = errors.New("invalid access token")
+	ErrTokenExpired = errors.New("access token expired")
+)
+
+const (
+	tokenPrefix = "xet1."
+	maxTokenLen = 4096
+)
+
+// Tokens issues and verifies CAS access tokens: "xet1." + base64url(JSON claims) + "." +
+// base64url(HMAC-SHA256(key, everything before the last dot)). There is no database: a token is valid
+// until it expires or the server secret changes. Safe for concurrent use.
+type Tokens struct {
+	key []byte
+	now func() time.Time
+}
+
+// NewTokens returns a Tokens keyed from the server secret (a key of its own, derived so that no token
+// signature can be replayed as a URL signature).
+func NewTokens(secret []byte, now func() time.Time) *Tokens {
+	if now == nil {
+		now = time.Now
+	}
+	return &Tokens{key: deriveKey(secret, "git-xet-transfer cas-token v1"), now: now}
+}
+
+func deriveKey(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// Issue returns a token for c (Exp must be set).
+func (t *Tokens) Issue(c Claims) (string, error) {
+	if c.Scope != scopeRead && c.Scope != scopeWrite {
+		return "", fmt.Errorf("issue token: unknown scope %q", c.Scope)
+	}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("issue token: %w", err)
+	}
+	body := tokenPrefix + base64.RawURLEncoding.EncodeToString(payload)
+	return body + "." + base64.RawURLEncoding.EncodeToString(t.mac(body)), nil
+}
+
+func (t *Tokens) mac(body string) []byte {
+	m := hmac.New(sha256.New, t.key)
+	m.Write([]byte(body))
+	return m.Sum(nil)
+}
+
+// Verify checks tok's signature and expiry and returns its claims.
+func (t *Tokens) Verify(tok string) (Claims, error) {
+	var c Claims
+	if len(tok) > maxTokenLen || !strings.HasPrefix(tok, tokenPrefix) {
+		return c, ErrTokenInvalid
+	}
+	dot := strings.LastIndexByte(tok, '.')
+	if dot < len(tokenPrefix) {
+		return c, ErrTokenInvalid
+	}
+	body, sigText := tok[:dot], tok[dot+1:]
+	sig, err := base64.RawURLEncoding.DecodeString(sigText)
+	if err != nil || !hmac.Equal(sig, t.mac(body)) {
+		return c, ErrTokenInvalid
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(body[len(tokenPrefix):])
+	if err != nil {
+		return c, ErrTokenInvalid
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return c, ErrTokenInvalid
+	}
+	if c.Scope != scopeRead && c.Scope != scopeWrite {
+		return c, ErrTokenInvalid
+	}
+	if t.now().Unix() >= c.Exp {
+		return c, ErrTokenExpired
+	}
+	return c, nil
+}

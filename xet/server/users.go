@@ -1,0 +1,300 @@
+package server
+
+import (
+	"bufio"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// The users file (--users) holds one user per line; blank lines and lines starting with '#' are
+// ignored:
+//
+//	name:password-hash[:access[:repos]]
+//
+// name is [A-Za-z0-9._@-]+. access is "write" (the default: read and push) or "read". repos is a
+// comma-separated list of path.Match patterns the user may reach ("org/*" matches every repository
+// of org); absent means every repository. password-hash is one of:
+//
+//	$pbkdf2-sha256$ITERATIONS$SALT$KEY   PBKDF2-HMAC-SHA256, SALT and KEY unpadded base64 (what
+//	                                     `xet-server hash-password` writes; 600000 iterations)
+//	$sha256$SALTHEX$HEX                  SHA-256(salt || password), hex: only for long random
+//	                                     machine passwords (fast, so not for human ones)
+//
+// bcrypt hashes ($2a$, $2b$, $2y$) are recognised and refused with a clear error: this build has no
+// bcrypt implementation (it would need golang.org/x/crypto).
+
+// PBKDF2Iterations is the work factor HashPassword uses.
+const PBKDF2Iterations = 600000
+
+// User is one line of the users file.
+type User struct {
+	Name  string
+	Write bool     // may push (write tokens); otherwise read only
+	Repos []string // path.Match patterns; nil = every repository
+	hash  string
+}
+
+// CanAccess reports whether u may reach repository repo, for writing when write is set.
+func (u *User) CanAccess(repo string, write bool) bool {
+	if write && !u.Write {
+		return false
+	}
+	if u.Repos == nil {
+		return true
+	}
+	for _, p := range u.Repos {
+		if ok, _ := path.Match(p, repo); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Users is the table of the users file. Authenticate is safe for concurrent use with Reload.
+// Successful password checks are remembered (keyed by an HMAC of name and password under a random
+// per-process key, never the password itself) so the slow PBKDF2 runs once per credential, not per
+// request.
+type Users struct {
+	path  string
+	table atomic.Pointer[map[string]*User]
+
+	mu      sync.Mutex
+	cacheK  [32]byte
+	goodMAC map[[32]byte]*User
+}
+
+const maxPasswordCache = 4096
+
+// LoadUsers reads the users file at p.
+func LoadUsers(p string) (*Users, error) {
+	u := &Users{path: p}
+	if _, err := rand.Read(u.cacheK[:]); err != nil {
+		return nil, fmt.Errorf("users: %w", err)
+	}
+	if err := u.Reload(); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// NewUsers builds a table from the text of a users file (for tests and tools).
+func NewUsers(r io.Reader) (*Users, error) {
+	t, err := ParseUsers(r)
+	if err != nil {
+		return nil, err
+	}
+	u := &Users{}
+	if _, err := rand.Read(u.cacheK[:]); err != nil {
+		return nil, fmt.Errorf("users: %w", err)
+	}
+	u.table.Store(&t)
+	return u, nil
+}
+
+// Reload re-reads the users file; on error the previous table stays in force.
+func (u *Users) Reload() error {
+	f, err := os.Open(u.path)
+	if err != nil {
+		return fmt.Errorf("users file: %w", err)
+	}
+	defer f.Close()
+	t, err := ParseUsers(io.LimitReader(f, 16<<20))
+	if err != nil {
+		return fmt.Errorf("users file %s: %w", u.path, err)
+	}
+	u.table.Store(&t)
+	u.mu.Lock()
+	u.goodMAC = nil
+	u.mu.Unlock()
+	return nil
+}
+
+// Len returns the number of users.
+func (u *Users) Len() int { return len(*u.table.Load()) }
+
+// ParseUsers parses the text of a users file.
+func ParseUsers(r io.Reader) (map[string]*User, error) {
+	out := map[string]*User{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		f := strings.Split(line, ":")
+		if len(f) < 2 || len(f) > 4 {
+			return nil, fmt.Errorf("line %d: want name:hash[:access[:repos]]", n)
+		}
+		name := f[0]
+		if !validUserName(name) {
+			return nil, fmt.Errorf("line %d: bad user name %q", n, name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("line %d: user %q listed twice", n, name)
+		}
+		if err := checkHashFormat(f[1]); err != nil {
+			return nil, fmt.Errorf("line %d (user %s): %w", n, name, err)
+		}
+		usr := &User{Name: name, Write: true, hash: f[1]}
+		if len(f) >= 3 {
+			switch f[2] {
+			case "", "write":
+			case "read":
+				usr.Write = false
+			default:
+				return nil, fmt.Errorf("line %d (user %s): access %q is neither read nor write", n, name, f[2])
+			}
+		}
+		if len(f) == 4 && f[3] != "" {
+			for _, p := range strings.Split(f[3], ",") {
+				if _, err := path.Match(p, ""); err != nil || p == "" {
+					return nil, fmt.Errorf("line %d (user %s): bad repository pattern %q", n, name, p)
+				}
+				usr.Repos = append(usr.Repos, p)
+			}
+		}
+		out[name] = usr
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func validUserName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._@-", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkHashFormat(h string) error {
+	switch {
+	case strings.HasPrefix(h, "$2a$"), strings.HasPrefix(h, "$2b$"), strings.HasPrefix(h, "$2y$"):
+		return fmt.Errorf("bcrypt hashes are not supported by this build; make one with `xet-server hash-password`")
+	case strings.HasPrefix(h, "$pbkdf2-sha256$"):
+		_, _, _, err := parsePBKDF2(h)
+		return err
+	case strings.HasPrefix(h, "$sha256$"):
+		_, _, err := parseSHA256Hash(h)
+		return err
+	default:
+		return fmt.Errorf("unknown password hash format (want $pbkdf2-sha256$... or $sha256$...)")
+	}
+}
+
+func parsePBKDF2(h string) (iter int, salt, key []byte, err error) {
+	f := strings.Split(h, "$") // "", "pbkdf2-sha256", iter, salt, key
+	if len(f) != 5 {
+		return 0, nil, nil, fmt.Errorf("pbkdf2 hash: want $pbkdf2-sha256$ITER$SALT$KEY")
+	}
+	iter, err = strconv.Atoi(f[2])
+	if err != nil || iter < 1000 || iter > 100_000_000 {
+		return 0, nil, nil, fmt.Errorf("pbkdf2 hash: iterations %q out of range [1000, 1e8]", f[2])
+	}
+	salt, err1 := base64.RawStdEncoding.DecodeString(f[3])
+	key, err2 := base64.RawStdEncoding.DecodeString(f[4])
+	if err1 != nil || err2 != nil || len(salt) < 8 || len(key) < 16 || len(key) > 64 {
+		return 0, nil, nil, fmt.Errorf("pbkdf2 hash: bad salt or key encoding")
+	}
+	return iter, salt, key, nil
+}
+
+func parseSHA256Hash(h string) (salt, sum []byte, err error) {
+	f := strings.Split(h, "$") // "", "sha256", salt, hex
+	if len(f) != 4 {
+		return nil, nil, fmt.Errorf("sha256 hash: want $sha256$SALTHEX$HEX")
+	}
+	salt, err1 := hex.DecodeString(f[2])
+	sum, err2 := hex.DecodeString(f[3])
+	if err1 != nil || err2 != nil || len(sum) != sha256.Size {
+		return nil, nil, fmt.Errorf("sha256 hash: bad hex")
+	}
+	return salt, sum, nil
+}
+
+// HashPassword returns a $pbkdf2-sha256$ hash of password with a fresh random salt.
+func HashPassword(password string) (string, error) {
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	key, err := pbkdf2.Key(sha256.New, password, salt, PBKDF2Iterations, 32)
+	if err != nil {
+		return "", err
+	}
+	return "$pbkdf2-sha256$" + strconv.Itoa(PBKDF2Iterations) + "$" +
+		base64.RawStdEncoding.EncodeToString(salt) + "$" + base64.RawStdEncoding.EncodeToString(key), nil
+}
+
+// verifyPassword checks password against a stored hash in constant time.
+func verifyPassword(stored, password string) bool {
+	switch {
+	case strings.HasPrefix(stored, "$pbkdf2-sha256$"):
+		iter, salt, key, err := parsePBKDF2(stored)
+		if err != nil {
+			return false
+		}
+		got, err := pbkdf2.Key(sha256.New, password, salt, iter, len(key))
+		return err == nil && subtle.ConstantTimeCompare(got, key) == 1
+	case strings.HasPrefix(stored, "$sha256$"):
+		salt, sum, err := parseSHA256Hash(stored)
+		if err != nil {
+			return false
+		}
+		h := sha256.New()
+		h.Write(salt)
+		h.Write([]byte(password))
+		return subtle.ConstantTimeCompare(h.Sum(nil), sum) == 1
+	}
+	return false
+}
+
+// Authenticate checks name and password; it returns the user when they match.
+func (u *Users) Authenticate(name, password string) (*User, bool) {
+	usr, ok := (*u.table.Load())[name]
+	if !ok {
+		// Spend comparable time on unknown names.
+		verifyPassword("$sha256$00$"+strings.Repeat("0", 64), password)
+		return nil, false
+	}
+	m := hmac.New(sha256.New, u.cacheK[:])
+	m.Write([]byte(name + "\x00" + password + "\x00" + usr.hash))
+	var k [32]byte
+	copy(k[:], m.Sum(nil))
+	u.mu.Lock()
+	cached := u.goodMAC[k]
+	u.mu.Unlock()
+	if cached == usr {
+		return usr, true
+	}
+	if !verifyPassword(usr.hash, password) {
+		return nil, false
+	}
+	u.mu.Lock()
+	if u.goodMAC == nil || len(u.goodMAC) >= maxPasswordCache {
+		u.goodMAC = map[[32]byte]*User{}
+	}
+	u.goodMAC[k] = usr
+	u.mu.Unlock()
+	return usr, true
+}

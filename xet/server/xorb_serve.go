@@ -1,0 +1,130 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// handleSignedXorb answers GET /xorbs/{prefix}/{xorb}?exp=..&ranges=..&sig=.. — the signed URLs of
+// reconstruction plans. Like a CDN URL it needs no bearer token, but it needs a Range header whose
+// every range lies inside the signed ranges: 403 when the signature is bad or expired, the Range header
+// is missing, or a range falls outside; 416 when ranges overlap or start past the records; 206 with the
+// bytes otherwise (several ranges as multipart/byteranges). The bytes stream from the store's file
+// (io.SectionReader over OpenXorb), never whole in memory.
+func (s *Server) handleSignedXorb(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("prefix") != casapi.PrefixDefault {
+		writeError(w, http.StatusNotFound, "unknown xorb prefix")
+		return
+	}
+	h, err := hash.Parse(r.PathValue("xorb"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad xorb hash: "+err.Error())
+		return
+	}
+	allowed, err := s.urls.Check(h, r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	hdr := r.Header.Get("Range")
+	if hdr == "" {
+		writeError(w, http.StatusForbidden, "a Range header inside the signed ranges is required")
+		return
+	}
+	f, recordsLen, err := s.cfg.Store.OpenXorb(r.Context(), h)
+	if err != nil {
+		s.fail(w, r, "xorb read", err)
+		return
+	}
+	defer f.Close()
+
+	size := uint64(recordsLen)
+	req, err := parseRange(hdr, size)
+	switch {
+	case errors.Is(err, errUnsatisfiable):
+		w.Header().Set("Content-Range", "bytes */"+strconv.FormatUint(size, 10))
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, "range starts past the end of the xorb")
+		return
+	case err != nil:
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	var total uint64
+	for _, rg := range req {
+		if !within(rg, allowed) {
+			writeError(w, http.StatusForbidden, "range "+rg.Header()+" is outside the signed ranges")
+			return
+		}
+		total += rg.Len()
+	}
+	if total > size {
+		// http.ServeContent would answer such a request with the whole object.
+		writeError(w, http.StatusRequestedRangeNotSatisfiable, "overlapping ranges")
+		return
+	}
+	// If-Range could make ServeContent ignore Range and send everything: the signature grants ranges
+	// only.
+	r.Header.Del("If-Range")
+	w.Header().Set("Content-Type", contentTypeOctets)
+	w.Header().Set("Cache-Control", "private, max-age="+strconv.Itoa(int(s.cfg.URLTTL/time.Second)))
+	http.ServeContent(w, r, "", time.Time{}, recordsView(f, recordsLen))
+}
+
+// recordsView exposes bytes [0, n) of a stored xorb object (its chunk records; the footer after them
+// stays hidden) as the io.ReadSeeker http.ServeContent wants. When the store hands out an OS file,
+// the view keeps its syscall.Conn so the kernel's sendfile serves a single range without copying
+// through user space; otherwise it is an io.SectionReader.
+func recordsView(f store.ReadAtCloser, n int64) io.ReadSeeker {
+	rs, ok1 := f.(io.ReadSeeker)
+	sc, ok2 := f.(syscall.Conn)
+	if !ok1 || !ok2 {
+		return io.NewSectionReader(f, 0, n)
+	}
+	return &fileView{rs: rs, Conn: sc, size: n}
+}
+
+type fileView struct {
+	syscall.Conn // for sendfile (bounded by http.ServeContent's io.CopyN)
+	rs           io.ReadSeeker
+	size, pos    int64
+}
+
+func (v *fileView) Read(p []byte) (int, error) {
+	if v.pos >= v.size {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > v.size-v.pos {
+		p = p[:v.size-v.pos]
+	}
+	n, err := v.rs.Read(p)
+	v.pos += int64(n)
+	return n, err
+}
+
+func (v *fileView) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		off += v.pos
+	case io.SeekEnd:
+		off += v.size
+	default:
+		return 0, errors.New("seek: bad whence")
+	}
+	if off < 0 || off > v.size {
+		return 0, errors.New("seek: position outside the xorb records")
+	}
+	if _, err := v.rs.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	v.pos = off
+	return off, nil
+}
