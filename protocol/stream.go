@@ -1,0 +1,127 @@
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Decoder reads requests, one JSON object per line. Not safe for concurrent use.
+type Decoder struct {
+	r    *bufio.Reader
+	line int
+}
+
+// NewDecoder reads requests from r.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Decode returns the next request. It returns io.EOF when the input ends cleanly between lines,
+// io.ErrUnexpectedEOF-wrapped errors for a truncated last line, and *MalformedError for a line
+// that is not a valid request. Blank lines are skipped. After a *MalformedError the decoder can go on
+// with the next line.
+func (d *Decoder) Decode() (*Request, error) {
+	for {
+		line, err := d.readLine()
+		if err != nil {
+			return nil, err
+		}
+		d.line++
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		return parse(line, d.line)
+	}
+}
+
+func (d *Decoder) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := d.r.ReadSlice('\n')
+		if len(buf)+len(chunk) > MaxLineLength {
+			d.skipLine(err)
+			d.line++
+			return nil, &MalformedError{Line: d.line, Reason: fmt.Sprintf("line longer than %d bytes", MaxLineLength)}
+		}
+		buf = append(buf, chunk...)
+		switch {
+		case err == nil:
+			return buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(bytes.TrimSpace(buf)) == 0 {
+				return nil, io.EOF
+			}
+			// A last line without newline: git-lfs always ends lines, but accept a complete object.
+			return buf, nil
+		default:
+			return nil, fmt.Errorf("reading custom-transfer requests: %w", err)
+		}
+	}
+}
+
+// skipLine discards the rest of an overlong line.
+func (d *Decoder) skipLine(err error) {
+	for errors.Is(err, bufio.ErrBufferFull) {
+		_, err = d.r.ReadSlice('\n')
+	}
+}
+
+// Encoder writes responses, one JSON object per line, each with a single Write. It is safe for
+// concurrent use: a mutex keeps lines whole, so progress from a worker goroutine and a complete
+// from the loop never interleave. Nothing else may write to the underlying writer.
+type Encoder struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error // first write error; later writes return it
+}
+
+// NewEncoder writes responses to w (the agent's stdout).
+func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
+
+func (e *Encoder) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %T: %w", v, err)
+	}
+	b = append(b, '\n')
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err != nil {
+		return e.err
+	}
+	if _, err := e.w.Write(b); err != nil {
+		e.err = fmt.Errorf("writing to git-lfs (stdout): %w", err)
+		return e.err
+	}
+	return nil
+}
+
+// InitOK answers init with {}.
+func (e *Encoder) InitOK() error { return e.write(struct{}{}) }
+
+// InitError answers init with an error; git-lfs then stops this worker.
+func (e *Encoder) InitError(message string) error {
+	return e.write(InitResponse{Error: &Error{Code: CodeInit, Message: message}})
+}
+
+// Progress reports bytesSoFar of oid, bytesSinceLast of them new since the previous report.
+func (e *Encoder) Progress(oid string, bytesSoFar, bytesSinceLast int64) error {
+	return e.write(Progress{Event: EventProgress, Oid: oid, BytesSoFar: bytesSoFar, BytesSinceLast: bytesSinceLast})
+}
+
+// Complete reports oid done; path is the downloaded file ("" for uploads).
+func (e *Encoder) Complete(oid, path string) error {
+	return e.write(Complete{Event: EventComplete, Oid: oid, Path: path})
+}
+
+// CompleteError reports that oid failed; the process goes on with the next request.
+func (e *Encoder) CompleteError(oid, message string) error {
+	return e.write(Complete{Event: EventComplete, Oid: oid, Error: &Error{Code: CodeTransfer, Message: message}})
+}
