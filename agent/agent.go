@@ -1,0 +1,225 @@
+// Package agent is the custom transfer agent's event loop: it answers git-lfs's init, runs each
+// upload or download request through a Transferer (the Xet work: see NewXet), reports progress and
+// completion, and exits on terminate. Errors of one object are reported for that object and the
+// loop goes on; only a broken conversation with git-lfs ends the process with an error.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/protocol"
+)
+
+// Init is what git-lfs's init message tells the agent.
+type Init struct {
+	Operation           string // protocol.OperationUpload or protocol.OperationDownload
+	Remote              string // the remote's name (e.g. "origin") or a URL
+	Concurrent          bool
+	ConcurrentTransfers int // lfs.concurrenttransfers: how many agent processes run side by side
+}
+
+// Object is one transfer request.
+type Object struct {
+	Oid    string // SHA-256, lowercase hex
+	Size   int64
+	Path   string           // uploads: the file to read
+	Action *protocol.Action // nil in standalone mode
+}
+
+// Result is what a transfer did, for the log and (downloads) for git-lfs.
+type Result struct {
+	Mode         string // "batch", "embedded", "lfs-file" ...
+	Path         string // downloads: the verified file handed to git-lfs
+	NewBytes     int64  // bytes stored or fetched that were not already there
+	DedupedBytes int64  // bytes found already stored
+}
+
+// Transferer does the work of one agent process. Calls come one at a time (git-lfs sends the next
+// request only after the previous complete); progress may be called from any goroutine.
+type Transferer interface {
+	Upload(ctx context.Context, obj Object, progress func(done int64)) (Result, error)
+	// Download writes the object to a new file and returns its path in Result.Path; the file must
+	// hold exactly the object (verified) when Download returns nil.
+	Download(ctx context.Context, obj Object, progress func(done int64)) (Result, error)
+	Close() error
+}
+
+// Opener makes the Transferer for a process after init. It must be cheap (git-lfs starts
+// concurrenttransfers processes at once, even for one object): heavy set-up belongs in the first
+// request.
+type Opener func(ctx context.Context, init Init) (Transferer, error)
+
+// Options configure Run.
+type Options struct {
+	Open Opener
+	Log  zerolog.Logger
+	// ProgressInterval is the least time between two progress messages of one object (default
+	// 100 ms). The first one is sent at once.
+	ProgressInterval time.Duration
+}
+
+// Run speaks the protocol on in/out until terminate or the end of in. It returns nil after a
+// clean end (terminate, or git-lfs closing stdin between requests) and an error when the
+// conversation itself fails (no init, a malformed request it cannot attribute to an object, a
+// write to git-lfs failing); the caller exits non-zero then, with the error on stderr.
+func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 100 * time.Millisecond
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	enc := protocol.NewEncoder(out)
+	reqs := make(chan readResult)
+	go readRequests(ctx, cancel, protocol.NewDecoder(in), reqs)
+
+	// init
+	first, ok := <-reqs
+	if !ok {
+		return errors.New("git-lfs closed the agent's input before init; run git-xet-transfer only through git-lfs (see `git-xet-transfer help`)")
+	}
+	if first.err != nil {
+		_ = enc.InitError(first.err.Error())
+		return first.err
+	}
+	if first.req.Event != protocol.EventInit {
+		err := fmt.Errorf("first custom-transfer request is %q, want init; is git-lfs this agent's caller?", first.req.Event)
+		_ = enc.InitError(err.Error())
+		return err
+	}
+	init := Init{
+		Operation:           first.req.Operation,
+		Remote:              first.req.Remote,
+		Concurrent:          first.req.Concurrent,
+		ConcurrentTransfers: first.req.ConcurrentTransfers,
+	}
+	t, err := o.Open(ctx, init)
+	if err != nil {
+		if werr := enc.InitError(err.Error()); werr != nil {
+			return werr
+		}
+		return fmt.Errorf("init: %w", err)
+	}
+	defer func() {
+		if cerr := t.Close(); cerr != nil {
+			o.Log.Warn().Err(cerr).Msg("closing transfer state")
+		}
+	}()
+	if err := enc.InitOK(); err != nil {
+		return err
+	}
+	o.Log.Debug().Str("operation", init.Operation).Str("remote", init.Remote).
+		Int("concurrenttransfers", init.ConcurrentTransfers).Msg("init")
+
+	for r := range reqs {
+		if r.err != nil {
+			var me *protocol.MalformedError
+			if errors.As(r.err, &me) && me.Oid != "" {
+				o.Log.Error().Err(r.err).Msg("malformed request")
+				if err := enc.CompleteError(me.Oid, r.err.Error()); err != nil {
+					return err
+				}
+				continue
+			}
+			return r.err
+		}
+		req := r.req
+		switch req.Event {
+		case protocol.EventTerminate:
+			return nil
+		case protocol.EventInit:
+			return errors.New("second init request on one agent process; git-lfs sends init once")
+		case protocol.EventUpload, protocol.EventDownload:
+			if req.Event != init.Operation {
+				if err := enc.CompleteError(req.Oid, fmt.Sprintf("%s request on an agent started for %s", req.Event, init.Operation)); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := transfer(ctx, t, enc, req, o); err != nil {
+				return err
+			}
+		}
+	}
+	// Input ended without terminate: git-lfs went away, which is not this process's failure
+	// unless our own caller cancelled.
+	return parent.Err()
+}
+
+type readResult struct {
+	req *protocol.Request
+	err error
+}
+
+// readRequests decodes requests into reqs until terminate or the end of input, then closes reqs.
+// It cancels ctx when the input ends or terminate arrives, so a transfer in flight stops when
+// git-lfs goes away; on terminate the loop is idle anyway (git-lfs waits for complete first).
+// A clean end of input after the last request is not an error.
+func readRequests(ctx context.Context, cancel context.CancelFunc, d *protocol.Decoder, reqs chan<- readResult) {
+	defer close(reqs)
+	for {
+		req, err := d.Decode()
+		if errors.Is(err, io.EOF) {
+			cancel()
+			return
+		}
+		var me *protocol.MalformedError
+		fatal := err != nil && !errors.As(err, &me)
+		select {
+		case reqs <- readResult{req, err}:
+		case <-ctx.Done():
+			return
+		}
+		if fatal || (req != nil && req.Event == protocol.EventTerminate) {
+			if fatal {
+				cancel()
+			}
+			return
+		}
+	}
+}
+
+// transfer runs one request and answers it with progress and complete. It returns an error only
+// when writing to git-lfs fails.
+func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *protocol.Request, o Options) error {
+	obj := Object{Oid: req.Oid, Size: req.Size, Path: req.Path, Action: req.Action}
+	p := newProgress(enc, obj.Oid, obj.Size, o.ProgressInterval)
+	p.start()
+	began := time.Now()
+	var res Result
+	var err error
+	if req.Event == protocol.EventUpload {
+		res, err = t.Upload(ctx, obj, p.update)
+	} else {
+		res, err = t.Download(ctx, obj, p.update)
+	}
+	elapsed := time.Since(began)
+	if perr := p.err(); perr != nil {
+		return perr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (the agent was stopped: git-lfs ended or was interrupted)", err)
+		}
+		o.Log.Error().Str("op", req.Event).Str("oid", obj.Oid).Int64("size", obj.Size).
+			Dur("time", elapsed).Err(err).Msg("transfer failed")
+		return enc.CompleteError(obj.Oid, err.Error())
+	}
+	if err := p.finish(); err != nil {
+		return err
+	}
+	ev := o.Log.Info().Str("op", req.Event).Str("mode", res.Mode).Str("oid", obj.Oid).
+		Int64("size", obj.Size).Int64("new_bytes", res.NewBytes).Int64("deduped_bytes", res.DedupedBytes).
+		Dur("time", elapsed)
+	if secs := elapsed.Seconds(); secs > 0 {
+		ev = ev.Float64("MBps", float64(obj.Size)/1e6/secs)
+	}
+	ev.Msg("transfer complete")
+	return enc.Complete(obj.Oid, res.Path)
+}

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/protocol"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+)
+
+func TestLocalPath(t *testing.T) {
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"/srv/repo.git", "/srv/repo.git", true},
+		{"../remote.git", "/home/u/remote.git", true},
+		{"file:///srv/my%20repo.git", "/srv/my repo.git", true},
+		{"file://localhost/srv/r.git", "/srv/r.git", true},
+		{"file://otherhost/srv/r.git", "", false},
+		{"https://example.test/r.git", "", false},
+		{"git@example.test:org/r.git", "", false},
+	}
+	for _, c := range cases {
+		got, ok := LocalPath(c.in, "/home/u/work")
+		if ok != c.ok || got != c.want {
+			t.Errorf("LocalPath(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestResolveLocalRemote(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git missing")
+		}
+		t.Skip("git missing")
+	}
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	run := func(d string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", d}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	run(dir, "init", "-q", "--bare", "remote.git")
+	run(dir, "init", "-q", "nonbare")
+	run(dir, "init", "-q", "work")
+	work := filepath.Join(dir, "work")
+	run(work, "remote", "add", "origin", "../remote.git")
+	run(work, "remote", "add", "other", "file://"+filepath.Join(dir, "nonbare"))
+	run(work, "remote", "add", "web", "https://user:secret@example.test/r.git")
+	g := Git{Dir: work}
+	ctx := context.Background()
+
+	r, err := ResolveLocalRemote(ctx, g, "origin")
+	if err != nil || r.RepoDir != filepath.Join(dir, "remote.git") || r.StoreDir() != filepath.Join(dir, "remote.git", "xet") {
+		t.Errorf("origin: %+v, %v", r, err)
+	}
+	r, err = ResolveLocalRemote(ctx, g, "other")
+	if err != nil || r.RepoDir != filepath.Join(dir, "nonbare", ".git") {
+		t.Errorf("non-bare: %+v, %v", r, err)
+	}
+	r, err = ResolveLocalRemote(ctx, g, filepath.Join(dir, "remote.git")) // git push /path main
+	if err != nil || r.RepoDir != filepath.Join(dir, "remote.git") {
+		t.Errorf("path: %+v, %v", r, err)
+	}
+	_, err = ResolveLocalRemote(ctx, g, "web")
+	if err == nil || !strings.Contains(err.Error(), "not on this machine") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("network remote: %v", err)
+	}
+	_, err = ResolveLocalRemote(ctx, g, "nosuch")
+	if err == nil || !strings.Contains(err.Error(), `remote "nosuch"`) {
+		t.Errorf("missing remote: %v", err)
+	}
+	run(work, "config", "lfs.url", "file://"+filepath.Join(dir, "nonbare"))
+	r, err = ResolveLocalRemote(ctx, g, "origin")
+	if err != nil || r.RepoDir != filepath.Join(dir, "nonbare", ".git") {
+		t.Errorf("lfs.url wins: %+v, %v", r, err)
+	}
+}
+
+func TestParseBatchAction(t *testing.T) {
+	a := &protocol.Action{Href: "http://127.0.0.1/refresh", Header: map[string]string{
+		"x-xet-cas-url":          "http://127.0.0.1:1234",
+		"X-Xet-Access-Token":     "tok",
+		"X-Xet-Token-Expiration": "1900000000",
+		"X-Xet-Session-Id":       "sess",
+		"Authorization":          "Basic abc",
+	}}
+	b, err := parseBatchAction(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.CasURL != "http://127.0.0.1:1234" || b.Token != "tok" || b.Exp.Unix() != 1900000000 || b.SessionID != "sess" ||
+		len(b.Auth) != 1 || b.Auth["Authorization"] != "Basic abc" {
+		t.Errorf("parsed %+v", b)
+	}
+	for name, h := range map[string]map[string]string{
+		"no cas url": {"X-Xet-Access-Token": "t"},
+		"bad cas":    {"X-Xet-Cas-Url": "ftp://x"},
+		"bad exp":    {"X-Xet-Cas-Url": "http://127.0.0.1", "X-Xet-Token-Expiration": "soon"},
+	} {
+		if _, err := parseBatchAction(&protocol.Action{Header: h}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestRefresher(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Basic good" {
+			w.WriteHeader(http.StatusUnauthorized)
+			casapi.Encode(w, casapi.Error{Error: "bad user name or password"})
+			return
+		}
+		casapi.Encode(w, casapi.Token{AccessToken: "new", Exp: 1900000000, CasURL: "http://127.0.0.1"})
+	}))
+	defer srv.Close()
+	ok := refresher(srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic good"}, "ua")
+	tok, err := ok(context.Background())
+	if err != nil || tok.AccessToken != "new" {
+		t.Fatalf("%+v, %v", tok, err)
+	}
+	bad := refresher(srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic bad"}, "ua")
+	_, err = bad(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "bad user name or password") ||
+		!strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "sig=x") {
+		t.Errorf("refused refresh: %v", err)
+	}
+	none := refresher(srv.Client(), "", nil, "ua")
+	if _, err := none(context.Background()); err == nil || !strings.Contains(err.Error(), "no refresh route") {
+		t.Errorf("empty href: %v", err)
+	}
+}
+
+func TestTune(t *testing.T) {
+	t.Setenv("GIT_XET_CONCURRENCY", "")
+	if got := Tune(2, 8); got != (Tuning{Procs: 1, Upload: 1, Download: 2}) {
+		t.Errorf("2 cores, 8 workers: %+v", got)
+	}
+	if got := Tune(2, 1); got != (Tuning{Procs: 2, Upload: 4, Download: 8}) {
+		t.Errorf("2 cores, 1 worker: %+v", got)
+	}
+	if got := Tune(16, 8); got != (Tuning{Procs: 4, Upload: 4, Download: 8}) {
+		t.Errorf("16 cores, 8 workers: %+v", got)
+	}
+}

@@ -1,0 +1,313 @@
+package agent
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// XetOptions configure the Xet transferer. Zero fields take defaults.
+type XetOptions struct {
+	Log        zerolog.Logger
+	Git        Git          // where the repository is (default: the current directory)
+	CacheRoot  string       // shard cache root; default localshards.Root()
+	HTTPClient *http.Client // for the CAS and the token refresh route; default cas.NewTransport
+	UserAgent  string       // default cas.DefaultUserAgent()
+	// StoreDir overrides the embedded store's directory for standalone mode (default: <remote's
+	// git dir>/xet). Set from xet.store or GIT_XET_STORE by the command.
+	StoreDir string
+	// SetProcs lowers GOMAXPROCS to the process's share (Tune); off in tests that share a process.
+	SetProcs bool
+}
+
+// NewXet returns the Opener of the Xet transferer: batch mode when a request carries an action
+// (the CAS from X-Xet-* headers), standalone mode otherwise (the embedded store of a local
+// remote, falling back to plain LFS objects kept in that remote).
+func NewXet(o XetOptions) Opener {
+	return func(ctx context.Context, init Init) (Transferer, error) {
+		t := Tune(runtime.NumCPU(), init.ConcurrentTransfers)
+		if o.SetProcs {
+			runtime.GOMAXPROCS(t.Procs)
+		}
+		if o.HTTPClient == nil {
+			o.HTTPClient = &http.Client{Transport: cas.NewTransport()}
+		}
+		if o.UserAgent == "" {
+			o.UserAgent = cas.DefaultUserAgent()
+		}
+		o.Log.Debug().Int("procs", t.Procs).Int("upload_concurrency", t.Upload).
+			Int("download_concurrency", t.Download).Msg("tuned")
+		return &xetTransferer{o: o, init: init, tune: t, endpoints: map[string]*endpoint{}}, nil
+	}
+}
+
+// endpoint is a CAS and the shard cache used with it.
+type endpoint struct {
+	mode  string // "batch" or "embedded"
+	cas   cas.Client
+	cache *localshards.Cache // nil when the cache could not be opened (uploads go on without it)
+	local *cas.Local         // embedded mode
+	where string             // for messages: CAS URL or store path
+}
+
+type xetTransferer struct {
+	o    XetOptions
+	init Init
+	tune Tuning
+
+	mu        sync.Mutex
+	endpoints map[string]*endpoint // by CAS URL (batch) or store dir (embedded)
+	remote    *LocalRemote         // standalone mode, resolved on first use
+	gitDir    string
+}
+
+func (x *xetTransferer) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var errs []error
+	for _, e := range x.endpoints {
+		if e.cache != nil {
+			errs = append(errs, e.cache.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (x *xetTransferer) openCache(endpointName string) *localshards.Cache {
+	root := x.o.CacheRoot
+	if root == "" {
+		r, err := localshards.Root()
+		if err != nil {
+			x.o.Log.Warn().Err(err).Msg("no shard cache (uploads dedupe only within a file and by asking the CAS)")
+			return nil
+		}
+		root = r
+	}
+	c, err := localshards.Open(localshards.EndpointDir(root, endpointName), localshards.Options{Log: x.o.Log})
+	if err != nil {
+		x.o.Log.Warn().Err(err).Msg("opening the shard cache; going on without it")
+		return nil
+	}
+	return c
+}
+
+// batchEndpoint returns the CAS client for a batch action, one per CAS URL per process (its token
+// source refreshes through the action's href).
+func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e, ok := x.endpoints[ba.CasURL]; ok {
+		return e
+	}
+	ts := cas.NewRefreshingToken(ba.Token, ba.Exp, refresher(x.o.HTTPClient, ba.Href, ba.Auth, x.o.UserAgent))
+	client := cas.NewHTTP(cas.HTTPOptions{
+		Endpoint:   ba.CasURL,
+		Token:      ts,
+		SessionID:  ba.SessionID,
+		UserAgent:  x.o.UserAgent,
+		HTTPClient: x.o.HTTPClient,
+		Log:        x.o.Log,
+	})
+	e := &endpoint{mode: "batch", cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL}
+	x.endpoints[ba.CasURL] = e
+	return e
+}
+
+// localRemote resolves the remote of init once.
+func (x *xetTransferer) localRemote(ctx context.Context) (LocalRemote, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.remote != nil {
+		return *x.remote, nil
+	}
+	r, err := ResolveLocalRemote(ctx, x.o.Git, x.init.Remote)
+	if err != nil {
+		return LocalRemote{}, err
+	}
+	x.remote = &r
+	return r, nil
+}
+
+// embeddedEndpoint opens the embedded store of a local remote. With create false (downloads) a
+// missing store is not created: it returns nil, and the caller falls back to plain LFS objects.
+func (x *xetTransferer) embeddedEndpoint(r LocalRemote, create bool) (*endpoint, error) {
+	dir := x.o.StoreDir
+	if dir == "" {
+		dir = r.StoreDir()
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e, ok := x.endpoints[dir]; ok {
+		return e, nil
+	}
+	if !create && !isDir(dir) {
+		return nil, nil
+	}
+	st, err := store.Open(dir, store.Options{Log: x.o.Log})
+	if err != nil {
+		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, x.init.Remote, err)
+	}
+	local := cas.NewLocal(st, "")
+	e := &endpoint{mode: "embedded", cas: local, local: local, cache: x.openCache(dir), where: dir}
+	x.endpoints[dir] = e
+	return e, nil
+}
+
+// tmpDir is git-lfs's temp directory (.git/lfs/tmp): downloads are written there so git-lfs's
+// rename into .git/lfs/objects stays on one file system.
+func (x *xetTransferer) tmpDir(ctx context.Context) (string, error) {
+	x.mu.Lock()
+	gd := x.gitDir
+	x.mu.Unlock()
+	if gd == "" {
+		var err error
+		if gd, err = x.o.Git.GitDir(ctx); err != nil {
+			return "", err
+		}
+		x.mu.Lock()
+		x.gitDir = gd
+		x.mu.Unlock()
+	}
+	d := filepath.Join(gd, "lfs", "tmp")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("creating git-lfs's temp directory: %w", err)
+	}
+	return d, nil
+}
+
+func oidBytes(oid string) ([32]byte, error) {
+	var b [32]byte
+	n, err := hex.Decode(b[:], []byte(oid))
+	if err != nil || n != 32 {
+		return b, fmt.Errorf("oid %q is not a SHA-256", oid)
+	}
+	return b, nil
+}
+
+// Upload stores one file through Xet and returns once every xorb and the shard registering it
+// are stored.
+func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+	sha, err := oidBytes(obj.Oid)
+	if err != nil {
+		return Result{}, err
+	}
+	var e *endpoint
+	if obj.Action != nil {
+		ba, err := parseBatchAction(obj.Action)
+		if err != nil {
+			return Result{}, err
+		}
+		e = x.batchEndpoint(ba)
+	} else {
+		r, err := x.localRemote(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		if e, err = x.embeddedEndpoint(r, true); err != nil {
+			return Result{}, err
+		}
+	}
+	f, err := os.Open(obj.Path)
+	if err != nil {
+		return Result{}, fmt.Errorf("reading the file to upload: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return Result{}, fmt.Errorf("reading the file to upload: %w", err)
+	} else if fi.Size() != obj.Size {
+		return Result{}, fmt.Errorf("%s has %d bytes, git-lfs said %d; run `git lfs fsck`", obj.Path, fi.Size(), obj.Size)
+	}
+	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: true, Log: x.o.Log}
+	if e.cache != nil {
+		cfg.Cache = e.cache
+	}
+	sess := upload.NewSession(cfg)
+	res, err := sess.Upload(ctx, f, &sha, progress)
+	if err != nil {
+		return Result{}, fmt.Errorf("uploading to %s: %w", e.where, err)
+	}
+	if res.Size != obj.Size {
+		return Result{}, fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, obj.Path, obj.Size)
+	}
+	if err := sess.Finish(ctx); err != nil {
+		return Result{}, fmt.Errorf("storing the data of %s at %s: %w", obj.Oid, e.where, err)
+	}
+	return Result{Mode: e.mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}, nil
+}
+
+// Download reconstructs one file from Xet into git-lfs's temp dir, verified (chunk hashes, size,
+// SHA-256 = oid) before its path is returned.
+func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+	sha, err := oidBytes(obj.Oid)
+	if err != nil {
+		return Result{}, err
+	}
+	tmp, err := x.tmpDir(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	var e *endpoint
+	var file hash.Hash
+	if obj.Action != nil {
+		ba, err := parseBatchAction(obj.Action)
+		if err != nil {
+			return Result{}, err
+		}
+		if ba.XetHash == "" {
+			return Result{}, errors.New("the LFS server's download action has no X-Xet-Hash header (the Xet file hash); it is not a Xet server")
+		}
+		if file, err = hash.Parse(ba.XetHash); err != nil {
+			return Result{}, fmt.Errorf("the LFS server's X-Xet-Hash header: %w", err)
+		}
+		e = x.batchEndpoint(ba)
+	} else {
+		r, err := x.localRemote(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		if e, err = x.embeddedEndpoint(r, false); err != nil {
+			return Result{}, err
+		}
+		var size uint64
+		found := false
+		if e != nil {
+			file, size, err = e.local.LookupSHA256(ctx, hash.FromSHA256(sha))
+			switch {
+			case err == nil:
+				found = true
+				if int64(size) != obj.Size {
+					return Result{}, fmt.Errorf("the Xet store %s has %s with %d bytes, git-lfs expects %d", e.where, obj.Oid, size, obj.Size)
+				}
+			case errors.Is(err, cas.ErrNotFound) || errors.Is(err, store.ErrNotFound):
+			default:
+				return Result{}, fmt.Errorf("looking up %s in the Xet store %s: %w", obj.Oid, e.where, err)
+			}
+		}
+		if !found {
+			return x.lfsFallback(ctx, r, obj, sha, tmp, progress)
+		}
+	}
+	path := filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))
+	err = download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log},
+		download.Request{File: file, SHA256: &sha, Size: obj.Size, Path: path, Progress: progress})
+	if err != nil {
+		return Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
+	}
+	return Result{Mode: e.mode, Path: path, NewBytes: obj.Size}, nil
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+)
+
+// runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
+// stdin/stdout, logs on stderr (shown by git-lfs under GIT_TRACE=1) or in the file named by
+// GIT_XET_LOG or `git config xet.logfile`.
+func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "git-xet-transfer transfer: takes no arguments (got %q)\n", strings.Join(args, " "))
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	g := agent.Git{}
+	log, closeLog := agentLogger(ctx, g, stderr)
+	defer closeLog()
+
+	storeDir := os.Getenv("GIT_XET_STORE")
+	if storeDir == "" {
+		storeDir, _ = g.Config(ctx, "xet.store")
+	}
+	err := agent.Run(ctx, stdin, stdout, agent.Options{
+		Open: agent.NewXet(agent.XetOptions{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
+		Log:  log,
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("agent stopped")
+		fmt.Fprintf(stderr, "git-xet-transfer: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// agentLogger returns the agent's logger: to the file GIT_XET_LOG / xet.logfile when set (JSON
+// lines, appended; several agent processes may share it), else to stderr in a compact text form.
+// The level is GIT_XET_LOG_LEVEL / xet.loglevel (debug, info, warn, error; default info).
+func agentLogger(ctx context.Context, g agent.Git, stderr io.Writer) (zerolog.Logger, func()) {
+	level := zerolog.InfoLevel
+	lv := os.Getenv("GIT_XET_LOG_LEVEL")
+	if lv == "" {
+		lv, _ = g.Config(ctx, "xet.loglevel")
+	}
+	if lv != "" {
+		if l, err := zerolog.ParseLevel(strings.ToLower(lv)); err == nil {
+			level = l
+		} else {
+			fmt.Fprintf(stderr, "git-xet-transfer: ignoring log level %q (want debug, info, warn or error)\n", lv)
+		}
+	}
+	path := os.Getenv("GIT_XET_LOG")
+	if path == "" {
+		path, _ = g.Config(ctx, "xet.logfile")
+	}
+	pid := os.Getpid()
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			return zerolog.New(f).Level(level).With().Timestamp().Int("pid", pid).Logger(), func() { f.Close() }
+		}
+		fmt.Fprintf(stderr, "git-xet-transfer: cannot open log file %s (%v); logging to stderr\n", path, err)
+	}
+	cw := zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: time.TimeOnly}
+	return zerolog.New(cw).Level(level).With().Timestamp().Int("pid", pid).Logger(), func() {}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+)
+
+// The git config keys install writes (and uninstall removes).
+const (
+	keyPath       = "lfs.customtransfer.xet.path"
+	keyConcurrent = "lfs.customtransfer.xet.concurrent"
+	// keyStandalone routes every remote whose LFS URL is a file:// URL to the agent, without a
+	// batch API: git-lfs 3.8.1 gives local-path remotes (plain /path, ../path) a file:/// URL too,
+	// so with this one key pushes, clones and fetches of local remotes use the embedded store.
+	keyStandalone = "lfs.file:///.standalonetransferagent"
+	agentName     = "xet"
+)
+
+// scopeFlags parses --local/--global/--system (global by default) into git config's flag.
+func scopeFlags(name string, args []string, stderr io.Writer) (scope string, ok bool) {
+	fs := flag.NewFlagSet("git-xet-transfer "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	local := fs.Bool("local", false, "this repository only (.git/config)")
+	global := fs.Bool("global", false, "this user (~/.gitconfig), the default")
+	system := fs.Bool("system", false, "every user of this machine (needs write access to git's system config)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: git-xet-transfer %s [--local|--global|--system]\n", name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "git-xet-transfer %s: unexpected argument %q\n", name, fs.Arg(0))
+		fs.Usage()
+		return "", false
+	}
+	n := 0
+	scope = "--global"
+	for _, s := range []struct {
+		set  bool
+		flag string
+	}{{*local, "--local"}, {*global, "--global"}, {*system, "--system"}} {
+		if s.set {
+			n++
+			scope = s.flag
+		}
+	}
+	if n > 1 {
+		fmt.Fprintf(stderr, "git-xet-transfer %s: give only one of --local, --global, --system\n", name)
+		return "", false
+	}
+	return scope, true
+}
+
+// selfPath is the absolute path of this binary (symlinks resolved), what git-lfs will run.
+func selfPath() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this program's path: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return filepath.Abs(p)
+}
+
+func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	scope, ok := scopeFlags("install", args, stderr)
+	if !ok {
+		return 2
+	}
+	ctx := context.Background()
+	g := agent.Git{}
+	if _, err := exec.LookPath("git"); err != nil {
+		fmt.Fprintln(stderr, "git-xet-transfer install: git is not on the PATH; install git first")
+		return 1
+	}
+	if scope == "--local" {
+		if _, err := g.Run(ctx, "rev-parse", "--git-dir"); err != nil {
+			fmt.Fprintf(stderr, "git-xet-transfer install: %s", scopeHint(scope))
+			return 1
+		}
+	}
+	self, err := selfPath()
+	if err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer install: %v\n", err)
+		return 1
+	}
+	// git-lfs's filters: run `git lfs install` in the same scope when they are missing.
+	if v, _ := g.Run(ctx, "config", scope, "--get", "filter.lfs.process"); v == "" {
+		if _, err := exec.LookPath("git-lfs"); err != nil {
+			fmt.Fprintln(stderr, "git-xet-transfer install: git-lfs is not installed (not on the PATH).\n"+
+				"Install it (e.g. `apt-get install git-lfs`, or `go install github.com/git-lfs/git-lfs/v3@v3.8.1`), then run install again.")
+			return 1
+		}
+		lfsArgs := []string{"lfs", "install"}
+		if scope != "--global" { // git lfs install is global by default and has no --global flag
+			lfsArgs = append(lfsArgs, scope)
+		}
+		out, err := g.Run(ctx, lfsArgs...)
+		if err != nil {
+			fmt.Fprintf(stderr, "git-xet-transfer install: `git %s` failed: %v\n", strings.Join(lfsArgs, " "), err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "ran git %s: %s\n", strings.Join(lfsArgs, " "), firstLine(out))
+	}
+	settings := [][2]string{
+		{keyPath, self},
+		{keyConcurrent, "true"},
+		{keyStandalone, agentName},
+	}
+	for _, kv := range settings {
+		if _, err := g.Run(ctx, "config", scope, kv[0], kv[1]); err != nil {
+			fmt.Fprintf(stderr, "git-xet-transfer install: writing %s: %v\n%s", kv[0], err, scopeHint(scope))
+			return 1
+		}
+		fmt.Fprintf(stdout, "git config %s %s %s\n", scope, kv[0], kv[1])
+	}
+	fmt.Fprintln(stdout, "git-xet-transfer is installed: LFS files of remotes on this machine (paths, file:// URLs) are kept "+
+		"in a Xet store inside the remote (<remote>/xet), and LFS servers offering the \"xet\" transfer get Xet uploads and downloads.")
+	return 0
+}
+
+func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	scope, ok := scopeFlags("uninstall", args, stderr)
+	if !ok {
+		return 2
+	}
+	ctx := context.Background()
+	g := agent.Git{}
+	removed := 0
+	for _, key := range []string{keyPath, keyConcurrent, keyStandalone} {
+		v, _ := g.Run(ctx, "config", scope, "--get", key)
+		if v == "" {
+			continue
+		}
+		if key == keyStandalone && v != agentName {
+			fmt.Fprintf(stdout, "left %s = %s (not written by install)\n", key, v)
+			continue
+		}
+		if _, err := g.Run(ctx, "config", scope, "--unset-all", key); err != nil {
+			fmt.Fprintf(stderr, "git-xet-transfer uninstall: removing %s: %v\n%s", key, err, scopeHint(scope))
+			return 1
+		}
+		fmt.Fprintf(stdout, "git config %s --unset %s\n", scope, key)
+		removed++
+	}
+	if removed == 0 {
+		fmt.Fprintf(stdout, "nothing to remove: git-xet-transfer is not installed in the %s config\n", strings.TrimPrefix(scope, "--"))
+		return 0
+	}
+	fmt.Fprintln(stdout, "git-xet-transfer is uninstalled; git-lfs's own filters (git lfs install) are left in place. "+
+		"Files already stored in Xet stores stay there; keep this program to read them, or re-push them with plain LFS.")
+	return 0
+}
+
+func scopeHint(scope string) string {
+	switch scope {
+	case "--local":
+		return "--local needs to run inside a git repository.\n"
+	case "--system":
+		return "--system writes git's system config: run as root, or use --global.\n"
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

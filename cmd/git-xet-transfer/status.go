@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+)
+
+// runStatus prints what is configured, where the caches and stores are, and the versions of git,
+// git-lfs and this program. Exit code 0 when installed, 1 when not (with the fix).
+func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: git-xet-transfer status")
+		return 2
+	}
+	ctx := context.Background()
+	g := agent.Git{}
+	self, _ := selfPath()
+	fmt.Fprintf(stdout, "git-xet-transfer %s (%s, %s)\n", version(), self, runtime.Version())
+	if v, err := g.Run(ctx, "version"); err == nil {
+		fmt.Fprintf(stdout, "%s\n", v)
+	} else {
+		fmt.Fprintln(stdout, "git: not found on the PATH (install git)")
+	}
+	if v, err := g.Run(ctx, "lfs", "version"); err == nil {
+		fmt.Fprintf(stdout, "%s\n", v)
+	} else {
+		fmt.Fprintln(stdout, "git-lfs: not found (install git-lfs, then run `git-xet-transfer install`)")
+	}
+
+	fmt.Fprintln(stdout, "\nconfiguration:")
+	installed := true
+	for _, key := range []string{keyPath, keyConcurrent, keyStandalone, "lfs.standalonetransferagent",
+		"lfs.concurrenttransfers", "lfs.basictransfersonly", "filter.lfs.process", "xet.store", "xet.logfile", "xet.loglevel"} {
+		v, _ := g.Run(ctx, "config", "--show-origin", "--get", key)
+		if v == "" {
+			fmt.Fprintf(stdout, "  %-40s (not set)\n", key)
+			if key == keyPath || key == keyStandalone || key == "filter.lfs.process" {
+				installed = false
+			}
+			continue
+		}
+		origin, value, _ := strings.Cut(v, "\t")
+		fmt.Fprintf(stdout, "  %-40s %s   [%s]\n", key, value, origin)
+		if key == keyPath {
+			if fi, err := os.Stat(value); err != nil || fi.IsDir() {
+				fmt.Fprintf(stdout, "  WARNING: %s does not exist; run `git-xet-transfer install` again\n", value)
+				installed = false
+			} else if self != "" && value != self {
+				fmt.Fprintf(stdout, "  note: git-lfs runs %s, not this binary (%s)\n", value, self)
+			}
+		}
+	}
+	if v, _ := g.Run(ctx, "config", "--get", "lfs.basictransfersonly"); v == "true" {
+		fmt.Fprintln(stdout, "  WARNING: lfs.basictransfersonly=true disables custom transfer agents such as xet")
+	}
+
+	fmt.Fprintln(stdout, "\nshard cache:")
+	if root, err := localshards.Root(); err != nil {
+		fmt.Fprintf(stdout, "  unavailable: %v\n", err)
+	} else {
+		fmt.Fprintf(stdout, "  root %s\n", root)
+		entries, _ := os.ReadDir(root)
+		for _, e := range entries {
+			if e.IsDir() {
+				fmt.Fprintf(stdout, "  %-40s %s\n", e.Name(), humanBytes(dirSize(filepath.Join(root, e.Name()))))
+			}
+		}
+	}
+
+	if top, err := g.Run(ctx, "rev-parse", "--git-dir"); err == nil && top != "" {
+		fmt.Fprintln(stdout, "\nremotes of this repository:")
+		names, _ := g.Run(ctx, "remote")
+		for _, name := range strings.Fields(names) {
+			u, err := agent.RemoteURL(ctx, g, name)
+			if err != nil {
+				fmt.Fprintf(stdout, "  %s: %v\n", name, err)
+				continue
+			}
+			r, err := agent.ResolveLocalRemote(ctx, g, name)
+			if err != nil {
+				fmt.Fprintf(stdout, "  %-10s %s (network remote: Xet when its LFS server offers the \"xet\" transfer)\n", name, u)
+				continue
+			}
+			st := "no Xet store yet"
+			if fi, err := os.Stat(r.StoreDir()); err == nil && fi.IsDir() {
+				st = "Xet store " + r.StoreDir() + ", " + humanBytes(dirSize(r.StoreDir()))
+			}
+			fmt.Fprintf(stdout, "  %-10s %s (local: %s)\n", name, u, st)
+		}
+	}
+	if !installed {
+		fmt.Fprintln(stdout, "\ngit-xet-transfer is NOT installed: run `git-xet-transfer install`")
+		return 1
+	}
+	fmt.Fprintln(stdout, "\ngit-xet-transfer is installed")
+	return 0
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// runTrack passes its arguments to `git lfs track`.
+func runTrack(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := exec.Command("git", append([]string{"lfs", "track"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(stderr, "git-xet-transfer track: running git lfs track: %v (is git-lfs installed?)\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fmt.Fprintf(stdout, "git-xet-transfer %s\n", version())
+	return 0
+}
