@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Benchmark: push and clone BENCH_MB (default 1024 = 1 GiB) of LFS files through Xet (git-xet-transfer,
+# batch mode) and through plain git-lfs (basic transfer) against the same xet-server on loopback,
+# then re-push after a 1 % edit. Prints wall time and bytes sent/received for each (counted by a
+# proxy in front of the server), and the server's store growth. Runs in a temp HOME; touches nothing
+# else. Needs go, git, git-lfs.
+#
+#   test/bench.sh            BENCH_MB=256 test/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+MB=${BENCH_MB:-1024}
+FILES=4
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/xet-bench.XXXXXX")
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+echo "building into $work/bin"
+mkdir -p "$work/bin" "$work/home"
+go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
+go build -o "$work/bin/xet-server" ./cmd/xet-server
+go build -o "$work/bin/countproxy" ./test/countproxy
+
+export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 XDG_CACHE_HOME="$work/home/.cache"
+export PATH="$work/bin:$PATH"
+unset GIT_DIR GIT_WORK_TREE GIT_XET_LOG GIT_TRACE
+git config --global user.name bench; git config --global user.email bench@example.test
+git config --global init.defaultBranch main
+(cd "$work" && git-xet-transfer install >/dev/null)
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+sport=$(freeport); pport=$(freeport)
+proxy="http://127.0.0.1:$pport"
+xet-server --listen "127.0.0.1:$sport" --data "$work/server" --public-url "$proxy" --log-level error 2>"$work/server.log" & pids+=($!)
+countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy.log" & pids+=($!)
+for _ in $(seq 100); do curl -fs "$proxy/__count" >/dev/null 2>&1 && break; sleep 0.1; done
+count() { curl -fs "$proxy/__count"; }
+storebytes() { du -sb "$work/server/cas" | cut -f1; }
+
+echo "making $MB MiB of random data in $FILES files"
+mkdir -p "$work/data"
+per=$((MB / FILES))
+for i in $(seq $FILES); do head -c $((per << 20)) /dev/urandom > "$work/data/f$i.bin"; done
+
+declare -a rows=()
+measure() { # measure LABEL COMMAND...: time it, count the proxy's bytes and the store growth
+  local label=$1; shift
+  read -r up0 down0 < <(count); local s0; s0=$(storebytes)
+  local t0; t0=$(date +%s.%N)
+  "$@" >"$work/last.log" 2>&1 || { echo "FAILED: $label"; cat "$work/last.log"; exit 1; }
+  local t1; t1=$(date +%s.%N)
+  read -r up1 down1 < <(count); local s1; s1=$(storebytes)
+  rows+=("$(awk -v l="$label" -v t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}') -v u=$((up1-up0)) -v d=$((down1-down0)) -v s=$((s1-s0)) \
+    'BEGIN { printf "%-34s %8.2f s %10.1f MB %10.1f MB %10.1f MB %8.1f MB/s", l, t, u/1e6, d/1e6, s/1e6, (u+d)/1e6/t }')")
+  echo "${rows[-1]}"
+}
+
+run() { # run MODE: xet or basic
+  local mode=$1 gitc=()
+  [ "$mode" = basic ] && gitc=(-c lfs.basictransfersonly=true)
+  local repo="$work/$mode"
+  git init -q --bare "$repo-remote.git"
+  git init -q "$repo"
+  cd "$repo"
+  git lfs track '*.bin' >/dev/null
+  printf '[lfs]\n\turl = %s/team/%s.git/info/lfs\n\tlocksverify = false\n' "$proxy" "$mode" > .lfsconfig
+  cp "$work"/data/*.bin .
+  git add . && git commit -q -m v1
+  git remote add origin "$repo-remote.git"
+  measure "$mode: push $MB MiB" git "${gitc[@]}" push -q origin main
+  cd "$work"
+  measure "$mode: clone" git "${gitc[@]}" clone -q "$repo-remote.git" "$repo-clone"
+  cmp "$repo/f1.bin" "$repo-clone/f1.bin"
+  cd "$repo"
+  # 1 % edit: 4 places of (size/400) bytes in every file.
+  for i in $(seq $FILES); do
+    for k in 1 3 5 7; do
+      head -c $(((per << 20) / 400)) /dev/urandom | dd of=f$i.bin bs=1M seek=$((per * k / 8)) conv=notrunc status=none iflag=fullblock
+    done
+  done
+  git commit -q -am v2
+  measure "$mode: re-push after 1% edit" git "${gitc[@]}" push -q origin main
+  cd "$work"
+}
+
+printf '%-34s %10s %13s %13s %13s %13s\n' "" "wall" "sent" "received" "store grew" "throughput"
+run xet
+# Same server and same v1 data: basic uploads are deduplicated by the server after they are sent.
+run basic
+echo
+echo "summary ($(nproc) cores; bytes counted at a proxy in front of xet-server on loopback):"
+printf '%-34s %10s %13s %13s %13s %13s\n' "" "wall" "sent" "received" "store grew" "throughput"
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,216 @@
+package test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
+)
+
+// xorbFiles lists the stored xorb objects under a store directory.
+func xorbFiles(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.Contains(filepath.ToSlash(p), "/xorbs/") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// agentPIDs returns the running git-xet-transfer processes working in dir (/proc).
+func agentPIDs(dir string) []int {
+	self := filepath.Join(binDir, "git-xet-transfer")
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		exe, err1 := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		cwd, err2 := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if err1 == nil && err2 == nil && exe == self && cwd == dir {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// The agent killed in the middle of a push (some xorbs stored, no shard): the push fails, and
+// repeating it succeeds with nothing missing.
+func TestAgentKilledMidPushThenRepeated(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	remote := filepath.Join(e.home, "remote.git")
+	work := filepath.Join(e.home, "work")
+	e.git("", "init", "-q", "--bare", remote)
+	e.newRepo(work, "*.bin")
+	writeFile(t, filepath.Join(work, "big.bin"), randomBytes(200<<20, 21))
+	writeFile(t, filepath.Join(work, "other.bin"), randomBytes(1<<20, 22))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	e.git(work, "remote", "add", "origin", remote)
+
+	push := e.cmd(work, "git", "push", "origin", "main")
+	var out strings.Builder
+	push.Stdout, push.Stderr = &out, &out
+	if err := push.Start(); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := filepath.Join(remote, "xet")
+	if !waitFor(60*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 }) {
+		push.Process.Kill()
+		push.Wait()
+		t.Fatalf("no xorb stored within 60 s\n%s", out.String())
+	}
+	killed := 0
+	for _, pid := range agentPIDs(work) {
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed++
+		}
+	}
+	err := push.Wait()
+	if killed == 0 {
+		t.Fatalf("found no agent process to kill (push: %v)\n%s", err, out.String())
+	}
+	if err == nil {
+		// The kill raced with the end of the upload: the test proves nothing then.
+		t.Fatalf("push succeeded although %d agents were killed mid-upload\n%s", killed, out.String())
+	}
+	t.Logf("killed %d agents; push failed as expected: %v", killed, err)
+
+	e.git(work, "push", "-q", "origin", "main")
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
+	checkLFSObjects(t, clone)
+}
+
+// A xorb corrupted on the server: the clone fails with a message that says so, and nothing
+// corrupt reaches .git/lfs/objects or the work tree.
+func TestCorruptXorbOnServer(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	s := startServer(t, "")
+	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
+	data := randomBytes(3<<20, 31)
+	writeFile(t, filepath.Join(work, "a.bin"), data)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	e.git(work, "push", "-q", "origin", "main")
+
+	xorbs := xorbFiles(s.data)
+	if len(xorbs) == 0 {
+		t.Fatal("no xorb on the server")
+	}
+	for _, p := range xorbs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/3] ^= 0x40 // inside the chunk records
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clone := filepath.Join(e.home, "clone")
+	out, err := e.gitErr("", "clone", remote, clone)
+	if err == nil && !strings.Contains(out, "smudge") {
+		t.Fatalf("clone of a corrupt xorb succeeded:\n%s", out)
+	}
+	t.Logf("clone output:\n%s", out)
+	low := strings.ToLower(out)
+	if !strings.Contains(low, "a.bin") || !(strings.Contains(low, "corrupt") || strings.Contains(low, "mismatch") || strings.Contains(low, "verif")) {
+		t.Errorf("the clone's message does not say the data is corrupt:\n%s", out)
+	}
+	checkLFSObjects(t, clone)
+	if b, err := os.ReadFile(filepath.Join(clone, "a.bin")); err == nil && len(b) == len(data) && string(b) != string(data) {
+		t.Errorf("corrupt bytes in the work tree")
+	}
+}
+
+// Wrong credentials: git push fails and says the credentials were refused.
+func TestBadCredentials(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	salt := "73616c74"
+	sum := sha256.Sum256([]byte("salt" + "right-password"))
+	s := startServer(t, "alice:$sha256$"+salt+"$"+hex.EncodeToString(sum[:])+"\n")
+	base := strings.Replace(s.url, "http://", "http://alice:wrong-password@", 1)
+	work, _ := batchRepo(t, e, base+"/team/repo.git/info/lfs")
+	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(1<<20, 41))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	out, err := e.gitErr(work, "push", "origin", "main")
+	if err == nil {
+		t.Fatalf("push with a wrong password succeeded:\n%s", out)
+	}
+	t.Logf("push output:\n%s", out)
+	low := strings.ToLower(out)
+	if !strings.Contains(low, "401") && !strings.Contains(low, "credential") && !strings.Contains(low, "authoriz") && !strings.Contains(low, "authentic") {
+		t.Errorf("the push's message does not name the credentials:\n%s", out)
+	}
+
+	// The right password works.
+	good := strings.Replace(s.url, "http://", "http://alice:right-password@", 1)
+	writeFile(t, filepath.Join(work, ".lfsconfig"), []byte(fmt.Sprintf("[lfs]\n\turl = %s/team/repo.git/info/lfs\n\tlocksverify = false\n", good)))
+	e.git(work, "commit", "-q", "-am", "right password")
+	e.git(work, "push", "-q", "origin", "main")
+	if n := len(e.logLines(`"op":"upload"`, `"mode":"batch"`, "transfer complete")); n != 1 {
+		t.Errorf("%d uploads through xet, want 1", n)
+	}
+}
+
+// A server that is down: the push fails and the message names the connection.
+func TestServerDown(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	work, _ := batchRepo(t, e, "http://"+freePort(t)+"/team/repo.git/info/lfs")
+	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(1<<20, 51))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	out, err := e.gitErr(work, "push", "origin", "main")
+	if err == nil {
+		t.Fatalf("push to a server that is down succeeded:\n%s", out)
+	}
+	t.Logf("push output:\n%s", out)
+	if !strings.Contains(out, "connection refused") {
+		t.Errorf("the push's message does not say the server cannot be reached:\n%s", out)
+	}
+}
+
+// The LFS server answers but its CAS cannot be reached: the agent's message, shown by git push,
+// names the CAS and the connection failure.
+func TestCASDown(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	dead := "http://" + freePort(t)
+	s := startServer(t, "", func(c *server.Config) { c.PublicURL = dead })
+	work, _ := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
+	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(1<<20, 61))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	out, err := e.gitErr(work, "push", "origin", "main")
+	if err == nil {
+		t.Fatalf("push with the CAS down succeeded:\n%s", out)
+	}
+	t.Logf("push output:\n%s", out)
+	if !strings.Contains(out, dead) || !strings.Contains(out, "connection refused") {
+		t.Errorf("the push's message does not name the CAS and the connection failure:\n%s", out)
+	}
+}
