@@ -1,0 +1,325 @@
+package localshards
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// The index snapshot: the chunk index of a full build, persisted beside the shards
+// (shard-cache/chunk-index.v1, a name xet-core ignores) so that the next process loads 12 bytes per
+// chunk in one read instead of reading and re-sorting every shard's 48-byte entries. It is only a
+// cache of the index: the shard files stay the truth. On load the snapshot's shard list is checked
+// against the directory (missing or resized files are dropped, new files are scanned into a small
+// segment), and every hit is still verified against the shard file, so a stale or damaged snapshot
+// can cost dedupe matches but never give a wrong answer. A CRC-32C over the whole file catches
+// damage; any mismatch means a full rebuild.
+//
+// Layout (little-endian): magic[8]; u64 shards, xorbs, entries, buckets, slots, next ref; per shard
+// {name hash raw[32], size, created, expires, flags u64, key[32]} (flag 1: left out by the entry
+// cap, listed so that later loads do not take it for a new file); per xorb {hash[32], off u64, base, n,
+// shard, 0 u32}; the segment's slot keys (u64 each) and refs (u32 each); CRC-32C u32.
+
+const (
+	snapshotName   = "chunk-index.v1"
+	snapshotMagic  = "XGTIDX03"
+	snapHeaderSize = 8 + 6*8
+	snapShardSize  = 32 + 4*8 + 32
+	snapXorbSize   = 32 + 8 + 4*4
+	// rebuildFraction: a snapshot is rebuilt when dropped plus new entries exceed 1/rebuildFraction
+	// of it.
+	rebuildFraction = 4
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// littleEndian: the snapshot's arrays are read and written in place, so only little-endian machines
+// use it (others always rebuild).
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+func asBytes[T uint32 | uint64](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+type snapshot struct {
+	shards  []*candidate // m.size, created, expires, key; name
+	xorbs   []xorbInfo
+	seg     *segment
+	nextRef uint64
+}
+
+// writeSnapshotAsync persists v (one segment, fresh from a full build started at since) on a
+// goroutine; Close waits. When several processes rebuild at once, one that finds a snapshot written
+// after its own build started leaves it alone.
+func (c *Cache) writeSnapshotAsync(v *view, skipped []*candidate, since time.Time) {
+	if !littleEndian || len(v.segs) != 1 {
+		return
+	}
+	nextRef := c.nextRef
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		if st, err := os.Stat(filepath.Join(c.dir, snapshotName)); err == nil && st.ModTime().After(since) {
+			return
+		}
+		start := time.Now()
+		if err := writeSnapshot(c.dir, v, skipped, nextRef); err != nil {
+			c.log.Warn().Err(err).Msg("cannot write the shard cache index snapshot")
+			return
+		}
+		c.log.Debug().Dur("took", time.Since(start)).Msg("shard cache index snapshot written")
+	}()
+}
+
+func writeSnapshot(dir string, v *view, skipped []*candidate, nextRef uint64) error {
+	seg := v.segs[0]
+	nShards := len(v.shards) + len(skipped)
+	head := make([]byte, 0, snapHeaderSize+nShards*snapShardSize+len(v.xorbs)*snapXorbSize)
+	head = append(head, snapshotMagic...)
+	for _, x := range []uint64{uint64(nShards), uint64(len(v.xorbs)), uint64(seg.n), seg.nb, uint64(len(seg.keys)), nextRef} {
+		head = le.AppendUint64(head, x)
+	}
+	appendShard := func(name string, size int64, created, expires, flags uint64, key hash.Hash) error {
+		raw, err := hex.DecodeString(strings.TrimSuffix(name, shardExt))
+		if err != nil || len(raw) != 32 {
+			return fmt.Errorf("snapshot: shard name %q: %v", name, err)
+		}
+		head = append(head, raw...)
+		head = le.AppendUint64(head, uint64(size))
+		head = le.AppendUint64(head, created)
+		head = le.AppendUint64(head, expires)
+		head = le.AppendUint64(head, flags)
+		head = append(head, key[:]...)
+		return nil
+	}
+	for _, s := range v.shards {
+		if err := appendShard(s.name, s.size, s.created, s.expires, 0, v.keys[s.keyID]); err != nil {
+			return err
+		}
+	}
+	for _, cd := range skipped {
+		if err := appendShard(cd.name, cd.m.size, cd.m.created, cd.m.expires, 1, cd.m.key); err != nil {
+			return err
+		}
+	}
+	for _, x := range v.xorbs {
+		head = append(head, x.hash[:]...)
+		head = le.AppendUint64(head, uint64(x.off))
+		head = le.AppendUint32(head, x.base)
+		head = le.AppendUint32(head, x.n)
+		head = le.AppendUint32(head, x.shard)
+		head = le.AppendUint32(head, 0)
+	}
+	parts := [][]byte{head, asBytes(seg.keys), asBytes(seg.refs)}
+	var crc uint32
+	for _, p := range parts {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	parts = append(parts, le.AppendUint32(nil, crc))
+
+	tmp, err := os.CreateTemp(dir, ".chunk-index-*"+tempExt)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err = tmp.Write(p); err != nil {
+			break
+		}
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, snapshotName))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// readSnapshot reads and checks the snapshot file.
+func readSnapshot(path string) (*snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return parseSnapshot(f, st.Size())
+}
+
+// parseSnapshot reads a snapshot of size bytes from r. Every allocation is bounded by size.
+func parseSnapshot(f io.ReaderAt, size int64) (*snapshot, error) {
+	var h [snapHeaderSize]byte
+	if size < snapHeaderSize+4 {
+		return nil, errors.New("snapshot too short")
+	}
+	if _, err := f.ReadAt(h[:], 0); err != nil {
+		return nil, err
+	}
+	if string(h[:8]) != snapshotMagic {
+		return nil, errors.New("snapshot magic")
+	}
+	nShards, nXorbs, n, nb, slots, nextRef := le.Uint64(h[8:]), le.Uint64(h[16:]), le.Uint64(h[24:]), le.Uint64(h[32:]), le.Uint64(h[40:]), le.Uint64(h[48:])
+	if nShards > uint64(size) || nXorbs > uint64(size) || slots > uint64(size) || n > slots ||
+		nb == 0 || nb >= 1<<31 || nb*slotsPerBucket > slots || nextRef > maxRefs {
+		return nil, errors.New("snapshot counts out of range")
+	}
+	metaLen := nShards*snapShardSize + nXorbs*snapXorbSize
+	if snapHeaderSize+metaLen+slots*12+4 != uint64(size) {
+		return nil, fmt.Errorf("snapshot of %d bytes does not match its counts", size)
+	}
+	meta := make([]byte, metaLen)
+	seg := &segment{nb: nb, n: int(n), keys: make([]uint64, slots), refs: make([]uint32, slots)}
+	off := int64(snapHeaderSize)
+	crc := crc32.Update(0, castagnoli, h[:])
+	for _, p := range [][]byte{meta, asBytes(seg.keys), asBytes(seg.refs)} {
+		if _, err := f.ReadAt(p, off); err != nil {
+			return nil, err
+		}
+		crc = crc32.Update(crc, castagnoli, p)
+		off += int64(len(p))
+	}
+	var tail [4]byte
+	if _, err := f.ReadAt(tail[:], off); err != nil {
+		return nil, err
+	}
+	if le.Uint32(tail[:]) != crc {
+		return nil, errors.New("snapshot checksum mismatch")
+	}
+	s := &snapshot{seg: seg, nextRef: nextRef}
+	p := meta
+	for i := uint64(0); i < nShards; i++ {
+		cd := &candidate{name: hex.EncodeToString(p[:32]) + shardExt, snap: int(i)}
+		cd.m.size = int64(le.Uint64(p[32:]))
+		cd.m.created, cd.m.expires = le.Uint64(p[40:]), le.Uint64(p[48:])
+		cd.unindexed = le.Uint64(p[56:])&1 != 0
+		copy(cd.m.key[:], p[64:96])
+		s.shards = append(s.shards, cd)
+		p = p[snapShardSize:]
+	}
+	var prevBase uint32
+	for i := uint64(0); i < nXorbs; i++ {
+		x := xorbInfo{hash: hash.Hash(p[:32]), off: int64(le.Uint64(p[32:])), base: le.Uint32(p[40:]), n: le.Uint32(p[44:]), shard: le.Uint32(p[48:])}
+		if uint64(x.shard) >= nShards || x.off < 0 || x.base < prevBase || uint64(x.base)+uint64(x.n) > nextRef ||
+			uint64(x.off)+(uint64(x.n)+1)*48 > uint64(s.shards[x.shard].m.size) {
+			return nil, errors.New("snapshot xorb table inconsistent")
+		}
+		prevBase = x.base
+		s.xorbs = append(s.xorbs, x)
+		p = p[snapXorbSize:]
+	}
+	return s, nil
+}
+
+// loadSnapshot builds the first view from the snapshot plus the shards added since. ok is false when
+// there is no usable snapshot or it is too stale (then the caller does a full build). c.mu is held.
+func (c *Cache) loadSnapshot(names []string) (*view, bool) {
+	if !littleEndian {
+		return nil, false
+	}
+	snap, err := readSnapshot(filepath.Join(c.dir, snapshotName))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.log.Debug().Err(err).Msg("shard cache index snapshot unusable; rebuilding")
+		}
+		return nil, false
+	}
+	// Register every snapshot shard (indices must match the xorb table), dead until the listing
+	// shows its file.
+	v := &view{keys: []hash.Hash{hash.Zero}, hashers: []*keyedHasher{nil}, xorbs: snap.xorbs, segs: []*segment{snap.seg}}
+	byName := make(map[string]*candidate, len(snap.shards))
+	for _, cd := range snap.shards {
+		byName[cd.name] = cd
+		si := c.addShard(v, cd.name, cd.m)
+		v.shards[si].dead.Store(true)
+		delete(c.known, cd.name)
+	}
+	var all []*candidate
+	var fresh []string
+	for _, name := range names {
+		cd, ok := byName[name]
+		if !ok {
+			fresh = append(fresh, name)
+			continue
+		}
+		st, err := os.Stat(filepath.Join(c.dir, name))
+		if err != nil {
+			continue
+		}
+		if st.Size() != cd.m.size {
+			fresh = append(fresh, name) // not the file the snapshot indexed
+			continue
+		}
+		all = append(all, cd)
+	}
+	all = append(all, c.readMetas(fresh)...) // malformed new files are set aside
+	live := c.selectLive(all, true)
+
+	var newCands []*candidate
+	var liveEntries, freshEntries int
+	perShard := make([]int, len(snap.shards))
+	for _, x := range snap.xorbs {
+		perShard[x.shard] += int(x.n)
+	}
+	for _, cd := range live {
+		if cd.unindexed {
+			c.known[cd.name] = -1 // still left out (no entries of it in the table)
+			continue
+		}
+		if cd.snap >= 0 {
+			v.shards[cd.snap].dead.Store(false)
+			c.known[cd.name] = int32(cd.snap)
+			liveEntries += perShard[cd.snap]
+		} else {
+			newCands = append(newCands, cd)
+			freshEntries += cd.m.maxChunk
+		}
+	}
+	stale := (snap.seg.len() - liveEntries) + freshEntries
+	if stale > snap.seg.len()/rebuildFraction+1<<16 {
+		c.log.Debug().Int("stale", stale).Int("entries", snap.seg.len()).Msg("shard cache index snapshot too stale; rebuilding")
+		return nil, false
+	}
+	c.nextRef = snap.nextRef
+	var ps []*pending
+	var buf []byte
+	for _, cd := range newCands {
+		var p *pending
+		buf, err = c.readSection(cd, buf)
+		if err == nil {
+			p, err = scanPending(cd.name, cd.m, buf)
+		}
+		if err != nil {
+			if errors.Is(err, errFormat) {
+				c.setAside(cd.name, err)
+				c.known[cd.name] = -1
+			}
+			continue
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) > 0 {
+		v = c.extendLocked(v, ps)
+	}
+	c.log.Debug().Int("shards", len(live)).Int("new", len(ps)).Msg("shard cache index loaded from snapshot")
+	return v, true
+}
