@@ -208,7 +208,7 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 			err = fmt.Errorf("%w (the agent was stopped: git-lfs ended or was interrupted)", err)
 		}
 		o.Log.Error().Str("op", req.Event).Str("oid", obj.Oid).Int64("size", obj.Size).
-			Dur("time", elapsed).Err(err).Msg("transfer failed")
+			Dur("elapsed_ms", elapsed).Err(err).Msg("transfer failed")
 		return enc.CompleteError(obj.Oid, err.Error())
 	}
 	if err := p.finish(); err != nil {
@@ -216,7 +216,7 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 	}
 	ev := o.Log.Info().Str("op", req.Event).Str("mode", res.Mode).Str("oid", obj.Oid).
 		Int64("size", obj.Size).Int64("new_bytes", res.NewBytes).Int64("deduped_bytes", res.DedupedBytes).
-		Dur("time", elapsed)
+		Dur("elapsed_ms", elapsed)
 	if secs := elapsed.Seconds(); secs > 0 {
 		ev = ev.Float64("MBps", float64(obj.Size)/1e6/secs)
 	}
