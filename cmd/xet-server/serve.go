@@ -28,7 +28,7 @@ import (
 type serveFlags struct {
 	listen, data, users, secretFile, publicURL string
 	tlsCert, tlsKey, logFile, logLevel         string
-	tokenTTL, urlTTL, shutdown                 time.Duration
+	tokenTTL, urlTTL, refreshTTL, shutdown     time.Duration
 	maxObject                                  int64
 	policy                                     string
 }
@@ -48,6 +48,7 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.StringVar(&f.logFile, "log-file", "", "append logs (JSON lines) to this file instead of stderr")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.DurationVar(&f.tokenTTL, "token-ttl", 15*time.Minute, "lifetime of CAS access tokens")
+	fl.DurationVar(&f.refreshTTL, "refresh-ttl", 12*time.Hour, "lifetime of the refresh credential in xet batch actions (renews CAS tokens during long transfers)")
 	fl.DurationVar(&f.urlTTL, "url-ttl", time.Hour, "lifetime of signed xorb URLs")
 	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	fl.Int64Var(&f.maxObject, "max-object-size", 64<<30, "largest basic-transfer LFS upload in bytes")
@@ -142,15 +143,16 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	srv, err := server.New(server.Config{
-		Store:     st,
-		Ingest:    &server.UploadIngester{Store: st, Policy: policy, Log: log},
-		Secret:    secret,
-		Users:     users,
-		PublicURL: f.publicURL,
-		TokenTTL:  f.tokenTTL,
-		URLTTL:    f.urlTTL,
-		Limits:    server.Limits{Object: f.maxObject},
-		Log:       log,
+		Store:      st,
+		Ingest:     &server.UploadIngester{Store: st, Policy: policy, Log: log},
+		Secret:     secret,
+		Users:      users,
+		PublicURL:  f.publicURL,
+		TokenTTL:   f.tokenTTL,
+		RefreshTTL: f.refreshTTL,
+		URLTTL:     f.urlTTL,
+		Limits:     server.Limits{Object: f.maxObject},
+		Log:        log,
 	})
 	if err != nil {
 		return err

@@ -56,6 +56,9 @@ func (s *Server) authRepo(w http.ResponseWriter, r *http.Request, ns string, wri
 		if err != nil {
 			return deny(http.StatusUnauthorized, err.Error())
 		}
+		if c.Refresh {
+			return deny(http.StatusUnauthorized, "a refresh credential only opens the token route")
+		}
 		if c.Namespace != ns {
 			return deny(http.StatusForbidden, "token is for another repository")
 		}

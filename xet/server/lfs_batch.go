@@ -151,7 +151,10 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 	if req.Ref != nil && req.Ref.Name != "" {
 		rev = strings.TrimPrefix(req.Ref.Name, "refs/heads/")
 	}
-	expiresIn := int64(s.cfg.TokenTTL / time.Second)
+	expiresIn := int64(s.cfg.TokenTTL / time.Second) // basic actions: their bearer token's lifetime
+	// A xet action stays usable while its refresh credential does: the agent renews CAS tokens at href
+	// itself, so git-lfs must not drop the action when the first CAS token expires.
+	xetExpiresIn := int64(s.cfg.RefreshTTL / time.Second)
 	var xetHeader map[string]string
 	if useXet {
 		xetHeader = map[string]string{
@@ -159,6 +162,16 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 			casapi.HeaderAccessToken:     tok,
 			casapi.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
 			casapi.HeaderSessionID:       newSessionID(),
+		}
+		if !s.Open() {
+			// The agent calls href (the token route) with the action's other headers when its CAS
+			// token nears expiry: give it a refresh credential for this repository and scope.
+			rt, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: s.now().Add(s.cfg.RefreshTTL).Unix(), Subject: who.name, Refresh: true})
+			if err != nil {
+				s.failLFS(w, r, "batch", err)
+				return
+			}
+			xetHeader["Authorization"] = "Bearer " + rt
 		}
 	}
 	refresh := tokenRoute(base, ns, scope, rev)
@@ -190,7 +203,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 			// Already stored: no actions, git-lfs skips it.
 		case write && useXet:
 			res.Authenticated = true
-			res.Actions = map[string]*action{"upload": {Href: refresh, Header: xetHeader, ExpiresIn: expiresIn}}
+			res.Actions = map[string]*action{"upload": {Href: refresh, Header: xetHeader, ExpiresIn: xetExpiresIn}}
 		case write:
 			hdr := map[string]string{"Authorization": "Bearer " + tok}
 			res.Authenticated = true
@@ -208,7 +221,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 			hdr[casapi.HeaderXetHash] = file.String()
 			res.Size = int64(size)
 			res.Authenticated = true
-			res.Actions = map[string]*action{"download": {Href: refresh, Header: hdr, ExpiresIn: expiresIn}}
+			res.Actions = map[string]*action{"download": {Href: refresh, Header: hdr, ExpiresIn: xetExpiresIn}}
 		default:
 			res.Size = int64(size)
 			res.Authenticated = true
@@ -267,7 +280,7 @@ func (s *Server) handleTokenRoute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "bad repository name")
 		return
 	}
-	who, ok := s.authRepoBasic(w, r, ns, scope == scopeWrite)
+	who, ok := s.authTokenRoute(w, r, ns, scope == scopeWrite)
 	if !ok {
 		return
 	}
@@ -280,13 +293,31 @@ func (s *Server) handleTokenRoute(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: s.baseURL(r)})
 }
 
-// authRepoBasic is authRepo restricted to user credentials: a CAS token cannot mint fresh tokens (so
-// a leaked token dies with its expiry).
-func (s *Server) authRepoBasic(w http.ResponseWriter, r *http.Request, ns string, write bool) (principal, bool) {
-	if _, isBearer := bearer(r); isBearer && !s.Open() {
-		w.Header().Set("WWW-Authenticate", `Basic realm="xet-server"`)
-		writeError(w, http.StatusUnauthorized, "the token route needs user credentials (HTTP Basic)")
+// authTokenRoute authenticates the token route: user credentials (HTTP Basic), or the refresh
+// credential of a batch answer for this repository with enough scope. A CAS token cannot mint fresh
+// tokens (so a leaked token dies with its expiry).
+func (s *Server) authTokenRoute(w http.ResponseWriter, r *http.Request, ns string, write bool) (principal, bool) {
+	tok, isBearer := bearer(r)
+	if !isBearer || s.Open() {
+		return s.authRepo(w, r, ns, write)
+	}
+	deny := func(status int, msg string) (principal, bool) {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="xet-server"`)
+		}
+		writeError(w, status, msg)
 		return principal{}, false
 	}
-	return s.authRepo(w, r, ns, write)
+	c, err := s.tokens.Verify(tok)
+	switch {
+	case err != nil:
+		return deny(http.StatusUnauthorized, "refresh credential: "+err.Error())
+	case !c.Refresh:
+		return deny(http.StatusUnauthorized, "the token route needs user credentials (HTTP Basic) or a refresh credential")
+	case c.Namespace != ns:
+		return deny(http.StatusForbidden, "refresh credential is for another repository")
+	case write && c.Scope != scopeWrite:
+		return deny(http.StatusForbidden, "refresh credential of scope "+string(c.Scope)+" cannot mint a write token")
+	}
+	return principal{name: c.Subject, write: c.Scope == scopeWrite}, true
 }

@@ -124,6 +124,11 @@ func (s *Server) cas(need Scope, h casHandler) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, err.Error())
 			return
 		}
+		if c.Refresh {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="xet-cas", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, "a refresh credential is not a CAS token: get one from the token route")
+			return
+		}
 		if !c.Scope.Allows(need) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="xet-cas", error="insufficient_scope", scope="`+string(need)+`"`)
 			writeError(w, http.StatusForbidden, "token scope "+string(c.Scope)+" does not allow "+string(need))

@@ -91,7 +91,10 @@ type Config struct {
 	PublicURL string
 	TokenTTL  time.Duration // CAS access tokens; default 15 minutes
 	URLTTL    time.Duration // signed xorb URLs; default 1 hour
-	Limits    Limits
+	// RefreshTTL is the lifetime of the refresh credential a batch answer gives Xet clients (the
+	// Authorization header of a xet action, accepted only by the token route); default 12 hours.
+	RefreshTTL time.Duration
+	Limits     Limits
 	// MaxIngest bounds the basic-transfer uploads chunked at once (each holds up to a few 64 MiB
 	// xorbs in memory); more wait their turn. Default 4.
 	MaxIngest int
@@ -124,6 +127,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = 15 * time.Minute
+	}
+	if cfg.RefreshTTL <= 0 {
+		cfg.RefreshTTL = 12 * time.Hour
 	}
 	if cfg.URLTTL <= 0 {
 		cfg.URLTTL = time.Hour

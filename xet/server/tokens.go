@@ -37,6 +37,11 @@ type Claims struct {
 	Scope     Scope  `json:"scope"` // read or write
 	Exp       int64  `json:"exp"`   // unix seconds
 	Subject   string `json:"sub,omitempty"`
+	// Refresh marks a refresh credential: accepted only by the token route of its repository (to mint
+	// a fresh CAS token of at most its scope), never by CAS or LFS object routes. It lets an agent
+	// keep a long transfer going without user credentials, while a leaked CAS token still dies with
+	// its own expiry.
+	Refresh bool `json:"refresh,omitempty"`
 }
 
 // Token errors. ErrTokenExpired and ErrTokenInvalid answer 401.
