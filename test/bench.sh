@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: push and clone BENCH_MB (default 1024 = 1 GiB) of LFS files through Xet (git-xet-transfer,
-# batch mode) and through plain git-lfs (basic transfer) against the same xet-server on loopback,
-# then re-push after a 1 % edit. Prints wall time and bytes sent/received for each (counted by a
+# batch mode) and through plain git-lfs (basic transfer), each against its own fresh xet-server (same
+# binary, empty data directory, so neither run dedupes against the other's data) on loopback, then
+# re-push after a 1 % edit. Prints wall time and bytes sent/received for each (counted by a
 # proxy in front of the server), and the server's store growth. Runs in a temp HOME; touches nothing
 # else. Needs go, git, git-lfs.
 #
@@ -31,13 +32,17 @@ git config --global init.defaultBranch main
 (cd "$work" && git-xet-transfer install >/dev/null)
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-sport=$(freeport); pport=$(freeport)
-proxy="http://127.0.0.1:$pport"
-xet-server --listen "127.0.0.1:$sport" --data "$work/server" --public-url "$proxy" --log-level error 2>"$work/server.log" & pids+=($!)
-countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy.log" & pids+=($!)
-for _ in $(seq 100); do curl -fs "$proxy/__count" >/dev/null 2>&1 && break; sleep 0.1; done
+proxy="" server_data=""
+start_server() { # start_server NAME: a fresh xet-server (data in $work/server-NAME) behind a counting proxy
+  local sport pport; sport=$(freeport); pport=$(freeport)
+  proxy="http://127.0.0.1:$pport" server_data="$work/server-$1"
+  xet-server --listen "127.0.0.1:$sport" --data "$server_data" --public-url "$proxy" --log-level error 2>"$work/server-$1.log" & pids+=($!)
+  countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy-$1.log" & pids+=($!)
+  for _ in $(seq 100); do curl -fs "$proxy/__count" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "xet-server for $1 did not start"; cat "$work/server-$1.log"; exit 1
+}
 count() { curl -fs "$proxy/__count"; }
-storebytes() { du -sb "$work/server/cas" | cut -f1; }
+storebytes() { du -sb "$server_data/cas" 2>/dev/null | cut -f1 || echo 0; }
 
 echo "making $MB MiB of random data in $FILES files"
 mkdir -p "$work/data"
@@ -61,6 +66,7 @@ run() { # run MODE: xet or basic
   local mode=$1 gitc=()
   [ "$mode" = basic ] && gitc=(-c lfs.basictransfersonly=true)
   local repo="$work/$mode"
+  start_server "$mode"
   git init -q --bare "$repo-remote.git"
   git init -q "$repo"
   cd "$repo"
@@ -87,9 +93,8 @@ run() { # run MODE: xet or basic
 
 printf '%-34s %10s %13s %13s %13s %13s\n' "" "wall" "sent" "received" "store grew" "throughput"
 run xet
-# Same server and same v1 data: basic uploads are deduplicated by the server after they are sent.
 run basic
 echo
-echo "summary ($(nproc) cores; bytes counted at a proxy in front of xet-server on loopback):"
+echo "summary ($(nproc) cores; bytes counted at a proxy in front of a fresh xet-server per mode on loopback):"
 printf '%-34s %10s %13s %13s %13s %13s\n' "" "wall" "sent" "received" "store grew" "throughput"
 printf '%s\n' "${rows[@]}"
