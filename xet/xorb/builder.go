@@ -117,8 +117,23 @@ func (b *Builder) Add(data []byte, h hash.Hash) int {
 // worst-case LZ4 frame overhead.
 const maxBody = MaxBytes + MaxChunks*(RecordHeaderSize+16) + MaxBytes/255
 
+// BodyCap is the capacity of a body buffer a Builder never outgrows (see UseBuffer): a full xorb
+// with the worst-case per-chunk overhead.
+const BodyCap = maxBody
+
+// UseBuffer makes the Builder write the records of its next xorb into buf (from buf[:0]); Finish
+// returns them in Xorb.Body, which then aliases buf. With cap(buf) >= BodyCap the body never has to
+// grow (no copying, no garbage): callers recycle bodies through a pool once a xorb is stored. It
+// must be called while the Builder is empty; otherwise it does nothing.
+func (b *Builder) UseBuffer(buf []byte) {
+	if len(b.chunks) == 0 && len(b.body) == 0 {
+		b.body = buf[:0]
+	}
+}
+
 // reserve makes room for n more body bytes, doubling the buffer (append grows large slices by only
-// 1.25x, which copies a 64 MiB xorb several times over).
+// 1.25x, which copies a 64 MiB xorb several times over). With a UseBuffer buffer of BodyCap, it
+// never allocates.
 func (b *Builder) reserve(n int) {
 	if cap(b.body)-len(b.body) >= n {
 		return
@@ -128,6 +143,27 @@ func (b *Builder) reserve(n int) {
 	nb := make([]byte, len(b.body), c)
 	copy(nb, b.body)
 	b.body = nb
+}
+
+// Absorb moves the chunks of src (an unfinished Builder) to the end of b, copying their records as
+// they are (no decoding, no recompression), and resets src. The caller checks that the sum fits
+// (raw bytes <= MaxBytes, chunks <= MaxChunks). The next chunk added to b begins a new file segment.
+// It returns the index in b of src's first chunk.
+func (b *Builder) Absorb(src *Builder) int {
+	first := len(b.chunks)
+	base := uint32(len(b.body))
+	b.reserve(len(src.body))
+	b.body = append(b.body, src.body...)
+	for _, c := range src.chunks {
+		c.Start += base
+		c.End += base
+		c.RawStart += b.raw
+		b.chunks = append(b.chunks, c)
+	}
+	b.raw += src.raw
+	b.segStart = len(b.chunks)
+	src.body, src.chunks, src.raw, src.segStart = src.body[:0], nil, 0, 0
+	return first
 }
 
 func (b *Builder) schemeFor(data []byte) Scheme {

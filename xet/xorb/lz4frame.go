@@ -106,6 +106,40 @@ func (e *encoder) appendFrame(dst, src []byte) []byte {
 	return append(dst, 0, 0, 0, 0)
 }
 
+// appendSmallerFrame appends src framed as appendFrame does and returns ok, or returns dst
+// unchanged (its length) and false when that frame would not be smaller than src: then the record
+// stores src uncompressed, and the incompressible block is never copied into a frame first.
+func (e *encoder) appendSmallerFrame(dst, src []byte) ([]byte, bool) {
+	if len(src) == 0 || len(src) > blockMaxSize(5) {
+		f := e.appendFrame(dst, src)
+		if len(f)-len(dst) >= len(src) {
+			return dst, false
+		}
+		return f, true
+	}
+	id := 4
+	if len(src) > blockMaxSize(4) {
+		id = 5
+	}
+	// header (7) + size word (4) + block + end mark (4) must stay below len(src).
+	limit := len(src) - 15
+	if limit <= 0 {
+		return dst, false
+	}
+	at := len(dst)
+	bound := lz4.CompressBlockBound(len(src))
+	dst = slices.Grow(dst, 11+bound+4)
+	out := dst[at+11 : at+11+bound]
+	n, err := e.c.CompressBlock(src, out)
+	if err != nil || n <= 0 || n >= limit {
+		return dst[:at], false
+	}
+	dst = dst[:at+11+n]
+	copy(dst[at:], frameHeaders[id][:])
+	binary.LittleEndian.PutUint32(dst[at+7:], uint32(n))
+	return append(dst, 0, 0, 0, 0), true
+}
+
 // DecodeLZ4Frame decodes src, one or more concatenated LZ4 frames (skippable frames are skipped),
 // and appends the content to dst. It accepts every option of the frame format except a dictionary
 // ID: linked or independent blocks, block and content checksums (verified), content size (checked),

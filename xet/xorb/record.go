@@ -82,7 +82,8 @@ func AppendRecord(dst, raw []byte, scheme Scheme) []byte {
 	return dst
 }
 
-// appendRecord is AppendRecord with e's scratch space.
+// appendRecord is AppendRecord with e's scratch space. The payload is compressed straight into
+// dst; a chunk that does not get smaller is copied in once, uncompressed.
 func (e *encoder) appendRecord(dst, raw []byte, scheme Scheme) []byte {
 	if len(raw) > MaxChunkRaw {
 		panic(fmt.Sprintf("xorb: AppendRecord of %d bytes (max %d)", len(raw), MaxChunkRaw))
@@ -90,17 +91,18 @@ func (e *encoder) appendRecord(dst, raw []byte, scheme Scheme) []byte {
 	start := len(dst)
 	dst = appendHeader(dst, 0, 0, 0)
 	payload := len(dst)
+	ok := false
 	switch scheme {
 	case SchemeLZ4:
-		dst = e.appendFrame(dst, raw)
+		dst, ok = e.appendSmallerFrame(dst, raw)
 	case SchemeBG4LZ4:
 		e.split = BG4Split(e.split[:0], raw)
-		dst = e.appendFrame(dst, e.split)
+		dst, ok = e.appendSmallerFrame(dst, e.split)
 	case SchemeNone:
 	default:
 		panic(fmt.Sprintf("xorb: AppendRecord with invalid scheme %d", uint8(scheme)))
 	}
-	if scheme == SchemeNone || len(dst)-payload >= len(raw) {
+	if !ok {
 		dst = append(dst[:payload], raw...)
 		scheme = SchemeNone
 	}
