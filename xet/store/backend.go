@@ -20,7 +20,9 @@ import (
 // Concurrency: every method is safe for concurrent use by goroutines and, for FSBackend, by several
 // processes sharing one directory. A reader never sees a partly written blob.
 type Backend interface {
-	// Create stores the bytes of r under name unless a blob of that name exists. It returns
+	// Create stores the bytes of r under name unless a blob of that name exists. When r has a
+	// Size() int64 method (see BytesBlob), it is the exact length of the blob, and the backend may
+	// reserve the space up front; a *BytesBlob may be written without being read through. It returns
 	// created=false (and reads r no further) when the name was taken, by this or another writer, before
 	// this one became visible. On error nothing is visible under name.
 	Create(ctx context.Context, name string, r io.Reader) (created bool, err error)
@@ -90,7 +92,21 @@ func (b *FSBackend) Create(ctx context.Context, name string, r io.Reader) (bool,
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName) // the link (or rename) keeps the data; drop the temp name
-	if _, err := io.Copy(tmp, r); err != nil {
+	size := int64(-1)
+	if s, ok := r.(interface{ Size() int64 }); ok {
+		size = s.Size()
+		preallocate(tmp, size)
+	}
+	var n int64
+	if bb, ok := r.(*BytesBlob); ok {
+		n, err = bb.writeFile(tmp)
+	} else {
+		n, err = io.Copy(tmp, r)
+	}
+	if err == nil && size >= 0 && n != size {
+		err = fmt.Errorf("wrote %d bytes, the reader said %d", n, size)
+	}
+	if err != nil {
 		tmp.Close()
 		return false, fmt.Errorf("store: writing %s: %w", name, err)
 	}

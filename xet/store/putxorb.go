@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,17 +40,7 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 	if err != nil {
 		return false, err
 	}
-	foot := footerOf(h, info)
-	obj := io.MultiReader(bytes.NewReader(data[:info.RecordsLen]), bytes.NewReader(foot.AppendTo(nil)))
-	created, err := s.be.Create(ctx, name, obj)
-	if err != nil {
-		return false, fmt.Errorf("storing xorb %s: %w", h, err)
-	}
-	if created {
-		s.log.Debug().Str("xorb", h.String()).Int("chunks", len(info.Chunks)).Uint64("raw", info.RawBytes).
-			Int("bytes", info.RecordsLen).Msg("xorb stored")
-	}
-	return created, nil
+	return s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
 }
 
 // ValidateXorb parses a xorb body (chunk records, optionally followed by a footer), decodes and

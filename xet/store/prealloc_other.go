@@ -1,0 +1,8 @@
+//go:build !linux
+
+package store
+
+import "os"
+
+// preallocate does nothing here (see the Linux version).
+func preallocate(f *os.File, size int64) {}

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// builtXorb builds a xorb of n chunks (compressible and incompressible ones) with xorb.Builder.
+func builtXorb(t testing.TB, n int, seed uint64) *xorb.Xorb {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	b := xorb.NewBuilder(xorb.PolicyAuto)
+	b.UseBuffer(make([]byte, 0, xorb.BodyCap))
+	for i := range n {
+		data := make([]byte, 8192+r.IntN(60000))
+		for k := range data {
+			if i%2 == 0 {
+				data[k] = byte(r.Uint32())
+			} else {
+				data[k] = byte(k / 97)
+			}
+		}
+		b.Add(data, hash.Chunk(data))
+	}
+	return b.Finish()
+}
+
+func readObject(t *testing.T, s *Store, h hash.Hash) []byte {
+	t.Helper()
+	f, _, err := s.OpenXorb(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	obj, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// The trusted path stores exactly what the validating path stores.
+func TestPutBuiltXorbMatchesPutXorb(t *testing.T) {
+	ctx := context.Background()
+	x := builtXorb(t, 40, 1)
+	trusted, checked := openStore(t), openStore(t)
+	if ok, err := trusted.PutBuiltXorb(ctx, x); !ok || err != nil {
+		t.Fatalf("PutBuiltXorb = %v, %v", ok, err)
+	}
+	if ok, err := trusted.PutBuiltXorb(ctx, x); ok || err != nil {
+		t.Fatalf("second PutBuiltXorb = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := checked.PutXorbBytes(ctx, x.Hash, x.Body); !ok || err != nil {
+		t.Fatalf("PutXorbBytes = %v, %v", ok, err)
+	}
+	a, b := readObject(t, trusted, x.Hash), readObject(t, checked, x.Hash)
+	if !bytes.Equal(a, b) {
+		t.Fatal("PutBuiltXorb and PutXorbBytes stored different objects")
+	}
+	if _, err := ValidateXorb(x.Hash, a); err != nil {
+		t.Fatalf("object stored by PutBuiltXorb does not validate: %v", err)
+	}
+	// A fresh store on the same directory reads the footer back (no cached index).
+	again, err := Open(trusted.be.(*FSBackend).root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := again.OpenXorb(ctx, x.Hash); err != nil || n != int64(len(x.Body)) {
+		t.Fatalf("reopened: records length %d, %v", n, err)
+	}
+}
+
+// Inconsistent built xorbs are refused with an *InvalidError and nothing is stored.
+func TestPutBuiltXorbRejects(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]func(x *xorb.Xorb){
+		"hash": func(x *xorb.Xorb) { x.Hash[0] ^= 1 },
+		"chunk hash": func(x *xorb.Xorb) {
+			x.Chunks[3].Hash[5] ^= 1 // then x.Hash no longer matches the infos
+		},
+		"raw length": func(x *xorb.Xorb) { x.Chunks[2].RawLen++ },
+		"offsets":    func(x *xorb.Xorb) { x.Chunks[1].Start++ },
+		"scheme": func(x *xorb.Xorb) {
+			x.Chunks[0].Scheme = (x.Chunks[0].Scheme + 1) % 3
+		},
+		"header": func(x *xorb.Xorb) { x.Body[x.Chunks[4].Start+5]++ },
+		"truncated": func(x *xorb.Xorb) {
+			x.Body = x.Body[:len(x.Body)-1]
+		},
+		"no chunks": func(x *xorb.Xorb) { x.Chunks, x.Body, x.RawBytes = nil, nil, 0 },
+		"raw total": func(x *xorb.Xorb) { x.RawBytes++ },
+	}
+	for name, spoil := range cases {
+		t.Run(name, func(t *testing.T) {
+			x := builtXorb(t, 8, 2)
+			x.Chunks = append([]xorb.ChunkInfo(nil), x.Chunks...)
+			spoil(x)
+			s := openStore(t)
+			_, err := s.PutBuiltXorb(ctx, x)
+			var inv *InvalidError
+			if !errors.As(err, &inv) {
+				t.Fatalf("err = %v, want *InvalidError", err)
+			}
+			if ok, _ := s.HasXorb(ctx, x.Hash); ok {
+				t.Fatal("a refused xorb was stored")
+			}
+		})
+	}
+}
+
+// A BytesBlob whose size disagrees with what it yields is not stored.
+func TestCreateChecksSize(t *testing.T) {
+	s := openStore(t)
+	be := s.be.(*FSBackend)
+	blob := NewBytesBlob([]byte("hello"))
+	blob.size = 7
+	if _, err := be.Create(context.Background(), "xorbs/aa/x", blob); err == nil {
+		t.Fatal("Create accepted a blob shorter than its size")
+	}
+	if ok, _ := be.Exists(context.Background(), "xorbs/aa/x"); ok {
+		t.Fatal("short blob stored")
+	}
+	// A large, aligned blob goes through O_DIRECT where possible and reads back intact.
+	big := make([]byte, 3<<20+12345)
+	for i := range big {
+		big[i] = byte(i * 31)
+	}
+	if ok, err := be.Create(context.Background(), "xorbs/bb/y", NewBytesBlob(big, []byte("tail"))); !ok || err != nil {
+		t.Fatalf("Create = %v, %v", ok, err)
+	}
+	b, err := be.Open(context.Background(), "xorbs/bb/y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got, err := io.ReadAll(io.NewSectionReader(b, 0, b.Size()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, append(big, "tail"...)) {
+		t.Fatal("blob read back differs")
+	}
+}
