@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -145,14 +146,32 @@ func (h *HTTP) do(ctx context.Context, c call) error {
 // errRetryNow: the token was refused and refreshed; send again at once.
 var errRetryNow = errors.New("retry now")
 
-func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) error {
+func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	var body io.Reader
-	if c.body != nil {
+	var tb *trackedBodies
+	switch {
+	case len(c.body) > 0:
+		// The transport may still read a request body after Do returns (an early answer); the
+		// caller may reuse c.body once we return, so wait until every body was closed.
+		tb = &trackedBodies{data: c.body}
+		body = tb.open()
+		defer func() {
+			if !tb.wait(bodyReleaseTimeout) {
+				err = fmt.Errorf("%s: the HTTP transport still held the request body %v after the answer", c.op, bodyReleaseTimeout)
+			}
+		}()
+	case c.body != nil:
 		body = bytes.NewReader(c.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
 	if err != nil {
+		if tb != nil {
+			tb.closeAll()
+		}
 		return fmt.Errorf("%s: %w", c.op, err)
+	}
+	if tb != nil {
+		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
 	}
 	if c.body != nil {
 		req.ContentLength = int64(len(c.body))
@@ -182,7 +201,7 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) error {
 	}
 	defer func() { drain(resp.Body) }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		se := statusError(c.op, resp)
+		se := statusError(c.op, resp, token)
 		h.log.Debug().Str("op", c.op).Int("status", resp.StatusCode).
 			Str("request_id", resp.Header.Get(casapi.HeaderRequestID)).Msg("cas: error answer")
 		if se.Code == http.StatusUnauthorized && c.auth && !*refreshed {
@@ -200,13 +219,73 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) error {
 	return c.accept(resp)
 }
 
+// bodyReleaseTimeout bounds the wait for the transport to close a request body after the answer
+// (net/http always closes it; this only guards against a broken RoundTripper).
+const bodyReleaseTimeout = time.Minute
+
+// trackedBodies hands out readers of one request body and reports when all were closed.
+type trackedBodies struct {
+	data []byte
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	all  []*trackedBody
+}
+
+type trackedBody struct {
+	bytes.Reader
+	once sync.Once
+	wg   *sync.WaitGroup
+}
+
+func (t *trackedBody) Close() error {
+	t.once.Do(t.wg.Done)
+	return nil
+}
+
+func (t *trackedBodies) open() *trackedBody {
+	b := &trackedBody{wg: &t.wg}
+	b.Reset(t.data)
+	t.wg.Add(1)
+	t.mu.Lock()
+	t.all = append(t.all, b)
+	t.mu.Unlock()
+	return b
+}
+
+func (t *trackedBodies) closeAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range t.all {
+		b.Close()
+	}
+}
+
+// wait reports whether every body was closed within d.
+func (t *trackedBodies) wait(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { t.wg.Wait(); close(done) }()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
 // statusError reads the message of an error answer (a casapi.Error body, or its text).
-func statusError(op string, resp *http.Response) *StatusError {
+// A server that echoes the request (headers included) in its message must not carry the bearer
+// token into errors and logs: every occurrence of token is redacted.
+func statusError(op string, resp *http.Response, token string) *StatusError {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	msg := strings.TrimSpace(string(b))
 	var e casapi.Error
 	if json.Unmarshal(b, &e) == nil && e.Error != "" {
 		msg = e.Error
+	}
+	if token != "" {
+		msg = strings.ReplaceAll(msg, token, "[redacted]")
 	}
 	if len(msg) > 512 {
 		msg = msg[:512] + "..."

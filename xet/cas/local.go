@@ -1,7 +1,6 @@
 package cas
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // Local is the embedded CAS: a Client over a *store.Store in this process (a directory, no server).
@@ -46,14 +46,30 @@ func (l *Local) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error)
 	return b, nil
 }
 
-// PutXorb stores a xorb (the store validates it against h).
+// PutXorb stores a xorb (the store validates it against h, decoding and hashing every chunk).
 func (l *Local) PutXorb(ctx context.Context, h hash.Hash, body []byte) (bool, error) {
-	ok, err := l.s.PutXorb(ctx, h, bytes.NewReader(body))
+	ok, err := l.s.PutXorbBytes(ctx, h, body)
 	if err != nil {
 		return false, fmt.Errorf("store xorb %s: %w", h, err)
 	}
 	return ok, nil
 }
+
+// PutBuiltXorb stores a xorb built by xorb.Builder in this process through the store's trusted
+// path (store.PutBuiltXorb): its chunks are not decoded and hashed again. x.Body is not retained.
+func (l *Local) PutBuiltXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+	ok, err := l.s.PutBuiltXorb(ctx, x)
+	if err != nil {
+		return false, fmt.Errorf("store xorb %s: %w", x.Hash, err)
+	}
+	return ok, nil
+}
+
+// ReleasesXorbBody: the store has written the body when a put returns (see cas.ReleasesXorbBody).
+func (l *Local) ReleasesXorbBody() bool { return true }
+
+// InProcess: Local serves from a store in this process (see cas.InProcess).
+func (l *Local) InProcess() bool { return true }
 
 // PutShard registers the files of an upload-form shard.
 func (l *Local) PutShard(ctx context.Context, body []byte) error {
@@ -102,4 +118,7 @@ type sectionCloser struct {
 
 func (s *sectionCloser) Close() error { return s.c.Close() }
 
-var _ Client = (*Local)(nil)
+var (
+	_ Client          = (*Local)(nil)
+	_ BuiltXorbPutter = (*Local)(nil)
+)

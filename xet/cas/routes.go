@@ -58,6 +58,10 @@ func (h *HTTP) PutXorb(ctx context.Context, x hash.Hash, body []byte) (bool, err
 	return ans.WasInserted, nil
 }
 
+// ReleasesXorbBody: once PutXorb returns, the transport has closed the request body (every attempt's
+// body is tracked until closed; see cas.ReleasesXorbBody).
+func (h *HTTP) ReleasesXorbBody() bool { return true }
+
 // fallback reports whether a v2 route answered "not here" (404, 501), so v1 is to be tried.
 func fallback(err error) bool {
 	c := StatusCode(err)

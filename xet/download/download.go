@@ -25,8 +25,12 @@ import (
 // Config configures downloads. Zero fields take defaults.
 type Config struct {
 	CAS         cas.Client
-	Concurrency int // ranges in flight; default 4
+	Concurrency int // ranges in flight; default 4 (1 for an in-process store, see cas.InProcess)
 	Log         zerolog.Logger
+	// BufferedIO writes the whole output through the page cache. By default (on Linux) the bulk
+	// of it is written with O_DIRECT from the job buffers: it skips a copy per byte and the
+	// write-back before the final fsync, but leaves the file out of the page cache.
+	BufferedIO bool
 }
 
 // Request is one download.
@@ -51,7 +55,7 @@ const jobAttempts = 3
 //
 // Concurrency: up to Config.Concurrency ranges are fetched and decoded at once, each on its own
 // goroutine, writing with WriteAt to disjoint places; memory is bounded by the ranges in flight
-// (a 1 MiB read buffer and a 4 MiB write buffer each), not by the file size.
+// (a 512 KiB read buffer and a 1 MiB write buffer each, from pools), not by the file size.
 func Download(ctx context.Context, cfg Config, req Request) (err error) {
 	if cfg.CAS == nil {
 		return errors.New("download: no CAS configured")
@@ -61,6 +65,13 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
+		if cas.InProcess(cfg.CAS) {
+			// Reading the local store has no latency to hide. One range at a time costs the least
+			// CPU per byte (on this project's 2-vCPU machine, ~0.8 ns/B at ~700 MB/s against ~1.05
+			// ns/B at ~1 GB/s with 4: parallel jobs share caches and SMT siblings), leaves a core
+			// to the caller, and keeps every write at the SHA-256 frontier (never read back).
+			cfg.Concurrency = 1
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -76,7 +87,14 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 		return err
 	}
 	tmp := f.Name()
+	var df *os.File
+	if !cfg.BufferedIO {
+		df = openDirect(tmp)
+	}
 	defer func() {
+		if df != nil {
+			df.Close()
+		}
 		if err != nil {
 			f.Close()
 			os.Remove(tmp)
@@ -84,7 +102,7 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 	}()
 
 	whole := req.Range == nil
-	size, err := fill(ctx, cfg, req, f)
+	size, sum, err := fill(ctx, cfg, req, f, df)
 	if err != nil {
 		return err
 	}
@@ -92,12 +110,11 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 		return fmt.Errorf("file is %d bytes, expected %d", size, req.Size)
 	}
 	if whole && req.SHA256 != nil {
-		got, err := sha256Of(f, size)
-		if err != nil {
-			return err
+		if sum == nil {
+			return errors.New("internal error: no SHA-256 computed")
 		}
-		if got != *req.SHA256 {
-			return fmt.Errorf("SHA-256 mismatch: got %x, expected %x", got, *req.SHA256)
+		if *sum != *req.SHA256 {
+			return fmt.Errorf("SHA-256 mismatch: got %x, expected %x", *sum, *req.SHA256)
 		}
 	}
 	if err := f.Sync(); err != nil {
@@ -113,41 +130,51 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 }
 
 // fill plans and writes the requested bytes into f, re-planning once when a signed URL expired.
-// It returns the number of bytes written.
-func fill(ctx context.Context, cfg Config, req Request, f *os.File) (int64, error) {
+// It returns the number of bytes written and, for a whole file with req.SHA256 set, their SHA-256
+// (computed as they are written, see shaStream).
+func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, *[32]byte, error) {
 	whole := req.Range == nil
+	wantSHA := whole && req.SHA256 != nil
 	if whole && req.File == hash.Zero {
-		return 0, nil // the empty file has the zero hash and no terms
+		if wantSHA {
+			sum := sha256.Sum256(nil)
+			return 0, &sum, nil
+		}
+		return 0, nil, nil // the empty file has the zero hash and no terms
 	}
 	for replanned := false; ; replanned = true {
 		plan, err := cfg.CAS.Reconstruct(ctx, req.File, req.Range)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		want := int64(-1)
 		if req.Range != nil {
 			if req.Range.End < req.Range.Start {
-				return 0, fmt.Errorf("bad range %d-%d", req.Range.Start, req.Range.End)
+				return 0, nil, fmt.Errorf("bad range %d-%d", req.Range.Start, req.Range.End)
 			}
 			want = int64(req.Range.Len())
 		}
 		l, err := newLayout(plan, want)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		js, err := jobs(plan, l)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if err := f.Truncate(l.size); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		s := &sink{f: f, l: l, report: req.Progress}
+		preallocate(f, l.size)
+		s := &sink{f: f, df: df, l: l, report: req.Progress}
 		if whole {
 			s.ents = make([][]hash.Entry, len(l.terms))
 			for i, t := range l.terms {
 				s.ents[i] = make([]hash.Entry, t.Range.End-t.Range.Start)
 			}
+		}
+		if wantSHA {
+			s.sha = newSHAStream(f)
 		}
 		err = runJobs(ctx, cfg, js, s)
 		if errors.Is(err, cas.ErrURLExpired) && !replanned {
@@ -155,14 +182,22 @@ func fill(ctx context.Context, cfg Config, req Request, f *os.File) (int64, erro
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
+		s.progressEnd()
 		if whole {
 			if err := verify(req.File, s.ents); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
-		return l.size, nil
+		if s.sha != nil {
+			sum, err := s.sha.finish(l.size)
+			if err != nil {
+				return 0, nil, err
+			}
+			return l.size, &sum, nil
+		}
+		return l.size, nil, nil
 	}
 }
 
@@ -211,13 +246,4 @@ func verify(want hash.Hash, ents [][]hash.Entry) error {
 		return fmt.Errorf("content does not match the file hash: decoded data hashes to %s", got)
 	}
 	return nil
-}
-
-// sha256Of hashes the first size bytes of f.
-func sha256Of(f *os.File, size int64) ([32]byte, error) {
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
-		return [32]byte{}, fmt.Errorf("read back for SHA-256: %w", err)
-	}
-	return [32]byte(h.Sum(nil)), nil
 }

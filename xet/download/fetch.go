@@ -1,7 +1,7 @@
 package download
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,108 +9,137 @@ import (
 	"os"
 	"sync"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// writeBuf is how many contiguous output bytes a job gathers before one WriteAt.
-const writeBuf = 4 << 20
+// Buffer sizes of a job: it reads its range readBuf bytes at a time and decodes compressed chunks
+// straight into a writeBuf buffer, which it writes out (WriteAt) when full or when the output
+// jumps. Both come from pools, so a download allocates no buffers per range; both are small enough
+// that a chunk is still in the CPU cache when it is hashed and written.
+const (
+	readBuf  = 512 << 10
+	writeBuf = 1 << 20
+)
+
+var (
+	readPool  = sync.Pool{New: func() any { b := make([]byte, readBuf); return &b }}
+	writePool = sync.Pool{New: func() any { b := make([]byte, writeBuf+directAlign); return &b }}
+)
 
 // sink is where jobs put their bytes: the temp file, the chunk hashes of the file (when the
-// whole file is verified), and progress.
+// whole file is verified), the streaming SHA-256 (when asked for), and progress.
 type sink struct {
-	f      *os.File
-	l      *layout
-	ents   [][]hash.Entry // per term, per chunk; nil when not verifying
-	mu     sync.Mutex
-	done   int64
-	report func(int64)
+	f        *os.File
+	df       *os.File // f opened again with O_DIRECT; nil: everything goes through f
+	l        *layout
+	ents     [][]hash.Entry // per term, per chunk; nil when not verifying
+	sha      *shaStream     // nil when no SHA-256 is wanted
+	mu       sync.Mutex
+	done     int64
+	reported int64
+	report   func(int64)
 }
+
+// progressStep: progress is reported at most once per this many bytes (and at the end).
+const progressStep = 1 << 20
 
 func (s *sink) progress(n int64) {
 	s.mu.Lock()
 	s.done += n
-	if s.report != nil {
+	if s.report != nil && s.done-s.reported >= progressStep {
+		s.reported = s.done
 		s.report(s.done)
 	}
 	s.mu.Unlock()
 }
 
-// writer gathers contiguous output of one job into one buffer.
-type writer struct {
-	s     *sink
-	buf   []byte
-	start int64
+// progressEnd reports the final count when it was not reported yet.
+func (s *sink) progressEnd() {
+	s.mu.Lock()
+	if s.report != nil && s.done != s.reported {
+		s.reported = s.done
+		s.report(s.done)
+	}
+	s.mu.Unlock()
 }
 
-func (w *writer) write(pos int64, b []byte) error {
-	if len(w.buf) > 0 && (pos != w.start+int64(len(w.buf)) || len(w.buf)+len(b) > cap(w.buf)) {
-		if err := w.flush(); err != nil {
+// write writes b at pos and passes it to the SHA-256 stream.
+func (s *sink) write(pos int64, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := s.f.WriteAt(b, pos); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if s.sha != nil {
+		if err := s.sha.written(pos, b); err != nil {
 			return err
 		}
 	}
-	if len(w.buf) == 0 {
-		w.start = pos
-	}
-	if len(b) > cap(w.buf) {
-		return w.direct(pos, b)
-	}
-	w.buf = append(w.buf, b...)
+	s.progress(int64(len(b)))
 	return nil
 }
 
-func (w *writer) direct(pos int64, b []byte) error {
-	if _, err := w.s.f.WriteAt(b, pos); err != nil {
-		return fmt.Errorf("write: %w", err)
+// writeDirect writes b (aligned: address, offset and length) at pos through the O_DIRECT
+// descriptor, or through the page cache when the filesystem refuses it.
+func (s *sink) writeDirect(pos int64, b []byte) error {
+	if _, err := s.df.WriteAt(b, pos); err != nil {
+		return s.write(pos, b) // rewriting the same bytes buffered is always right
 	}
-	w.s.progress(int64(len(b)))
+	if s.sha != nil {
+		if err := s.sha.written(pos, b); err != nil {
+			return err
+		}
+	}
+	s.progress(int64(len(b)))
 	return nil
 }
 
-func (w *writer) flush() error {
-	if len(w.buf) == 0 {
-		return nil
-	}
-	err := w.direct(w.start, w.buf)
-	w.buf = w.buf[:0]
-	return err
+// target is where one term puts a decoded chunk: bytes [lo, hi) of the chunk go to pos+lo.
+type target struct {
+	pos    int64
+	lo, hi int
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, writeBuf); return &b }}
-
-// run fetches j's range, decodes its records, cuts each term to its chunks and writes them at
-// their places. It checks the chunk count of the range and each term's decoded length.
+// run fetches j's range and writes the terms' bytes at their places: an uncompressed chunk is
+// hashed and written from the read buffer where it lies; a compressed one is decoded straight into
+// the write buffer (written out when full or when the output jumps) and hashed there. It checks the
+// chunk count of the range and each term's decoded length.
 func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 	rc, err := get(ctx, j)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	bp := bufPool.Get().(*[]byte)
-	w := &writer{s: s, buf: (*bp)[:0]}
-	defer func() { *bp = w.buf[:0]; bufPool.Put(bp) }()
+	rp := readPool.Get().(*[]byte)
+	defer readPool.Put(rp)
+	in := recordIn{r: rc, buf: *rp, left: int64(j.rng.Bytes.Len())}
+	wp := writePool.Get().(*[]byte)
+	defer writePool.Put(wp)
+	w := newRunBuf(s, *wp)
 
-	br := bufio.NewReaderSize(rc, 1<<20)
-	rr := xorb.NewRecordReader(br)
 	hasher := hash.NewChunkHasher()
 	l := s.l
 	cursor := make([]int64, len(j.terms)) // bytes of each term decoded so far
 	next, active := 0, make([]int, 0, 8)  // terms (positions in j.terms) containing the current chunk
-	var raw []byte
+	var targets []target
 	n := j.rng.Chunks.End - j.rng.Chunks.Start
 	for k := uint32(0); k < n; k++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		ci := j.rng.Chunks.Start + k
-		raw, _, err = rr.Next(raw[:0])
+		rec, h, err := in.next()
 		if err == io.EOF {
 			return fmt.Errorf("xorb %s: range %s has %d chunks, plan says %d", j.xorb, j.rng.Bytes.Header(), k, n)
 		}
 		if err != nil {
-			return fmt.Errorf("xorb %s range %s: %w", j.xorb, j.rng.Bytes.Header(), err)
+			return fmt.Errorf("xorb %s range %s: chunk %d: %w", j.xorb, j.rng.Bytes.Header(), k, err)
 		}
-		// Update the terms containing chunk ci.
+		size := int(h.RawLen)
+		// Update the terms containing chunk ci, and where they want it.
 		keep := active[:0]
 		for _, a := range active {
 			if l.terms[j.terms[a]].Range.End > ci {
@@ -124,23 +153,17 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 			}
 			next++
 		}
-		var h hash.Hash
-		if s.ents != nil && len(active) > 0 {
-			h = hasher.Sum(raw)
-		}
+		targets = targets[:0]
 		for _, a := range active {
 			ti := j.terms[a]
 			t := l.terms[ti]
-			if s.ents != nil {
-				s.ents[ti][ci-t.Range.Start] = hash.Entry{Hash: h, Size: uint64(len(raw))}
-			}
 			pos := l.pos[ti] + cursor[a]
-			cursor[a] += int64(len(raw))
+			cursor[a] += int64(size)
 			if cursor[a] > int64(t.UnpackedLength) {
 				return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decodes to more than its %d bytes",
 					ti, t.Hash, t.Range.Start, t.Range.End, t.UnpackedLength)
 			}
-			lo, hi := int64(0), int64(len(raw))
+			lo, hi := int64(0), int64(size)
 			if pos < 0 {
 				lo = min(-pos, hi)
 			}
@@ -148,13 +171,70 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 				hi = max(l.size-pos, lo)
 			}
 			if lo < hi {
-				if err := w.write(pos+lo, raw[lo:hi]); err != nil {
+				targets = append(targets, target{pos: pos, lo: int(lo), hi: int(hi)})
+			}
+		}
+		// An uncompressed chunk is its payload: without direct I/O it is hashed and written where
+		// it lies in the read buffer, with no copy. Other chunks are decoded into the run buffer,
+		// right after the run when the first target continues it, else into a new run.
+		var raw []byte
+		if h.Scheme == xorb.SchemeNone && !w.direct {
+			raw = rec[xorb.RecordHeaderSize:]
+			if err := w.flush(true); err != nil {
+				return err
+			}
+		} else {
+			if !w.empty() && (len(targets) == 0 || targets[0].pos+int64(targets[0].lo) != w.next()) {
+				if err := w.flush(true); err != nil {
 					return err
 				}
 			}
+			if w.room() < size {
+				if err := w.flush(false); err != nil {
+					return err
+				}
+			}
+			if w.empty() && len(targets) > 0 {
+				w.begin(targets[0].pos + int64(targets[0].lo))
+			}
+			dst := w.free()
+			raw, _, _, err = xorb.DecodeRecord(dst, rec)
+			if err != nil {
+				return fmt.Errorf("xorb %s range %s: chunk %d: %w", j.xorb, j.rng.Bytes.Header(), k, err)
+			}
+			if len(raw) != size || (size > 0 && &raw[0] != &dst[:1][0]) {
+				return fmt.Errorf("xorb %s: chunk %d decoded to %d bytes, header says %d", j.xorb, k, len(raw), size)
+			}
 		}
+		if s.ents != nil && len(active) > 0 {
+			e := hash.Entry{Hash: hasher.Sum(raw), Size: uint64(size)}
+			for _, a := range active {
+				ti := j.terms[a]
+				s.ents[ti][ci-l.terms[ti].Range.Start] = e
+			}
+		}
+		if len(targets) == 0 {
+			continue
+		}
+		// A chunk used more than once in the output: the other places are written directly.
+		for _, t := range targets[1:] {
+			if err := s.write(t.pos+int64(t.lo), raw[t.lo:t.hi]); err != nil {
+				return err
+			}
+		}
+		t := targets[0]
+		if h.Scheme == xorb.SchemeNone && !w.direct {
+			if err := s.write(t.pos+int64(t.lo), raw[t.lo:t.hi]); err != nil {
+				return err
+			}
+			continue
+		}
+		if t.lo > 0 {
+			copy(raw, raw[t.lo:t.hi])
+		}
+		w.commit(t.hi - t.lo)
 	}
-	if _, _, err := rr.Next(raw[:0]); err != io.EOF {
+	if _, _, err := in.next(); err != io.EOF {
 		if err == nil {
 			err = errors.New("more records than chunks")
 		}
@@ -166,7 +246,79 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 				ti, t.Hash, t.Range.Start, t.Range.End, cursor[a], t.UnpackedLength)
 		}
 	}
-	return w.flush()
+	return w.flush(true)
+}
+
+// recordIn reads the chunk records of a fetched range through a large buffer, handing out each
+// whole record (header and payload) as a slice of it: no copy beyond the read itself.
+type recordIn struct {
+	r      io.Reader
+	buf    []byte
+	lo, hi int   // unconsumed bytes buf[lo:hi]
+	left   int64 // bytes of the range not yet read
+	done   bool
+}
+
+// next returns the next record, or io.EOF at the end of the range or at a footer (or a cut-off
+// footer). A partial record is an error.
+func (in *recordIn) next() ([]byte, xorb.RecordHeader, error) {
+	var h xorb.RecordHeader
+	if in.done {
+		return nil, h, io.EOF
+	}
+	if err := in.fill(xorb.RecordHeaderSize); err != nil {
+		return nil, h, err
+	}
+	avail := in.buf[in.lo:in.hi]
+	if len(avail) == 0 {
+		in.done = true
+		return nil, h, io.EOF
+	}
+	if len(avail) < xorb.RecordHeaderSize {
+		if bytes.HasPrefix([]byte("XETBLOB"), avail) {
+			in.done = true
+			return nil, h, io.EOF
+		}
+		return nil, h, fmt.Errorf("record header cut off after %d bytes: %w", len(avail), io.ErrUnexpectedEOF)
+	}
+	h, err := xorb.ParseRecordHeader(avail)
+	if errors.Is(err, xorb.ErrFooter) {
+		in.done = true
+		return nil, h, io.EOF
+	}
+	if err != nil {
+		return nil, h, err
+	}
+	n := xorb.RecordHeaderSize + int(h.CompressedLen)
+	if err := in.fill(n); err != nil {
+		return nil, h, err
+	}
+	if in.hi-in.lo < n {
+		return nil, h, fmt.Errorf("record payload of %d bytes cut off after %d: %w", h.CompressedLen, in.hi-in.lo-xorb.RecordHeaderSize, io.ErrUnexpectedEOF)
+	}
+	rec := in.buf[in.lo : in.lo+n]
+	in.lo += n
+	return rec, h, nil
+}
+
+// fill makes buf[lo:hi] hold at least n bytes, or all that is left of the range.
+func (in *recordIn) fill(n int) error {
+	if in.hi-in.lo >= n || in.left == 0 {
+		return nil
+	}
+	if len(in.buf)-in.lo < n {
+		in.hi = copy(in.buf, in.buf[in.lo:in.hi])
+		in.lo = 0
+	}
+	want := min(int64(len(in.buf)-in.hi), in.left)
+	need := min(int64(n-(in.hi-in.lo)), want)
+	k, err := io.ReadAtLeast(in.r, in.buf[in.hi:in.hi+int(want)], int(need))
+	in.hi += k
+	in.left -= int64(k)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return cas.Retryable(fmt.Errorf("fetched range ended %d bytes early: %w", in.left, io.ErrUnexpectedEOF))
+	}
+	return err
 }
 
 // fetcher opens the byte range of a job.

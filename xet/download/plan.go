@@ -6,6 +6,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // layout places the terms of a plan in the output: term i's first byte goes to pos[i] (negative
@@ -30,6 +31,11 @@ func newLayout(p *casapi.ReconstructionV2, want int64) (*layout, error) {
 		}
 		if t.UnpackedLength == 0 || t.UnpackedLength > maxTermBytes {
 			return nil, fmt.Errorf("plan: term %d has unpacked length %d", i, t.UnpackedLength)
+		}
+		// A term lies in one xorb (at most xorb.MaxChunks chunks) and every chunk holds a byte at
+		// least: a larger claim is refused before anything is sized by it.
+		if n := t.Range.End - t.Range.Start; n > xorb.MaxChunks || n > t.UnpackedLength {
+			return nil, fmt.Errorf("plan: term %d claims %d chunks for %d bytes", i, n, t.UnpackedLength)
 		}
 		l.pos[i] = total - int64(p.OffsetIntoFirstRange)
 		total += int64(t.UnpackedLength)
@@ -85,7 +91,8 @@ func jobs(p *casapi.ReconstructionV2, l *layout) ([]*job, error) {
 							return nil, fmt.Errorf("plan: xorb %s has a bad range (chunks [%d, %d), bytes %d-%d)",
 								t.Hash, r.Chunks.Start, r.Chunks.End, r.Bytes.Start, r.Bytes.End)
 						}
-						if r.Bytes.Len() > uint64(r.Chunks.End-r.Chunks.Start)*(8+262144) {
+						if r.Chunks.End-r.Chunks.Start > xorb.MaxChunks ||
+							r.Bytes.Len() > uint64(r.Chunks.End-r.Chunks.Start)*(8+262144) {
 							return nil, fmt.Errorf("plan: xorb %s range of %d chunks spans %d bytes", t.Hash,
 								r.Chunks.End-r.Chunks.Start, r.Bytes.Len())
 						}
@@ -107,11 +114,20 @@ func jobs(p *casapi.ReconstructionV2, l *layout) ([]*job, error) {
 		}
 	}
 	out = mergeAdjacent(out)
+	first := make(map[*job]int64, len(out))
 	for _, j := range out {
 		sort.SliceStable(j.terms, func(a, b int) bool {
 			return l.terms[j.terms[a]].Range.Start < l.terms[j.terms[b]].Range.Start
 		})
+		p := l.pos[j.terms[0]]
+		for _, ti := range j.terms {
+			p = min(p, l.pos[ti])
+		}
+		first[j] = p
 	}
+	// Run the jobs in output order: the file is written front to back (as far as concurrency
+	// allows), which the streaming SHA-256 and the page cache both like.
+	sort.SliceStable(out, func(a, b int) bool { return first[out[a]] < first[out[b]] })
 	return out, nil
 }
 

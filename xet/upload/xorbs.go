@@ -3,7 +3,10 @@ package upload
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -38,8 +41,81 @@ func (x *sxorb) resolve() (*sxorb, uint32) {
 
 func (s *Session) newSxorb() *sxorb {
 	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy)}
+	if s.recycle {
+		x.b.UseBuffer(bodies.get())
+	} // else the Builder grows its own body (doubling), and the GC frees it after the upload
 	x.b.StartFile()
 	return x
+}
+
+// bodies recycles xorb body buffers of xorb.BodyCap bytes across the sessions of the process, so
+// that a Builder never grows its body by copying and uploads allocate (and fault in) no new 64 MiB
+// buffers. The buffers are mapped outside the Go heap where the platform allows (mmap): 64 MiB
+// buffers on the heap would raise the GC's heap goal by as much, letting that much garbage pile up
+// before a collection (hundreds of MB of RSS on a long upload). How many buffers are in use at
+// once is bounded by each session's structure (see Session); the pool keeps at most maxIdleBodies
+// idle ones, and unmaps them after bodyIdleTime without use.
+//
+// Only sessions whose client releases bodies (cas.ReleasesXorbBody) use the pool; the others get
+// ordinary heap buffers that the GC frees once the client lets go of them.
+var bodies = &bodyPool{}
+
+const (
+	maxIdleBodies = 4
+	bodyIdleTime  = 30 * time.Second
+)
+
+type bodyPool struct {
+	mu    sync.Mutex
+	free  [][]byte
+	timer *time.Timer
+}
+
+func (p *bodyPool) get() []byte {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return b[:0]
+	}
+	p.mu.Unlock()
+	if b := mapBody(xorb.BodyCap); b != nil {
+		return b[:0]
+	}
+	return make([]byte, 0, xorb.BodyCap)
+}
+
+// put returns a buffer from get that nobody uses any more.
+func (p *bodyPool) put(b []byte) {
+	if cap(b) < xorb.BodyCap {
+		return
+	}
+	b = b[:0]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) >= maxIdleBodies {
+		unmapBody(b)
+		return
+	}
+	p.free = append(p.free, b)
+	if p.timer == nil {
+		p.timer = time.AfterFunc(bodyIdleTime, p.drop)
+	} else {
+		p.timer.Reset(bodyIdleTime)
+	}
+}
+
+// drop releases the idle buffers.
+func (p *bodyPool) drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range p.free {
+		unmapBody(b)
+		p.free[i] = nil
+	}
+	p.free = p.free[:0]
 }
 
 // add appends a new chunk to open xorb x and returns its index.
@@ -52,23 +128,14 @@ func (x *sxorb) add(data []byte, h hash.Hash) uint32 {
 
 func (x *sxorb) fits(n int) bool { return x.b.Fits(n) }
 
-// mergeInto moves the chunks of open xorb src into open xorb dst (decoding src's records and
-// adding them to dst's builder) and leaves src pointing at dst.
-func mergeInto(dst, src *sxorb) error {
-	built := src.b.Finish()
-	src.b = nil
-	dst.b.StartFile()
-	off := uint32(len(dst.chunks))
-	err := xorb.DecodeRecords(built.Body, func(i int, raw []byte) error {
-		if i >= len(built.Chunks) {
-			return fmt.Errorf("merge xorbs: record %d beyond %d chunks", i, len(built.Chunks))
-		}
-		dst.b.Add(raw, built.Chunks[i].Hash)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("merge xorbs: %w", err)
+// mergeInto moves the chunks of open xorb src into open xorb dst (their records are copied as they
+// are, no recompression), recycles src's buffer and leaves src pointing at dst.
+func (s *Session) mergeInto(dst, src *sxorb) error {
+	off := uint32(dst.b.Absorb(src.b))
+	if body := src.b.Finish().Body; s.recycle {
+		bodies.put(body)
 	}
+	src.b = nil
 	dst.chunks = append(dst.chunks, src.chunks...)
 	dst.raw += src.raw
 	src.merged, src.offset, src.chunks = dst, off, nil
@@ -76,7 +143,9 @@ func mergeInto(dst, src *sxorb) error {
 }
 
 // cut finishes open xorb x, records it for the shard and starts its upload. It blocks while
-// Concurrency uploads are in flight (so at most Concurrency+1 cut xorbs are in memory).
+// Concurrency uploads are in flight (so at most Concurrency cut xorbs are in memory, plus the one
+// waiting here, which was the open one). A body is recycled once stored when the client declares
+// it does not keep bodies (cas.ReleasesXorbBody).
 func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	if x.cut || x.b == nil || x.b.Len() == 0 {
 		return nil
@@ -95,9 +164,20 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	g, gctx := s.group()
 	s.log.Debug().Str("xorb", built.Hash.String()).Int("chunks", len(built.Chunks)).Uint64("raw", built.RawBytes).
 		Int("bytes", len(built.Body)).Msg("upload: xorb cut")
+	c := s.cfg.CAS
+	recycle := s.recycle
 	g.Go(func() error {
-		if _, err := s.cfg.CAS.PutXorb(gctx, built.Hash, built.Body); err != nil {
+		var err error
+		if bp, ok := c.(cas.BuiltXorbPutter); ok {
+			_, err = bp.PutBuiltXorb(gctx, built)
+		} else {
+			_, err = c.PutXorb(gctx, built.Hash, built.Body)
+		}
+		if err != nil {
 			return fmt.Errorf("upload xorb %s: %w", built.Hash, err)
+		}
+		if recycle {
+			bodies.put(built.Body)
 		}
 		return nil
 	})
@@ -123,7 +203,7 @@ func (s *Session) fileDone(ctx context.Context, leftover *sxorb) error {
 		if small.raw > big.raw {
 			big, small = small, big
 		}
-		if err := mergeInto(big, small); err != nil {
+		if err := s.mergeInto(big, small); err != nil {
 			return err
 		}
 		s.acc = big

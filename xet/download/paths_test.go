@@ -1,0 +1,211 @@
+package download_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+)
+
+// tensorBytes: float16-like values (BG4-LZ4 chunks); textBytes: repetitive text (LZ4 chunks).
+func tensorBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 9))
+	b := make([]byte, n&^1)
+	for i := 0; i+2 <= len(b); i += 2 {
+		v := uint16(r.Uint32())&0x83FF | uint16(12+r.IntN(4))<<10
+		binary.LittleEndian.PutUint16(b[i:], v)
+	}
+	return b
+}
+
+func textBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 10))
+	words := strings.Fields("the quick brown fox jumps over a lazy dog while xet chunks and hashes every byte")
+	var sb strings.Builder
+	for sb.Len() < n {
+		sb.WriteString(words[r.IntN(len(words))])
+		sb.WriteByte(' ')
+	}
+	return []byte(sb.String()[:n])
+}
+
+// Compressed chunks (LZ4 and BG4-LZ4) are decoded into the write buffer: whole files and ranges
+// that start and end inside chunks come back exact.
+func TestRoundTripCompressed(t *testing.T) {
+	c := newLocal(t)
+	for name, data := range map[string][]byte{
+		"tensor": tensorBytes(5<<20+3, 1),
+		"text":   textBytes(4<<20+99, 2),
+		"mixed":  append(append(textBytes(1<<20, 3), randBytes(2<<20, 4)...), tensorBytes(2<<20, 5)...),
+	} {
+		res := uploadAll(t, c, data)[0]
+		if got := fetchFile(t, c, res, nil); !bytes.Equal(got, data) {
+			t.Fatalf("%s: whole file differs", name)
+		}
+		n := uint64(len(data))
+		for _, rg := range []casapi.ByteRange{{Start: 1, End: n - 2}, {Start: 70000, End: 70000}, {Start: 100003, End: 3<<20 + 5}} {
+			got := fetchFile(t, c, res, &rg)
+			if !bytes.Equal(got, data[rg.Start:rg.End+1]) {
+				t.Fatalf("%s: range %d-%d differs", name, rg.Start, rg.End)
+			}
+		}
+	}
+}
+
+// A wrong SHA-256 fails the download and leaves nothing at the path or beside it.
+func TestSHA256Mismatch(t *testing.T) {
+	c := newLocal(t)
+	data := randBytes(3<<20, 6)
+	res := uploadAll(t, c, data)[0]
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	bad := sha256.Sum256(data)
+	bad[0] ^= 1
+	err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+		File: res.FileHash, SHA256: &bad, Size: res.Size, Path: p})
+	if err == nil || !strings.Contains(err.Error(), "SHA-256 mismatch") {
+		t.Fatalf("err = %v, want a SHA-256 mismatch", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("a failed download left %d files", len(ents))
+	}
+}
+
+// A file of three xorbs: the session reuses xorb buffers (the in-process store releases them) and
+// everything stored is intact; progress is reported in steps and ends at the size.
+func TestMultiXorbBufferReuse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("140 MiB round trip; runs without -short")
+	}
+	n := int64(140 << 20)
+	c := newLocal(t)
+	s := upload.NewSession(upload.Config{CAS: c})
+	var last int64
+	calls := 0
+	res, err := s.Upload(context.Background(), newGen(n, 77, false), nil, func(d int64) { last = d; calls++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if last != n || calls < 2 {
+		t.Fatalf("upload progress: %d calls, last %d", calls, last)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, newGen(n, 77, false)); err != nil {
+		t.Fatal(err)
+	}
+	if [32]byte(h.Sum(nil)) != res.SHA256 {
+		t.Fatal("upload result has a wrong SHA-256")
+	}
+	p := filepath.Join(t.TempDir(), "out")
+	var dl []int64
+	err = download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+		File: res.FileHash, SHA256: &res.SHA256, Size: n, Path: p, Progress: func(d int64) { dl = append(dl, d) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dl) == 0 || dl[len(dl)-1] != n || len(dl) > int(n>>20)+1 {
+		t.Fatalf("download progress: %d calls, last %v", len(dl), dl[len(dl)-1:])
+	}
+}
+
+// The O_DIRECT output (the default on Linux) and the page-cache output give the same bytes, for
+// whole files and ranges, uncompressed and compressed chunks, and a file whose chunks repeat; with
+// several ranges in flight, the streaming SHA-256 reads back what was written ahead of it.
+func TestDirectAndBufferedOutputAgree(t *testing.T) {
+	c := newLocal(t)
+	rep := randBytes(300<<10, 12)
+	var repeated []byte
+	for range 8 {
+		repeated = append(repeated, rep...)
+	}
+	files := [][]byte{randBytes(5<<20+4095, 11), tensorBytes(3<<20+6, 13), textBytes(2<<20+4097, 14), repeated}
+	results := uploadAll(t, c, files...)
+	for i, res := range results {
+		data := files[i]
+		n := uint64(len(data))
+		ranges := []*casapi.ByteRange{nil, {Start: 4095, End: n - 4097}, {Start: 4096, End: 4096 + 3*4096 - 1},
+			{Start: 1, End: 2}, {Start: n / 3, End: n - 1}}
+		for _, rg := range ranges {
+			for _, mode := range []struct {
+				buffered bool
+				conc     int
+			}{{false, 0}, {true, 0}, {false, 4}, {true, 3}} {
+				buffered := mode.buffered
+				p := filepath.Join(t.TempDir(), "out")
+				sum := sha256.Sum256(data)
+				req := download.Request{File: res.FileHash, Range: rg, Size: res.Size, Path: p}
+				if rg == nil {
+					req.SHA256 = &sum
+				}
+				if err := download.Download(context.Background(), download.Config{CAS: c, BufferedIO: buffered, Concurrency: mode.conc}, req); err != nil {
+					t.Fatalf("file %d range %v buffered=%v: %v", i, rg, buffered, err)
+				}
+				got, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := data
+				if rg != nil {
+					want = data[rg.Start : rg.End+1]
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("file %d range %v buffered=%v: %d bytes that differ", i, rg, buffered, len(got))
+				}
+			}
+		}
+	}
+}
+
+// A file made of pieces stored in different xorbs is fetched as several ranges at once; with the
+// SHA-256 verified, the ranges written ahead of the hash frontier are read back, and the digest is
+// right either way.
+func TestConcurrentRangesWithSHA256(t *testing.T) {
+	c := newLocal(t)
+	cache, err := localshards.Open(t.TempDir(), localshards.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	cfg := upload.Config{CAS: c, Cache: cache}
+	a, b, d := randBytes(3<<20, 21), tensorBytes(2<<20, 22), textBytes(1<<20, 23)
+	uploadWith(t, cfg, a)
+	uploadWith(t, cfg, b)
+	uploadWith(t, cfg, d)
+	whole := append(append(append(append([]byte(nil), b...), a...), d...), b...)
+	res := uploadWith(t, cfg, whole)[0]
+	if res.DedupedBytes < int64(len(whole))/2 {
+		t.Fatalf("only %d of %d bytes deduped: the file would not span several xorbs", res.DedupedBytes, len(whole))
+	}
+	plan, err := c.Reconstruct(context.Background(), res.FileHash, nil)
+	if err != nil || len(plan.Xorbs) < 3 {
+		t.Fatalf("plan uses %d xorbs (%v); want at least 3", len(plan.Xorbs), err)
+	}
+	for _, conc := range []int{1, 2, 4} {
+		for _, buffered := range []bool{false, true} {
+			p := filepath.Join(t.TempDir(), "out")
+			sum := sha256.Sum256(whole)
+			err := download.Download(context.Background(), download.Config{CAS: c, Concurrency: conc, BufferedIO: buffered},
+				download.Request{File: res.FileHash, SHA256: &sum, Size: int64(len(whole)), Path: p})
+			if err != nil {
+				t.Fatalf("concurrency %d buffered=%v: %v", conc, buffered, err)
+			}
+			if got, _ := os.ReadFile(p); !bytes.Equal(got, whole) {
+				t.Fatalf("concurrency %d buffered=%v: bytes differ", conc, buffered)
+			}
+		}
+	}
+}
