@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -89,8 +90,8 @@ func TestAddOwnThenLookup(t *testing.T) {
 }
 
 func TestReferenceDedupeShard(t *testing.T) {
-	data := readReference(t, "ev-population.csv.shard.dedupe")
-	ref := referenceChunks(t)
+	data := vectors.ReadFile(t, "ev-population.csv.shard.dedupe")
+	ref := vectors.ReferenceChunks(t)
 	if len(ref) != 796 {
 		t.Fatalf("reference has %d chunks", len(ref))
 	}

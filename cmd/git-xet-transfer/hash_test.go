@@ -7,29 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
-
-// hashRefFile reads a file of the reference data: $XET_REFERENCE_DIR, else
-// ../shared/testdata/reference beside the repository (xet/internal/vectors is internal to xet/).
-func hashRefFile(t *testing.T, name string) []byte {
-	t.Helper()
-	dir := os.Getenv("XET_REFERENCE_DIR")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0) // <repo>/cmd/git-xet-transfer/hash_test.go
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "testdata", "reference")
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatalf("reading reference file (set XET_REFERENCE_DIR): %v", err)
-	}
-	return b
-}
 
 // hashCmd runs `hash args...` in-process and returns exit code, stdout and stderr.
 func hashCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -44,7 +29,7 @@ func hashCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
 func referencePrefix(t *testing.T) (string, []byte) {
 	t.Helper()
 	var csv []byte
-	err := xorb.DecodeRecords(hashRefFile(t, "ev-population.xorb.first-10-chunks"), func(_ int, raw []byte) error {
+	err := xorb.DecodeRecords(vectors.ReadFile(t, "ev-population.xorb.first-10-chunks"), func(_ int, raw []byte) error {
 		csv = append(csv, raw...)
 		return nil
 	})
@@ -64,7 +49,7 @@ func TestHashChunksMatchesReferenceChunksFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	ref := strings.SplitAfter(string(hashRefFile(t, "ev-population.csv.chunks")), "\n")
+	ref := strings.SplitAfter(string(vectors.ReadFile(t, "ev-population.csv.chunks")), "\n")
 	if want := strings.Join(ref[:10], ""); out != want {
 		t.Errorf("hash --chunks output:\n%s\nwant the first 10 lines of ev-population.csv.chunks:\n%s", out, want)
 	}
@@ -73,7 +58,7 @@ func TestHashChunksMatchesReferenceChunksFile(t *testing.T) {
 func TestHashLine(t *testing.T) {
 	path, csv := referencePrefix(t)
 	var entries []hash.Entry
-	for _, line := range strings.Split(string(hashRefFile(t, "ev-population.csv.chunks")), "\n")[:10] {
+	for _, line := range strings.Split(string(vectors.ReadFile(t, "ev-population.csv.chunks")), "\n")[:10] {
 		var h string
 		var size uint64
 		if _, err := fmt.Sscanf(line, "%s %d", &h, &size); err != nil {

@@ -5,65 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
-
-// xet/internal/vectors is out of reach from cmd (Go's internal rule), so the reference files are
-// found the same way here: $XET_REFERENCE_DIR, else ../shared/testdata/reference beside the repo.
-func refDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("XET_REFERENCE_DIR"); d != "" {
-		return d
-	}
-	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "testdata", "reference")
-	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("reference data not found at %s (set XET_REFERENCE_DIR): %v", d, err)
-	}
-	return d
-}
-
-func refFile(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(refDir(t), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-type refChunk struct {
-	Hash string
-	Size uint64
-}
-
-// refChunks parses ev-population.csv.chunks ("<hash> <length>" lines).
-func refChunks(t *testing.T) []refChunk {
-	t.Helper()
-	var out []refChunk
-	for _, line := range strings.Split(strings.TrimSpace(string(refFile(t, "ev-population.csv.chunks"))), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			t.Fatalf("bad chunks line %q", line)
-		}
-		n, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, refChunk{f[0], n})
-	}
-	if len(out) != 796 {
-		t.Fatalf("%d reference chunks, want 796", len(out))
-	}
-	return out
-}
 
 // inspectJSON runs inspect and decodes its output as generic JSON (what a script reading it sees).
 func inspectJSON(t *testing.T, args ...string) map[string]any {
@@ -114,7 +64,7 @@ func expect(t *testing.T, m map[string]any, want any, path ...any) {
 }
 
 func TestInspectReferenceShard(t *testing.T) {
-	path := filepath.Join(refDir(t), "ev-population.csv.shard.verification")
+	path := filepath.Join(vectors.Dir(t), "ev-population.csv.shard.verification")
 	m := inspectJSON(t, path)
 	expect(t, m, "shard", "kind")
 	expect(t, m, float64(38792), "size")
@@ -132,7 +82,7 @@ func TestInspectReferenceShard(t *testing.T) {
 	expect(t, m, "f41255b252f776125f2b657136654e4d4d5d2ccf8ef4db0ec186bd1981b69734", "files", 0, "sha256")
 	expect(t, m, float64(796), "xorbs", 0, "chunk_count")
 	expect(t, m, float64(63527244), "xorbs", 0, "bytes_in_xorb")
-	ref := refChunks(t)
+	ref := vectors.ReferenceChunks(t)
 	expect(t, m, ref[795].Hash, "xorbs", 0, "chunks", 795, "hash")
 	expect(t, m, float64(ref[1].Size), "xorbs", 0, "chunks", 1, "raw_size")
 	expect(t, m, float64(ref[0].Size), "xorbs", 0, "chunks", 1, "raw_start")
@@ -147,7 +97,7 @@ func TestInspectReferenceShard(t *testing.T) {
 }
 
 func TestInspectDedupeAndNoFooter(t *testing.T) {
-	m := inspectJSON(t, filepath.Join(refDir(t), "ev-population.csv.shard.dedupe"))
+	m := inspectJSON(t, filepath.Join(vectors.Dir(t), "ev-population.csv.shard.dedupe"))
 	expect(t, m, true, "keyed")
 	expect(t, m, float64(0), "totals", "files")
 	if !strings.HasPrefix(get(t, m, "footer", "hmac_key").(string), "12345678") {
@@ -157,7 +107,7 @@ func TestInspectDedupeAndNoFooter(t *testing.T) {
 
 	// Read from stdin, -summary: counts but no chunk lists.
 	var out, errb bytes.Buffer
-	in := bytes.NewReader(refFile(t, "ev-population.csv.shard.verification-no-footer"))
+	in := bytes.NewReader(vectors.ReadFile(t, "ev-population.csv.shard.verification-no-footer"))
 	if code := runInspect([]string{"-summary", "-"}, in, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -174,9 +124,9 @@ func TestInspectDedupeAndNoFooter(t *testing.T) {
 }
 
 func TestInspectReferenceXorb(t *testing.T) {
-	path := filepath.Join(refDir(t), "ev-population.xorb.first-10-chunks")
+	path := filepath.Join(vectors.Dir(t), "ev-population.xorb.first-10-chunks")
 	m := inspectJSON(t, path)
-	ref := refChunks(t)[:10]
+	ref := vectors.ReferenceChunks(t)[:10]
 	entries := make([]hash.Entry, len(ref))
 	var raw uint64
 	for i, c := range ref {
@@ -262,7 +212,7 @@ func TestInspectErrors(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ref := refFile(t, "ev-population.csv.shard")
+	ref := vectors.ReadFile(t, "ev-population.csv.shard")
 	broken := filepath.Join(dir, "broken.shard")
 	if err := os.WriteFile(broken, ref[:1000], 0o644); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 )
 
 // The captured Hub responses decode into our types and re-encode to the same JSON, field for field.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 )
 
 const benchSize = 64 << 20

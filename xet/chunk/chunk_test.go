@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 )
 
 func TestGearTable(t *testing.T) {

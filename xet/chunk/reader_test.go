@@ -11,8 +11,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 )
 
 // fixedReader returns at most n bytes per Read.

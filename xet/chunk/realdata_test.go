@@ -8,9 +8,9 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 )
 
 func rawHash(t *testing.T, s string) Hash {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 )
 
 // A Xet client keeps a long transfer going past its CAS token's expiry by calling the action's href

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 )
 
 // localBytes is a small local-form shard with lookups, and offsets of interesting entries in it.

@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 

@@ -3,8 +3,8 @@ package xorb
 import (
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 )
 
 func benchCompress(b *testing.B, src []byte) {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 )
 
 func TestBG4SplitRegroup(t *testing.T) {

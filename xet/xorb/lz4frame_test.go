@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 )
 
 func TestXXH32(t *testing.T) {

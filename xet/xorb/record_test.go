@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 )
 
 // frameHeaderVector returns the two 7-byte LZ4 frame headers of the MISC LZ4FRAMEHDR vector (for

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/internal/vectors"
 )
 
 // splitFixed cuts data into pieces of the given sizes, cycling.

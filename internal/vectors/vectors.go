@@ -21,8 +21,8 @@ func Dir(t testing.TB) string {
 		return d
 	}
 	_, file, _, _ := runtime.Caller(0)
-	// file is <repo>/xet/internal/vectors/vectors.go
-	repo := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	// file is <repo>/internal/vectors/vectors.go
+	repo := filepath.Join(filepath.Dir(file), "..", "..")
 	d := filepath.Join(repo, "..", "shared", "testdata", "reference")
 	if _, err := os.Stat(d); err != nil {
 		t.Fatalf("reference data not found at %s (set XET_REFERENCE_DIR): %v", d, err)
