@@ -98,6 +98,9 @@ type Config struct {
 	// MaxIngest bounds the basic-transfer uploads chunked at once (each holds up to a few 64 MiB
 	// xorbs in memory); more wait their turn. Default 4.
 	MaxIngest int
+	// MaxXorbPuts bounds the xorb uploads read and validated at once (each holds its whole body,
+	// up to Limits.Xorb bytes, in memory); more wait their turn. Default 8.
+	MaxXorbPuts int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
@@ -114,6 +117,7 @@ type Server struct {
 	now    func() time.Time
 	mux    *http.ServeMux
 	ingest chan struct{} // semaphore of MaxIngest slots
+	xorbs  chan struct{} // semaphore of MaxXorbPuts slots
 }
 
 // New builds a Server. It fails when the configuration cannot be served safely (no store, short
@@ -143,6 +147,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxIngest <= 0 {
 		cfg.MaxIngest = 4
 	}
+	if cfg.MaxXorbPuts <= 0 {
+		cfg.MaxXorbPuts = 8
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{
@@ -152,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 		log:    cfg.Log,
 		now:    cfg.Now,
 		ingest: make(chan struct{}, cfg.MaxIngest),
+		xorbs:  make(chan struct{}, cfg.MaxXorbPuts),
 	}
 	s.routes()
 	return s, nil

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// randomXorb builds a xorb of n bytes of incompressible data cut into 64 KiB chunks.
+func randomXorb(tb testing.TB, n int, seed uint64) *xorb.Xorb {
+	tb.Helper()
+	data := vectors.SplitMix(n, seed)
+	bld := xorb.NewBuilder(xorb.PolicyLZ4)
+	for off := 0; off < n; off += 64 << 10 {
+		c := data[off:min(off+64<<10, n)]
+		bld.Add(c, hash.Chunk(c))
+	}
+	return bld.Finish()
+}
+
+// Xorb uploads hold their whole body in memory while it is validated, so the server reads at most
+// MaxXorbPuts of them at once: a client that announces a body and stalls keeps the others waiting,
+// not growing the server's memory.
+func TestXorbPutsAreBounded(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxXorbPuts = 1 })
+	x := randomXorb(t, 256<<10, 5)
+
+	// A stalled upload takes the only slot. Release it on any exit, before the server closes (which
+	// waits for its handlers).
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.CloseWithError(fmt.Errorf("test ended")) })
+	stalled, err := http.NewRequest("POST", e.base+"/v1/xorbs/default/"+randomXorb(t, 64<<10, 6).Hash.String(), pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled.ContentLength = 1 << 20
+	stalledDone := make(chan int, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(stalled)
+		if err != nil {
+			stalledDone <- -1
+			return
+		}
+		res.Body.Close()
+		stalledDone <- res.StatusCode
+	}()
+	if _, err := pw.Write([]byte{0}); err != nil { // the handler is reading: it holds the slot
+		t.Fatal(err)
+	}
+
+	second := make(chan resp, 1)
+	go func() { second <- e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body) }()
+	select {
+	case r := <-second:
+		t.Fatalf("a second xorb upload ran beside the stalled one: %v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	pw.CloseWithError(fmt.Errorf("client gave up"))
+	if code := <-stalledDone; code == http.StatusOK {
+		t.Fatalf("the truncated upload was accepted")
+	}
+	select {
+	case r := <-second:
+		if r.status != http.StatusOK {
+			t.Fatalf("second upload after the slot freed: %v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second upload did not run after the stalled one ended")
+	}
+	if ok, err := e.st.HasXorb(t.Context(), x.Hash); err != nil || !ok {
+		t.Fatalf("second xorb not stored: %v %v", ok, err)
+	}
+}
+
+// BenchmarkPutXorbHTTP measures POST /v1/xorbs of a full 64 MiB incompressible xorb on loopback:
+// reading the body, decoding and hashing every chunk, and storing it.
+func BenchmarkPutXorbHTTP(b *testing.B) {
+	xs := make([]*xorb.Xorb, 4)
+	for i := range xs {
+		xs[i] = randomXorb(b, 64<<20, uint64(100+i))
+	}
+	b.SetBytes(int64(len(xs[0].Body)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		e := newEnv(b, nil) // a fresh store, so every put is an insert
+		x := xs[i%len(xs)]
+		i++
+		b.StartTimer()
+		res, err := http.Post(e.base+"/v1/xorbs/default/"+x.Hash.String(), "application/octet-stream", bytes.NewReader(x.Body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", res.StatusCode)
+		}
+	}
+}
