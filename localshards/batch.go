@@ -58,8 +58,9 @@ func (c *Cache) LookupBatch(chunks []hash.Hash, out []Match, found []bool) error
 // warmSink keeps warm's loads from being optimised away.
 var warmSink uint64
 
-// warm loads the first slot of each chunk's (unkeyed) bucket in every segment. The loads do not
-// depend on each other or feed a branch, so the CPU keeps many in flight at once.
+// warm loads, for each chunk and every large segment, the chunk's filter block and, when the filter
+// passes it, the first slot of its (unkeyed) bucket. The loads do not depend on each other (the
+// filter's branch is almost always predicted "absent"), so the CPU keeps many in flight at once.
 func warm(v *view, blk []hash.Hash) {
 	var sum uint64
 	for _, s := range v.segs {
@@ -67,7 +68,10 @@ func warm(v *view, blk []hash.Hash) {
 			continue
 		}
 		for i := range blk {
-			sum += s.keys[s.bucket(blk[i].Truncate())*slotsPerBucket]
+			k := blk[i].Truncate()
+			if s.filter == nil || s.filter.mayContain(k) {
+				sum += s.keys[s.bucket(k)*slotsPerBucket]
+			}
 		}
 	}
 	atomic.AddUint64(&warmSink, sum)

@@ -15,9 +15,10 @@
 // Options.RefreshInterval).
 //
 // The index (index.go) is a bucketed slot table of 64-bit truncated chunk hashes and 32-bit refs,
-// about 15 bytes per chunk; a miss costs one memory access, and every key match is verified against
-// the full hash in the shard file before it is returned, so no damaged or stale input can produce a
-// wrong answer. The first load reads only the xorb sections (scan.go) and builds the table; it is
+// about 15 bytes per chunk, behind a split-block Bloom filter of 1 byte per chunk (filter.go) that
+// stops most misses before the table; a lookup costs about one memory access, and every key match
+// is verified against the full hash in the shard file before it is returned, so no damaged or stale
+// input can produce a wrong answer. The first load reads only the xorb sections (scan.go) and builds the table; it is
 // then persisted as shard-cache/chunk-index.v1 (snapshot.go), which later processes load in one read
 // and reconcile with the directory listing. LookupBatch overlaps the memory accesses of many lookups.
 package localshards
@@ -67,7 +68,7 @@ type Options struct {
 	// Workers is the number of goroutines reading shards on the first load. 0: 2.
 	Workers int
 	// MaxEntries caps the chunk entries the first load indexes (newest shards first), bounding
-	// the index's memory (about 15 bytes each). 0: $HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE, else
+	// the index's memory (about 16 bytes each). 0: $HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE, else
 	// DefaultMaxEntries. Shards added while running are always indexed.
 	MaxEntries int64
 }

@@ -14,11 +14,15 @@ package localshards
 // ref). Duplicate keys (one chunk in several xorbs or shards) are kept.
 //
 // A ref is a global chunk number of the Cache (see xorbInfo); refs are only resolved on a key match.
+//
+// A segment of at least minFilterSlots slots has a Bloom filter of its keys (filter.go), consulted
+// before the table at the start of a probe, so most misses never touch the table.
 type segment struct {
-	nb   uint64   // buckets
-	keys []uint64 // slots
-	refs []uint32
-	n    int // entries (non-empty slots)
+	nb     uint64   // buckets
+	keys   []uint64 // slots
+	refs   []uint32
+	n      int     // entries (non-empty slots)
+	filter *filter // nil for small segments
 }
 
 const (
@@ -38,12 +42,16 @@ func (s *segment) bucket(k uint64) uint64 { return ((k >> 32) * s.nb) >> 32 }
 func (s *segment) has(key uint64) bool { return s.candidates(key, 0) >= 0 }
 
 // candidates returns the first slot at or after from (0: the start of key's probe) holding key, or
-// -1. Pass the previous result + 1 to get the next one. Empty slots never match.
+// -1. Pass the previous result + 1 to get the next one. Empty slots never match. A probe's start
+// (from 0) asks the filter first.
 //
 // Slots are compared eight at a time without branches (x^key is zero only for a match), so the only
 // branches in the common miss are "no match in this line" and "bucket ends in this line", both well
 // predicted; the CPU can then run ahead into the next lookup while this one's memory load is pending.
 func (s *segment) candidates(key uint64, from int) int {
+	if from == 0 && s.filter != nil && !s.filter.mayContain(key) {
+		return -1
+	}
 	b := s.bucket(key)
 	i := max(int(b)*slotsPerBucket, from)
 	keys := s.keys
@@ -116,6 +124,8 @@ func buildSegment(keys []uint64, refs []uint32, workers int) *segment {
 	minSlots := int(s.nb * slotsPerBucket)
 	tk := make([]uint64, minSlots+n/64+slotsPerBucket)
 	tr := make([]uint32, len(tk))
+	adviseHuge(tk)
+	adviseHuge(tr)
 	at := 0 // next free slot
 	var cnt []uint32
 	for p := 0; p < parts; p++ {
@@ -162,5 +172,6 @@ func buildSegment(keys []uint64, refs []uint32, workers int) *segment {
 		tk[at], tr[at] = emptyKey, noRef
 	}
 	s.keys, s.refs = tk[:end:end], tr[:end:end]
+	s.filter = buildFilter(s)
 	return s
 }

@@ -189,6 +189,8 @@ func parseSnapshot(f io.ReaderAt, size int64) (*snapshot, error) {
 	}
 	meta := make([]byte, metaLen)
 	seg := &segment{nb: nb, n: int(n), keys: make([]uint64, slots), refs: make([]uint32, slots)}
+	adviseHuge(seg.keys)
+	adviseHuge(seg.refs)
 	off := int64(snapHeaderSize)
 	crc := crc32.Update(0, castagnoli, h[:])
 	for _, p := range [][]byte{meta, asBytes(seg.keys), asBytes(seg.refs)} {
@@ -205,6 +207,7 @@ func parseSnapshot(f io.ReaderAt, size int64) (*snapshot, error) {
 	if le.Uint32(tail[:]) != crc {
 		return nil, errors.New("snapshot checksum mismatch")
 	}
+	seg.filter = buildFilter(seg)
 	s := &snapshot{seg: seg, nextRef: nextRef}
 	p := meta
 	for i := uint64(0); i < nShards; i++ {
