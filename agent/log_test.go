@@ -1,35 +1,17 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+
 	"github.com/rs/zerolog"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // objectKeys returns the keys of a JSON object in order, duplicates included.
 func objectKeys(t *testing.T, line string) []string {
@@ -56,7 +38,7 @@ func objectKeys(t *testing.T, line string) []string {
 // The per-file log line is what users grep and feed to log tools: one JSON object with the fields the
 // README lists, and no key twice (a duplicate "time" once shadowed zerolog's timestamp).
 func TestPerFileLogLineHasUniqueDocumentedFields(t *testing.T) {
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	log := zerolog.New(&logs).With().Timestamp().Logger()
 	f := &fake{upload: func(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
 		progress(obj.Size)

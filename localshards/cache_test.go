@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
@@ -285,27 +287,10 @@ func TestSizeLimitPrunesOldestFirst(t *testing.T) {
 	mustFind(t, b, shards[2].Xorbs[0].Chunks[29].Hash, shards[2].Xorbs[0].Hash, 29)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestCorruptFilesAreSetAside(t *testing.T) {
 	dir := t.TempDir()
 	clk := newClock(t0)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	c := openTest(t, dir, Options{Now: clk.Now, Log: zerolog.New(&logs), RefreshInterval: -1})
 	good, bad := testShard(50, 2, 20), testShard(51, 1, 20)
 	if err := c.AddOwn(good); err != nil {

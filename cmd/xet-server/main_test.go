@@ -6,10 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -77,9 +78,9 @@ func TestHashPassword(t *testing.T) {
 
 // startServer runs the server in-process on 127.0.0.1:0 and returns its address and a function
 // that stops it with SIGTERM and returns the exit code.
-func startServer(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
+func startServer(t *testing.T, args ...string) (string, *logbuf.Buffer, func() int) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	addrc := make(chan string, 1)
 	done := make(chan int, 1)
 	go func() {
@@ -105,23 +106,6 @@ func startServer(t *testing.T, args ...string) (string, *syncBuffer, func() int)
 		t.Fatal("server did not start")
 	}
 	return "", nil, nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestServeOpenAndShutdown(t *testing.T) {
