@@ -36,7 +36,8 @@ type run struct {
 func (r *run) match(h hash.Hash, n int) bool {
 	if r.ref.sx != nil {
 		x := r.ref.sx
-		return int(r.next) < len(x.chunks) && x.chunks[r.next].Hash == h && x.chunks[r.next].Size == uint64(n)
+		ch, size, ok := x.chunkAt(r.next)
+		return ok && ch == h && size == uint64(n)
 	}
 	if int(r.next) >= len(r.ext) {
 		return false
@@ -61,9 +62,12 @@ type held struct {
 // fileState is the dedupe and packing state of the file being uploaded.
 type fileState struct {
 	s            *Session
-	entries      []hash.Entry
+	merkle       hash.MerkleBuilder // the file hash, fed chunk by chunk
+	chunks       int                // the file's chunks so far
 	terms        []fterm
-	open         *sxorb // the file's open xorb (new chunks)
+	termHashes   []hash.Hash // the file's chunk hashes of the last term (its range is not final yet)
+	verification []hash.Hash // verification hashes of the terms before the last
+	open         *sxorb      // the file's open xorb (new chunks)
 	run          *run
 	held         []held
 	heldNeed     int
@@ -78,20 +82,31 @@ func newFileState(s *Session) *fileState {
 	return &fileState{s: s, df: newDefrag(), lastQuery: -1}
 }
 
-// appendTerm adds chunk idx of r (n bytes) to the file's terms, extending the last term when it is
-// the next chunk of the same xorb.
-func (f *fileState) appendTerm(r ref, idx uint32, n int) {
+// appendTerm adds chunk idx of r (n bytes, hash h) to the file's terms, extending the last term when
+// it is the next chunk of the same xorb. Terms are runs of consecutive file chunks, so starting a new
+// term makes the last one's range final: its verification hash is computed then, and only the
+// current term's chunk hashes are kept.
+func (f *fileState) appendTerm(r ref, idx uint32, n int, h hash.Hash) {
 	if k := len(f.terms); k > 0 {
 		t := &f.terms[k-1]
 		if t.ref == r && t.end == idx {
 			t.end++
 			t.bytes += uint64(n)
+			f.termHashes = append(f.termHashes, h)
 			f.df.grow(1)
 			return
 		}
+		f.closeTerm()
 	}
 	f.terms = append(f.terms, fterm{ref: r, start: idx, end: idx + 1, bytes: uint64(n)})
+	f.termHashes = append(f.termHashes, h)
 	f.df.newRange(1)
+}
+
+// closeTerm computes the verification hash of the last term, whose range is final.
+func (f *fileState) closeTerm() {
+	f.verification = append(f.verification, hash.Verification(f.termHashes))
+	f.termHashes = f.termHashes[:0]
 }
 
 // continues reports whether chunk idx of r would extend the current term.
@@ -102,7 +117,8 @@ func (f *fileState) continues(r ref, idx uint32) bool {
 
 // chunk handles the file's next chunk: continue a match, look it up, or store it as new data.
 func (f *fileState) chunk(ctx context.Context, data []byte, h hash.Hash, off int64) error {
-	f.entries = append(f.entries, hash.Entry{Hash: h, Size: uint64(len(data))})
+	f.merkle.Add(hash.Entry{Hash: h, Size: uint64(len(data))})
+	f.chunks++
 	return f.place(ctx, data, h, off)
 }
 
@@ -118,7 +134,7 @@ func (f *fileState) place(ctx context.Context, data []byte, h hash.Hash, off int
 				}
 				return nil
 			}
-			f.deduped(f.run.ref, idx, len(data))
+			f.deduped(f.run.ref, idx, len(data), h)
 			return nil
 		}
 		f.run = nil
@@ -142,28 +158,34 @@ func (f *fileState) place(ctx context.Context, data []byte, h hash.Hash, off int
 			return nil
 		}
 	}
-	f.deduped(m.ref, idx, len(data))
+	f.deduped(m.ref, idx, len(data), h)
 	return nil
 }
 
-// finish ends the file: a match still held for the defragmentation rule was too short.
+// finish ends the file: a match still held for the defragmentation rule was too short; then the
+// last term's range is final.
 func (f *fileState) finish(ctx context.Context) error {
 	f.run = nil
 	if f.held != nil {
-		return f.refuseHeld(ctx)
+		if err := f.refuseHeld(ctx); err != nil {
+			return err
+		}
+	}
+	if len(f.terms) > 0 {
+		f.closeTerm()
 	}
 	return nil
 }
 
-func (f *fileState) deduped(r ref, idx uint32, n int) {
-	f.appendTerm(r, idx, n)
+func (f *fileState) deduped(r ref, idx uint32, n int, h hash.Hash) {
+	f.appendTerm(r, idx, n, h)
 	f.dedupedBytes += int64(n)
 }
 
 // commitHeld accepts a held match: it grew long enough.
 func (f *fileState) commitHeld() {
 	for _, c := range f.held {
-		f.deduped(f.heldRef, c.idx, len(c.data))
+		f.deduped(f.heldRef, c.idx, len(c.data), c.h)
 	}
 	f.held = nil
 }
@@ -194,10 +216,8 @@ func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash) error 
 		f.open = s.newSxorb()
 	}
 	idx := f.open.add(data, h)
-	if _, ok := s.index[h]; !ok {
-		s.index[h] = loc{x: f.open, i: idx}
-	}
-	f.appendTerm(ref{sx: f.open}, idx, len(data))
+	s.index.add(h, f.open.ord, idx)
+	f.appendTerm(ref{sx: f.open}, idx, len(data), h)
 	f.newBytes += int64(len(data))
 	return nil
 }
@@ -206,9 +226,9 @@ func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash) error 
 // of this session, then (for eligible chunks) a global query.
 func (f *fileState) lookup(ctx context.Context, h hash.Hash, off int64) (*run, bool) {
 	s := f.s
-	if l, ok := s.index[h]; ok {
-		root, base := l.x.resolve()
-		return &run{ref: ref{sx: root}, next: base + l.i}, true
+	if ord, i, ok := s.index.get(h); ok {
+		root, base := s.sxorbs[ord].resolve()
+		return &run{ref: ref{sx: root}, next: base + i}, true
 	}
 	if s.cfg.Cache != nil {
 		m, ok, err := s.cfg.Cache.Lookup(h)

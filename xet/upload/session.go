@@ -69,19 +69,14 @@ type Session struct {
 	gctx     context.Context
 	gcancel  context.CancelFunc
 	failed   error
-	index    map[hash.Hash]loc // chunks of this session's xorbs
-	acc      *sxorb            // the accumulator: leftovers of finished files
-	newXorbs []shard.Xorb      // xorbs cut since the last Finish
+	index    *chunkIndex  // chunks of this session's xorbs
+	sxorbs   []*sxorb     // this session's xorbs, by ordinal (sxorb.ord)
+	acc      *sxorb       // the accumulator: leftovers of finished files
+	newXorbs []shard.Xorb // xorbs cut since the last Finish
 	files    []pendingFile
 	global   []*gshard // global-dedupe answers of this session
 	stats    struct{ xorbs int }
 	recycle  bool // the client releases xorb bodies: use the buffer pool (see bodies)
-}
-
-// loc is where a chunk of this session lives.
-type loc struct {
-	x *sxorb
-	i uint32
 }
 
 // pendingFile is a file waiting for Finish: its shard block with placeholder xorb hashes, and the
@@ -105,7 +100,19 @@ func NewSession(cfg Config) *Session {
 	if cfg.QuerySpacing <= 0 {
 		cfg.QuerySpacing = 4_000_000
 	}
-	return &Session{cfg: cfg, log: cfg.Log, index: make(map[hash.Hash]loc), recycle: cas.ReleasesXorbBody(cfg.CAS)}
+	s := &Session{cfg: cfg, log: cfg.Log, recycle: cas.ReleasesXorbBody(cfg.CAS)}
+	s.index = newChunkIndex(s.chunkHash)
+	return s
+}
+
+// chunkHash returns the hash of chunk idx of the session's xorb ord, wherever its chunks went.
+func (s *Session) chunkHash(ord, idx uint32) (hash.Hash, bool) {
+	if int(ord) >= len(s.sxorbs) {
+		return hash.Hash{}, false
+	}
+	root, base := s.sxorbs[ord].resolve()
+	h, _, ok := root.chunkAt(base + idx)
+	return h, ok
 }
 
 // group returns the errgroup of the xorb uploads in flight, starting one when needed.
@@ -194,8 +201,8 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 		return nil, err
 	}
 
-	res := &FileResult{FileHash: hash.File(f.entries), Size: done, NewBytes: f.newBytes,
-		DedupedBytes: f.dedupedBytes, Chunks: len(f.entries)}
+	res := &FileResult{FileHash: f.merkle.FileSum(), Size: done, NewBytes: f.newBytes,
+		DedupedBytes: f.dedupedBytes, Chunks: f.chunks}
 	if sha256 != nil {
 		res.SHA256 = *sha256
 	} else {
@@ -205,24 +212,53 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 		}
 		res.SHA256 = sum
 	}
-	terms := make([]shard.Term, len(f.terms))
-	refs := make([]ref, len(f.terms))
-	for i, t := range f.terms {
-		terms[i] = shard.Term{Xorb: hash.Marker, UnpackedBytes: uint32(t.bytes), ChunkStart: t.start, ChunkEnd: t.end}
-		refs[i] = t.ref
-	}
-	chunkHashes := make([]hash.Hash, len(f.entries))
-	for i, e := range f.entries {
-		chunkHashes[i] = e.Hash
-	}
-	file, err := shard.BuildFile(res.FileHash, terms, chunkHashes, res.SHA256)
+	file, refs, err := f.shardFile(res.FileHash, res.SHA256)
 	if err != nil {
-		return nil, fmt.Errorf("upload: %w", err)
+		return nil, err
 	}
 	s.files = append(s.files, pendingFile{file: file, refs: refs})
 	s.log.Debug().Str("file", res.FileHash.String()).Int64("size", res.Size).Int64("new", res.NewBytes).
-		Int64("deduped", res.DedupedBytes).Int("terms", len(terms)).Msg("upload: file chunked")
+		Int64("deduped", res.DedupedBytes).Int("terms", len(file.Terms)).Msg("upload: file chunked")
 	return res, nil
+}
+
+// shardFile returns the file's shard block, as shard.NewFile would make it from all the file's chunk
+// hashes, but with the verification hashes computed term by term while chunking (so the file's
+// chunk hashes are never all held), with placeholder xorb hashes, and the reference each term is to
+// be patched from.
+func (f *fileState) shardFile(fileHash hash.Hash, sha256 [32]byte) (shard.File, []ref, error) {
+	if len(f.verification) != len(f.terms) {
+		return shard.File{}, nil, fmt.Errorf("upload: internal error: file %s has %d terms and %d verification hashes",
+			fileHash, len(f.terms), len(f.verification))
+	}
+	terms := make([]shard.Term, len(f.terms))
+	refs := make([]ref, len(f.terms))
+	covered := 0
+	for i, t := range f.terms {
+		terms[i] = shard.Term{Xorb: hash.Marker, UnpackedBytes: uint32(t.bytes), ChunkStart: t.start, ChunkEnd: t.end}
+		refs[i] = t.ref
+		covered += int(t.end - t.start)
+	}
+	if covered != f.chunks {
+		return shard.File{}, nil, fmt.Errorf("upload: internal error: file %s terms cover %d chunks, the file has %d",
+			fileHash, covered, f.chunks)
+	}
+	if len(terms) == 0 { // as shard.NewFile makes an empty file's block
+		terms = nil
+	}
+	verification := f.verification
+	if verification == nil {
+		verification = []hash.Hash{}
+	}
+	file := shard.File{
+		Hash:         fileHash,
+		Flags:        shard.FlagVerification | shard.FlagMetadataExt,
+		Terms:        terms,
+		Verification: verification,
+		SHA256:       hash.FromSHA256(sha256),
+		HasSHA256:    true,
+	}
+	return file, refs, nil
 }
 
 // Finish uploads the remaining xorbs, waits for every xorb upload, then registers every file uploaded

@@ -21,12 +21,30 @@ import (
 // see the *xorb.Xorb cut from them.
 type sxorb struct {
 	b      *xorb.Builder
-	chunks []hash.Entry // chunk hashes and raw lengths in xorb order (grows while open)
+	chunks []hash.Entry      // while open: chunk hashes and raw lengths in xorb order (grows)
+	stored []shard.XorbChunk // once cut: the chunk list of its shard.Xorb (shared, not copied)
 	raw    uint64
 	cut    bool
 	hash   hash.Hash
 	merged *sxorb
 	offset uint32
+	ord    uint32 // index in Session.sxorbs
+}
+
+// chunkAt returns the hash and raw length of chunk i, false when x has no chunk i.
+func (x *sxorb) chunkAt(i uint32) (hash.Hash, uint64, bool) {
+	if x.cut {
+		if int(i) >= len(x.stored) {
+			return hash.Hash{}, 0, false
+		}
+		c := &x.stored[i]
+		return c.Hash, uint64(c.RawLen), true
+	}
+	if int(i) >= len(x.chunks) {
+		return hash.Hash{}, 0, false
+	}
+	c := &x.chunks[i]
+	return c.Hash, c.Size, true
 }
 
 // resolve returns the xorb holding x's chunks and the index of x's chunk 0 in it.
@@ -40,7 +58,8 @@ func (x *sxorb) resolve() (*sxorb, uint32) {
 }
 
 func (s *Session) newSxorb() *sxorb {
-	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy)}
+	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy), ord: uint32(len(s.sxorbs))}
+	s.sxorbs = append(s.sxorbs, x)
 	if s.recycle {
 		x.b.UseBuffer(bodies.get())
 	} // else the Builder grows its own body (doubling), and the GC frees it after the upload
@@ -153,9 +172,18 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	built := x.b.Finish()
 	x.b, x.cut, x.hash = nil, true, built.Hash
 	sx := shard.Xorb{Hash: built.Hash, BytesInXorb: uint32(built.RawBytes), Chunks: make([]shard.XorbChunk, len(built.Chunks))}
+	if len(built.Chunks) != len(x.chunks) {
+		return fmt.Errorf("upload: internal error: xorb %s has %d chunks, the session recorded %d", built.Hash, len(built.Chunks), len(x.chunks))
+	}
 	for i, c := range built.Chunks {
+		if c.Hash != x.chunks[i].Hash || uint64(c.RawLen) != x.chunks[i].Size {
+			return fmt.Errorf("upload: internal error: xorb %s chunk %d is not the one the session recorded", built.Hash, i)
+		}
 		sx.Chunks[i] = shard.XorbChunk{Hash: c.Hash, RawStart: uint32(c.RawStart), RawLen: c.RawLen}
 	}
+	// The shard's chunk list replaces x.chunks (the same chunks in the same order, checked above),
+	// so that a cut xorb's chunks are held once.
+	x.stored, x.chunks = sx.Chunks, nil
 	s.newXorbs = append(s.newXorbs, sx)
 	s.stats.xorbs++
 	if err := s.batchErr(); err != nil {
