@@ -14,19 +14,10 @@ import (
 // PutXorbBytes is PutXorb for a body already in memory: the same full validation (every chunk
 // decoded and hashed, the xorb hash recomputed), without copying the body first.
 func (s *Store) PutXorbBytes(ctx context.Context, h hash.Hash, body []byte) (bool, error) {
-	name := xorbName(h)
-	ok, err := s.be.Exists(ctx, name)
-	if err != nil {
+	if ok, err := s.be.Exists(ctx, xorbName(h)); err != nil || ok {
 		return false, err
 	}
-	if ok {
-		return false, nil
-	}
-	info, err := ValidateXorb(h, body)
-	if err != nil {
-		return false, err
-	}
-	return s.storeXorb(ctx, h, body[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
+	return s.validateAndStoreXorb(ctx, h, body)
 }
 
 // PutBuiltXorb stores a xorb that this process has just built with xorb.Builder, taking the chunk

@@ -24,18 +24,18 @@ const MaxXorbBodyBytes = xorb.MaxBytes + xorb.MaxChunks*xorb.RecordHeaderSize + 
 // Concurrency: safe for concurrent and cross-process use; of several puts of one xorb exactly one
 // reports inserted=true (on filesystems with hard links).
 func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool, error) {
-	name := xorbName(h)
-	ok, err := s.be.Exists(ctx, name)
-	if err != nil {
+	if ok, err := s.be.Exists(ctx, xorbName(h)); err != nil || ok {
 		return false, err
-	}
-	if ok {
-		return false, nil
 	}
 	data, err := readBounded(body, MaxXorbBodyBytes)
 	if err != nil {
 		return false, fmt.Errorf("xorb %s: %w", h, err)
 	}
+	return s.validateAndStoreXorb(ctx, h, data)
+}
+
+// validateAndStoreXorb fully validates a xorb body (ValidateXorb) and stores it with its footer.
+func (s *Store) validateAndStoreXorb(ctx context.Context, h hash.Hash, data []byte) (bool, error) {
 	info, err := ValidateXorb(h, data)
 	if err != nil {
 		return false, err
