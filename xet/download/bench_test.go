@@ -343,7 +343,20 @@ func rssChild(t *testing.T) {
 	fmt.Printf("rss: upload %d download %d\n", up, maxRSS())
 }
 
+// maxRSS returns this process's peak RSS in bytes. On Linux it reads VmHWM, the high-water mark of
+// this address space: getrusage's Maxrss survives execve, so a child started by a large parent test
+// process would report the parent's RSS at the moment of exec (which made TestPeakRSS flaky).
 func maxRSS() int64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				var kb int64
+				if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Maxrss << 10
