@@ -53,7 +53,7 @@ func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, err
 	if sh.Keyed() {
 		return false, invalid("shard: keyed (a global-dedupe answer), not an upload")
 	}
-	v := validator{s: s, ctx: ctx, metas: make(map[hash.Hash]*xorbMeta)}
+	v := validator{s: s, ctx: ctx}
 	for i := range sh.Xorbs {
 		if err := v.checkXorb(&sh.Xorbs[i]); err != nil {
 			return false, err
@@ -129,18 +129,21 @@ func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, err
 
 type dedupeChunk struct{ chunk, xorb hash.Hash }
 
-// validator checks a shard against the store, loading each xorb's chunk index once.
+// validator checks a shard against the store. It holds no more than the chunk index of the xorb it
+// looked at last (consecutive terms often share one): the others come from the store's byte-bounded
+// cache or are read again, so a shard over many xorbs costs no memory per xorb. The file hash is
+// computed as terms are checked, never from a list of all the file's chunks.
 type validator struct {
-	s       *Store
-	ctx     context.Context
-	metas   map[hash.Hash]*xorbMeta
-	refs    int64
-	entries []hash.Entry
+	s      *Store
+	ctx    context.Context
+	last   *xorbMeta
+	refs   int64
+	merkle hash.MerkleBuilder
 }
 
 func (v *validator) meta(x hash.Hash) (*xorbMeta, error) {
-	if m, ok := v.metas[x]; ok {
-		return m, nil
+	if v.last != nil && v.last.hash == x {
+		return v.last, nil
 	}
 	m, err := v.s.xorbMeta(v.ctx, x)
 	if errors.Is(err, ErrNotFound) {
@@ -149,7 +152,7 @@ func (v *validator) meta(x hash.Hash) (*xorbMeta, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.metas[x] = m
+	v.last = m
 	return m, nil
 }
 
@@ -186,7 +189,8 @@ func (v *validator) checkFile(f *shard.File) (*fileRecord, []dedupeChunk, error)
 	}
 	rec := &fileRecord{SHA256: f.SHA256, Terms: make([]fileTerm, len(f.Terms))}
 	var dd []dedupeChunk
-	v.entries = v.entries[:0]
+	v.merkle.Reset()
+	first := true
 	for i, t := range f.Terms {
 		if err := v.ctx.Err(); err != nil {
 			return nil, nil, err
@@ -214,15 +218,16 @@ func (v *validator) checkFile(f *shard.File) (*fileRecord, []dedupeChunk, error)
 		}
 		for c := s; c < e; c++ {
 			h := m.hashes[c]
-			if len(v.entries) == 0 || h.Mod(DedupeModulus) == 0 {
+			if first || h.Mod(DedupeModulus) == 0 {
 				dd = append(dd, dedupeChunk{h, t.Xorb})
+				first = false
 			}
-			v.entries = append(v.entries, hash.Entry{Hash: h, Size: uint64(m.rawLen(c))})
+			v.merkle.Add(hash.Entry{Hash: h, Size: uint64(m.rawLen(c))})
 		}
 		rec.Terms[i] = fileTerm{Xorb: t.Xorb, UnpackedBytes: t.UnpackedBytes, Start: t.ChunkStart, End: t.ChunkEnd}
 		rec.Size += uint64(t.UnpackedBytes)
 	}
-	if got := hash.File(v.entries); got != f.Hash {
+	if got := v.merkle.FileSum(); got != f.Hash {
 		return nil, nil, invalid("file hash mismatch: terms hash to %s, not %s", got, f.Hash)
 	}
 	return rec, dd, nil

@@ -54,7 +54,8 @@ type Options struct {
 	Now func() time.Time
 	// Backend replaces the filesystem backend on dir (tests, other storage). Optional.
 	Backend Backend
-	// MetaCacheBytes bounds the in-memory cache of parsed xorb footers (default 64 MiB).
+	// MetaCacheBytes bounds the in-memory cache of parsed xorb footers (default 64 MiB; an
+	// embedded store in a client process should use EmbeddedMetaCacheBytes).
 	MetaCacheBytes int64
 }
 
@@ -92,6 +93,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	return &Store{be: be, log: opts.Log, now: now, meta: newMetaCache(limit)}, nil
 }
+
+// EmbeddedMetaCacheBytes is the footer cache for a store embedded in a client (the agent): enough
+// for the xorbs of one large file's reconstruction, small beside the client's memory budget.
+const EmbeddedMetaCacheBytes = 8 << 20
 
 // Backend returns the storage under s.
 func (s *Store) Backend() Backend { return s.be }
