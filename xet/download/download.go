@@ -168,15 +168,15 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		preallocate(f, l.size)
 		s := &sink{f: f, df: df, l: l, report: req.Progress}
 		if whole {
-			s.ents = make([][]hash.Entry, len(l.terms))
-			for i, t := range l.terms {
-				s.ents[i] = make([]hash.Entry, t.Range.End-t.Range.Start)
-			}
+			s.merkle = newMerkleStream(len(l.terms), filepath.Dir(f.Name()), defaultWaitBudget)
 		}
 		if wantSHA {
 			s.sha = newSHAStream(f)
 		}
 		err = runJobs(ctx, cfg, js, s)
+		if s.merkle != nil {
+			s.merkle.close()
+		}
 		if errors.Is(err, cas.ErrURLExpired) && !replanned {
 			cfg.Log.Debug().Str("file", req.File.String()).Msg("download: signed URL expired; planning again")
 			continue
@@ -186,8 +186,12 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		}
 		s.progressEnd()
 		if whole {
-			if err := verify(req.File, s.ents); err != nil {
+			got, err := s.merkle.sum()
+			if err != nil {
 				return 0, nil, err
+			}
+			if got != req.File {
+				return 0, nil, fmt.Errorf("content does not match the file hash: decoded data hashes to %s", got)
 			}
 		}
 		if s.sha != nil {
@@ -230,20 +234,4 @@ func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 		})
 	}
 	return g.Wait()
-}
-
-// verify recomputes the file hash from the decoded chunks (in file order) and compares it with want.
-func verify(want hash.Hash, ents [][]hash.Entry) error {
-	n := 0
-	for _, e := range ents {
-		n += len(e)
-	}
-	all := make([]hash.Entry, 0, n)
-	for _, e := range ents {
-		all = append(all, e...)
-	}
-	if got := hash.File(all); got != want {
-		return fmt.Errorf("content does not match the file hash: decoded data hashes to %s", got)
-	}
-	return nil
 }

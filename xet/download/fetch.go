@@ -34,8 +34,8 @@ type sink struct {
 	f        *os.File
 	df       *os.File // f opened again with O_DIRECT; nil: everything goes through f
 	l        *layout
-	ents     [][]hash.Entry // per term, per chunk; nil when not verifying
-	sha      *shaStream     // nil when no SHA-256 is wanted
+	merkle   *merkleStream // the file hash, fed term by term; nil when not verifying
+	sha      *shaStream    // nil when no SHA-256 is wanted
 	mu       sync.Mutex
 	done     int64
 	reported int64
@@ -125,6 +125,13 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 	cursor := make([]int64, len(j.terms)) // bytes of each term decoded so far
 	next, active := 0, make([]int, 0, 8)  // terms (positions in j.terms) containing the current chunk
 	var targets []target
+	var ents [][]hash.Entry // per term of j, per chunk: the entries for the file hash
+	if s.merkle != nil {
+		ents = make([][]hash.Entry, len(j.terms))
+		for a, ti := range j.terms {
+			ents[a] = make([]hash.Entry, l.terms[ti].Range.End-l.terms[ti].Range.Start)
+		}
+	}
 	n := j.rng.Chunks.End - j.rng.Chunks.Start
 	for k := uint32(0); k < n; k++ {
 		if err := ctx.Err(); err != nil {
@@ -206,11 +213,10 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 				return fmt.Errorf("xorb %s: chunk %d decoded to %d bytes, header says %d", j.xorb, k, len(raw), size)
 			}
 		}
-		if s.ents != nil && len(active) > 0 {
+		if ents != nil && len(active) > 0 {
 			e := hash.Entry{Hash: hasher.Sum(raw), Size: uint64(size)}
 			for _, a := range active {
-				ti := j.terms[a]
-				s.ents[ti][ci-l.terms[ti].Range.Start] = e
+				ents[a][ci-l.terms[j.terms[a]].Range.Start] = e
 			}
 		}
 		if len(targets) == 0 {
@@ -246,7 +252,17 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 				ti, t.Hash, t.Range.Start, t.Range.End, cursor[a], t.UnpackedLength)
 		}
 	}
-	return w.flush(true)
+	if err := w.flush(true); err != nil {
+		return err
+	}
+	for a, ti := range j.terms {
+		if ents != nil {
+			if err := s.merkle.done(ti, ents[a]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // recordIn reads the chunk records of a fetched range through a large buffer, handing out each
