@@ -14,12 +14,21 @@ import (
 // hash with the xorb's chunk list. Slot positions mix the key with a per-index random seed, so
 // crafted chunk hashes cannot pile into one probe run.
 //
+// The table never grows past maxSlots (from Config.IndexBytes). When it is full there, it is thinned:
+// only the chunks whose key has its low bits clear under a mask (first 3 bits, then 6, 9, ...) stay,
+// and from then on only such chunks are added. A repeat of data indexed before is then found at its
+// first sampled chunk instead of its first chunk, and followed from there chunk by chunk as a dedupe
+// run (a run needs no index); so past about IndexBytes/21 new chunks a session dedupes against
+// itself a little less, and holds no more memory.
+//
 // Concurrency: like the sxorbs, it belongs to the session's Upload/Finish goroutine.
 type chunkIndex struct {
-	slots []indexSlot
-	n     int // occupied slots
-	shift uint
-	seed  uint64
+	slots    []indexSlot
+	n        int // occupied slots
+	shift    uint
+	seed     uint64
+	maxSlots int    // a power of two
+	sample   uint64 // a key is indexed only when key&sample == 0
 	// hashAt returns the hash of chunk idx of xorb ord (false when there is no such chunk).
 	hashAt func(ord, idx uint32) (hash.Hash, bool)
 }
@@ -32,9 +41,17 @@ type indexSlot struct {
 
 const indexMinSlots = 1 << 10
 
-func newChunkIndex(hashAt func(ord, idx uint32) (hash.Hash, bool)) *chunkIndex {
-	return &chunkIndex{seed: rand.Uint64(), hashAt: hashAt}
+// newChunkIndex returns an index of at most maxBytes (rounded down to a power of two of slots, at
+// least indexMinSlots).
+func newChunkIndex(hashAt func(ord, idx uint32) (hash.Hash, bool), maxBytes int) *chunkIndex {
+	maxSlots := indexMinSlots
+	for maxSlots*2*indexSlotSize <= maxBytes {
+		maxSlots *= 2
+	}
+	return &chunkIndex{seed: rand.Uint64(), hashAt: hashAt, maxSlots: maxSlots}
 }
+
+const indexSlotSize = 16 // bytes of an indexSlot
 
 // same reports whether the chunk of slot s has hash h.
 func (t *chunkIndex) same(s *indexSlot, h hash.Hash) bool {
@@ -52,6 +69,9 @@ func (t *chunkIndex) get(h hash.Hash) (uint32, uint32, bool) {
 		return 0, 0, false
 	}
 	key := h.Truncate()
+	if key&t.sample != 0 {
+		return 0, 0, false
+	}
 	mask := uint64(len(t.slots) - 1)
 	for p := t.pos(key); ; p = (p + 1) & mask {
 		s := &t.slots[p]
@@ -67,10 +87,20 @@ func (t *chunkIndex) get(h hash.Hash) (uint32, uint32, bool) {
 // add records chunk idx of xorb ord under h, unless a chunk with hash h is recorded already (the
 // first one recorded is kept).
 func (t *chunkIndex) add(h hash.Hash, ord, idx uint32) {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.grow()
-	}
 	key := h.Truncate()
+	if key&t.sample != 0 {
+		return
+	}
+	if (t.n+1)*4 > len(t.slots)*3 {
+		if len(t.slots) >= t.maxSlots {
+			t.thin()
+			if key&t.sample != 0 {
+				return
+			}
+		} else {
+			t.grow()
+		}
+	}
 	mask := uint64(len(t.slots) - 1)
 	for p := t.pos(key); ; p = (p + 1) & mask {
 		s := &t.slots[p]
@@ -94,8 +124,29 @@ func (t *chunkIndex) grow() {
 	old := t.slots
 	t.slots = make([]indexSlot, size)
 	t.shift = uint(64 - log2(size))
-	mask := uint64(size - 1)
-	for _, s := range old {
+	t.n = 0
+	t.reinsert(old)
+}
+
+// thin keeps one key in eight of those indexed (the next three low bits join the sample mask),
+// rebuilding the table in place; each thinning frees about 7/8 of it.
+func (t *chunkIndex) thin() {
+	t.sample = t.sample<<3 | 7
+	old := make([]indexSlot, 0, t.n/4+1)
+	for _, s := range t.slots {
+		if s.ord != 0 && s.key&t.sample == 0 {
+			old = append(old, s)
+		}
+	}
+	clear(t.slots)
+	t.n = 0
+	t.reinsert(old)
+}
+
+// reinsert puts slots into the (emptied or new) table, in their order.
+func (t *chunkIndex) reinsert(slots []indexSlot) {
+	mask := uint64(len(t.slots) - 1)
+	for _, s := range slots {
 		if s.ord == 0 {
 			continue
 		}
@@ -104,6 +155,7 @@ func (t *chunkIndex) grow() {
 			p = (p + 1) & mask
 		}
 		t.slots[p] = s
+		t.n++
 	}
 }
 

@@ -20,7 +20,7 @@ func TestChunkIndexMatchesMap(t *testing.T) {
 			return hash.Hash{}, false
 		}
 		return chunks[ord][i], true
-	})
+	}, 1<<30)
 	type loc struct{ ord, i uint32 }
 	want := map[hash.Hash]loc{}
 	random := func(word0 uint64) hash.Hash {
@@ -77,6 +77,65 @@ func TestChunkIndexMatchesMap(t *testing.T) {
 	}
 }
 
+// At its byte limit the index stops growing and thins to a sample: its table never exceeds the
+// limit, every chunk of the sample is still found where it was first recorded, a chunk that was
+// never added is never found, and a chunk found is always at the location recorded for it.
+func TestChunkIndexThinsAtItsLimit(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const limit = 64 << 10 // bytes: 4096 slots
+	var hs []hash.Hash
+	idx := newChunkIndex(func(ord, i uint32) (hash.Hash, bool) {
+		if ord != 0 || int(i) >= len(hs) {
+			return hash.Hash{}, false
+		}
+		return hs[i], true
+	}, limit)
+	random := func() hash.Hash {
+		var h hash.Hash
+		for k := 0; k < hash.Size; k += 8 {
+			binary.LittleEndian.PutUint64(h[k:], r.Uint64())
+		}
+		return h
+	}
+	const n = 100_000 // ~33 times what the limit holds unthinned
+	for i := range n {
+		h := random()
+		hs = append(hs, h)
+		idx.add(h, 0, uint32(i))
+		if len(idx.slots)*indexSlotSize > limit {
+			t.Fatalf("after %d chunks the table has %d slots (%d bytes), over the %d-byte limit", i+1, len(idx.slots), len(idx.slots)*indexSlotSize, limit)
+		}
+	}
+	if idx.sample == 0 {
+		t.Fatalf("%d chunks in %d slots without thinning", n, len(idx.slots))
+	}
+	sampled, found := 0, 0
+	for i, h := range hs {
+		ord, j, ok := idx.get(h)
+		if h.Truncate()&idx.sample == 0 {
+			sampled++
+			if !ok {
+				t.Fatalf("chunk %d is in the sample (mask %#x) but not found", i, idx.sample)
+			}
+		}
+		if ok {
+			found++
+			if ord != 0 || j != uint32(i) {
+				t.Fatalf("chunk %d found at %d/%d", i, ord, j)
+			}
+		}
+	}
+	if found != sampled || sampled == 0 || sampled != idx.n {
+		t.Fatalf("found %d chunks, %d in the sample, index holds %d", found, sampled, idx.n)
+	}
+	for range 10_000 {
+		if _, _, ok := idx.get(random()); ok {
+			t.Fatal("a chunk never added was found")
+		}
+	}
+	t.Logf("%d chunks: sample mask %#x keeps %d in %d slots", n, idx.sample, idx.n, len(idx.slots))
+}
+
 func BenchmarkChunkIndex(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	hs := make([]hash.Hash, 1<<17)
@@ -87,7 +146,7 @@ func BenchmarkChunkIndex(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		idx := newChunkIndex(func(ord, i uint32) (hash.Hash, bool) { return hs[i], true })
+		idx := newChunkIndex(func(ord, i uint32) (hash.Hash, bool) { return hs[i], true }, 1<<30)
 		for i, h := range hs {
 			idx.add(h, 0, uint32(i))
 		}

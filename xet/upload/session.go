@@ -37,8 +37,26 @@ type Config struct {
 	Concurrency  int   // xorb uploads in flight; default 2 (1 for an in-process store, cas.InProcess)
 	GlobalDedupe bool  // ask the CAS about eligible chunks that no local source knows
 	QuerySpacing int64 // at most one global query per this many bytes of a file; default 4e6
-	Log          zerolog.Logger
+	// TempDir holds the session's spill file (the chunk lists of its cut xorbs); default
+	// os.TempDir(). The agent uses git-lfs's temp directory.
+	TempDir string
+	// ShardChunks bounds the xorb chunks one shard lists (default DefaultShardChunks). Finish
+	// registers the xorbs beyond it with shards of their own, before the shard of the files.
+	ShardChunks int
+	// IndexBytes bounds the session's chunk index (default DefaultIndexBytes); past it, only a
+	// sample of the new chunks is indexed (see chunkIndex).
+	IndexBytes int
+	Log        zerolog.Logger
 }
+
+const (
+	// DefaultShardChunks: a shard listing 65536 chunks is about 3 MB, and covers 4 GiB of new data
+	// at the average chunk size.
+	DefaultShardChunks = 1 << 16
+	// DefaultIndexBytes: 16 MiB index about 786,000 chunks (48 GiB of new data at the average chunk
+	// size) before sampling starts.
+	DefaultIndexBytes = 16 << 20
+)
 
 // FileResult describes one uploaded file.
 type FileResult struct {
@@ -57,7 +75,9 @@ type FileResult struct {
 // serialises them). Each cut xorb is uploaded on its own goroutine of an errgroup limited to
 // Config.Concurrency; cutting blocks while that many are in flight, so memory holds at most
 // Concurrency uploading xorbs, one waiting, the file's open xorb and the session accumulator,
-// whatever the file sizes. A failed xorb upload fails the next Upload or Finish. When the context of
+// whatever the file sizes. What the session keeps per chunk of its new data is bounded too: the
+// chunk lists of cut xorbs go to a temp file (chunkLists) and the chunk index has a byte limit
+// (Config.IndexBytes). A failed xorb upload fails the next Upload or Finish. When the context of
 // an Upload or Finish is cancelled, the uploads in flight are cancelled too and the session is
 // unusable.
 type Session struct {
@@ -69,10 +89,11 @@ type Session struct {
 	gctx     context.Context
 	gcancel  context.CancelFunc
 	failed   error
-	index    *chunkIndex  // chunks of this session's xorbs
-	sxorbs   []*sxorb     // this session's xorbs, by ordinal (sxorb.ord)
-	acc      *sxorb       // the accumulator: leftovers of finished files
-	newXorbs []shard.Xorb // xorbs cut since the last Finish
+	index    *chunkIndex // chunks of this session's xorbs
+	lists    chunkLists  // chunk lists of the cut xorbs
+	sxorbs   []*sxorb    // this session's xorbs, by ordinal (sxorb.ord)
+	acc      *sxorb      // the accumulator: leftovers of finished files
+	newXorbs []*sxorb    // xorbs cut since the last Finish
 	files    []pendingFile
 	global   []*gshard // global-dedupe answers of this session
 	stats    struct{ xorbs int }
@@ -100,9 +121,32 @@ func NewSession(cfg Config) *Session {
 	if cfg.QuerySpacing <= 0 {
 		cfg.QuerySpacing = 4_000_000
 	}
+	if cfg.ShardChunks <= 0 {
+		cfg.ShardChunks = DefaultShardChunks
+	}
+	if cfg.IndexBytes <= 0 {
+		cfg.IndexBytes = DefaultIndexBytes
+	}
 	s := &Session{cfg: cfg, log: cfg.Log, recycle: cas.ReleasesXorbBody(cfg.CAS)}
-	s.index = newChunkIndex(s.chunkHash)
+	s.lists = chunkLists{dir: cfg.TempDir, log: cfg.Log}
+	s.index = newChunkIndex(s.chunkHash, cfg.IndexBytes)
 	return s
+}
+
+// Close releases the session's temp file. Call it when done with the session (after Finish); a
+// session is not usable after Close.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gcancel != nil {
+		s.gcancel()
+		_ = s.g.Wait()
+		s.g, s.gctx, s.gcancel = nil, nil, nil
+	}
+	if s.failed == nil {
+		s.failed = errors.New("upload: session closed")
+	}
+	return s.lists.close()
 }
 
 // chunkHash returns the hash of chunk idx of the session's xorb ord, wherever its chunks went.
@@ -182,6 +226,9 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 		if err := f.chunk(ctx, c.Data, c.Hash, c.Offset); err != nil {
 			return nil, err
 		}
+		if s.lists.err != nil {
+			return nil, s.lists.err
+		}
 		done = c.Offset + int64(len(c.Data))
 		if progress != nil && done-reported >= 1<<20 {
 			progress(done)
@@ -199,6 +246,9 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 	}
 	if err := s.batchErr(); err != nil {
 		return nil, err
+	}
+	if s.lists.err != nil {
+		return nil, s.lists.err
 	}
 
 	res := &FileResult{FileHash: f.merkle.FileSum(), Size: done, NewBytes: f.newBytes,
@@ -291,12 +341,68 @@ func (s *Session) Finish(ctx context.Context) error {
 	if len(s.files) == 0 && len(s.newXorbs) == 0 {
 		return nil
 	}
-	sh, err := s.buildShard()
+	// The xorbs beyond what one shard lists are registered first, by shards of their own; the last
+	// part goes with the files, whose terms may name any of them.
+	parts := splitXorbs(s.newXorbs, s.cfg.ShardChunks)
+	for _, part := range parts[:len(parts)-1] {
+		sh, err := s.xorbShard(part)
+		if err != nil {
+			return err
+		}
+		if err := s.register(ctx, sh); err != nil {
+			return err
+		}
+	}
+	sh, err := s.xorbShard(parts[len(parts)-1])
 	if err != nil {
 		return err
 	}
+	if err := s.addFiles(sh); err != nil {
+		return err
+	}
+	if err := s.register(ctx, sh); err != nil {
+		return err
+	}
+	s.files, s.newXorbs = nil, nil
+	return nil
+}
+
+// splitXorbs cuts xs into consecutive parts of at most max chunks each (a part holds at least one
+// xorb); there is always at least one part, perhaps empty.
+func splitXorbs(xs []*sxorb, max int) [][]*sxorb {
+	var parts [][]*sxorb
+	start, n := 0, 0
+	for i, x := range xs {
+		if n > 0 && n+int(x.nChunks) > max {
+			parts = append(parts, xs[start:i])
+			start, n = i, 0
+		}
+		n += int(x.nChunks)
+	}
+	return append(parts, xs[start:])
+}
+
+// xorbShard returns a shard listing the cut xorbs xs (their chunk lists read back from the spill).
+func (s *Session) xorbShard(xs []*sxorb) (*shard.Shard, error) {
+	sh := &shard.Shard{Version: shard.HeaderVersion, Xorbs: make([]shard.Xorb, 0, len(xs))}
+	for _, x := range xs {
+		sx, err := s.lists.shardXorb(x)
+		if err != nil {
+			return nil, err
+		}
+		sh.Xorbs = append(sh.Xorbs, sx)
+	}
+	return sh, nil
+}
+
+// register sorts sh, uploads it (upload form) and adds it to the local cache.
+func (s *Session) register(ctx context.Context, sh *shard.Shard) error {
+	sh.Sort()
 	body := sh.AppendUpload(nil)
 	if err := s.cfg.CAS.PutShard(ctx, body); err != nil {
+		if len(sh.Files) == 0 {
+			return fmt.Errorf("upload: register %d xorbs: %w", len(sh.Xorbs), err)
+		}
 		return fmt.Errorf("upload: register %d files: %w", len(sh.Files), err)
 	}
 	if s.cfg.Cache != nil {
@@ -305,14 +411,12 @@ func (s *Session) Finish(ctx context.Context) error {
 		}
 	}
 	s.log.Debug().Int("files", len(sh.Files)).Int("xorbs", len(sh.Xorbs)).Int("bytes", len(body)).Msg("upload: shard registered")
-	s.files, s.newXorbs = nil, nil
 	return nil
 }
 
-// buildShard patches the files' terms with the hashes of the xorbs they use (all cut by now) and
-// returns the sorted upload shard.
-func (s *Session) buildShard() (*shard.Shard, error) {
-	sh := &shard.Shard{Version: shard.HeaderVersion, Xorbs: s.newXorbs}
+// addFiles patches the pending files' terms with the hashes of the xorbs they use (all cut by now)
+// and adds the files to sh.
+func (s *Session) addFiles(sh *shard.Shard) error {
 	for _, pf := range s.files {
 		f := pf.file
 		f.Terms = append([]shard.Term(nil), f.Terms...)
@@ -324,7 +428,7 @@ func (s *Session) buildShard() (*shard.Shard, error) {
 			}
 			root, off := r.sx.resolve()
 			if !root.cut {
-				return nil, fmt.Errorf("upload: internal error: file %s term %d uses a xorb never cut", f.Hash, i)
+				return fmt.Errorf("upload: internal error: file %s term %d uses a xorb never cut", f.Hash, i)
 			}
 			f.Terms[i].Xorb = root.hash
 			f.Terms[i].ChunkStart += off
@@ -332,6 +436,5 @@ func (s *Session) buildShard() (*shard.Shard, error) {
 		}
 		sh.Files = append(sh.Files, f)
 	}
-	sh.Sort()
-	return sh, nil
+	return nil
 }

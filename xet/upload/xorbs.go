@@ -21,24 +21,27 @@ import (
 // see the *xorb.Xorb cut from them.
 type sxorb struct {
 	b      *xorb.Builder
-	chunks []hash.Entry      // while open: chunk hashes and raw lengths in xorb order (grows)
-	stored []shard.XorbChunk // once cut: the chunk list of its shard.Xorb (shared, not copied)
+	chunks []hash.Entry // while open: chunk hashes and raw lengths in xorb order (grows)
 	raw    uint64
 	cut    bool
 	hash   hash.Hash
 	merged *sxorb
 	offset uint32
 	ord    uint32 // index in Session.sxorbs
+	lists  *chunkLists
+	// Once cut: the chunk list of its shard entry, held in memory only while lists keeps it (it is
+	// spilled to a temp file; see chunkLists).
+	list     []shard.XorbChunk
+	nChunks  uint32
+	spilled  bool
+	spillOff int64
 }
 
-// chunkAt returns the hash and raw length of chunk i, false when x has no chunk i.
+// chunkAt returns the hash and raw length of chunk i, false when x has no chunk i (or its chunk
+// list could not be read back; the session then fails on lists.err).
 func (x *sxorb) chunkAt(i uint32) (hash.Hash, uint64, bool) {
 	if x.cut {
-		if int(i) >= len(x.stored) {
-			return hash.Hash{}, 0, false
-		}
-		c := &x.stored[i]
-		return c.Hash, uint64(c.RawLen), true
+		return x.lists.chunkAt(x, i)
 	}
 	if int(i) >= len(x.chunks) {
 		return hash.Hash{}, 0, false
@@ -58,7 +61,7 @@ func (x *sxorb) resolve() (*sxorb, uint32) {
 }
 
 func (s *Session) newSxorb() *sxorb {
-	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy), ord: uint32(len(s.sxorbs))}
+	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy), ord: uint32(len(s.sxorbs)), lists: &s.lists}
 	s.sxorbs = append(s.sxorbs, x)
 	if s.recycle {
 		x.b.UseBuffer(bodies.get())
@@ -181,10 +184,14 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 		}
 		sx.Chunks[i] = shard.XorbChunk{Hash: c.Hash, RawStart: uint32(c.RawStart), RawLen: c.RawLen}
 	}
-	// The shard's chunk list replaces x.chunks (the same chunks in the same order, checked above),
-	// so that a cut xorb's chunks are held once.
-	x.stored, x.chunks = sx.Chunks, nil
-	s.newXorbs = append(s.newXorbs, sx)
+	// The shard's chunk list replaces x.chunks (the same chunks in the same order, checked above)
+	// and goes to the spill, so that a cut xorb's chunks are held once, and not for long.
+	x.list, x.chunks = sx.Chunks, nil
+	s.lists.add(x)
+	if s.lists.err != nil {
+		return s.lists.err
+	}
+	s.newXorbs = append(s.newXorbs, x)
 	s.stats.xorbs++
 	if err := s.batchErr(); err != nil {
 		return err
