@@ -159,7 +159,7 @@ func (x *xetTransferer) embeddedEndpoint(r LocalRemote, create bool) (*endpoint,
 	if !create && !isDir(dir) {
 		return nil, nil
 	}
-	st, err := store.Open(dir, store.Options{Log: x.o.Log})
+	st, err := store.Open(dir, store.Options{Log: x.o.Log, MetaCacheBytes: store.EmbeddedMetaCacheBytes})
 	if err != nil {
 		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, x.init.Remote, err)
 	}
@@ -237,7 +237,11 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	if e.cache != nil {
 		cfg.Cache = e.cache
 	}
+	if d, err := x.tmpDir(ctx); err == nil {
+		cfg.TempDir = d // the spill of the session's chunk lists; else the system's temp dir
+	}
 	sess := upload.NewSession(cfg)
+	defer sess.Close()
 	res, err := sess.Upload(ctx, f, &sha, progress)
 	if err != nil {
 		return Result{}, fmt.Errorf("uploading to %s: %w", e.where, err)

@@ -307,12 +307,13 @@ func rssChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := os.Getenv("XET_RSS_DIR")
-	st, err := store.Open(filepath.Join(dir, "store"), store.Options{})
+	st, err := store.Open(filepath.Join(dir, "store"), store.Options{MetaCacheBytes: store.EmbeddedMetaCacheBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := cas.NewLocal(st, "")
-	sess := upload.NewSession(upload.Config{CAS: c})
+	sess := upload.NewSession(upload.Config{CAS: c, TempDir: dir})
+	defer sess.Close()
 	res, err := sess.Upload(context.Background(), newGen(n, 3, false), nil, nil)
 	if err != nil {
 		t.Fatal(err)
