@@ -94,7 +94,9 @@ func (t *chunkIndex) add(h hash.Hash, ord, idx uint32) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		if len(t.slots) >= t.maxSlots {
 			t.thin()
-			if key&t.sample != 0 {
+			// Still too full (keys that share their low bits; not from real chunk hashes): the
+			// chunk is left out rather than filling the table.
+			if key&t.sample != 0 || (t.n+1)*4 > len(t.slots)*3 {
 				return
 			}
 		} else {
