@@ -264,25 +264,42 @@ func TestPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("peak-RSS check of a large upload and download; runs without -short")
 	}
-	n := int64(256 << 20)
-	if s := os.Getenv("XET_RSS_BYTES"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n = v
+	sink := os.Getenv("XET_RSS_SINK") == "1"
+	peakRSS(t, envInt(t, "XET_RSS_BYTES", 256<<20), sink)
+}
+
+// TestPeakRSSUpload is TestPeakRSS's upload alone (to a CAS that keeps nothing) of
+// XET_RSS_UPLOAD_BYTES bytes (default 4 GiB: a few seconds, and no disk). Skipped with -short.
+func TestPeakRSSUpload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("peak-RSS check of a large upload; runs without -short")
 	}
-	limit := int64(256)
-	if s := os.Getenv("XET_RSS_LIMIT_MB"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		limit = v
+	peakRSS(t, envInt(t, "XET_RSS_UPLOAD_BYTES", 4<<30), true)
+}
+
+func envInt(t *testing.T, name string, def int64) int64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
+}
+
+// peakRSS runs rssChild for n bytes (sink: upload only) in a child process and checks its peak RSS
+// against XET_RSS_LIMIT_MB (default 256).
+func peakRSS(t *testing.T, n int64, sink bool) {
+	limit := envInt(t, "XET_RSS_LIMIT_MB", 256)
+	sinkEnv := "XET_RSS_SINK=0"
+	if sink {
+		sinkEnv = "XET_RSS_SINK=1"
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPeakRSS$", "-test.v")
 	cmd.Env = append(os.Environ(), "XET_RSS_CHILD=1", "XET_RSS_BYTES="+strconv.FormatInt(n, 10),
-		"XET_RSS_DIR="+t.TempDir())
+		"XET_RSS_DIR="+t.TempDir(), sinkEnv)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -299,7 +316,11 @@ func TestPeakRSS(t *testing.T) {
 			t.Log(line)
 		}
 	}
-	t.Logf("%d bytes: peak RSS after upload %d MB, after download %d MB (limit %d MB)", n, up>>20, down>>20, limit)
+	if sink {
+		t.Logf("%d bytes uploaded: peak RSS %d MB (limit %d MB)", n, up>>20, limit)
+	} else {
+		t.Logf("%d bytes: peak RSS after upload %d MB, after download %d MB (limit %d MB)", n, up>>20, down>>20, limit)
+	}
 	if down>>20 > limit {
 		t.Fatalf("peak RSS %d MB over the limit of %d MB", down>>20, limit)
 	}
@@ -354,6 +375,9 @@ func rssChild(t *testing.T) {
 		fmt.Printf("after upload: %d xorbs, %d shards; heap in use %d MB, heap sys %d MB, GCs %d\n",
 			sink.xorbs, sink.shards, ms.HeapInuse>>20, ms.HeapSys>>20, ms.NumGC)
 		fmt.Printf("rss: upload %d download %d\n", maxRSS(), maxRSS())
+		if sink.shards < 1 || sink.xorbs < int(n/xorb.MaxBytes) {
+			t.Fatalf("sink CAS got %d xorbs and %d shards for %d bytes", sink.xorbs, sink.shards, n)
+		}
 		return
 	}
 	st, err := store.Open(filepath.Join(dir, "store"), store.Options{MetaCacheBytes: store.EmbeddedMetaCacheBytes})
