@@ -264,6 +264,9 @@ func TestPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("peak-RSS check of a large upload and download; runs without -short")
 	}
+	if raceEnabled {
+		t.Skip("peak RSS under -race measures the race detector; runs in the ordinary build")
+	}
 	sink := os.Getenv("XET_RSS_SINK") == "1"
 	peakRSS(t, envInt(t, "XET_RSS_BYTES", 256<<20), sink)
 }
@@ -273,6 +276,9 @@ func TestPeakRSS(t *testing.T) {
 func TestPeakRSSUpload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("peak-RSS check of a large upload; runs without -short")
+	}
+	if raceEnabled {
+		t.Skip("peak RSS under -race measures the race detector; runs in the ordinary build")
 	}
 	peakRSS(t, envInt(t, "XET_RSS_UPLOAD_BYTES", 4<<30), true)
 }
