@@ -3,9 +3,9 @@ package download
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"sync"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/scratch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
@@ -27,9 +27,7 @@ type merkleStream struct {
 	held    int64 // bytes of entries held by waiting terms
 	budget  int64
 	dir     string
-	spill   *os.File
-	path    string // non-empty while the spill file is to be removed at close
-	size    int64
+	spill   *scratch.File
 	err     error
 }
 
@@ -99,14 +97,11 @@ func (m *merkleStream) feed(ents []hash.Entry) {
 // spillAll writes every waiting term held in memory to the spill file.
 func (m *merkleStream) spillAll() error {
 	if m.spill == nil {
-		f, err := os.CreateTemp(m.dir, ".xet-download-*.chunks")
+		f, err := scratch.Create(m.dir, ".xet-download-*.chunks")
 		if err != nil {
 			return fmt.Errorf("spilling chunk hashes of terms finished out of order: %w", err)
 		}
-		m.spill, m.path = f, f.Name()
-		if os.Remove(f.Name()) == nil {
-			m.path = ""
-		}
+		m.spill = f
 	}
 	var buf []byte
 	for _, w := range m.waiting {
@@ -118,11 +113,11 @@ func (m *merkleStream) spillAll() error {
 			buf = append(buf, e.Hash[:]...)
 			buf = binary.LittleEndian.AppendUint64(buf, e.Size)
 		}
-		if _, err := m.spill.WriteAt(buf, m.size); err != nil {
+		off, err := m.spill.Append(buf)
+		if err != nil {
 			return fmt.Errorf("spilling chunk hashes of terms finished out of order: %w", err)
 		}
-		w.off, w.ents = m.size, nil
-		m.size += int64(len(buf))
+		w.off, w.ents = off, nil
 	}
 	m.held = 0
 	return nil
@@ -130,7 +125,7 @@ func (m *merkleStream) spillAll() error {
 
 func (m *merkleStream) readBack(w *waitingTerm) ([]hash.Entry, error) {
 	buf := make([]byte, w.n*entryRecord)
-	if _, err := m.spill.ReadAt(buf, w.off); err != nil {
+	if err := m.spill.ReadAt(buf, w.off); err != nil {
 		return nil, fmt.Errorf("reading back spilled chunk hashes: %w", err)
 	}
 	ents := make([]hash.Entry, w.n)
@@ -161,9 +156,6 @@ func (m *merkleStream) close() {
 	defer m.mu.Unlock()
 	if m.spill != nil {
 		m.spill.Close()
-		if m.path != "" {
-			os.Remove(m.path)
-		}
 		m.spill = nil
 	}
 }

@@ -3,9 +3,10 @@ package upload
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 
 	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/scratch"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -33,9 +34,7 @@ var listCacheSize = 8 // a variable for tests
 type chunkLists struct {
 	dir     string
 	log     zerolog.Logger
-	f       *os.File
-	path    string // non-empty while a spill file is to be removed at close
-	size    int64
+	f       *scratch.File
 	noSpill bool
 	err     error
 	recent  []*sxorb // the cut xorbs whose lists are in memory, most recent last
@@ -49,16 +48,13 @@ func (l *chunkLists) add(x *sxorb) {
 		return
 	}
 	if l.f == nil {
-		f, err := os.CreateTemp(l.dir, "xet-upload-*.chunks")
+		f, err := scratch.Create(l.dir, "xet-upload-*.chunks")
 		if err != nil {
 			l.noSpill = true
 			l.log.Warn().Err(err).Msg("upload: no temp file for the chunk lists of cut xorbs; keeping them in memory")
 			return
 		}
-		l.f, l.path = f, f.Name()
-		if os.Remove(f.Name()) == nil {
-			l.path = ""
-		}
+		l.f = f
 	}
 	b := l.buf[:0]
 	for _, c := range x.list {
@@ -67,13 +63,12 @@ func (l *chunkLists) add(x *sxorb) {
 		b = binary.LittleEndian.AppendUint32(b, c.RawLen)
 	}
 	l.buf = b
-	if _, err := l.f.WriteAt(b, l.size); err != nil {
+	off, err := l.f.Append(b)
+	if err != nil {
 		l.err = fmt.Errorf("upload: spilling the chunk list of xorb %s: %w", x.hash, err)
 		return
 	}
-	x.spillOff = l.size
-	x.spilled = true
-	l.size += int64(len(b))
+	x.spillOff, x.spilled = off, true
 	l.touch(x)
 }
 
@@ -106,7 +101,7 @@ func (l *chunkLists) read(x *sxorb) ([]shard.XorbChunk, error) {
 		l.buf = make([]byte, n*spillRecord)
 	}
 	b := l.buf[:n*spillRecord]
-	if _, err := l.f.ReadAt(b, x.spillOff); err != nil {
+	if err := l.f.ReadAt(b, x.spillOff); err != nil {
 		return nil, fmt.Errorf("upload: reading back the chunk list of xorb %s: %w", x.hash, err)
 	}
 	list := make([]shard.XorbChunk, n)
@@ -158,12 +153,7 @@ func (l *chunkLists) close() error {
 		return nil
 	}
 	err := l.f.Close()
-	if l.path != "" {
-		if rerr := os.Remove(l.path); err == nil {
-			err = rerr
-		}
-	}
-	l.f, l.path = nil, ""
+	l.f = nil
 	return err
 }
 

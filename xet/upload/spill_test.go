@@ -61,7 +61,7 @@ func TestSessionDedupesAgainstSpilledLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.lists.f == nil || s.lists.size == 0 {
+	if s.lists.f == nil || s.lists.f.Size() == 0 {
 		t.Fatal("no chunk list was spilled")
 	}
 	inMemory := 0
