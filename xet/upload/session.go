@@ -53,8 +53,8 @@ const (
 	// DefaultShardChunks: a shard listing 65536 chunks is about 3 MB, and covers 4 GiB of new data
 	// at the average chunk size.
 	DefaultShardChunks = 1 << 16
-	// DefaultIndexBytes: 16 MiB index about 786,000 chunks (48 GiB of new data at the average chunk
-	// size) before sampling starts.
+	// DefaultIndexBytes: 16 MiB hold about 786,000 chunks (48 GiB of new data at the average chunk
+	// size) before the index starts sampling.
 	DefaultIndexBytes = 16 << 20
 )
 
