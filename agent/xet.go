@@ -16,6 +16,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -62,7 +63,7 @@ type endpoint struct {
 	mode  string // "batch" or "embedded"
 	cas   cas.Client
 	cache *localshards.Cache // nil when the cache could not be opened (uploads go on without it)
-	local *cas.Local         // embedded mode
+	local *embedded.CAS      // embedded mode
 	where string             // for messages: CAS URL or store path
 }
 
@@ -163,7 +164,7 @@ func (x *xetTransferer) embeddedEndpoint(r LocalRemote, create bool) (*endpoint,
 	if err != nil {
 		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, x.init.Remote, err)
 	}
-	local := cas.NewLocal(st, "")
+	local := embedded.New(st, "")
 	e := &endpoint{mode: "embedded", cas: local, local: local, cache: x.openCache(dir), where: dir}
 	x.endpoints[dir] = e
 	return e, nil

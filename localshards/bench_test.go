@@ -255,32 +255,3 @@ func BenchmarkLookupHitColdXorb(b *testing.B) {
 	reportRate(b)
 }
 
-// BenchmarkLookupBatchMiss: LookupBatch over chunks the cache does not hold (blocks of 1024).
-func BenchmarkLookupBatchMiss(b *testing.B) {
-	c := loadedBenchCache(b)
-	defer c.Close()
-	probes := make([]hash.Hash, 1<<16)
-	for i := range probes {
-		probes[i] = fakeChunk(999_999_999, uint64(i))
-	}
-	const batch = 1024
-	out := make([]Match, batch)
-	found := make([]bool, batch)
-	b.ReportAllocs()
-	b.ResetTimer()
-	done := 0
-	for done < b.N {
-		n := min(batch, b.N-done)
-		at := done & (len(probes) - 1) &^ (batch - 1)
-		if err := c.LookupBatch(probes[at:at+n], out, found); err != nil {
-			b.Fatal(err)
-		}
-		for _, f := range found[:n] {
-			if f {
-				b.Fatal("unexpected hit")
-			}
-		}
-		done += n
-	}
-	reportRate(b)
-}

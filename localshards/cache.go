@@ -77,18 +77,6 @@ type Options struct {
 // 1 GB of index.
 const DefaultMaxEntries = 64 << 20
 
-// Match is where a chunk lives: chunk Index of xorb Xorb, whose chunks are Chunks. When Key is
-// non-zero the match came from a keyed (global-dedupe) shard and Chunks hold keyed hashes
-// (hash.Keyed(Key, chunk hash)); compare hash.Keyed(Key, next chunk) to extend the match.
-//
-// Chunks is shared with the cache and with other matches of the same xorb: read it, never modify it.
-type Match struct {
-	Xorb   hash.Hash
-	Index  uint32
-	Chunks []shard.XorbChunk
-	Key    hash.Hash
-}
-
 // Cache is one endpoint's shard cache. All methods are safe for concurrent use. Lookups never block
 // each other or on Add/refresh: they read an immutable snapshot of the index (view) that writers
 // replace atomically; writers (Add*, refresh, first load) serialise on mu.
@@ -208,10 +196,10 @@ func (c *Cache) Entries() int {
 // keyed dedupe answers. ok is false when no unexpired cached shard holds it. The first call loads
 // the index. A miss may re-list the directory for shards other processes added. err is only for
 // I/O failures other than a missing or malformed file (those are skipped).
-func (c *Cache) Lookup(chunk hash.Hash) (Match, bool, error) {
+func (c *Cache) Lookup(chunk hash.Hash) (shard.Match, bool, error) {
 	v, err := c.ready()
 	if err != nil {
-		return Match{}, false, err
+		return shard.Match{}, false, err
 	}
 	m, ok, err := c.find(v, chunk)
 	if ok || err != nil {
@@ -220,7 +208,7 @@ func (c *Cache) Lookup(chunk hash.Hash) (Match, bool, error) {
 	if nv := c.refreshOnMiss(v); nv != nil {
 		return c.find(nv, chunk)
 	}
-	return Match{}, false, nil
+	return shard.Match{}, false, nil
 }
 
 // refreshOnMiss re-lists the directory after a miss when Options.RefreshInterval has passed since
@@ -251,7 +239,7 @@ func (c *Cache) refreshOnMiss(v *view) *view {
 }
 
 // find probes every segment for chunk, unkeyed and under each HMAC key.
-func (c *Cache) find(v *view, chunk hash.Hash) (Match, bool, error) {
+func (c *Cache) find(v *view, chunk hash.Hash) (shard.Match, bool, error) {
 	for ki := range v.keys {
 		probe := chunk
 		if ki > 0 {
@@ -267,32 +255,32 @@ func (c *Cache) find(v *view, chunk hash.Hash) (Match, bool, error) {
 			}
 		}
 	}
-	return Match{}, false, nil
+	return shard.Match{}, false, nil
 }
 
 // verify resolves ref and checks the full (keyed) hash against the shard file's chunk entry.
-func (c *Cache) verify(v *view, ref uint32, keyID int, probe hash.Hash) (Match, bool, error) {
+func (c *Cache) verify(v *view, ref uint32, keyID int, probe hash.Hash) (shard.Match, bool, error) {
 	xi, ok := v.xorbOf(ref)
 	if !ok {
-		return Match{}, false, nil
+		return shard.Match{}, false, nil
 	}
 	x := &v.xorbs[xi]
 	sh := v.shards[x.shard]
 	if sh.keyID != keyID || sh.dead.Load() || !c.valid(sh.expires) {
-		return Match{}, false, nil
+		return shard.Match{}, false, nil
 	}
 	chunks, err := c.xorbChunks(sh, x, uint32(xi))
 	if err != nil {
-		return Match{}, false, err
+		return shard.Match{}, false, err
 	}
 	if chunks == nil {
-		return Match{}, false, nil
+		return shard.Match{}, false, nil
 	}
 	idx := ref - x.base
 	if chunks[idx].Hash != probe {
-		return Match{}, false, nil
+		return shard.Match{}, false, nil
 	}
-	return Match{Xorb: x.hash, Index: idx, Chunks: chunks, Key: v.keys[keyID]}, true, nil
+	return shard.Match{Xorb: x.hash, Index: idx, Chunks: chunks, Key: v.keys[keyID]}, true, nil
 }
 
 // xorbOf returns the index of the xorb holding ref.

@@ -457,47 +457,6 @@ func TestClosed(t *testing.T) {
 	}
 }
 
-func TestLookupBatchAgreesWithLookup(t *testing.T) {
-	clk := newClock(t0)
-	c := openTest(t, t.TempDir(), Options{Now: clk.Now})
-	own := testShard(60, 2, 40)
-	if err := c.AddOwn(own); err != nil {
-		t.Fatal(err)
-	}
-	d, keyedPlain := keyedShard(t, 61, fakeChunk(6, 1), t0.Add(time.Hour))
-	if err := c.AddDedupe(d); err != nil {
-		t.Fatal(err)
-	}
-	var probes []hash.Hash
-	for i := 0; i < 100; i++ {
-		switch i % 3 {
-		case 0:
-			probes = append(probes, own.Xorbs[i%2].Chunks[i%40].Hash)
-		case 1:
-			probes = append(probes, keyedPlain.Xorbs[0].Chunks[i%20].Hash)
-		default:
-			probes = append(probes, fakeChunk(62, uint64(i)))
-		}
-	}
-	out := make([]Match, len(probes))
-	found := make([]bool, len(probes))
-	if err := c.LookupBatch(probes, out, found); err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range probes {
-		m, ok, err := c.Lookup(p)
-		if err != nil || ok != found[i] || m.Xorb != out[i].Xorb || m.Index != out[i].Index || m.Key != out[i].Key {
-			t.Fatalf("probe %d: batch (%v %s %d) vs single (%v %s %d, %v)", i, found[i], out[i].Xorb, out[i].Index, ok, m.Xorb, m.Index, err)
-		}
-		if want := i%3 != 2; ok != want {
-			t.Fatalf("probe %d: found %v, want %v", i, ok, want)
-		}
-	}
-	if err := c.LookupBatch(probes, out[:1], found); err == nil {
-		t.Error("short result slice accepted")
-	}
-}
-
 func TestRefreshSeesOtherWritersAndRemovals(t *testing.T) {
 	dir := t.TempDir()
 	clk := newClock(t0)

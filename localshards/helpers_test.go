@@ -107,7 +107,7 @@ func shardFiles(t testing.TB, c *Cache, ext string) []string {
 }
 
 // mustFind looks chunk up and checks it is chunk idx of xorb x, unkeyed.
-func mustFind(t testing.TB, c *Cache, chunk hash.Hash, x hash.Hash, idx int) Match {
+func mustFind(t testing.TB, c *Cache, chunk hash.Hash, x hash.Hash, idx int) shard.Match {
 	t.Helper()
 	m, ok, err := c.Lookup(chunk)
 	if err != nil || !ok {

@@ -1,7 +1,6 @@
 // Package cas holds what the upload and download code ask of a Xet CAS (content-addressed store),
-// as one interface (Client), and its two implementations: HTTP, the CAS API over the network with
-// bearer tokens, retries and v2→v1 fallbacks; and Local, the embedded store (xet/store) in this
-// process.
+// as one interface (Client), and its network implementation HTTP: the CAS API with bearer tokens,
+// retries and v2→v1 fallbacks. The in-process implementation over xet/store is xet/embedded.
 package cas
 
 import (
@@ -37,9 +36,11 @@ type Client interface {
 	// QueryChunk asks for a global-dedupe shard of the xorbs holding chunk (keyed chunk hashes,
 	// with footer). ErrNotFound on a miss.
 	QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error)
-	// PutXorb stores a xorb (chunk records only, no footer) under its hash. The caller may reuse
-	// body after PutXorb returns only when ReleasesXorbBody(client) says so.
-	PutXorb(ctx context.Context, h hash.Hash, body []byte) (inserted bool, err error)
+	// PutXorb stores the xorb x, built by xorb.Builder in this process: x.Body (chunk records
+	// only, no footer) under x.Hash. A CAS over the network sends x.Body and verifies it on its side;
+	// one in this process may trust x.Chunks instead of hashing the data again. An implementation
+	// neither reads nor keeps x.Body once PutXorb returns, so the caller may reuse the buffer.
+	PutXorb(ctx context.Context, x *xorb.Xorb) (inserted bool, err error)
 	// PutShard registers the files of an upload-form shard; every xorb it names must be stored.
 	PutShard(ctx context.Context, body []byte) error
 	// Reconstruct returns the plan of a file (the whole file when rng is nil). ErrNotFound when
@@ -48,31 +49,6 @@ type Client interface {
 	// Fetch returns the bytes r (inclusive) of a xorb fetch (URL from the plan, or the local
 	// store). The body yields exactly r.Len() bytes or fails; the caller closes it.
 	Fetch(ctx context.Context, xorb hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error)
-}
-
-// BuiltXorbPutter is implemented by clients that can take a xorb built by xorb.Builder in this
-// process directly (Local: the store's trusted path, no decoding and re-hashing of the chunks).
-// Upload uses it when the client has it; wrappers that hide it only lose the shortcut. x.Body is
-// neither read nor kept after PutBuiltXorb returns.
-type BuiltXorbPutter interface {
-	PutBuiltXorb(ctx context.Context, x *xorb.Xorb) (inserted bool, err error)
-}
-
-// ReleasesXorbBody reports whether c declares (with a method ReleasesXorbBody() bool returning
-// true) that its PutXorb, and PutBuiltXorb if any, neither reads nor keeps the body once it
-// returns, so the caller may reuse the buffer. Local and HTTP do; a wrapper should forward it.
-// Upload recycles its 64 MiB xorb buffers only for such clients.
-func ReleasesXorbBody(c Client) bool {
-	r, ok := c.(interface{ ReleasesXorbBody() bool })
-	return ok && r.ReleasesXorbBody()
-}
-
-// InProcess reports whether c declares (with a method InProcess() bool returning true) that it
-// serves from storage in this process, with no network latency to hide: transfers then default to
-// less concurrency, which saves memory and CPU. Local does; a wrapper should forward it.
-func InProcess(c Client) bool {
-	r, ok := c.(interface{ InProcess() bool })
-	return ok && r.InProcess()
 }
 
 // IsRetryable reports whether err is worth retrying (server errors, throttling, broken connections

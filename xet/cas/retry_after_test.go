@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // scriptedServer answers every request with answer(n) (n counts requests from 1) and records when
@@ -74,7 +75,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), MaxRetries: 3,
 		RetryBaseDelay: time.Millisecond, RetryMaxDelay: 5 * time.Second})
 	start := time.Now()
-	inserted, err := c.PutXorb(context.Background(), fixedHash(1), []byte("body"))
+	inserted, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(1), Body: []byte("body")})
 	if err != nil {
 		t.Fatalf("PutXorb after one 429: %v", err)
 	}
@@ -103,7 +104,7 @@ func TestRetriesAreBounded(t *testing.T) {
 		})
 		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, MaxRetries: tc.retries,
 			RetryBaseDelay: time.Millisecond, RetryMaxDelay: 10 * time.Millisecond})
-		_, err := c.PutXorb(context.Background(), fixedHash(2), []byte("body"))
+		_, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(2), Body: []byte("body")})
 		if err == nil {
 			t.Fatal("PutXorb succeeded against a server answering 503")
 		}
@@ -129,7 +130,7 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), MaxRetries: 3,
 			RetryBaseDelay: time.Millisecond})
 		start := time.Now()
-		_, err := c.PutXorb(context.Background(), fixedHash(3), []byte("body"))
+		_, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(3), Body: []byte("body")})
 		if err == nil {
 			t.Fatalf("HTTP %d: PutXorb succeeded", code)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // QueryChunk asks GET /v1/chunks/default-merkledb/{chunk} for a global-dedupe shard. A 404 is a
@@ -41,12 +42,14 @@ func (h *HTTP) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) 
 	return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 }
 
-// PutXorb uploads a xorb: POST /v1/xorbs/default/{xorb} with the records as body.
-func (h *HTTP) PutXorb(ctx context.Context, x hash.Hash, body []byte) (bool, error) {
+// PutXorb uploads a xorb: POST /v1/xorbs/default/{xorb} with the records as body. Once it returns,
+// the transport has closed the request body of every attempt (each is tracked until closed), so the
+// caller may reuse x.Body.
+func (h *HTTP) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	var ans casapi.PutXorbResponse
 	err := h.do(ctx, call{
-		op: "upload xorb " + x.String(), method: http.MethodPost, auth: true, body: body,
-		url:    h.o.Endpoint + "/v1/xorbs/" + casapi.PrefixDefault + "/" + x.String(),
+		op: "upload xorb " + x.Hash.String(), method: http.MethodPost, auth: true, body: x.Body,
+		url:    h.o.Endpoint + "/v1/xorbs/" + casapi.PrefixDefault + "/" + x.Hash.String(),
 		header: map[string]string{"Content-Type": "application/octet-stream"},
 		accept: func(resp *http.Response) error {
 			return decodeJSON("upload xorb", resp.Body, MaxSmallAnswer, &ans)
@@ -57,10 +60,6 @@ func (h *HTTP) PutXorb(ctx context.Context, x hash.Hash, body []byte) (bool, err
 	}
 	return ans.WasInserted, nil
 }
-
-// ReleasesXorbBody: once PutXorb returns, the transport has closed the request body (every attempt's
-// body is tracked until closed; see cas.ReleasesXorbBody).
-func (h *HTTP) ReleasesXorbBody() bool { return true }
 
 // fallback reports whether a v2 route answered "not here" (404, 501), so v1 is to be tried.
 func fallback(err error) bool {

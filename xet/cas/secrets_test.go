@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // syncBuffer is a log sink safe for the client's concurrent writes.
@@ -49,7 +50,7 @@ func failEverything(t *testing.T, answer func(n int, w http.ResponseWriter, r *h
 	ctx := context.Background()
 	_, err := c.QueryChunk(ctx, fixedHash(10))
 	errs = append(errs, err)
-	_, err = c.PutXorb(ctx, fixedHash(11), []byte("xorb"))
+	_, err = c.PutXorb(ctx, &xorb.Xorb{Hash: fixedHash(11), Body: []byte("xorb")})
 	errs = append(errs, err)
 	errs = append(errs, c.PutShard(ctx, []byte("shard")))
 	_, err = c.Reconstruct(ctx, fixedHash(12), nil)
@@ -166,7 +167,7 @@ func TestRequestHeaders(t *testing.T) {
 		if _, err := c.QueryChunk(ctx, fixedHash(20)); err == nil {
 			t.Fatal("dedupe query: want a miss")
 		}
-		if _, err := c.PutXorb(ctx, fixedHash(21), []byte("x")); err != nil {
+		if _, err := c.PutXorb(ctx, &xorb.Xorb{Hash: fixedHash(21), Body: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.PutShard(ctx, []byte("s")); err != nil {

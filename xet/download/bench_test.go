@@ -21,6 +21,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -159,7 +160,7 @@ func benchUpload(b *testing.B, tensor bool, policy xorb.Policy) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := cas.NewLocal(s, "")
+		c := embedded.New(s, "")
 		f, err := os.Open(in)
 		if err != nil {
 			b.Fatal(err)
@@ -167,7 +168,7 @@ func benchUpload(b *testing.B, tensor bool, policy xorb.Policy) {
 		runtime.GC()
 		b.StartTimer()
 		u0, s0 := cpuTimes()
-		sess := upload.NewSession(upload.Config{CAS: c, Policy: policy})
+		sess := upload.NewSession(upload.Config{CAS: c, Policy: policy, Concurrency: 1})
 		sum := [32]byte{byte(i)}
 		if _, err := sess.Upload(context.Background(), f, &sum, nil); err != nil {
 			b.Fatal(err)
@@ -192,11 +193,11 @@ func BenchmarkUploadTensor(b *testing.B)         { benchUpload(b, true, xorb.Pol
 
 // benchDownload downloads a file of XET_BENCH_BYTES (default 1 GiB) from the in-process store,
 // the file hash always verified, the SHA-256 too when withSHA. XET_BENCH_CONCURRENCY sets
-// Config.Concurrency (default 0: the package default, 1 for the in-process store).
+// Config.Concurrency (default 1, as for any in-process store).
 func benchDownload(b *testing.B, tensor bool, withSHA bool) {
 	n := benchSize()
 	c := newLocal(b)
-	s := upload.NewSession(upload.Config{CAS: c})
+	s := upload.NewSession(upload.Config{CAS: c, Concurrency: 1})
 	res, err := s.Upload(context.Background(), newGen(n, 1, tensor), nil, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -217,7 +218,10 @@ func benchDownload(b *testing.B, tensor bool, withSHA bool) {
 		if withSHA {
 			req.SHA256 = &res.SHA256
 		}
-		conc, _ := strconv.Atoi(os.Getenv("XET_BENCH_CONCURRENCY")) // 0: the default
+		conc, err := strconv.Atoi(os.Getenv("XET_BENCH_CONCURRENCY"))
+		if err != nil || conc <= 0 {
+			conc = 1 // as for any in-process store (see download.Config.Concurrency)
+		}
 		if err := download.Download(context.Background(), download.Config{CAS: c, Concurrency: conc}, req); err != nil {
 			b.Fatal(err)
 		}
@@ -338,7 +342,7 @@ func peakRSS(t *testing.T, n int64, sink bool) {
 type sinkCAS struct{ shards, xorbs int }
 
 func (c *sinkCAS) QueryChunk(context.Context, hash.Hash) ([]byte, error) { return nil, cas.ErrNotFound }
-func (c *sinkCAS) PutXorb(context.Context, hash.Hash, []byte) (bool, error) {
+func (c *sinkCAS) PutXorb(context.Context, *xorb.Xorb) (bool, error) {
 	c.xorbs++
 	return true, nil
 }
@@ -355,8 +359,6 @@ func (c *sinkCAS) Reconstruct(context.Context, hash.Hash, *casapi.ByteRange) (*c
 func (c *sinkCAS) Fetch(context.Context, hash.Hash, casapi.XorbFetch, casapi.ByteRange) (io.ReadCloser, error) {
 	return nil, errors.New("sink CAS: nothing to fetch")
 }
-func (c *sinkCAS) InProcess() bool        { return true }
-func (c *sinkCAS) ReleasesXorbBody() bool { return true }
 
 // rssChild is the child of TestPeakRSS: upload, then download, of generated data (with
 // XET_RSS_SINK=1, only the upload, to a sinkCAS).
@@ -368,7 +370,7 @@ func rssChild(t *testing.T) {
 	dir := os.Getenv("XET_RSS_DIR")
 	if os.Getenv("XET_RSS_SINK") == "1" {
 		sink := &sinkCAS{}
-		sess := upload.NewSession(upload.Config{CAS: sink, TempDir: dir})
+		sess := upload.NewSession(upload.Config{CAS: sink, TempDir: dir, Concurrency: 1})
 		defer sess.Close()
 		if _, err := sess.Upload(context.Background(), newGen(n, 3, false), nil, nil); err != nil {
 			t.Fatal(err)
@@ -390,8 +392,8 @@ func rssChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cas.NewLocal(st, "")
-	sess := upload.NewSession(upload.Config{CAS: c, TempDir: dir})
+	c := embedded.New(st, "")
+	sess := upload.NewSession(upload.Config{CAS: c, TempDir: dir, Concurrency: 1})
 	defer sess.Close()
 	res, err := sess.Upload(context.Background(), newGen(n, 3, false), nil, nil)
 	if err != nil {
@@ -413,7 +415,7 @@ func rssChild(t *testing.T) {
 	fmt.Printf("after upload: heap in use %d MB, heap sys %d MB, released %d MB, total alloc %d MB, GCs %d\n",
 		ms.HeapInuse>>20, ms.HeapSys>>20, ms.HeapReleased>>20, ms.TotalAlloc>>20, ms.NumGC)
 	p := filepath.Join(dir, "out")
-	if err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+	if err := download.Download(context.Background(), download.Config{CAS: c, Concurrency: 1}, download.Request{
 		File: res.FileHash, Size: n, SHA256: &res.SHA256, Path: p}); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +456,7 @@ func TestLargeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [32]byte(h.Sum(nil))
-	s := upload.NewSession(upload.Config{CAS: c})
+	s := upload.NewSession(upload.Config{CAS: c, Concurrency: 1})
 	res, err := s.Upload(context.Background(), newGen(n, 42, false), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -466,7 +468,7 @@ func TestLargeRoundTrip(t *testing.T) {
 		t.Fatalf("upload result: size %d, sha %x", res.Size, res.SHA256)
 	}
 	p := filepath.Join(t.TempDir(), "big")
-	if err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+	if err := download.Download(context.Background(), download.Config{CAS: c, Concurrency: 1}, download.Request{
 		File: res.FileHash, Size: n, SHA256: &want, Path: p}); err != nil {
 		t.Fatal(err)
 	}
@@ -475,4 +477,4 @@ func TestLargeRoundTrip(t *testing.T) {
 	}
 }
 
-var _ cas.Client = (*cas.Local)(nil)
+var _ cas.Client = (*embedded.CAS)(nil)

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -25,7 +25,7 @@ import (
 
 // planFixture is a store holding a file of two terms in two xorbs, and its real plans.
 type planFixture struct {
-	local  *cas.Local
+	local  *embedded.CAS
 	data   []byte
 	file   hash.Hash
 	sha    [32]byte
@@ -50,7 +50,7 @@ func newPlanFixture(tb testing.TB) *planFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	local := cas.NewLocal(st, "")
+	local := embedded.New(st, "")
 	ctx := context.Background()
 	put := func(b []byte) *upload.FileResult {
 		s := upload.NewSession(upload.Config{CAS: local, GlobalDedupe: true})
@@ -99,7 +99,7 @@ func clonePlan(tb testing.TB, p *casapi.ReconstructionV2) *casapi.Reconstruction
 
 // planCAS serves a given plan (whatever is asked) and the store's xorb bytes.
 type planCAS struct {
-	*cas.Local
+	*embedded.CAS
 	plan    []byte // JSON of the plan
 	fetches atomic.Int64
 }
@@ -114,7 +114,7 @@ func (c *planCAS) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.B
 
 func (c *planCAS) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
 	c.fetches.Add(1)
-	return c.Local.Fetch(ctx, x, f, r)
+	return c.CAS.Fetch(ctx, x, f, r)
 }
 
 // getWithPlan downloads the fixture's file (or rng of it) through plan p; it returns the bytes
@@ -132,7 +132,7 @@ func getWithPlan(tb testing.TB, fx *planFixture, p []byte, rng *casapi.ByteRange
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	err := download.Download(ctx, download.Config{CAS: &planCAS{Local: fx.local, plan: p}, Concurrency: 2}, req)
+	err := download.Download(ctx, download.Config{CAS: &planCAS{CAS: fx.local, plan: p}, Concurrency: 2}, req)
 	if took := time.Since(start); took > 10*time.Second {
 		tb.Fatalf("download through a hostile plan took %v (err %v)", took, err)
 	}

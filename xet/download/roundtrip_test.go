@@ -14,6 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -42,18 +43,18 @@ type countingCAS struct {
 	xorbs, xorbBytes int
 }
 
-func (c *countingCAS) PutXorb(ctx context.Context, h hash.Hash, body []byte) (bool, error) {
+func (c *countingCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	c.xorbs++
-	c.xorbBytes += len(body)
-	return c.Client.PutXorb(ctx, h, body)
+	c.xorbBytes += len(x.Body)
+	return c.Client.PutXorb(ctx, x)
 }
 
-func newLocal(t testing.TB) *cas.Local {
+func newLocal(t testing.TB) *embedded.CAS {
 	s, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cas.NewLocal(s, "")
+	return embedded.New(s, "")
 }
 
 func uploadAll(t testing.TB, c cas.Client, files ...[]byte) []*upload.FileResult {

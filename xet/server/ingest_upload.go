@@ -7,7 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -15,7 +15,7 @@ import (
 )
 
 // UploadIngester is the Ingester the binary uses: each basic-transfer upload runs through an
-// xet/upload session over the in-process CAS (cas.NewLocal on the server's store, namespace = the
+// xet/upload session over the in-process CAS (xet/embedded on the server's store, namespace = the
 // repository), so plain LFS uploads are chunked, deduplicated against everything the store already
 // holds (global-dedupe queries answered by the store itself) and packed exactly as a Xet client
 // would. The shard is registered (Finish) only when the stream's length and SHA-256 match the LFS
@@ -31,8 +31,11 @@ type UploadIngester struct {
 // Ingest implements Ingester. size < 0 means unknown (not checked).
 func (in *UploadIngester) Ingest(ctx context.Context, ns string, r io.Reader, size int64, wantSHA256 [32]byte) (hash.Hash, error) {
 	sess := upload.NewSession(upload.Config{
-		CAS:          cas.NewLocal(in.Store, ns),
-		Policy:       in.Policy,
+		CAS:    embedded.New(in.Store, ns),
+		Policy: in.Policy,
+		// The store is in this process: a second xorb upload in flight would only hold another
+		// buffer (see upload.Config.Concurrency).
+		Concurrency:  1,
 		GlobalDedupe: true,
 		Log:          in.Log,
 	})

@@ -300,3 +300,17 @@ func ordinalOf(starts []uint32, idx uint32) (int, bool) {
 	i := sort.Search(len(starts), func(i int) bool { return starts[i] >= idx })
 	return i, i < len(starts) && starts[i] == idx
 }
+
+// Match is where a chunk lives, as a shard lists it: chunk Index of xorb Xorb, whose chunks are
+// Chunks. When Key is non-zero the match came from a keyed (global-dedupe) shard and Chunks hold
+// keyed hashes (hash.Keyed(Key, chunk hash)); compare hash.Keyed(Key, next chunk) to extend the
+// match. The local shard cache answers lookups with it, and an upload session extends it.
+//
+// Chunks may be shared with the cache and with other matches of the same xorb: read it, never
+// modify it.
+type Match struct {
+	Xorb   hash.Hash
+	Index  uint32
+	Chunks []XorbChunk
+	Key    hash.Hash
+}

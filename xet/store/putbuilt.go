@@ -23,7 +23,7 @@ func (s *Store) PutXorbBytes(ctx context.Context, h hash.Hash, body []byte) (boo
 // PutBuiltXorb stores a xorb that this process has just built with xorb.Builder, taking the chunk
 // infos the builder computed instead of decoding and re-hashing every chunk.
 //
-// Trust boundary: this is the in-process path of the embedded store (cas.Local), for xorbs whose
+// Trust boundary: this is the in-process path of the embedded store (xet/embedded), for xorbs whose
 // chunk hashes were computed from the data by this process's chunker. It checks everything that is
 // cheap to check: the limits, that the records tile x.Body exactly, that every record header agrees
 // with its chunk info (scheme, raw length, payload length), and that x.Hash is the merkle hash of the

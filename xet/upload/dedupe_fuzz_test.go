@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
 
 // answerCAS is the store, but answers every global-dedupe query with a given (hostile) body.
 type answerCAS struct {
-	*cas.Local
+	*embedded.CAS
 	answer []byte
 }
 
@@ -42,7 +42,7 @@ func FuzzGlobalDedupeAnswer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, answer []byte) {
 		// A file new to the store (its own tail) whose first 200 KiB are the stored file's.
 		file := append(append([]byte(nil), first[:200<<10]...), genData(50<<10, 1000+n.Add(1))...)
-		c := &answerCAS{Local: local, answer: answer}
+		c := &answerCAS{CAS: local, answer: answer}
 		s := upload.NewSession(upload.Config{CAS: c, GlobalDedupe: true, QuerySpacing: 1})
 		start := time.Now()
 		r, err := s.Upload(ctx, bytesReader(file), nil, nil)

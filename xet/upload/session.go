@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -24,17 +23,21 @@ import (
 
 // ShardCache is what a session asks of the local shard cache (*localshards.Cache implements it).
 type ShardCache interface {
-	Lookup(chunk hash.Hash) (localshards.Match, bool, error)
+	Lookup(chunk hash.Hash) (shard.Match, bool, error)
 	AddOwn(s *shard.Shard) error
 	AddDedupe(data []byte) error
 }
 
 // Config configures a Session. Zero fields take defaults.
 type Config struct {
-	CAS          cas.Client
-	Cache        ShardCache // may be nil
-	Policy       xorb.Policy
-	Concurrency  int   // xorb uploads in flight; default 2 (1 for an in-process store, cas.InProcess)
+	CAS    cas.Client
+	Cache  ShardCache // may be nil
+	Policy xorb.Policy
+	// Concurrency is the number of xorb uploads in flight; default 2. A caller writing to a store in
+	// this process (xet/embedded) should say 1: the store writes a xorb (~40 ms for 64 MiB) faster
+	// than the next one fills (~70 ms of chunking and compression), so a second upload in flight
+	// would only hold another 64 MiB buffer.
+	Concurrency  int
 	GlobalDedupe bool  // ask the CAS about eligible chunks that no local source knows
 	QuerySpacing int64 // at most one global query per this many bytes of a file; default 4e6
 	// TempDir holds the session's spill file (the chunk lists of its cut xorbs); default
@@ -97,7 +100,6 @@ type Session struct {
 	files    []pendingFile
 	global   []*gshard // global-dedupe answers of this session
 	stats    struct{ xorbs int }
-	recycle  bool // the client releases xorb bodies: use the buffer pool (see bodies)
 }
 
 // pendingFile is a file waiting for Finish: its shard block with placeholder xorb hashes, and the
@@ -111,12 +113,6 @@ type pendingFile struct {
 func NewSession(cfg Config) *Session {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 2
-		if cas.InProcess(cfg.CAS) {
-			// An in-process store writes a xorb (~40 ms for 64 MiB) faster than the next one fills
-			// (~70 ms of chunking and compression): a second upload in flight would only hold
-			// another 64 MiB buffer.
-			cfg.Concurrency = 1
-		}
 	}
 	if cfg.QuerySpacing <= 0 {
 		cfg.QuerySpacing = 4_000_000
@@ -127,7 +123,7 @@ func NewSession(cfg Config) *Session {
 	if cfg.IndexBytes <= 0 {
 		cfg.IndexBytes = DefaultIndexBytes
 	}
-	s := &Session{cfg: cfg, log: cfg.Log, recycle: cas.ReleasesXorbBody(cfg.CAS)}
+	s := &Session{cfg: cfg, log: cfg.Log}
 	s.lists = chunkLists{dir: cfg.TempDir, log: cfg.Log}
 	s.index = newChunkIndex(s.chunkHash, cfg.IndexBytes)
 	return s

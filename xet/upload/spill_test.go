@@ -17,6 +17,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
@@ -30,13 +31,13 @@ func randomBytes(n int, seed uint64) []byte {
 	return b[:n]
 }
 
-func localCAS(t *testing.T) *cas.Local {
+func localCAS(t *testing.T) *embedded.CAS {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cas.NewLocal(st, "")
+	return embedded.New(st, "")
 }
 
 // withListCache runs the test with at most n chunk lists of cut xorbs in memory.

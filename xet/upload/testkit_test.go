@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -177,7 +177,8 @@ func (c *recCAS) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error) {
 	return b, err
 }
 
-func (c *recCAS) PutXorb(ctx context.Context, h hash.Hash, body []byte) (bool, error) {
+func (c *recCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+	h := x.Hash
 	c.mu.Lock()
 	c.xorbs = append(c.xorbs, h)
 	block := c.blockPut
@@ -194,7 +195,7 @@ func (c *recCAS) PutXorb(ctx context.Context, h hash.Hash, body []byte) (bool, e
 	if c.inner == nil {
 		return true, nil
 	}
-	return c.inner.PutXorb(ctx, h, body)
+	return c.inner.PutXorb(ctx, x)
 }
 
 func (c *recCAS) PutShard(ctx context.Context, body []byte) error {
@@ -248,13 +249,13 @@ func fileTerms(t testing.TB, sh *shard.Shard, h hash.Hash) []shard.Term {
 }
 
 // openStore returns the embedded CAS over a new store in a temp dir.
-func openStore(t testing.TB) *cas.Local {
+func openStore(t testing.TB) *embedded.CAS {
 	t.Helper()
 	s, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cas.NewLocal(s, "")
+	return embedded.New(s, "")
 }
 
 // fakeCache is a ShardCache in memory: it indexes the xorbs of the shards it is given (the keyed
@@ -264,13 +265,13 @@ type fakeCache struct {
 	lookups int
 	owned   []*shard.Shard
 	dedupe  [][]byte
-	plain   map[hash.Hash]localshards.Match
+	plain   map[hash.Hash]shard.Match
 	keyed   []*shard.Shard
 }
 
-func newFakeCache() *fakeCache { return &fakeCache{plain: make(map[hash.Hash]localshards.Match)} }
+func newFakeCache() *fakeCache { return &fakeCache{plain: make(map[hash.Hash]shard.Match)} }
 
-func (c *fakeCache) Lookup(h hash.Hash) (localshards.Match, bool, error) {
+func (c *fakeCache) Lookup(h hash.Hash) (shard.Match, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lookups++
@@ -279,11 +280,11 @@ func (c *fakeCache) Lookup(h hash.Hash) (localshards.Match, bool, error) {
 	}
 	for _, sh := range c.keyed {
 		if x, ci, ok := sh.FindChunk(h); ok {
-			return localshards.Match{Xorb: sh.Xorbs[x].Hash, Index: uint32(ci), Chunks: sh.Xorbs[x].Chunks,
+			return shard.Match{Xorb: sh.Xorbs[x].Hash, Index: uint32(ci), Chunks: sh.Xorbs[x].Chunks,
 				Key: sh.Footer.HMACKey}, true, nil
 		}
 	}
-	return localshards.Match{}, false, nil
+	return shard.Match{}, false, nil
 }
 
 func (c *fakeCache) AddOwn(s *shard.Shard) error {
@@ -293,7 +294,7 @@ func (c *fakeCache) AddOwn(s *shard.Shard) error {
 	for _, x := range s.Xorbs {
 		for i, ch := range x.Chunks {
 			if _, ok := c.plain[ch.Hash]; !ok {
-				c.plain[ch.Hash] = localshards.Match{Xorb: x.Hash, Index: uint32(i), Chunks: x.Chunks}
+				c.plain[ch.Hash] = shard.Match{Xorb: x.Hash, Index: uint32(i), Chunks: x.Chunks}
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -63,9 +62,7 @@ func (x *sxorb) resolve() (*sxorb, uint32) {
 func (s *Session) newSxorb() *sxorb {
 	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy), ord: uint32(len(s.sxorbs)), lists: &s.lists}
 	s.sxorbs = append(s.sxorbs, x)
-	if s.recycle {
-		x.b.UseBuffer(bodies.get())
-	} // else the Builder grows its own body (doubling), and the GC frees it after the upload
+	x.b.UseBuffer(bodies.get())
 	x.b.StartFile()
 	return x
 }
@@ -78,8 +75,8 @@ func (s *Session) newSxorb() *sxorb {
 // once is bounded by each session's structure (see Session); the pool keeps at most maxIdleBodies
 // idle ones, and unmaps them after bodyIdleTime without use.
 //
-// Only sessions whose client releases bodies (cas.ReleasesXorbBody) use the pool; the others get
-// ordinary heap buffers that the GC frees once the client lets go of them.
+// A body goes back to the pool once PutXorb has returned: by the cas.Client contract the client
+// neither reads nor keeps it after that.
 var bodies = &bodyPool{}
 
 const (
@@ -154,9 +151,7 @@ func (x *sxorb) fits(n int) bool { return x.b.Fits(n) }
 // are, no recompression), recycles src's buffer and leaves src pointing at dst.
 func (s *Session) mergeInto(dst, src *sxorb) error {
 	off := uint32(dst.b.Absorb(src.b))
-	if body := src.b.Finish().Body; s.recycle {
-		bodies.put(body)
-	}
+	bodies.put(src.b.Finish().Body)
 	src.b = nil
 	dst.chunks = append(dst.chunks, src.chunks...)
 	dst.raw += src.raw
@@ -166,8 +161,7 @@ func (s *Session) mergeInto(dst, src *sxorb) error {
 
 // cut finishes open xorb x, records it for the shard and starts its upload. It blocks while
 // Concurrency uploads are in flight (so at most Concurrency cut xorbs are in memory, plus the one
-// waiting here, which was the open one). A body is recycled once stored when the client declares
-// it does not keep bodies (cas.ReleasesXorbBody).
+// waiting here, which was the open one). A body is recycled once stored (see bodies).
 func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	if x.cut || x.b == nil || x.b.Len() == 0 {
 		return nil
@@ -200,20 +194,11 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	s.log.Debug().Str("xorb", built.Hash.String()).Int("chunks", len(built.Chunks)).Uint64("raw", built.RawBytes).
 		Int("bytes", len(built.Body)).Msg("upload: xorb cut")
 	c := s.cfg.CAS
-	recycle := s.recycle
 	g.Go(func() error {
-		var err error
-		if bp, ok := c.(cas.BuiltXorbPutter); ok {
-			_, err = bp.PutBuiltXorb(gctx, built)
-		} else {
-			_, err = c.PutXorb(gctx, built.Hash, built.Body)
-		}
-		if err != nil {
+		if _, err := c.PutXorb(gctx, built); err != nil {
 			return fmt.Errorf("upload xorb %s: %w", built.Hash, err)
 		}
-		if recycle {
-			bodies.put(built.Body)
-		}
+		bodies.put(built.Body)
 		return nil
 	})
 	return ctx.Err()

@@ -1,4 +1,8 @@
-package cas
+// Package embedded is the in-process CAS: a cas.Client over a *store.Store (a directory, no server).
+// The agent uses it for remotes on this machine, and xet-server for the uploads it chunks itself
+// (basic transfers). It sits beside the store so that xet/cas, what clients ask of any CAS, does not
+// depend on the store.
+package embedded
 
 import (
 	"context"
@@ -6,39 +10,40 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// Local is the embedded CAS: a Client over a *store.Store in this process (a directory, no server).
-// Shards are registered under namespace ns. Safe for concurrent use (the store is).
-type Local struct {
+// CAS is the embedded CAS: a cas.Client over a *store.Store in this process. Shards are registered
+// under namespace ns. Safe for concurrent use (the store is).
+type CAS struct {
 	s  *store.Store
 	ns string
 }
 
-// NewLocal returns the Client of store s, registering files under namespace ns ("" for the
-// embedded store).
-func NewLocal(s *store.Store, ns string) *Local { return &Local{s: s, ns: ns} }
+// New returns the client of store s, registering files under namespace ns ("" for the embedded
+// store of a repository).
+func New(s *store.Store, ns string) *CAS { return &CAS{s: s, ns: ns} }
 
 // Store returns the store under l.
-func (l *Local) Store() *store.Store { return l.s }
+func (l *CAS) Store() *store.Store { return l.s }
 
 // mapErr turns the store's sentinel errors into this package's.
 func mapErr(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", cas.ErrNotFound, err)
 	case errors.Is(err, store.ErrRangeNotSatisfiable):
-		return fmt.Errorf("%w: %w", ErrRangeNotSatisfiable, err)
+		return fmt.Errorf("%w: %w", cas.ErrRangeNotSatisfiable, err)
 	}
 	return err
 }
 
-// QueryChunk returns the store's global-dedupe shard for chunk, or ErrNotFound.
-func (l *Local) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) {
+// QueryChunk returns the store's global-dedupe shard for chunk, or cas.ErrNotFound.
+func (l *CAS) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) {
 	b, err := l.s.GlobalDedupe(ctx, chunk)
 	if err != nil {
 		return nil, mapErr(err)
@@ -46,18 +51,10 @@ func (l *Local) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error)
 	return b, nil
 }
 
-// PutXorb stores a xorb (the store validates it against h, decoding and hashing every chunk).
-func (l *Local) PutXorb(ctx context.Context, h hash.Hash, body []byte) (bool, error) {
-	ok, err := l.s.PutXorbBytes(ctx, h, body)
-	if err != nil {
-		return false, fmt.Errorf("store xorb %s: %w", h, err)
-	}
-	return ok, nil
-}
-
-// PutBuiltXorb stores a xorb built by xorb.Builder in this process through the store's trusted
-// path (store.PutBuiltXorb): its chunks are not decoded and hashed again. x.Body is not retained.
-func (l *Local) PutBuiltXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+// PutXorb stores a xorb built by xorb.Builder in this process through the store's trusted path
+// (store.PutBuiltXorb): its chunks are not decoded and hashed again, only checked against the
+// builder's chunk list. The store has written x.Body when PutXorb returns and does not keep it.
+func (l *CAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	ok, err := l.s.PutBuiltXorb(ctx, x)
 	if err != nil {
 		return false, fmt.Errorf("store xorb %s: %w", x.Hash, err)
@@ -65,14 +62,8 @@ func (l *Local) PutBuiltXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	return ok, nil
 }
 
-// ReleasesXorbBody: the store has written the body when a put returns (see cas.ReleasesXorbBody).
-func (l *Local) ReleasesXorbBody() bool { return true }
-
-// InProcess: Local serves from a store in this process (see cas.InProcess).
-func (l *Local) InProcess() bool { return true }
-
 // PutShard registers the files of an upload-form shard.
-func (l *Local) PutShard(ctx context.Context, body []byte) error {
+func (l *CAS) PutShard(ctx context.Context, body []byte) error {
 	if _, err := l.s.PutShard(ctx, l.ns, body); err != nil {
 		return fmt.Errorf("store shard: %w", err)
 	}
@@ -80,7 +71,7 @@ func (l *Local) PutShard(ctx context.Context, body []byte) error {
 }
 
 // Reconstruct plans a file from the store; fetch URLs are empty (Fetch reads the store).
-func (l *Local) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
+func (l *CAS) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
 	p, err := l.s.Reconstruct(ctx, file, rng)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("reconstruct %s: %w", file, err))
@@ -89,7 +80,7 @@ func (l *Local) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.Byt
 }
 
 // Fetch reads bytes r of xorb's records region from the store.
-func (l *Local) Fetch(ctx context.Context, x hash.Hash, _ casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
+func (l *CAS) Fetch(ctx context.Context, x hash.Hash, _ casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
 	f, recordsLen, err := l.s.OpenXorb(ctx, x)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("open xorb %s: %w", x, err))
@@ -103,7 +94,7 @@ func (l *Local) Fetch(ctx context.Context, x hash.Hash, _ casapi.XorbFetch, r ca
 
 // LookupSHA256 finds the Xet file registered with this SHA-256 (an LFS oid) in l's namespace.
 // sha is in the hash.FromSHA256 form (hash.ParseSHA256 of the oid).
-func (l *Local) LookupSHA256(ctx context.Context, sha hash.Hash) (file hash.Hash, size uint64, err error) {
+func (l *CAS) LookupSHA256(ctx context.Context, sha hash.Hash) (file hash.Hash, size uint64, err error) {
 	file, size, err = l.s.LookupSHA256(ctx, l.ns, sha)
 	if err != nil {
 		return hash.Zero, 0, mapErr(err)
@@ -118,7 +109,4 @@ type sectionCloser struct {
 
 func (s *sectionCloser) Close() error { return s.c.Close() }
 
-var (
-	_ Client          = (*Local)(nil)
-	_ BuiltXorbPutter = (*Local)(nil)
-)
+var _ cas.Client = (*CAS)(nil)

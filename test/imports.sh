@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Checks the import arrows of docs/ARCHITECTURE.md (non-test code): exits 1 naming every package that
+# depends on one it must not. Run from anywhere; .ci/run runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod=$(go list -m)
+all=$(go list ./...) # fails the script when the tree does not load
+fail=0
+
+# deps PKG: the project's packages PKG depends on, directly or not (test files excluded).
+deps() {
+  local d
+  d=$(go list -deps "$mod/$1") || { echo "go list -deps $1 failed" >&2; exit 2; }
+  echo "$d" | grep "^$mod/" | sed "s|^$mod/||" | grep -vx "$1" || true
+}
+
+# forbid PKG PATTERN WHY: PKG must not depend on any package matching the extended regex PATTERN.
+forbid() {
+  local bad
+  bad=$(deps "$1" | grep -E "^($2)$" || true)
+  if [ -n "$bad" ]; then
+    echo "import rule broken: $1 depends on $(echo $bad | tr ' ' ',') ($3)"
+    fail=1
+  fi
+}
+
+# only PKG ALLOWED WHY: PKG may depend on project packages matching ALLOWED only.
+only() {
+  local bad
+  bad=$(deps "$1" | grep -vE "^($2)$" || true)
+  if [ -n "$bad" ]; then
+    echo "import rule broken: $1 depends on $(echo $bad | tr ' ' ',') ($3)"
+    fail=1
+  fi
+}
+
+for p in $(echo "$all" | grep "^$mod/xet/" | sed "s|^$mod/||"); do
+  forbid "$p" "agent|protocol|cmd/.*|localshards|test(/.*)?" "nothing in xet/ reaches the agent, the protocol, the CLI or the client's shard cache"
+done
+for p in xet/hash; do only "$p" "" "the hash package stands alone"; done
+for p in xet/chunk xet/xorb xet/shard xet/casapi; do
+  only "$p" "xet/hash" "a format package imports only xet/hash"
+done
+forbid xet/cas "xet/store|xet/embedded|xet/server|xet/upload|xet/download" "what clients ask of a CAS knows no implementation but HTTP"
+forbid xet/store "xet/cas|xet/embedded|xet/upload|xet/download|xet/server" "the store sits under the server and the embedded CAS"
+for p in xet/upload xet/download; do
+  forbid "$p" "xet/store|xet/embedded|xet/server" "transfers reach a CAS only through xet/cas"
+done
+forbid localshards "xet/cas|xet/store|xet/embedded|xet/upload|xet/download|xet/server|agent" "the shard cache holds shards, nothing else"
+forbid cmd/xet-server "localshards|agent|protocol" "the server links no client-side code"
+forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
+forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
+
+if [ $fail = 0 ]; then echo "import rules: ok ($(echo "$all" | wc -l) packages)"; fi
+exit $fail
