@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
 // batchAction is what a Hub-style LFS batch action says about the CAS (batch mode): the CAS URL,
@@ -75,7 +75,9 @@ func parseBatchAction(a *protocol.Action) (*batchAction, error) {
 }
 
 // refresher returns the function that gets a new CAS token from the refresh route: GET href with
-// the action's own headers (the LFS server's authorization), answered by casapi.Token.
+// the action's own headers (the LFS server's authorization), answered by casapi.Token. It makes one
+// attempt and marks failures worth retrying; the CAS call that needed the token retries (see
+// package retry).
 func refresher(client *http.Client, href string, auth map[string]string, userAgent string) func(ctx context.Context) (casapi.Token, error) {
 	return func(ctx context.Context) (casapi.Token, error) {
 		var tok casapi.Token
@@ -98,12 +100,12 @@ func refresher(client *http.Client, href string, auth map[string]string, userAge
 		req.Header.Set("Accept", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
-			return tok, cas.Retryable(fmt.Errorf("refreshing the CAS token at %s: %w", where, err))
+			return tok, retry.Mark(fmt.Errorf("refreshing the CAS token at %s: %w", where, err))
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if err != nil {
-			return tok, cas.Retryable(fmt.Errorf("refreshing the CAS token at %s: reading the answer: %w", where, err))
+			return tok, retry.Mark(fmt.Errorf("refreshing the CAS token at %s: reading the answer: %w", where, err))
 		}
 		if resp.StatusCode != http.StatusOK {
 			msg := strings.TrimSpace(string(body))
@@ -115,11 +117,12 @@ func refresher(client *http.Client, href string, auth map[string]string, userAge
 				msg = msg[:300] + "..."
 			}
 			err := fmt.Errorf("refreshing the CAS token at %s: %s: %s", where, resp.Status, msg)
-			if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			switch {
+			case resp.StatusCode == http.StatusForbidden || retry.Classify(resp.StatusCode) == retry.Refresh:
+				// The refresh route's own credential was refused: no new token will come of it.
 				return tok, fmt.Errorf("%w (check your credentials for the LFS server)", err)
-			}
-			if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-				return tok, cas.Retryable(err)
+			case retry.Classify(resp.StatusCode) == retry.Retryable:
+				return tok, &retry.Error{Err: err, Wait: retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 			}
 			return tok, err
 		}

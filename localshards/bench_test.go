@@ -254,4 +254,3 @@ func BenchmarkLookupHitColdXorb(b *testing.B) {
 	}
 	reportRate(b)
 }
-

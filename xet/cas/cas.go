@@ -50,31 +50,3 @@ type Client interface {
 	// store). The body yields exactly r.Len() bytes or fails; the caller closes it.
 	Fetch(ctx context.Context, xorb hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error)
 }
-
-// IsRetryable reports whether err is worth retrying (server errors, throttling, broken connections
-// and bodies). Errors that say "no" (4xx, bad data) and context cancellation are not.
-func IsRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var r interface{ Retryable() bool }
-	if errors.As(err, &r) {
-		return r.Retryable()
-	}
-	return false
-}
-
-// RetryableError marks an error as worth retrying (a broken connection, a truncated body, a 5xx).
-type RetryableError struct{ Err error }
-
-func (e *RetryableError) Error() string   { return e.Err.Error() }
-func (e *RetryableError) Unwrap() error   { return e.Err }
-func (e *RetryableError) Retryable() bool { return true }
-
-// Retryable wraps err as a RetryableError (nil stays nil).
-func Retryable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &RetryableError{Err: err}
-}

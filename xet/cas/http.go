@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
 // Limits on what the client reads from a CAS answer.
@@ -34,14 +36,10 @@ type HTTPOptions struct {
 	SessionID  string      // X-Xet-Session-Id; empty sends none
 	UserAgent  string      // default git-xet-transfer/<Version>
 	HTTPClient *http.Client
-	// MaxRetries is the number of retries after a retryable failure; 0 means the default (4),
-	// negative means none.
-	MaxRetries int
-	Log        zerolog.Logger
-	// RetryBaseDelay is the first backoff delay (doubling per retry, jittered); default 1 s.
-	RetryBaseDelay time.Duration
-	// RetryMaxDelay caps one delay, Retry-After included; default 60 s.
-	RetryMaxDelay time.Duration
+	// Retry is the budget of each CAS call but Fetch, which makes one attempt (the download
+	// retries ranges; see package retry).
+	Retry retry.Policy
+	Log   zerolog.Logger
 }
 
 // HTTP is the Client of a CAS server reached over HTTP. It keeps one connection pool (the
@@ -50,7 +48,6 @@ type HTTPOptions struct {
 type HTTP struct {
 	o      HTTPOptions
 	client *http.Client
-	policy retryPolicy
 	log    zerolog.Logger
 
 	reconVersion atomic.Int32 // 0 unknown, 1 or 2 once the server answered
@@ -82,20 +79,7 @@ func NewHTTP(o HTTPOptions) *HTTP {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: NewTransport()}
 	}
-	p := retryPolicy{retries: o.MaxRetries, base: o.RetryBaseDelay, max: o.RetryMaxDelay}
-	switch {
-	case p.retries == 0:
-		p.retries = 4
-	case p.retries < 0:
-		p.retries = 0
-	}
-	if p.base <= 0 {
-		p.base = time.Second
-	}
-	if p.max <= 0 {
-		p.max = 60 * time.Second
-	}
-	return &HTTP{o: o, client: o.HTTPClient, policy: p, log: o.Log}
+	return &HTTP{o: o, client: o.HTTPClient, log: o.Log}
 }
 
 // call is one logical request, sent once per attempt.
@@ -108,39 +92,37 @@ type call struct {
 	auth    bool              // send the bearer token and session id
 	no429   bool              // do not retry 429 (dedupe queries)
 	noRetry func(code int) bool
+	once    bool                            // one attempt: the caller retries (Fetch; see package retry)
 	accept  func(resp *http.Response) error // reads a 2xx answer; body errors must be Retryable
 }
 
-// do runs c with retries: connection and body errors, 5xx (but 501), 408 and 429 are retried with
-// jittered exponential backoff, honouring Retry-After; a 401 makes the token source refresh once.
+// do runs c within the retry budget (retry.Policy.Do): connection and body errors and the statuses
+// retry.Classify calls retryable are tried again, honouring Retry-After, unless the route says
+// otherwise (no429, noRetry, once). Within an attempt, a 401 makes the token source refresh and the
+// request is sent again at once, one time per call.
 func (h *HTTP) do(ctx context.Context, c call) error {
 	refreshed := false
-	for attempt := 0; ; attempt++ {
-		err := h.once(ctx, c, &refreshed)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, errRetryNow) {
-			attempt--
-			continue
-		}
-		code := StatusCode(err)
-		if !IsRetryable(err) || (c.no429 && code == http.StatusTooManyRequests) ||
-			(c.noRetry != nil && c.noRetry(code)) || attempt >= h.policy.retries {
-			if attempt > 0 {
-				return fmt.Errorf("%w (after %d attempts)", err, attempt+1)
-			}
-			return err
-		}
-		d := h.policy.delay(attempt, err)
-		h.log.Debug().Str("op", c.op).Int("attempt", attempt+1).Dur("wait", d).Err(err).Msg("cas: retrying")
-		if err := sleep(ctx, d); err != nil {
-			return err
-		}
+	if c.once {
+		return h.onceRefreshing(ctx, c, &refreshed)
 	}
+	attempt := func(ctx context.Context) error {
+		err := h.onceRefreshing(ctx, c, &refreshed)
+		code := StatusCode(err)
+		if (c.no429 && code == http.StatusTooManyRequests) || (c.noRetry != nil && c.noRetry(code)) {
+			return retry.Final(err)
+		}
+		return err
+	}
+	return h.o.Retry.Do(ctx, h.log, "cas: "+c.op, attempt)
+}
+
+// onceRefreshing sends c once, and once more at once when the token was refused and refreshed.
+func (h *HTTP) onceRefreshing(ctx context.Context, c call, refreshed *bool) error {
+	err := h.once(ctx, c, refreshed)
+	if errors.Is(err, errRetryNow) {
+		err = h.once(ctx, c, refreshed)
+	}
+	return err
 }
 
 // errRetryNow: the token was refused and refreshed; send again at once.
@@ -197,7 +179,7 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return Retryable(fmt.Errorf("%s: %w", c.op, err))
+		return retry.Mark(fmt.Errorf("%s: %w", c.op, withoutQuery(err)))
 	}
 	defer func() { drain(resp.Body) }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -291,7 +273,7 @@ func statusError(op string, resp *http.Response, token string) *StatusError {
 		msg = msg[:512] + "..."
 	}
 	return &StatusError{Op: op, Code: resp.StatusCode, Message: msg,
-		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+		Wait: retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 }
 
 // drain reads what is left of a body (a bounded amount) so the connection can be reused, then
@@ -306,7 +288,7 @@ func drain(b io.ReadCloser) {
 func readLimited(op string, r io.Reader, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, Retryable(fmt.Errorf("%s: read answer: %w", op, err))
+		return nil, retry.Mark(fmt.Errorf("%s: read answer: %w", op, err))
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s: answer larger than %d bytes", op, limit)
@@ -325,10 +307,24 @@ func decodeJSON(op string, r io.Reader, limit int64, v any) error {
 		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// A truncated body parses as a syntax error at its end: worth another try.
 			if se != nil && se.Offset >= int64(len(b)) {
-				return Retryable(fmt.Errorf("%s: truncated JSON answer: %w", op, err))
+				return retry.Mark(fmt.Errorf("%s: truncated JSON answer: %w", op, err))
 			}
 		}
 		return fmt.Errorf("%s: bad JSON answer: %w", op, err)
 	}
 	return nil
+}
+
+// withoutQuery drops the query and user info of the URL that net/http puts in its errors: a
+// signed URL's signature, or a token in a query, must not reach errors and logs.
+func withoutQuery(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		u.RawQuery, u.User, u.Fragment = "", nil, ""
+		return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+	}
+	return &url.Error{Op: ue.Op, URL: "[unparsable URL]", Err: ue.Err}
 }

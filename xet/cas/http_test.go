@@ -18,6 +18,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/internal/faultproxy"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -61,7 +62,7 @@ func (e *env) token(t *testing.T, exp time.Time) string {
 
 func (e *env) client(t *testing.T) *cas.HTTP {
 	return cas.NewHTTP(cas.HTTPOptions{Endpoint: e.url, Token: cas.StaticToken(e.token(t, time.Now().Add(time.Hour))),
-		SessionID: "test-session", MaxRetries: 3, RetryBaseDelay: time.Millisecond, RetryMaxDelay: 20 * time.Millisecond})
+		SessionID: "test-session", Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}})
 }
 
 func randBytes(n int, seed uint64) []byte {
@@ -93,7 +94,7 @@ func get(t *testing.T, c cas.Client, r *upload.FileResult, rng *casapi.ByteRange
 	dir := t.TempDir()
 	p := filepath.Join(dir, "file.bin")
 	sum := r.SHA256
-	err := download.Download(context.Background(), download.Config{CAS: c, Concurrency: 3}, download.Request{
+	err := download.Download(context.Background(), download.Config{CAS: c, Concurrency: 3, Retry: retry.Policy{BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}}, download.Request{
 		File: r.FileHash, Range: rng, SHA256: &sum, Size: r.Size, Path: p})
 	if err != nil {
 		return dir, nil, err
@@ -173,7 +174,7 @@ func TestClientErrorNotRetried(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "xorb hash does not match its chunks") || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("want the server's 400 message, got %v", err)
 	}
-	if cas.IsRetryable(err) {
+	if retry.IsRetryable(err) {
 		t.Fatal("a 400 is classified retryable")
 	}
 	if n := e.proxy.Hits("POST /v1/xorbs/"); n != 1 {
@@ -192,7 +193,7 @@ func TestExpiredTokenIsRefreshed(t *testing.T) {
 	// Expiry unknown to the client: the server's 401 is what makes it refresh.
 	expired := e.token(t, time.Now().Add(-time.Minute))
 	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: e.url, Token: cas.NewRefreshingToken(expired, time.Time{}, refresh),
-		RetryBaseDelay: time.Millisecond})
+		Retry: retry.Policy{BaseDelay: time.Millisecond}})
 	data := randBytes(50<<10, 3)
 	res, err := put(t, c, data)
 	if err != nil {
@@ -305,5 +306,44 @@ func TestNotFound(t *testing.T) {
 	}
 	if _, err := c.QueryChunk(context.Background(), randHash()); !errors.Is(err, cas.ErrNotFound) {
 		t.Fatalf("unknown chunk: %v", err)
+	}
+}
+
+// One layer retries a range: a xorb range that always fails retryably (a 503, a body cut short) is
+// fetched exactly the download's budget of attempts in all, not the product of the CAS client's and
+// the download's budgets; and the error names the range without the signed URL's signature.
+func TestRangeRetriesAreOneBudget(t *testing.T) {
+	for name, rule := range map[string]faultproxy.Rule{
+		"503":       {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: faultproxy.Status, Code: 503, Message: "busy"},
+		"truncated": {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: faultproxy.Truncate, Offset: 1000},
+		"reset":     {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: faultproxy.Reset},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			c := e.client(t) // its own budget is 4 attempts per call
+			data := randBytes(100<<10, 7)
+			res, err := put(t, c, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.proxy.Add(rule)
+			const attempts = 3
+			sum := res[0].SHA256
+			err = download.Download(context.Background(), download.Config{CAS: c, Concurrency: 1,
+				Retry: retry.Policy{Attempts: attempts, BaseDelay: time.Millisecond}},
+				download.Request{File: res[0].FileHash, SHA256: &sum, Size: res[0].Size, Path: filepath.Join(t.TempDir(), "f")})
+			if err == nil {
+				t.Fatal("download succeeded through a range that always fails")
+			}
+			// net/http itself resends a GET once when a pooled keep-alive connection turns out
+			// dead before any answer: that one extra request is allowed, a second layer's budget
+			// (4 × 3 requests here) is not.
+			if n := e.proxy.Hits("GET /xorbs/"); n < attempts || n > attempts+1 {
+				t.Fatalf("the range was fetched %d times, want %d (one budget)", n, attempts)
+			}
+			if strings.Contains(err.Error(), "sig=") {
+				t.Fatalf("the error carries the signed URL: %v", err)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -72,8 +73,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"was_inserted":true}`)
 	})
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), MaxRetries: 3,
-		RetryBaseDelay: time.Millisecond, RetryMaxDelay: 5 * time.Second})
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second}})
 	start := time.Now()
 	inserted, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(1), Body: []byte("body")})
 	if err != nil {
@@ -97,19 +97,18 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 // status and the server's message.
 func TestRetriesAreBounded(t *testing.T) {
 	for _, tc := range []struct {
-		retries, want int
-	}{{2, 3}, {-1, 1}} {
+		attempts, want int
+	}{{3, 3}, {1, 1}} {
 		srv := newScripted(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			jsonError(w, http.StatusServiceUnavailable, "backend overloaded")
 		})
-		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, MaxRetries: tc.retries,
-			RetryBaseDelay: time.Millisecond, RetryMaxDelay: 10 * time.Millisecond})
+		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Retry: retry.Policy{Attempts: tc.attempts, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}})
 		_, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(2), Body: []byte("body")})
 		if err == nil {
 			t.Fatal("PutXorb succeeded against a server answering 503")
 		}
 		if n := srv.requests(); n != tc.want {
-			t.Fatalf("MaxRetries %d: %d requests, want %d", tc.retries, n, tc.want)
+			t.Fatalf("Attempts %d: %d requests, want %d", tc.attempts, n, tc.want)
 		}
 		if !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "backend overloaded") {
 			t.Fatalf("error does not name the status and message: %v", err)
@@ -127,8 +126,7 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 			w.Header().Set("Retry-After", "1")
 			jsonError(w, code, "refused here")
 		})
-		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), MaxRetries: 3,
-			RetryBaseDelay: time.Millisecond})
+		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond}})
 		start := time.Now()
 		_, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(3), Body: []byte("body")})
 		if err == nil {
@@ -137,7 +135,7 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 		if n := srv.requests(); n != 1 {
 			t.Fatalf("HTTP %d on a xorb upload sent %d times, want once", code, n)
 		}
-		if cas.IsRetryable(err) {
+		if retry.IsRetryable(err) {
 			t.Fatalf("HTTP %d classified retryable: %v", code, err)
 		}
 		if !strings.Contains(err.Error(), fmt.Sprint(code)) || !strings.Contains(err.Error(), "refused here") {
@@ -155,8 +153,7 @@ func TestDedupeQuery429IsAMiss(t *testing.T) {
 		w.Header().Set("Retry-After", "30")
 		jsonError(w, http.StatusTooManyRequests, "too many dedupe queries")
 	})
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), MaxRetries: 4,
-		RetryBaseDelay: time.Millisecond})
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), Retry: retry.Policy{Attempts: 5, BaseDelay: time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -122,7 +123,7 @@ func readShardFrames(r io.Reader) error {
 		case "error":
 			err := fmt.Errorf("upload shard: server: %s", f.Message)
 			if f.Retryable {
-				return Retryable(err)
+				return retry.Mark(err)
 			}
 			return err
 		}
@@ -131,9 +132,9 @@ func readShardFrames(r io.Reader) error {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return fmt.Errorf("upload shard: answer line longer than %d bytes", casapi.MaxShardFrameLength)
 		}
-		return Retryable(fmt.Errorf("upload shard: read answer: %w", err))
+		return retry.Mark(fmt.Errorf("upload shard: read answer: %w", err))
 	}
-	return Retryable(errors.New("upload shard: answer ended without a result"))
+	return retry.Mark(errors.New("upload shard: answer ended without a result"))
 }
 
 // Reconstruct gets the plan of a file: GET /v2/reconstructions/{file} (with Range when rng is
@@ -193,8 +194,10 @@ func (h *HTTP) getReconstruction(ctx context.Context, version string, file hash.
 }
 
 // Fetch GETs bytes r of a signed xorb URL, with the Range header and without the bearer token.
-// 403 returns ErrURLExpired (the caller re-plans); other failures are retried as for CAS routes.
-// The body yields exactly r.Len() bytes: a short body fails with a retryable error.
+// 403 returns ErrURLExpired (the caller re-plans). It makes one attempt: a failure that is worth
+// retrying is marked so (retry.IsRetryable) and the caller, which alone sees a body cut short while
+// it reads, retries the range (see package retry). The body yields exactly r.Len() bytes: a short
+// body fails with a retryable error.
 func (h *HTTP) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
 	if f.URL == "" {
 		return nil, fmt.Errorf("fetch xorb %s: plan has no URL", x)
@@ -205,8 +208,8 @@ func (h *HTTP) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r cas
 	var body io.ReadCloser
 	err := h.do(ctx, call{
 		op: "fetch xorb " + x.String() + " " + r.Header(), method: http.MethodGet, url: f.URL,
-		header:  map[string]string{"Range": r.Header()},
-		noRetry: func(code int) bool { return code == http.StatusForbidden },
+		header: map[string]string{"Range": r.Header()},
+		once:   true,
 		accept: func(resp *http.Response) error {
 			switch {
 			case resp.StatusCode == http.StatusPartialContent:
@@ -249,10 +252,10 @@ func (b *exactBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
 	if err == io.EOF && b.left > 0 {
-		return n, Retryable(fmt.Errorf("%s: body truncated (%d bytes missing): %w", b.what, b.left, io.ErrUnexpectedEOF))
+		return n, retry.Mark(fmt.Errorf("%s: body truncated (%d bytes missing): %w", b.what, b.left, io.ErrUnexpectedEOF))
 	}
 	if err != nil && err != io.EOF {
-		return n, Retryable(fmt.Errorf("%s: read body: %w", b.what, err))
+		return n, retry.Mark(fmt.Errorf("%s: read body: %w", b.what, err))
 	}
 	if b.left == 0 {
 		return n, io.EOF

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -45,8 +46,8 @@ func failEverything(t *testing.T, answer func(n int, w http.ResponseWriter, r *h
 	srv := newScripted(t, answer)
 	var buf syncBuffer
 	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken(secretToken), SessionID: "s",
-		MaxRetries: 2, RetryBaseDelay: time.Millisecond, RetryMaxDelay: 5 * time.Millisecond,
-		Log: zerolog.New(&buf).Level(zerolog.TraceLevel)})
+		Retry: retry.Policy{Attempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+		Log:   zerolog.New(&buf).Level(zerolog.TraceLevel)})
 	ctx := context.Background()
 	_, err := c.QueryChunk(ctx, fixedHash(10))
 	errs = append(errs, err)
@@ -162,7 +163,7 @@ func TestRequestHeaders(t *testing.T) {
 		got = nil
 		mu.Unlock()
 		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken(secretToken), SessionID: "sess-123",
-			UserAgent: ua, MaxRetries: -1})
+			UserAgent: ua, Retry: retry.Policy{Attempts: 1}})
 		ctx := context.Background()
 		if _, err := c.QueryChunk(ctx, fixedHash(20)); err == nil {
 			t.Fatal("dedupe query: want a miss")

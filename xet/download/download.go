@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -20,6 +19,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
 // Config configures downloads. Zero fields take defaults.
@@ -31,7 +31,10 @@ type Config struct {
 	// with 4: parallel jobs share caches and SMT siblings), leaves a core to the caller, and keeps
 	// every write at the SHA-256 frontier (never read back).
 	Concurrency int
-	Log         zerolog.Logger
+	// Retry is the budget of each range: a range failing retryably (a reset connection, a body cut
+	// short, a 5xx) is fetched and decoded again. The CAS client makes one attempt per Fetch.
+	Retry retry.Policy
+	Log   zerolog.Logger
 	// BufferedIO writes the whole output through the page cache. By default (on Linux) the bulk
 	// of it is written with O_DIRECT from the job buffers: it skips a copy per byte and the
 	// write-back before the final fsync, but leaves the file out of the page cache.
@@ -48,10 +51,6 @@ type Request struct {
 	Path     string
 	Progress func(done int64) // bytes written so far (may be nil)
 }
-
-// jobAttempts is how many times a range is fetched when it fails retryably (a truncated body, a
-// reset connection).
-const jobAttempts = 3
 
 // Download writes req.File (or req.Range of it) to req.Path. A whole-file download is verified: the
 // chunk hashes and the file hash computed over the decoded data must give req.File, and the SHA-256
@@ -203,8 +202,9 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 	}
 }
 
-// runJobs runs the jobs, Concurrency at a time; a job failing retryably is run again (it rewrites
-// the same bytes).
+// runJobs runs the jobs, Concurrency at a time; a job failing retryably is run again within
+// cfg.Retry (it rewrites the same bytes). This is the one layer that retries range fetches (see
+// package retry).
 func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Concurrency)
@@ -216,19 +216,8 @@ func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 			break
 		}
 		g.Go(func() error {
-			var err error
-			for attempt := 1; ; attempt++ {
-				err = j.run(gctx, get, s)
-				if err == nil || !cas.IsRetryable(err) || attempt >= jobAttempts {
-					return err
-				}
-				cfg.Log.Debug().Err(err).Int("attempt", attempt).Msg("download: fetching range again")
-				select {
-				case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
+			return cfg.Retry.Do(gctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),
+				func(ctx context.Context) error { return j.run(ctx, get, s) })
 		})
 	}
 	return g.Wait()

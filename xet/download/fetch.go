@@ -9,8 +9,8 @@ import (
 	"os"
 	"sync"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -332,7 +332,7 @@ func (in *recordIn) fill(n int) error {
 	in.hi += k
 	in.left -= int64(k)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return cas.Retryable(fmt.Errorf("fetched range ended %d bytes early: %w", in.left, io.ErrUnexpectedEOF))
+		return retry.Mark(fmt.Errorf("fetched range ended %d bytes early: %w", in.left, io.ErrUnexpectedEOF))
 	}
 	return err
 }

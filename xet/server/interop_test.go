@@ -17,6 +17,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
 
@@ -42,10 +43,10 @@ func casClient(t *testing.T, a *action, user, pw string) *cas.HTTP {
 		return tok, err
 	}
 	return cas.NewHTTP(cas.HTTPOptions{
-		Endpoint:   a.Header[casapi.HeaderCasURL],
-		Token:      cas.NewRefreshingToken(a.Header[casapi.HeaderAccessToken], time.Unix(exp, 0), refresh),
-		SessionID:  a.Header[casapi.HeaderSessionID],
-		MaxRetries: -1,
+		Endpoint:  a.Header[casapi.HeaderCasURL],
+		Token:     cas.NewRefreshingToken(a.Header[casapi.HeaderAccessToken], time.Unix(exp, 0), refresh),
+		SessionID: a.Header[casapi.HeaderSessionID],
+		Retry:     retry.Policy{Attempts: 1},
 	})
 }
 
