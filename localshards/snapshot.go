@@ -48,6 +48,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // use it (others always rebuild).
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
+// le is the byte order of the snapshot file (this package's own format).
+var le = binary.LittleEndian
+
 func asBytes[T uint32 | uint64](s []T) []byte {
 	if len(s) == 0 {
 		return nil

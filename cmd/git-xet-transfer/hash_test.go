@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // hashCmd runs `hash args...` in-process and returns exit code, stdout and stderr.
@@ -29,7 +29,7 @@ func hashCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
 func referencePrefix(t *testing.T) (string, []byte) {
 	t.Helper()
 	var csv []byte
-	err := xorb.DecodeRecords(vectors.ReadFile(t, "ev-population.xorb.first-10-chunks"), func(_ int, raw []byte) error {
+	err := testutil.DecodeRecords(vectors.ReadFile(t, "ev-population.xorb.first-10-chunks"), func(_ int, raw []byte) error {
 		csv = append(csv, raw...)
 		return nil
 	})

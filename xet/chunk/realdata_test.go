@@ -8,17 +8,17 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // The first 10 records of the reference xorb decompress to the first 810,234 bytes of the reference
 // CSV. Re-chunking them must give the reference .chunks list: lengths and hashes of xet-core.
 func TestRealData(t *testing.T) {
 	var csv []byte
-	err := xorb.DecodeRecords(vectors.ReadFile(t, "ev-population.xorb.first-10-chunks"), func(i int, raw []byte) error {
+	err := testutil.DecodeRecords(vectors.ReadFile(t, "ev-population.xorb.first-10-chunks"), func(i int, raw []byte) error {
 		csv = append(csv, raw...)
 		return nil
 	})

@@ -1,7 +1,6 @@
 package download
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +114,7 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 	defer rc.Close()
 	rp := readPool.Get().(*[]byte)
 	defer readPool.Put(rp)
-	in := recordIn{r: rc, buf: *rp, left: int64(j.rng.Bytes.Len())}
+	in := xorb.NewRecordScanner(rc, *rp, int64(j.rng.Bytes.Len()))
 	wp := writePool.Get().(*[]byte)
 	defer writePool.Put(wp)
 	w := newRunBuf(s, *wp)
@@ -138,7 +137,7 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 			return err
 		}
 		ci := j.rng.Chunks.Start + k
-		rec, h, err := in.next()
+		rec, h, err := nextRecord(in)
 		if err == io.EOF {
 			return fmt.Errorf("xorb %s: range %s has %d chunks, plan says %d", j.xorb, j.rng.Bytes.Header(), k, n)
 		}
@@ -240,7 +239,7 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 		}
 		w.commit(t.hi - t.lo)
 	}
-	if _, _, err := in.next(); err != io.EOF {
+	if _, _, err := nextRecord(in); err != io.EOF {
 		if err == nil {
 			err = errors.New("more records than chunks")
 		}
@@ -265,76 +264,14 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 	return nil
 }
 
-// recordIn reads the chunk records of a fetched range through a large buffer, handing out each
-// whole record (header and payload) as a slice of it: no copy beyond the read itself.
-type recordIn struct {
-	r      io.Reader
-	buf    []byte
-	lo, hi int   // unconsumed bytes buf[lo:hi]
-	left   int64 // bytes of the range not yet read
-	done   bool
-}
-
-// next returns the next record, or io.EOF at the end of the range or at a footer (or a cut-off
-// footer). A partial record is an error.
-func (in *recordIn) next() ([]byte, xorb.RecordHeader, error) {
-	var h xorb.RecordHeader
-	if in.done {
-		return nil, h, io.EOF
+// nextRecord returns the next record of a fetched range; a range cut short on the way is marked
+// retryable (the job fetches it again).
+func nextRecord(in *xorb.RecordScanner) ([]byte, xorb.RecordHeader, error) {
+	rec, h, err := in.Next()
+	if errors.Is(err, xorb.ErrStreamShort) {
+		err = retry.Mark(fmt.Errorf("fetched range: %w", err))
 	}
-	if err := in.fill(xorb.RecordHeaderSize); err != nil {
-		return nil, h, err
-	}
-	avail := in.buf[in.lo:in.hi]
-	if len(avail) == 0 {
-		in.done = true
-		return nil, h, io.EOF
-	}
-	if len(avail) < xorb.RecordHeaderSize {
-		if bytes.HasPrefix([]byte("XETBLOB"), avail) {
-			in.done = true
-			return nil, h, io.EOF
-		}
-		return nil, h, fmt.Errorf("record header cut off after %d bytes: %w", len(avail), io.ErrUnexpectedEOF)
-	}
-	h, err := xorb.ParseRecordHeader(avail)
-	if errors.Is(err, xorb.ErrFooter) {
-		in.done = true
-		return nil, h, io.EOF
-	}
-	if err != nil {
-		return nil, h, err
-	}
-	n := xorb.RecordHeaderSize + int(h.CompressedLen)
-	if err := in.fill(n); err != nil {
-		return nil, h, err
-	}
-	if in.hi-in.lo < n {
-		return nil, h, fmt.Errorf("record payload of %d bytes cut off after %d: %w", h.CompressedLen, in.hi-in.lo-xorb.RecordHeaderSize, io.ErrUnexpectedEOF)
-	}
-	rec := in.buf[in.lo : in.lo+n]
-	in.lo += n
-	return rec, h, nil
-}
-
-// fill makes buf[lo:hi] hold at least n bytes, or all that is left of the range.
-func (in *recordIn) fill(n int) error {
-	if in.hi-in.lo >= n || in.left == 0 {
-		return nil
-	}
-	if len(in.buf)-in.lo < n {
-		in.hi = copy(in.buf, in.buf[in.lo:in.hi])
-		in.lo = 0
-	}
-	want := min(int64(len(in.buf)-in.hi), in.left)
-	need := min(int64(n-(in.hi-in.lo)), want)
-	k, err := io.ReadAtLeast(in.r, in.buf[in.hi:in.hi+int(want)], int(need))
-	in.hi += k
-	in.left -= int64(k)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return retry.Mark(fmt.Errorf("fetched range ended %d bytes early: %w", in.left, io.ErrUnexpectedEOF))
-	}
-	return err
+	return rec, h, err
 }
 
 // fetcher opens the byte range of a job.

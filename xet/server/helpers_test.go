@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -168,7 +169,7 @@ func loadRef(t testing.TB) refData {
 	t.Helper()
 	var r refData
 	r.xorbBody = vectors.ReadFile(t, "ev-population.xorb.first-10-chunks")
-	if err := xorb.DecodeRecords(r.xorbBody, func(_ int, raw []byte) error {
+	if err := testutil.DecodeRecords(r.xorbBody, func(_ int, raw []byte) error {
 		r.content = append(r.content, raw...)
 		return nil
 	}); err != nil {
@@ -230,7 +231,7 @@ func (e *env) fetchPlan(p *casapi.ReconstructionV2, limit uint64) []byte {
 					e.t.Fatalf("term %d: GET %s: %d, %d bytes (want %d)", ti, xr.Bytes.Header(), res.status, len(res.body), xr.Bytes.Len())
 				}
 				var got []byte
-				err := xorb.DecodeRecords(res.body, func(i int, raw []byte) error {
+				err := testutil.DecodeRecords(res.body, func(i int, raw []byte) error {
 					c := xr.Chunks.Start + uint32(i)
 					if c >= term.Range.Start && c < term.Range.End {
 						got = append(got, raw...)

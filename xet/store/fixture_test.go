@@ -8,6 +8,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -28,7 +29,7 @@ type refData struct {
 func loadRef(t testing.TB) *refData {
 	t.Helper()
 	r := &refData{records: vectors.ReadFile(t, "ev-population.xorb.first-10-chunks")}
-	if err := xorb.DecodeRecords(r.records, func(i int, raw []byte) error {
+	if err := testutil.DecodeRecords(r.records, func(i int, raw []byte) error {
 		r.raws = append(r.raws, bytes.Clone(raw))
 		r.prefix = append(r.prefix, raw...)
 		return nil
@@ -162,7 +163,7 @@ func fetchPlan(ctx context.Context, s *Store, plan *casapi.ReconstructionV2, wan
 					return nil, err
 				}
 				n := 0
-				if err := xorb.DecodeRecords(buf, func(i int, raw []byte) error {
+				if err := testutil.DecodeRecords(buf, func(i int, raw []byte) error {
 					m[rg.Chunks.Start+uint32(i)] = bytes.Clone(raw)
 					n++
 					return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -49,9 +50,9 @@ func FuzzPutXorb(f *testing.F) {
 func smallXorb() []byte {
 	text := bytes.Repeat([]byte("id,make,model,year\n"), 20)
 	var b []byte
-	b = xorb.AppendRecord(b, text, xorb.SchemeLZ4)
-	b = xorb.AppendRecord(b, text[:37], xorb.SchemeNone)
-	b = xorb.AppendRecord(b, bytes.Repeat([]byte{0, 1, 2, 0xff}, 64), xorb.SchemeBG4LZ4)
+	b = testutil.AppendRecord(b, text, xorb.SchemeLZ4)
+	b = testutil.AppendRecord(b, text[:37], xorb.SchemeNone)
+	b = testutil.AppendRecord(b, bytes.Repeat([]byte{0, 1, 2, 0xff}, 64), xorb.SchemeBG4LZ4)
 	return b
 }
 

@@ -1,15 +1,15 @@
 package store
 
 import (
-	"bytes"
 	"container/list"
 	"context"
-	"encoding/binary"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // xorbMeta is the chunk index of a stored xorb, read from its footer: per chunk its hash, the end of
@@ -55,72 +55,32 @@ func (m *xorbMeta) chunkAt(start, end int, off uint64) int {
 
 func (m *xorbMeta) cost() int64 { return int64(len(m.hashes))*40 + 128 }
 
-// Footer v1 layout constants (see xet-formats.md §3.4).
-const (
-	footerFixed   = 92 // info_length of a footer with no chunks
-	footerPerItem = 40
-	maxFooterLen  = footerFixed + footerPerItem*8192
-)
-
-// parseStoredFooter reads the v1 footer at the end of a stored xorb object of the given size and
-// checks it against the name it is stored under and the records region it must describe.
-func parseStoredFooter(want hash.Hash, b interface {
-	ReadAt([]byte, int64) (int, error)
-}, size int64) (*xorbMeta, error) {
+// parseStoredFooter reads the footer at the end of a stored xorb object of the given size
+// (xorb.ReadFooter) and checks it against the name it is stored under and what the store writes:
+// version 1 (raw ends present), at least one chunk, and every chunk non-empty.
+func parseStoredFooter(want hash.Hash, b io.ReaderAt, size int64) (*xorbMeta, error) {
+	f, recordsLen, err := xorb.ReadFooter(b, size)
+	if err != nil {
+		return nil, fmt.Errorf("store: stored xorb %s: corrupt footer: %w", want, err)
+	}
 	bad := func(what string) error {
 		return fmt.Errorf("store: stored xorb %s: corrupt footer: %s", want, what)
 	}
-	if size < 4+footerFixed {
-		return nil, bad("object too short")
-	}
-	var trailer [4]byte
-	if _, err := b.ReadAt(trailer[:], size-4); err != nil {
-		return nil, fmt.Errorf("store: reading xorb %s: %w", want, err)
-	}
-	infoLen := int64(binary.LittleEndian.Uint32(trailer[:]))
-	if infoLen < footerFixed || infoLen > maxFooterLen || infoLen > size-4 || (infoLen-footerFixed)%footerPerItem != 0 {
-		return nil, bad("info length")
-	}
-	f := make([]byte, infoLen)
-	if _, err := b.ReadAt(f, size-4-infoLen); err != nil {
-		return nil, fmt.Errorf("store: reading xorb %s: %w", want, err)
-	}
-	n := int((infoLen - footerFixed) / footerPerItem)
-	le := binary.LittleEndian
 	switch {
-	case !bytes.Equal(f[0:7], []byte("XETBLOB")) || f[7] != 1:
-		return nil, bad("magic or version")
-	case !bytes.Equal(f[8:40], want[:]):
+	case f.Version != 1:
+		return nil, bad(fmt.Sprintf("version %d, the store writes 1", f.Version))
+	case f.Hash != want:
 		return nil, bad("hash differs from name")
-	case !bytes.Equal(f[40:47], []byte("XBLBHSH")) || f[47] != 0 || int(le.Uint32(f[48:])) != n:
-		return nil, bad("hash section")
-	}
-	o := 52 + 32*n
-	if !bytes.Equal(f[o:o+7], []byte("XBLBBND")) || f[o+7] != 1 || int(le.Uint32(f[o+8:])) != n {
-		return nil, bad("boundary section")
-	}
-	t := 64 + 40*n
-	if int(le.Uint32(f[t:])) != n || le.Uint32(f[t+4:]) != uint32(52+40*n) || le.Uint32(f[t+8:]) != uint32(40+8*n) {
-		return nil, bad("trailer")
-	}
-	if n == 0 {
+	case len(f.ChunkHashes) == 0:
 		return nil, bad("no chunks")
 	}
-	m := &xorbMeta{
-		hash:      want,
-		hashes:    make([]hash.Hash, n),
-		boundEnds: make([]uint32, n),
-		rawEnds:   make([]uint32, n),
-	}
-	for i := 0; i < n; i++ {
-		copy(m.hashes[i][:], f[52+32*i:])
-		m.boundEnds[i] = le.Uint32(f[64+32*n+4*i:])
-		m.rawEnds[i] = le.Uint32(f[64+36*n+4*i:])
-		if m.boundEnds[i] <= m.recordStart(i) || m.rawEnds[i] <= m.rawStart(i) {
+	m := &xorbMeta{hash: want, hashes: f.ChunkHashes, boundEnds: f.BoundaryEnds, rawEnds: f.RawEnds}
+	for i := range m.rawEnds {
+		if m.rawEnds[i] <= m.rawStart(i) {
 			return nil, bad("offsets not increasing")
 		}
 	}
-	if int64(m.recordsLen()) != size-4-infoLen {
+	if int64(m.recordsLen()) != recordsLen {
 		return nil, bad("records length")
 	}
 	return m, nil

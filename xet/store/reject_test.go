@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -35,7 +36,7 @@ func TestPutXorbRejects(t *testing.T) {
 	var tooMany []byte // 8193 one-byte chunks
 	var manyEntries []hash.Entry
 	for i := 0; i <= xorb.MaxChunks; i++ {
-		tooMany = xorb.AppendRecord(tooMany, []byte{byte(i)}, xorb.SchemeNone)
+		tooMany = testutil.AppendRecord(tooMany, []byte{byte(i)}, xorb.SchemeNone)
 		manyEntries = append(manyEntries, hash.Entry{Hash: hash.Chunk([]byte{byte(i)}), Size: 1})
 	}
 
@@ -44,7 +45,7 @@ func TestPutXorbRejects(t *testing.T) {
 	for i := 0; i < 513; i++ {
 		raw := make([]byte, xorb.MaxChunkRaw)
 		raw[0], raw[1] = byte(i), byte(i>>8)
-		tooBig = xorb.AppendRecord(tooBig, raw, xorb.SchemeLZ4)
+		tooBig = testutil.AppendRecord(tooBig, raw, xorb.SchemeLZ4)
 		bigEntries = append(bigEntries, hash.Entry{Hash: hash.Chunk(raw), Size: uint64(len(raw))})
 	}
 

@@ -12,19 +12,19 @@ func benchCompress(b *testing.B, src []byte) {
 	b.ReportAllocs()
 	dst := make([]byte, 0, len(src)+1024)
 	for b.Loop() {
-		dst = AppendLZ4Frame(dst[:0], src)
+		dst = appendLZ4Frame(dst[:0], src)
 	}
 	b.ReportMetric(float64(len(dst))/float64(len(src)), "ratio")
 }
 
 func benchDecompress(b *testing.B, src []byte) {
-	frame := AppendLZ4Frame(nil, src)
+	frame := appendLZ4Frame(nil, src)
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	dst := make([]byte, 0, len(src))
 	for b.Loop() {
 		var err error
-		if dst, err = DecodeLZ4Frame(dst[:0], frame, len(src)); err != nil {
+		if dst, err = decodeLZ4Frame(dst[:0], frame, len(src)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -70,14 +70,14 @@ func BenchmarkBG4LZ4Encode(b *testing.B) {
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = AppendRecord(dst[:0], src, SchemeBG4LZ4)
+		dst = appendTestRecord(dst[:0], src, SchemeBG4LZ4)
 	}
 	b.ReportMetric(float64(len(dst)-8)/float64(len(src)), "ratio")
 }
 
 func BenchmarkBG4LZ4Decode(b *testing.B) {
 	src := halfData(65536, 1)
-	rec := AppendRecord(nil, src, SchemeBG4LZ4)
+	rec := appendTestRecord(nil, src, SchemeBG4LZ4)
 	if rec[4] != byte(SchemeBG4LZ4) {
 		b.Fatalf("test data not BG4-compressible")
 	}

@@ -188,12 +188,6 @@ func (b *Builder) schemeFor(data []byte) Scheme {
 // Len returns the number of chunks added.
 func (b *Builder) Len() int { return len(b.chunks) }
 
-// RawBytes returns the raw bytes added.
-func (b *Builder) RawBytes() uint64 { return b.raw }
-
-// BodyLen returns the serialized size of the records so far.
-func (b *Builder) BodyLen() int { return len(b.body) }
-
 // Finish returns the xorb built so far, with its hash computed, and resets the Builder for the next
 // xorb (a new xorb starts a new file segment).
 func (b *Builder) Finish() *Xorb {

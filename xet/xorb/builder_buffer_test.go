@@ -60,7 +60,7 @@ func TestAbsorb(t *testing.T) {
 	aBody := bytes.Clone(a.body)
 	sBody := bytes.Clone(s.body)
 	first := a.Absorb(s)
-	if first != 5 || s.Len() != 0 || s.RawBytes() != 0 {
+	if first != 5 || s.Len() != 0 || s.raw != 0 {
 		t.Fatalf("Absorb returned %d; source left with %d chunks", first, s.Len())
 	}
 	x := a.Finish()
@@ -93,12 +93,12 @@ func TestAppendRecordFramingEquivalence(t *testing.T) {
 		for _, comp := range []bool{false, true} {
 			raw := chunkOf(r, n, comp)
 			for _, s := range []Scheme{SchemeLZ4, SchemeBG4LZ4} {
-				got := AppendRecord(nil, raw, s)
+				got := appendTestRecord(nil, raw, s)
 				src := raw
 				if s == SchemeBG4LZ4 {
 					src = BG4Split(nil, raw)
 				}
-				frame := AppendLZ4Frame(nil, src)
+				frame := appendLZ4Frame(nil, src)
 				var want []byte
 				if len(frame) < len(raw) {
 					want = append(appendHeader(nil, len(frame), s, len(raw)), frame...)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
@@ -107,25 +108,70 @@ func ParseFooter(obj []byte) (f *Footer, recordsLen int, err error) {
 		return nil, 0, fmt.Errorf("%w: footer length %d does not fit the object of %d bytes", ErrNoFooter, infoLen, len(obj))
 	}
 	start := len(obj) - footerTrailer - int(infoLen)
-	fb := obj[start : len(obj)-footerTrailer]
-	if !bytes.Equal(fb[:7], footerMagic) {
-		return nil, 0, fmt.Errorf("%w: no XETBLOB magic %d bytes before the end", ErrNoFooter, infoLen+footerTrailer)
+	f, err = parseFooter(obj[start:])
+	if err != nil {
+		return nil, 0, err
 	}
+	if err := f.checkOffsets(start); err != nil {
+		return nil, 0, fmt.Errorf("xorb footer: %w", err)
+	}
+	return f, start, nil
+}
+
+// MaxFooterSize is the largest footer (with its u32 length) of a xorb of MaxChunks chunks.
+const MaxFooterSize = footerV1Fixed + 40*MaxChunks + footerTrailer
+
+// ReadFooter reads and parses the footer at the end of a stored xorb object of size bytes through
+// r, reading only the footer (at most MaxFooterSize bytes), with the checks of ParseFooter.
+// recordsLen is where the footer starts. Errors for a malformed footer wrap ErrNoFooter or say
+// "xorb footer"; read errors are returned wrapped as they are.
+func ReadFooter(r io.ReaderAt, size int64) (f *Footer, recordsLen int64, err error) {
+	if size < footerTrailer+footerV0Fixed {
+		return nil, 0, fmt.Errorf("%w: object of %d bytes is too short", ErrNoFooter, size)
+	}
+	var trailer [footerTrailer]byte
+	if _, err := r.ReadAt(trailer[:], size-footerTrailer); err != nil {
+		return nil, 0, fmt.Errorf("xorb footer: reading its length: %w", err)
+	}
+	infoLen := int64(binary.LittleEndian.Uint32(trailer[:]))
+	if infoLen < footerV0Fixed || infoLen > size-footerTrailer || infoLen+footerTrailer > MaxFooterSize {
+		return nil, 0, fmt.Errorf("%w: footer length %d does not fit the object of %d bytes", ErrNoFooter, infoLen, size)
+	}
+	tail := make([]byte, infoLen+footerTrailer)
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil {
+		return nil, 0, fmt.Errorf("xorb footer: reading %d bytes: %w", len(tail), err)
+	}
+	f, err = parseFooter(tail)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := size - int64(len(tail))
+	if err := f.checkOffsets(int(start)); err != nil {
+		return nil, 0, fmt.Errorf("xorb footer: %w", err)
+	}
+	return f, start, nil
+}
+
+// parseFooter parses fb, a footer followed by its u32 length and nothing else.
+func parseFooter(fb []byte) (*Footer, error) {
+	fb = fb[:len(fb)-footerTrailer]
+	if !bytes.Equal(fb[:7], footerMagic) {
+		return nil, fmt.Errorf("%w: no XETBLOB magic %d bytes before the end", ErrNoFooter, len(fb)+footerTrailer)
+	}
+	var f *Footer
+	var err error
 	switch fb[7] {
 	case 0:
 		f, err = parseFooterV0(fb)
 	case 1:
 		f, err = parseFooterV1(fb)
 	default:
-		return nil, 0, fmt.Errorf("xorb footer: unsupported version %d", fb[7])
+		return nil, fmt.Errorf("xorb footer: unsupported version %d", fb[7])
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("xorb footer: %w", err)
+		return nil, fmt.Errorf("xorb footer: %w", err)
 	}
-	if err := f.checkOffsets(start); err != nil {
-		return nil, 0, fmt.Errorf("xorb footer: %w", err)
-	}
-	return f, start, nil
+	return f, nil
 }
 
 func parseFooterV0(fb []byte) (*Footer, error) {

@@ -14,9 +14,9 @@ import (
 func fuzzSeeds() [][]byte {
 	text := csvText(3000, 1)
 	return [][]byte{
-		AppendRecord(nil, text, SchemeLZ4),
-		AppendRecord(nil, text, SchemeBG4LZ4),
-		AppendRecord(nil, text[:100], SchemeNone),
+		appendTestRecord(nil, text, SchemeLZ4),
+		appendTestRecord(nil, text, SchemeBG4LZ4),
+		appendTestRecord(nil, text[:100], SchemeNone),
 		[]byte("XETBLOB\x01"),
 	}
 }
@@ -40,7 +40,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("allocated %d bytes", cap(out))
 		}
 		// What decodes re-encodes to a record that decodes to the same bytes.
-		again, h2, _, err := DecodeRecord(nil, AppendRecord(nil, out, h.Scheme))
+		again, h2, _, err := DecodeRecord(nil, appendTestRecord(nil, out, h.Scheme))
 		if err != nil || !bytes.Equal(again, out) || h2.RawLen != h.RawLen {
 			t.Fatalf("re-encoded record: %v", err)
 		}
@@ -85,7 +85,7 @@ func FuzzIndex(f *testing.F) {
 			}
 			prev = c.End
 		}
-		if err := DecodeRecords(b[:info.RecordsLen], func(i int, raw []byte) error {
+		if err := decodeAllRecords(b[:info.RecordsLen], func(i int, raw []byte) error {
 			if len(raw) != int(info.Chunks[i].RawLen) {
 				return errors.New("length differs")
 			}
@@ -98,16 +98,16 @@ func FuzzIndex(f *testing.F) {
 
 func FuzzDecodeLZ4Frame(f *testing.F) {
 	for _, s := range [][]byte{
-		AppendLZ4Frame(nil, csvText(3000, 4)),
-		AppendLZ4Frame(nil, csvText(70000, 5)),
-		AppendLZ4Frame(nil, []byte("x")),
+		appendLZ4Frame(nil, csvText(3000, 4)),
+		appendLZ4Frame(nil, csvText(70000, 5)),
+		appendLZ4Frame(nil, []byte("x")),
 		{0x50, 0x2A, 0x4D, 0x18, 1, 0, 0, 0, 9},
 	} {
 		f.Add(s, uint32(1<<17))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, max uint32) {
 		maxSize := int(max % (1 << 22))
-		out, err := DecodeLZ4Frame(nil, b, maxSize)
+		out, err := decodeLZ4Frame(nil, b, maxSize)
 		if err != nil {
 			if !errors.Is(err, ErrLZ4) {
 				t.Fatalf("error not wrapping ErrLZ4: %v", err)
@@ -117,7 +117,7 @@ func FuzzDecodeLZ4Frame(f *testing.F) {
 		if len(out) > maxSize || cap(out) > maxSize {
 			t.Fatalf("decoded %d bytes (cap %d) over the limit %d", len(out), cap(out), maxSize)
 		}
-		again, err := DecodeLZ4Frame(nil, AppendLZ4Frame(nil, out), len(out))
+		again, err := decodeLZ4Frame(nil, appendLZ4Frame(nil, out), len(out))
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("re-encoded frame: %v", err)
 		}

@@ -120,29 +120,3 @@ func (f *Footer) check(info *Info) error {
 	}
 	return nil
 }
-
-// DecodeRecords decodes the consecutive records of b (a fetched byte range starting at a record) and
-// calls fn with each chunk's index (from 0 within b) and raw bytes, which are valid only during the
-// call. It stops at the end of b or at a footer, and returns fn's first error. A record cut off by
-// the end of b is an error (wrapping ErrTruncated).
-func DecodeRecords(b []byte, fn func(i int, raw []byte) error) error {
-	d := getDecoder()
-	defer putDecoder(d)
-	var raw []byte
-	for i, pos := 0, 0; pos < len(b); i++ {
-		var n int
-		var err error
-		raw, _, n, err = d.decodeRecord(raw[:0], b[pos:])
-		if errors.Is(err, ErrFooter) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("xorb: chunk %d at offset %d: %w", i, pos, err)
-		}
-		if err := fn(i, raw); err != nil {
-			return err
-		}
-		pos += n
-	}
-	return nil
-}

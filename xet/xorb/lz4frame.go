@@ -1,9 +1,11 @@
 package xorb
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -13,39 +15,29 @@ import (
 // LZ4 frame format (lz4_Frame_format.md). xet-core writes frames with lz4_flex's FrameEncoder
 // defaults: FLG 0x60 (version 1, independent blocks, no checksums, no content size, no dict ID), BD
 // from the first write (0x40 for at most 64 KiB, 0x50 above), one block per chunk, the end mark,
-// nothing else. The encoder here writes exactly that frame around pierrec's block compressor; the
-// decoder accepts any valid frame.
+// nothing else. The encoder here writes exactly that frame around pierrec's block compressor. The
+// decoder reads that shape itself (the hot path: one block per chunk, decoded straight into the
+// caller's buffer) and hands every other frame (checksums, linked blocks, content size, several or
+// skippable frames) to pierrec's frame reader.
 const (
-	lz4Magic          = 0x184D2204
-	lz4LegacyMagic    = 0x184C2102
-	lz4SkippableMask  = 0xFFFFFFF0
-	lz4SkippableMagic = 0x184D2A50
-
-	flgVersionMask = 0xC0
-	flgVersion1    = 0x40
-	flgIndependent = 0x20
-	flgBlockSum    = 0x10
-	flgContentSize = 0x08
-	flgContentSum  = 0x04
-	flgReserved    = 0x02
-	flgDictID      = 0x01
-
 	lz4UncompressedBit = 0x80000000
-	lz4Window          = 64 << 10
+	lz4EndMark         = 0
+	// lz4MaxExpansion: LZ4 decodes at most about 255 bytes per input byte (each extra length byte
+	// adds 255); never reserve more than a block can justify.
+	lz4MaxExpansion = 255
 )
 
 // ErrLZ4 is wrapped by every error about a malformed or over-limit LZ4 frame.
 var ErrLZ4 = errors.New("lz4 frame")
 
-// frameHeaders holds the 7-byte header xet-core would write for each BD block-size id (4..7).
-var frameHeaders [8][7]byte
-
-func init() {
-	for id := 4; id <= 7; id++ {
-		fd := [2]byte{0x60, byte(id << 4)}
-		hc := byte(xxh32Sum(fd[:]) >> 8)
-		frameHeaders[id] = [7]byte{0x04, 0x22, 0x4D, 0x18, fd[0], fd[1], hc}
-	}
+// frameHeaders holds the 7-byte header (magic, FLG 0x60, BD, header checksum) xet-core writes for
+// each BD block-size id (4..7). The checksum bytes are xxh32 of FLG and BD, shifted by 8, as the
+// frame format defines them; TestFrameHeadersAreValid checks them against pierrec's frame reader.
+var frameHeaders = [8][7]byte{
+	4: {0x04, 0x22, 0x4D, 0x18, 0x60, 0x40, 0x82},
+	5: {0x04, 0x22, 0x4D, 0x18, 0x60, 0x50, 0xFB},
+	6: {0x04, 0x22, 0x4D, 0x18, 0x60, 0x60, 0x51},
+	7: {0x04, 0x22, 0x4D, 0x18, 0x60, 0x70, 0x73},
 }
 
 func blockMaxSize(id int) int { return 1 << (8 + 2*id) } // 4: 64 KiB, 5: 256 KiB, 6: 1 MiB, 7: 4 MiB
@@ -56,11 +48,6 @@ type encoder struct {
 	split []byte
 }
 
-var encoders = sync.Pool{New: func() any { return new(encoder) }}
-
-func getEncoder() *encoder  { return encoders.Get().(*encoder) }
-func putEncoder(e *encoder) { encoders.Put(e) }
-
 // decoder is per-goroutine scratch for BG4 payloads.
 type decoder struct{ grouped []byte }
 
@@ -69,18 +56,10 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 func getDecoder() *decoder  { return decoders.Get().(*decoder) }
 func putDecoder(d *decoder) { decoders.Put(d) }
 
-// AppendLZ4Frame appends src as an LZ4 frame exactly as xet-core frames a chunk: the header for
-// FLG 0x60 and the BD resolved from len(src), one block (stored raw, with the size word's high bit,
-// when compression does not make it smaller), the end mark. Inputs over 256 KiB, which xet-core
-// never frames, get the 1 MiB or 4 MiB block size and as many blocks as needed. Safe for concurrent
-// use.
-func AppendLZ4Frame(dst, src []byte) []byte {
-	e := getEncoder()
-	dst = e.appendFrame(dst, src)
-	putEncoder(e)
-	return dst
-}
-
+// appendFrame appends src as an LZ4 frame exactly as xet-core frames a chunk: the header for FLG
+// 0x60 and the BD resolved from len(src), one block (stored raw, with the size word's high bit, when
+// compression does not make it smaller), the end mark. Inputs over 256 KiB, which xet-core never
+// frames, get the 1 MiB or 4 MiB block size and as many blocks as needed.
 func (e *encoder) appendFrame(dst, src []byte) []byte {
 	id := 4
 	for id < 7 && len(src) > blockMaxSize(id) {
@@ -140,176 +119,107 @@ func (e *encoder) appendSmallerFrame(dst, src []byte) ([]byte, bool) {
 	return append(dst, 0, 0, 0, 0), true
 }
 
-// DecodeLZ4Frame decodes src, one or more concatenated LZ4 frames (skippable frames are skipped),
-// and appends the content to dst. It accepts every option of the frame format except a dictionary
-// ID: linked or independent blocks, block and content checksums (verified), content size (checked),
-// uncompressed blocks, all block sizes. It fails, before allocating beyond it, when the content
-// would exceed maxSize bytes, and on any malformed, truncated or trailing input. Safe for concurrent
-// use.
-func DecodeLZ4Frame(dst, src []byte, maxSize int) ([]byte, error) {
-	out, err := decodeFrames(dst, src, maxSize)
-	if err != nil {
-		return dst, err
-	}
-	return out, nil
-}
-
+// decodeFrames decodes src, one or more LZ4 frames, and appends their content to dst. It fails,
+// before allocating beyond it, when the content would exceed maxSize bytes, and on any malformed,
+// truncated or trailing input. Frames in xet-core's shape are decoded here; any other goes to
+// pierrec's frame reader (decodeFramesGeneral).
 func decodeFrames(dst, src []byte, maxSize int) ([]byte, error) {
-	if maxSize < 0 {
-		maxSize = 0
+	maxSize = max(maxSize, 0)
+	if out, ok, err := decodeXetFrame(dst, src, maxSize); ok {
+		return out, err
 	}
-	if len(src) == 0 {
-		return dst, fmt.Errorf("%w: empty input", ErrLZ4)
-	}
-	limit := len(dst) + maxSize // absolute length dst may reach
-	total := len(src)
-	for len(src) > 0 {
-		off := total - len(src)
-		if len(src) < 4 {
-			return dst, fmt.Errorf("%w: %d trailing bytes at offset %d, not a frame", ErrLZ4, len(src), off)
-		}
-		magic := binary.LittleEndian.Uint32(src)
-		switch {
-		case magic == lz4Magic:
-			var err error
-			var used int
-			dst, used, err = decodeFrame(dst, src[4:], limit)
-			if err != nil {
-				return dst, fmt.Errorf("frame at offset %d: %w", off, err)
-			}
-			src = src[4+used:]
-		case magic&lz4SkippableMask == lz4SkippableMagic:
-			if len(src) < 8 {
-				return dst, fmt.Errorf("%w: skippable frame at offset %d: truncated size", ErrLZ4, off)
-			}
-			n := uint64(binary.LittleEndian.Uint32(src[4:]))
-			if n > uint64(len(src)-8) {
-				return dst, fmt.Errorf("%w: skippable frame at offset %d: size %d beyond the input", ErrLZ4, off, n)
-			}
-			src = src[8+n:]
-		case magic == lz4LegacyMagic:
-			return dst, fmt.Errorf("%w: legacy LZ4 format (magic %08x) at offset %d is not supported", ErrLZ4, magic, off)
-		default:
-			return dst, fmt.Errorf("%w: bad magic %08x at offset %d", ErrLZ4, magic, off)
-		}
-	}
-	return dst, nil
+	return decodeFramesGeneral(dst, src, maxSize)
 }
 
-// decodeFrame decodes the frame whose descriptor starts src (after the magic), appending its content
-// to dst, never past length limit. used = bytes of src consumed.
-func decodeFrame(dst, src []byte, limit int) (out []byte, used int, err error) {
-	if len(src) < 3 {
-		return dst, 0, fmt.Errorf("%w: truncated frame descriptor", ErrLZ4)
+// decodeXetFrame decodes src when it is one frame in xet-core's shape: one of frameHeaders,
+// independent blocks without checksums, the end mark, nothing after it. ok is false (and nothing
+// was appended) when src has another shape.
+func decodeXetFrame(dst, src []byte, maxSize int) (out []byte, ok bool, err error) {
+	if len(src) < 7+4 {
+		return dst, false, nil
 	}
-	flg, bd := src[0], src[1]
-	if flg&flgVersionMask != flgVersion1 {
-		return dst, 0, fmt.Errorf("%w: unsupported frame version %d (FLG %02x)", ErrLZ4, flg>>6, flg)
+	id := int(src[5] >> 4)
+	if id < 4 || id > 7 || [7]byte(src[:7]) != frameHeaders[id] {
+		return dst, false, nil
 	}
-	if flg&flgReserved != 0 || bd&0x8F != 0 {
-		return dst, 0, fmt.Errorf("%w: reserved bits set (FLG %02x BD %02x)", ErrLZ4, flg, bd)
-	}
-	if flg&flgDictID != 0 {
-		return dst, 0, fmt.Errorf("%w: frames needing a dictionary (dict ID flag) are not supported", ErrLZ4)
-	}
-	id := int(bd >> 4)
-	if id < 4 {
-		return dst, 0, fmt.Errorf("%w: invalid block size id %d (BD %02x)", ErrLZ4, id, bd)
-	}
-	dlen := 2
-	var contentSize uint64
-	hasSize := flg&flgContentSize != 0
-	if hasSize {
-		dlen += 8
-	}
-	if len(src) < dlen+1 {
-		return dst, 0, fmt.Errorf("%w: truncated frame descriptor", ErrLZ4)
-	}
-	if hasSize {
-		contentSize = binary.LittleEndian.Uint64(src[2:])
-	}
-	if hc := byte(xxh32Sum(src[:dlen]) >> 8); hc != src[dlen] {
-		return dst, 0, fmt.Errorf("%w: header checksum %02x, want %02x", ErrLZ4, src[dlen], hc)
-	}
-	p := dlen + 1
-	start := len(dst)
-	if hasSize {
-		if contentSize > uint64(limit-start) {
-			return dst, 0, fmt.Errorf("%w: content size %d exceeds the limit of %d bytes", ErrLZ4, contentSize, limit-start)
-		}
-		limit = start + int(contentSize) // the content must be exactly this long
-		dst = growBounded(dst, int(contentSize), limit)
-	}
+	start, limit := len(dst), len(dst)+maxSize
 	bmax := blockMaxSize(id)
-	linked := flg&flgIndependent == 0
-	blockSum := flg&flgBlockSum != 0
+	p := 7
 	for {
 		if len(src)-p < 4 {
-			return dst, 0, fmt.Errorf("%w: truncated before a block size word (no end mark)", ErrLZ4)
+			return dst[:start], true, fmt.Errorf("%w: truncated before a block size word (no end mark)", ErrLZ4)
 		}
 		word := binary.LittleEndian.Uint32(src[p:])
 		p += 4
-		if word == 0 {
+		if word == lz4EndMark {
 			break
 		}
 		size := int(word &^ lz4UncompressedBit)
-		if size > bmax {
-			return dst, 0, fmt.Errorf("%w: block of %d bytes exceeds the frame's block size %d", ErrLZ4, size, bmax)
-		}
-		need := size
-		if blockSum {
-			need += 4
-		}
-		if len(src)-p < need {
-			return dst, 0, fmt.Errorf("%w: block of %d bytes, only %d present", ErrLZ4, size, len(src)-p)
+		if size > bmax || len(src)-p < size {
+			return dst[:start], true, fmt.Errorf("%w: block of %d bytes, %d present, frame block size %d", ErrLZ4, size, len(src)-p, bmax)
 		}
 		data := src[p : p+size]
 		p += size
-		if blockSum {
-			if got, want := xxh32Sum(data), binary.LittleEndian.Uint32(src[p:]); got != want {
-				return dst, 0, fmt.Errorf("%w: block checksum %08x, want %08x", ErrLZ4, got, want)
-			}
-			p += 4
-		}
 		room := limit - len(dst)
 		if word&lz4UncompressedBit != 0 {
 			if size > room {
-				return dst, 0, fmt.Errorf("%w: content exceeds the limit of %d bytes", ErrLZ4, limit-start)
+				return dst[:start], true, fmt.Errorf("%w: content exceeds the limit of %d bytes", ErrLZ4, maxSize)
 			}
 			dst = append(dst, data...)
 			continue
 		}
-		// A block decodes to at most bmax bytes, and LZ4 expands at most 255-fold (each extra
-		// length byte adds 255), so never reserve more than the block can justify.
-		room = min(room, bmax, 255*len(data)+64)
+		room = min(room, bmax, lz4MaxExpansion*len(data)+64)
+		if room <= 0 {
+			return dst[:start], true, fmt.Errorf("%w: content exceeds the limit of %d bytes", ErrLZ4, maxSize)
+		}
 		dst = growBounded(dst, room, limit)
 		at := len(dst)
-		var dict []byte
-		if linked {
-			dict = dst[max(start, at-lz4Window):at]
-		}
-		n, err := lz4.UncompressBlockWithDict(data, dst[at:at+room], dict)
+		n, err := lz4.UncompressBlock(data, dst[at:at+room])
 		if err != nil {
-			if room < min(bmax, 255*len(data)+64) {
-				return dst[:at], 0, fmt.Errorf("%w: corrupt block, or content exceeds the limit of %d bytes", ErrLZ4, limit-start)
-			}
-			return dst[:at], 0, fmt.Errorf("%w: corrupt block", ErrLZ4)
+			return dst[:start], true, fmt.Errorf("%w: corrupt block, or content over the limit of %d bytes", ErrLZ4, maxSize)
 		}
 		dst = dst[:at+n]
 	}
-	if flg&flgContentSum != 0 {
-		if len(src)-p < 4 {
-			return dst, 0, fmt.Errorf("%w: truncated content checksum", ErrLZ4)
-		}
-		if got, want := xxh32Sum(dst[start:]), binary.LittleEndian.Uint32(src[p:]); got != want {
-			return dst, 0, fmt.Errorf("%w: content checksum %08x, want %08x", ErrLZ4, got, want)
-		}
-		p += 4
+	if p != len(src) {
+		// More frames, or trailing bytes: the general reader decides.
+		return dst[:start], false, nil
 	}
-	if hasSize && uint64(len(dst)-start) != contentSize {
-		return dst, 0, fmt.Errorf("%w: content is %d bytes, header says %d", ErrLZ4, len(dst)-start, contentSize)
+	return dst, true, nil
+}
+
+// decodeFramesGeneral decodes any sequence of LZ4 frames with pierrec's frame reader, which checks
+// header, block and content checksums and the content size, reads linked blocks and skips
+// skippable frames. The content is read at most maxSize+1 bytes far, so an over-limit frame fails
+// without being decoded whole.
+func decodeFramesGeneral(dst, src []byte, maxSize int) ([]byte, error) {
+	start := len(dst)
+	if len(src) == 0 {
+		return dst, fmt.Errorf("%w: empty input", ErrLZ4)
 	}
-	return dst, p, nil
+	zr := lz4.NewReader(bytes.NewReader(src))
+	for {
+		if len(dst)-start == maxSize {
+			// Full: one more byte means the content is over the limit.
+			var probe [1]byte
+			n, err := io.ReadFull(zr, probe[:])
+			if n > 0 {
+				return dst[:start], fmt.Errorf("%w: content exceeds the limit of %d bytes", ErrLZ4, maxSize)
+			}
+			if err != io.EOF {
+				return dst[:start], fmt.Errorf("%w: %w", ErrLZ4, err)
+			}
+			return dst, nil
+		}
+		dst = growBounded(dst, min(64<<10, maxSize-(len(dst)-start)), start+maxSize)
+		n, err := zr.Read(dst[len(dst):min(cap(dst), start+maxSize)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst[:start], fmt.Errorf("%w: %w", ErrLZ4, err)
+		}
+	}
 }
 
 // growBounded makes room for n more bytes in b (len unchanged), growing geometrically but never

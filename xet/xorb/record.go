@@ -72,21 +72,14 @@ func putHeader(b []byte, compLen int, s Scheme, rawLen int) {
 	b[5], b[6], b[7] = byte(rawLen), byte(rawLen>>8), byte(rawLen>>16)
 }
 
-// AppendRecord compresses raw with scheme and appends the record (header and payload) to dst. When
-// the compressed form is not smaller than raw, it stores raw with SchemeNone, as xet-core does.
-// raw must be at most MaxChunkRaw bytes (larger input panics: it is a caller bug, not bad input).
-func AppendRecord(dst, raw []byte, scheme Scheme) []byte {
-	e := getEncoder()
-	dst = e.appendRecord(dst, raw, scheme)
-	putEncoder(e)
-	return dst
-}
-
-// appendRecord is AppendRecord with e's scratch space. The payload is compressed straight into
-// dst; a chunk that does not get smaller is copied in once, uncompressed.
+// appendRecord compresses raw with scheme and appends the record (header and payload) to dst, with
+// e's scratch space. When the compressed form is not smaller than raw, it stores raw with
+// SchemeNone, as xet-core does. The payload is compressed straight into dst; a chunk that does not
+// get smaller is copied in once, uncompressed. raw must be at most MaxChunkRaw bytes (larger input
+// panics: it is a caller bug, not bad input).
 func (e *encoder) appendRecord(dst, raw []byte, scheme Scheme) []byte {
 	if len(raw) > MaxChunkRaw {
-		panic(fmt.Sprintf("xorb: AppendRecord of %d bytes (max %d)", len(raw), MaxChunkRaw))
+		panic(fmt.Sprintf("xorb: appendRecord of %d bytes (max %d)", len(raw), MaxChunkRaw))
 	}
 	start := len(dst)
 	dst = appendHeader(dst, 0, 0, 0)
@@ -100,7 +93,7 @@ func (e *encoder) appendRecord(dst, raw []byte, scheme Scheme) []byte {
 		dst, ok = e.appendSmallerFrame(dst, e.split)
 	case SchemeNone:
 	default:
-		panic(fmt.Sprintf("xorb: AppendRecord with invalid scheme %d", uint8(scheme)))
+		panic(fmt.Sprintf("xorb: appendRecord with invalid scheme %d", uint8(scheme)))
 	}
 	if !ok {
 		dst = append(dst[:payload], raw...)

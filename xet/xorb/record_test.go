@@ -86,7 +86,7 @@ func TestReferenceXorbPrefix(t *testing.T) {
 		if err != nil || n != len(rec) || h.RawLen != c.RawLen {
 			t.Fatalf("chunk %d: DecodeRecord: n=%d h=%+v err=%v", i, n, h, err)
 		}
-		again := AppendRecord(nil, data, SchemeLZ4)
+		again := appendTestRecord(nil, data, SchemeLZ4)
 		if again[4] != byte(SchemeLZ4) || !bytes.Equal(again[5:8], rec[5:8]) || again[0] != 0 {
 			t.Errorf("chunk %d: re-encoded header % x, reference % x", i, again[:8], rec[:8])
 		}
@@ -122,7 +122,7 @@ func TestReferenceXorbPrefix(t *testing.T) {
 		got = append(got, hash.Chunk(data))
 	}
 	var got2 []hash.Hash
-	if err := DecodeRecords(obj, func(i int, raw []byte) error {
+	if err := decodeAllRecords(obj, func(i int, raw []byte) error {
 		if i != len(got2) {
 			t.Errorf("DecodeRecords index %d, want %d", i, len(got2))
 		}
@@ -142,7 +142,7 @@ func TestReferenceXorbPrefix(t *testing.T) {
 }
 
 func TestRecordHeader(t *testing.T) {
-	rec := AppendRecord(nil, []byte("hello hello hello hello hello hello hello"), SchemeNone)
+	rec := appendTestRecord(nil, []byte("hello hello hello hello hello hello hello"), SchemeNone)
 	h, err := ParseRecordHeader(rec)
 	if err != nil || h != (RecordHeader{0, 41, SchemeNone, 41}) {
 		t.Fatalf("ParseRecordHeader = %+v, %v", h, err)
@@ -195,7 +195,7 @@ func TestAppendRecordSchemes(t *testing.T) {
 		{"max chunk", bytes.Repeat([]byte("xet!"), MaxChunkRaw/4), SchemeLZ4, SchemeLZ4},
 	} {
 		prefix := []byte("prefix")
-		rec := AppendRecord(prefix, c.data, c.scheme)
+		rec := appendTestRecord(prefix, c.data, c.scheme)
 		if !bytes.Equal(rec[:6], []byte("prefix")) {
 			t.Fatalf("%s: dst prefix clobbered", c.name)
 		}
@@ -216,8 +216,8 @@ func TestAppendRecordSchemes(t *testing.T) {
 		}
 	}
 	// BG4 pays on float data: smaller than plain LZ4.
-	lz := AppendRecord(nil, floats, SchemeLZ4)
-	bg := AppendRecord(nil, floats, SchemeBG4LZ4)
+	lz := appendTestRecord(nil, floats, SchemeLZ4)
+	bg := appendTestRecord(nil, floats, SchemeBG4LZ4)
 	if len(bg) >= len(lz) {
 		t.Errorf("bg4-lz4 record %d bytes, lz4 %d: BG4 should win on bf16-like data", len(bg), len(lz))
 	}
@@ -225,8 +225,8 @@ func TestAppendRecordSchemes(t *testing.T) {
 
 func TestDecodeRecordErrors(t *testing.T) {
 	data := csvText(5000, 9)
-	rec := AppendRecord(nil, data, SchemeLZ4)
-	bgrec := AppendRecord(nil, data, SchemeBG4LZ4)
+	rec := appendTestRecord(nil, data, SchemeLZ4)
+	bgrec := appendTestRecord(nil, data, SchemeBG4LZ4)
 	mut := func(b []byte, f func([]byte)) []byte { c := bytes.Clone(b); f(c); return c }
 	cases := []struct {
 		name string

@@ -246,7 +246,7 @@ func TestIndexRejects(t *testing.T) {
 	}
 	// Counts beyond the limits.
 	var many []byte
-	one := AppendRecord(nil, []byte{7}, SchemeNone)
+	one := appendTestRecord(nil, []byte{7}, SchemeNone)
 	for i := 0; i <= MaxChunks; i++ {
 		many = append(many, one...)
 	}
@@ -254,7 +254,7 @@ func TestIndexRejects(t *testing.T) {
 		t.Errorf("8193 chunks: %v", err)
 	}
 	var big []byte
-	rec := AppendRecord(nil, bytes.Repeat([]byte("z"), MaxChunkRaw), SchemeLZ4)
+	rec := appendTestRecord(nil, bytes.Repeat([]byte("z"), MaxChunkRaw), SchemeLZ4)
 	for i := 0; i <= MaxBytes/MaxChunkRaw; i++ {
 		big = append(big, rec...)
 	}
@@ -295,17 +295,17 @@ func TestRecordReaderAndDecodeRecords(t *testing.T) {
 	c := x.Chunks
 	rng := x.Body[c[1].Start:c[3].End]
 	var got [][]byte
-	if err := DecodeRecords(rng, func(i int, raw []byte) error {
+	if err := decodeAllRecords(rng, func(i int, raw []byte) error {
 		got = append(got, bytes.Clone(raw))
 		return nil
 	}); err != nil || len(got) != 3 || !bytes.Equal(got[0], chunks[1]) || !bytes.Equal(got[2], chunks[3]) {
 		t.Errorf("DecodeRecords: %v, %d chunks", err, len(got))
 	}
 	stop := errors.New("stop")
-	if err := DecodeRecords(rng, func(int, []byte) error { return stop }); err != stop {
+	if err := decodeAllRecords(rng, func(int, []byte) error { return stop }); err != stop {
 		t.Errorf("DecodeRecords did not return fn's error: %v", err)
 	}
-	if err := DecodeRecords(rng[:len(rng)-1], func(int, []byte) error { return nil }); !errors.Is(err, ErrTruncated) {
+	if err := decodeAllRecords(rng[:len(rng)-1], func(int, []byte) error { return nil }); !errors.Is(err, ErrTruncated) {
 		t.Errorf("DecodeRecords on a cut range: %v", err)
 	}
 }
@@ -319,14 +319,14 @@ func TestBuilderCutsAndPolicies(t *testing.T) {
 		}
 		b.Add(chunk, hash.Zero)
 	}
-	if b.Fits(1) || !b.Fits(0) || b.RawBytes() != MaxBytes {
-		t.Errorf("at 64 MiB: Fits(1)=%v Fits(0)=%v raw %d", b.Fits(1), b.Fits(0), b.RawBytes())
+	if b.Fits(1) || !b.Fits(0) || b.raw != MaxBytes {
+		t.Errorf("at 64 MiB: Fits(1)=%v Fits(0)=%v raw %d", b.Fits(1), b.Fits(0), b.raw)
 	}
 	x := b.Finish()
 	if len(x.Chunks) != 512 || x.Chunks[0].Scheme != SchemeNone || len(x.Body) != MaxBytes+8*512 {
 		t.Errorf("finished xorb: %d chunks, body %d", len(x.Chunks), len(x.Body))
 	}
-	if b.Len() != 0 || b.RawBytes() != 0 || !b.Fits(MaxChunkRaw) {
+	if b.Len() != 0 || b.raw != 0 || !b.Fits(MaxChunkRaw) {
 		t.Errorf("Builder not reset by Finish")
 	}
 	for i := 0; i < MaxChunks; i++ {

@@ -1,5 +1,8 @@
 package xorb
 
+// A test-only xxHash32, to build LZ4 frames by hand (checksummed descriptors and blocks) for the
+// decoder tests. Production code uses pierrec/lz4 for everything xxHash32 is needed for.
+
 import (
 	"encoding/binary"
 	"math/bits"
