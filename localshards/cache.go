@@ -89,8 +89,7 @@ type Cache struct {
 	view   atomic.Pointer[view]
 	closed atomic.Bool
 
-	mu           sync.Mutex // writers: first load, Add*, refresh
-	loadErr      error
+	mu           sync.Mutex       // writers: first load, Add*, refresh
 	known        map[string]int32 // file name -> shard index, or -1 (expired, corrupt, skipped)
 	nextRef      uint64           // next free ref
 	dirMtime     time.Time        // shard-cache dir mtime at the last listing

@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 
@@ -97,7 +98,7 @@ func TestReferenceDedupeShard(t *testing.T) {
 	if len(ref) != 796 {
 		t.Fatalf("reference has %d chunks", len(ref))
 	}
-	xorb := hash.MustParse("eea25d6ee393ccae385820daed127b96ef0ea034dfb7cf6da3a950ce334b7632")
+	xorb := hashtest.MustParse("eea25d6ee393ccae385820daed127b96ef0ea034dfb7cf6da3a950ce334b7632")
 	created := time.Unix(1758663941, 0)
 	clk := newClock(created.Add(time.Hour))
 	dir := t.TempDir()
@@ -121,7 +122,7 @@ func TestReferenceDedupeShard(t *testing.T) {
 		t.Helper()
 		var key hash.Hash
 		for i, rc := range ref {
-			h := hash.MustParse(rc.Hash)
+			h := hashtest.MustParse(rc.Hash)
 			m, ok, err := c.Lookup(h)
 			if err != nil || !ok {
 				t.Fatalf("chunk %d %s: ok %v err %v", i, rc.Hash, ok, err)
@@ -146,10 +147,10 @@ func TestReferenceDedupeShard(t *testing.T) {
 
 	// After the server's expiry the answer no longer matches, and a week later it is deleted.
 	clk.Set(time.Unix(1760478341+1, 0))
-	mustMiss(t, c, hash.MustParse(ref[0].Hash))
+	mustMiss(t, c, hashtest.MustParse(ref[0].Hash))
 	clk.Set(time.Unix(1760478341, 0).Add(ExpiredGrace + time.Second))
 	c3 := openTest(t, dir, Options{Now: clk.Now})
-	mustMiss(t, c3, hash.MustParse(ref[0].Hash))
+	mustMiss(t, c3, hashtest.MustParse(ref[0].Hash))
 	if n := shardFiles(t, c3, ".mdb"); len(n) != 0 {
 		t.Errorf("expired answer still on disk a week later: %v", n)
 	}

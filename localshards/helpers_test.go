@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -53,7 +54,7 @@ func testShard(seed uint64, nx, per int) *shard.Shard {
 	for i, h := range all {
 		ents[i] = hash.Entry{Hash: h, Size: 1000}
 	}
-	s.Files = []shard.File{shard.NewFile(hash.File(ents), terms, all, [32]byte{byte(seed)})}
+	s.Files = []shard.File{testutil.NewFile(hash.File(ents), terms, all, [32]byte{byte(seed)})}
 	s.Sort()
 	return s
 }
@@ -129,3 +130,6 @@ func mustMiss(t testing.TB, c *Cache, chunk hash.Hash) {
 		t.Fatalf("Lookup(%s) = %+v, %v, %v; want a miss", chunk, m.Xorb, ok, err)
 	}
 }
+
+// has reports whether key is in s (a candidate only: refs still need verifying).
+func (s *segment) has(key uint64) bool { return s.candidates(key, 0) >= 0 }

@@ -38,9 +38,6 @@ func (s *segment) len() int { return s.n }
 // bucket returns b(k).
 func (s *segment) bucket(k uint64) uint64 { return ((k >> 32) * s.nb) >> 32 }
 
-// has reports whether key is in s (a candidate only: refs still need verifying).
-func (s *segment) has(key uint64) bool { return s.candidates(key, 0) >= 0 }
-
 // candidates returns the first slot at or after from (0: the start of key's probe) holding key, or
 // -1. Pass the previous result + 1 to get the next one. Empty slots never match. A probe's start
 // (from 0) asks the filter first.

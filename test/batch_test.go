@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,7 +44,11 @@ func startServer(t *testing.T, usersText string, mods ...func(*server.Config)) *
 		Log:    zerolog.Nop(),
 	}
 	if usersText != "" {
-		u, err := server.NewUsers(strings.NewReader(usersText))
+		p := filepath.Join(t.TempDir(), "users")
+		if err := os.WriteFile(p, []byte(usersText), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		u, err := server.LoadUsers(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 )
 
 // hashCmd runs `hash args...` in-process and returns exit code, stdout and stderr.
@@ -64,7 +65,7 @@ func TestHashLine(t *testing.T) {
 		if _, err := fmt.Sscanf(line, "%s %d", &h, &size); err != nil {
 			t.Fatalf(".chunks line %q: %v", line, err)
 		}
-		entries = append(entries, hash.Entry{Hash: hash.MustParse(h), Size: size})
+		entries = append(entries, hash.Entry{Hash: hashtest.MustParse(h), Size: size})
 	}
 	sum := sha256.Sum256(csv)
 	want := fmt.Sprintf("%s %s %d %s\n", hash.File(entries), hex.EncodeToString(sum[:]), len(csv), path)

@@ -11,6 +11,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -130,7 +131,7 @@ func TestInspectReferenceXorb(t *testing.T) {
 	entries := make([]hash.Entry, len(ref))
 	var raw uint64
 	for i, c := range ref {
-		entries[i] = hash.Entry{Hash: hash.MustParse(c.Hash), Size: c.Size}
+		entries[i] = hash.Entry{Hash: hashtest.MustParse(c.Hash), Size: c.Size}
 		raw += c.Size
 	}
 	expect(t, m, "xorb", "kind")

@@ -60,7 +60,11 @@ func TestHashPassword(t *testing.T) {
 	if !strings.HasPrefix(line, "alice:$pbkdf2-sha256$600000$") || !strings.HasSuffix(line, ":read") {
 		t.Fatalf("line %q", line)
 	}
-	users, err := server.NewUsers(strings.NewReader(line + "\n"))
+	p := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(p, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users, err := server.LoadUsers(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func (f bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func fuzzClient(t bodyTransport) *cas.HTTP {
-	return cas.NewHTTP(cas.HTTPOptions{Endpoint: "http://127.0.0.1:1", Token: cas.StaticToken("t"),
+	return cas.NewHTTP(cas.HTTPOptions{Endpoint: "http://127.0.0.1:1", Token: cas.NewRefreshingToken("t", time.Time{}, nil),
 		HTTPClient: &http.Client{Transport: t}, Retry: retry.Policy{Attempts: 1}})
 }
 

@@ -186,12 +186,9 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 		se := statusError(c.op, resp, token)
 		h.log.Debug().Str("op", c.op).Int("status", resp.StatusCode).
 			Str("request_id", resp.Header.Get(casapi.HeaderRequestID)).Msg("cas: error answer")
-		if se.Code == http.StatusUnauthorized && c.auth && !*refreshed {
-			if inv, ok := h.o.Token.(invalidator); ok {
-				*refreshed = true
-				inv.Invalidate(token)
-				return errRetryNow
-			}
+		if se.Code == http.StatusUnauthorized && c.auth && !*refreshed && h.o.Token != nil && h.o.Token.Invalidate(token) {
+			*refreshed = true
+			return errRetryNow
 		}
 		return se
 	}

@@ -25,9 +25,9 @@ import (
 )
 
 type env struct {
-	srv   *server.Server
-	proxy *faultproxy.Proxy
-	url   string // the proxy's
+	tokens *server.Tokens // issues tokens the server accepts (same secret)
+	proxy  *faultproxy.Proxy
+	url    string // the proxy's
 }
 
 func newEnv(t *testing.T) *env {
@@ -36,7 +36,8 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: st, Secret: bytes.Repeat([]byte("k"), 32)})
+	secret := bytes.Repeat([]byte("k"), 32)
+	srv, err := server.New(server.Config{Store: st, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +49,12 @@ func newEnv(t *testing.T) *env {
 	}
 	ps := httptest.NewServer(p)
 	t.Cleanup(ps.Close)
-	return &env{srv: srv, proxy: p, url: ps.URL}
+	return &env{tokens: server.NewTokens(secret, time.Now), proxy: p, url: ps.URL}
 }
 
 func (e *env) token(t *testing.T, exp time.Time) string {
 	t.Helper()
-	tok, err := e.srv.Tokens().Issue(server.Claims{Namespace: "org/repo", Scope: server.ScopeWrite, Exp: exp.Unix()})
+	tok, err := e.tokens.Issue(server.Claims{Namespace: "org/repo", Scope: server.ScopeWrite, Exp: exp.Unix()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func (e *env) token(t *testing.T, exp time.Time) string {
 }
 
 func (e *env) client(t *testing.T) *cas.HTTP {
-	return cas.NewHTTP(cas.HTTPOptions{Endpoint: e.url, Token: cas.StaticToken(e.token(t, time.Now().Add(time.Hour))),
+	return cas.NewHTTP(cas.HTTPOptions{Endpoint: e.url, Token: cas.NewRefreshingToken(e.token(t, time.Now().Add(time.Hour)), time.Time{}, nil),
 		SessionID: "test-session", Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}})
 }
 

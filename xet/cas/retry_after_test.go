@@ -73,7 +73,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"was_inserted":true}`)
 	})
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second}})
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.NewRefreshingToken("t", time.Time{}, nil), Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second}})
 	start := time.Now()
 	inserted, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(1), Body: []byte("body")})
 	if err != nil {
@@ -126,7 +126,7 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 			w.Header().Set("Retry-After", "1")
 			jsonError(w, code, "refused here")
 		})
-		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond}})
+		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.NewRefreshingToken("t", time.Time{}, nil), Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond}})
 		start := time.Now()
 		_, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: fixedHash(3), Body: []byte("body")})
 		if err == nil {
@@ -153,7 +153,7 @@ func TestDedupeQuery429IsAMiss(t *testing.T) {
 		w.Header().Set("Retry-After", "30")
 		jsonError(w, http.StatusTooManyRequests, "too many dedupe queries")
 	})
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken("t"), Retry: retry.Policy{Attempts: 5, BaseDelay: time.Millisecond}})
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.NewRefreshingToken("t", time.Time{}, nil), Retry: retry.Policy{Attempts: 5, BaseDelay: time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	start := time.Now()

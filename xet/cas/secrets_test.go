@@ -45,7 +45,7 @@ func failEverything(t *testing.T, answer func(n int, w http.ResponseWriter, r *h
 	t.Helper()
 	srv := newScripted(t, answer)
 	var buf syncBuffer
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken(secretToken), SessionID: "s",
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.NewRefreshingToken(secretToken, time.Time{}, nil), SessionID: "s",
 		Retry: retry.Policy{Attempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
 		Log:   zerolog.New(&buf).Level(zerolog.TraceLevel)})
 	ctx := context.Background()
@@ -162,7 +162,7 @@ func TestRequestHeaders(t *testing.T) {
 		mu.Lock()
 		got = nil
 		mu.Unlock()
-		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.StaticToken(secretToken), SessionID: "sess-123",
+		c := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Token: cas.NewRefreshingToken(secretToken, time.Time{}, nil), SessionID: "sess-123",
 			UserAgent: ua, Retry: retry.Policy{Attempts: 1}})
 		ctx := context.Background()
 		if _, err := c.QueryChunk(ctx, fixedHash(20)); err == nil {

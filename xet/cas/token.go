@@ -12,18 +12,12 @@ import (
 
 // TokenSource gives the bearer token for CAS requests.
 type TokenSource interface {
+	// Token returns the token to send.
 	Token(ctx context.Context) (token string, err error)
+	// Invalidate drops token, which the server refused (401), and reports whether the next Token
+	// call will fetch a new one (false: there is no refresh route, sending again is pointless).
+	Invalidate(token string) bool
 }
-
-// invalidator is implemented by token sources that can drop a token the server refused (401), so
-// that the next Token call refreshes.
-type invalidator interface{ Invalidate(token string) }
-
-// StaticToken is a TokenSource that always returns the same token (no refresh).
-type StaticToken string
-
-// Token returns the token.
-func (t StaticToken) Token(context.Context) (string, error) { return string(t), nil }
 
 // RefreshEarly is how long before its expiry a token is refreshed.
 const RefreshEarly = 30 * time.Second
@@ -103,11 +97,15 @@ func (t *RefreshingToken) Token(ctx context.Context) (string, error) {
 }
 
 // Invalidate drops token if it is still the current one (the server answered 401), so that the
-// next Token call refreshes.
-func (t *RefreshingToken) Invalidate(token string) {
+// next Token call refreshes; false when there is no refresh route.
+func (t *RefreshingToken) Invalidate(token string) bool {
 	t.mu.Lock()
-	if t.token == token && t.refresh != nil {
+	defer t.mu.Unlock()
+	if t.refresh == nil {
+		return false
+	}
+	if t.token == token {
 		t.token = ""
 	}
-	t.mu.Unlock()
+	return true
 }

@@ -102,21 +102,3 @@ func scan(data []byte, h uint64) int {
 	}
 	return 0
 }
-
-// Boundaries returns the cumulative end offsets of all chunks of data (a whole file). Empty -> nil.
-func Boundaries(data []byte) []int {
-	if len(data) == 0 {
-		return nil
-	}
-	out := make([]int, 0, len(data)/TargetSize+2)
-	pos := 0
-	for pos < len(data) {
-		k := Next(data[pos:])
-		if k == 0 {
-			k = len(data) - pos
-		}
-		pos += k
-		out = append(out, pos)
-	}
-	return out
-}

@@ -250,3 +250,22 @@ func TestPlantedMatches(t *testing.T) {
 		checkBoundaries(t, fmt.Sprintf("planted %v", ends), data, want)
 	}
 }
+
+// Boundaries returns the cumulative end offsets of all chunks of data (a whole file), from a plain
+// Next loop: the reference the streaming Reader is checked against. Empty -> nil.
+func Boundaries(data []byte) []int {
+	if len(data) == 0 {
+		return nil
+	}
+	out := make([]int, 0, len(data)/TargetSize+2)
+	pos := 0
+	for pos < len(data) {
+		k := Next(data[pos:])
+		if k == 0 {
+			k = len(data) - pos
+		}
+		pos += k
+		out = append(out, pos)
+	}
+	return out
+}

@@ -73,15 +73,6 @@ func Parse(s string) (Hash, error) {
 	return h, nil
 }
 
-// MustParse is Parse for constants and tests; it panics on a malformed string.
-func MustParse(s string) Hash {
-	h, err := Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
-
 func clip(s string) string {
 	if len(s) > 80 {
 		return s[:80] + "…"

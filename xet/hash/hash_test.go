@@ -57,7 +57,7 @@ func TestNodeAndVerificationVectors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		children = append(children, Entry{MustParse(hs), n})
+		children = append(children, Entry{mustParse(hs), n})
 	}
 	node := Node(children)
 	if got, want := node.Hash.String(), vectors.Field(t, l, "result"); got != want {
@@ -87,7 +87,7 @@ func TestAggregatedVectors(t *testing.T) {
 	for i, c := range cases {
 		entries := make([]Entry, len(c.Chunks))
 		for j, ch := range c.Chunks {
-			entries[j] = Entry{MustParse(ch.Hash), ch.Size}
+			entries[j] = Entry{mustParse(ch.Hash), ch.Size}
 		}
 		if c.Xorb != "" {
 			outputs++
@@ -97,7 +97,7 @@ func TestAggregatedVectors(t *testing.T) {
 		}
 		for _, s := range c.Salted {
 			outputs++
-			if got := FileWithSalt(entries, MustParse(s[0])); got.String() != s[1] {
+			if got := FileWithSalt(entries, mustParse(s[0])); got.String() != s[1] {
 				t.Errorf("case %d salt %s: file hash = %s, want %s", i, s[0], got, s[1])
 			}
 		}
@@ -115,7 +115,7 @@ func TestReferenceFileHashes(t *testing.T) {
 	var total uint64
 	eligible := -1
 	for i, c := range chunks {
-		entries[i] = Entry{MustParse(c.Hash), c.Size}
+		entries[i] = Entry{mustParse(c.Hash), c.Size}
 		raw[i] = entries[i].Hash
 		total += c.Size
 		if i > 0 && raw[i].Mod(1024) == 0 {
@@ -217,4 +217,13 @@ func BenchmarkVerification(b *testing.B) {
 	for b.Loop() {
 		Verification(chunks)
 	}
+}
+
+// mustParse is Parse for test constants (other packages' tests use hashtest.MustParse).
+func mustParse(s string) Hash {
+	h, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return h
 }

@@ -100,7 +100,7 @@ func TestMerkleBuilderVectors(t *testing.T) {
 	for i, c := range cases {
 		var b MerkleBuilder
 		for _, ch := range c.Chunks {
-			b.Add(Entry{MustParse(ch.Hash), ch.Size})
+			b.Add(Entry{mustParse(ch.Hash), ch.Size})
 		}
 		if c.Xorb != "" {
 			outputs++
@@ -110,7 +110,7 @@ func TestMerkleBuilderVectors(t *testing.T) {
 		}
 		for _, s := range c.Salted {
 			outputs++
-			if got := b.FileSumWithSalt(MustParse(s[0])); got.String() != s[1] {
+			if got := b.FileSumWithSalt(mustParse(s[0])); got.String() != s[1] {
 				t.Errorf("case %d salt %s: FileSumWithSalt = %s, want %s", i, s[0], got, s[1])
 			}
 		}

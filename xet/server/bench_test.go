@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -102,7 +103,7 @@ func buildBigFile() error {
 	copy(digest[:], sum.Sum(nil))
 	bigFile.file = hash.File(entries)
 	bigFile.oid = hex.EncodeToString(digest[:])
-	f := shard.NewFile(bigFile.file, terms, chunkHashes, digest)
+	f := testutil.NewFile(bigFile.file, terms, chunkHashes, digest)
 	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}
 	_, err = st.PutShard(ctx, "bench", sh.AppendUpload(nil))
 	return err

@@ -12,6 +12,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 
@@ -203,7 +204,7 @@ func TestChunkQuery(t *testing.T) {
 
 func loadRefChunk0(t *testing.T) hash.Hash {
 	t.Helper()
-	return hash.MustParse(vectors.ReferenceChunks(t)[0].Hash)
+	return hashtest.MustParse(vectors.ReferenceChunks(t)[0].Hash)
 }
 
 func TestReconstructionErrors(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -49,13 +51,38 @@ func (f *faultStore) Reconstruct(ctx context.Context, file hash.Hash, rng *casap
 	return f.Store.Reconstruct(ctx, file, rng)
 }
 
+// fullBackend fails every write with ENOSPC while full is set.
+type fullBackend struct {
+	store.Backend
+	full atomic.Bool
+}
+
+func (b *fullBackend) Create(ctx context.Context, name string, r io.Reader) (bool, error) {
+	if b.full.Load() {
+		return false, fmt.Errorf("writing %s: %w", name, syscall.ENOSPC)
+	}
+	return b.Backend.Create(ctx, name, r)
+}
+
 // A full disk answers 507 (v2 shards: a retryable error frame) and registers nothing.
 func TestDiskFull(t *testing.T) {
 	var fs *faultStore
+	full := &fullBackend{}
 	e := newEnv(t, func(c *Config) {
-		fs = &faultStore{Store: c.Store}
+		// One store on a backend that can run out of space: the CAS routes reach it through
+		// faultStore, basic uploads through the UploadIngester's embedded CAS.
+		fsb, err := store.NewFSBackend(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		full.Backend = fsb
+		st, err := store.Open("", store.Options{Backend: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = &faultStore{Store: st}
 		c.Store = fs
-		c.Ingest = &StoreIngester{Store: fs, Policy: xorb.PolicyAuto}
+		c.Ingest = &UploadIngester{Store: st, Policy: xorb.PolicyAuto}
 	})
 	r := loadRef(t)
 	enospc := fmt.Errorf("store: writing xorb: %w", syscall.ENOSPC)
@@ -88,6 +115,13 @@ func TestDiskFull(t *testing.T) {
 	data := vectors.SplitMix(100_000, 9)
 	oid := sha256Hex(data)
 	res = e.do("PUT", "/r/x.git/info/lfs/objects/"+oid, data)
+	if res.status != 200 {
+		t.Fatalf("basic upload with a failing CAS route but room on disk: %v", res)
+	}
+	data = vectors.SplitMix(100_000, 10)
+	oid = sha256Hex(data)
+	full.full.Store(true)
+	res = e.do("PUT", "/r/x.git/info/lfs/objects/"+oid, data)
 	if res.status != 507 || decodeJSON[lfsError](t, res.body).Message == "" {
 		t.Fatalf("basic upload on a full disk: %v", res)
 	}
@@ -95,7 +129,7 @@ func TestDiskFull(t *testing.T) {
 	if res := e.do("POST", "/r/x.git/info/lfs/verify", vb); res.status != 404 {
 		t.Fatalf("object present after a failed upload: %v", res)
 	}
-	fs.putShardErr = nil
+	full.full.Store(false)
 	if res := e.do("PUT", "/r/x.git/info/lfs/objects/"+oid, data); res.status != 200 {
 		t.Fatalf("retry after space was freed: %v", res)
 	}

@@ -10,6 +10,8 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +24,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -135,7 +138,7 @@ func (e *env) do(method, path string, body []byte, hdr ...string) resp {
 
 func (e *env) token(ns string, scope Scope, ttl time.Duration) string {
 	e.t.Helper()
-	tok, err := e.srv.Tokens().Issue(Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix()})
+	tok, err := e.srv.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix()})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -184,7 +187,7 @@ func loadRef(t testing.TB) refData {
 	sx := shard.Xorb{Chunks: make([]shard.XorbChunk, len(lines))}
 	var raw uint64
 	for i, l := range lines {
-		h := hash.MustParse(l.Hash)
+		h := hashtest.MustParse(l.Hash)
 		entries[i] = hash.Entry{Hash: h, Size: l.Size}
 		chunkHashes[i] = h
 		sx.Chunks[i] = shard.XorbChunk{Hash: h, RawStart: uint32(raw), RawLen: uint32(l.Size)}
@@ -194,7 +197,7 @@ func loadRef(t testing.TB) refData {
 	r.fileHash = hash.File(entries)
 	r.sha = sha256.Sum256(r.content)
 	sx.Hash, sx.BytesInXorb = r.xorbHash, uint32(raw)
-	f := shard.NewFile(r.fileHash, []shard.Term{{Xorb: r.xorbHash, UnpackedBytes: uint32(raw), ChunkStart: 0, ChunkEnd: 10}}, chunkHashes, r.sha)
+	f := testutil.NewFile(r.fileHash, []shard.Term{{Xorb: r.xorbHash, UnpackedBytes: uint32(raw), ChunkStart: 0, ChunkEnd: 10}}, chunkHashes, r.sha)
 	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}, Xorbs: []shard.Xorb{sx}}
 	r.shard = sh.AppendUpload(nil)
 	return r
@@ -268,7 +271,11 @@ func (e *env) fetchPlan(p *casapi.ReconstructionV2, limit uint64) []byte {
 
 func mustUsers(t testing.TB, text string) *Users {
 	t.Helper()
-	u, err := NewUsers(strings.NewReader(text))
+	p := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u, err := LoadUsers(p)
 	if err != nil {
 		t.Fatal(err)
 	}

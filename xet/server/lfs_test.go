@@ -13,7 +13,6 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 func batchBody(op string, transfers []string, objs ...batchObject) []byte {
@@ -55,7 +54,7 @@ func TestBatchXet(t *testing.T) {
 	if h[casapi.HeaderCasURL] != e.base || h[casapi.HeaderSessionID] == "" || h[casapi.HeaderTokenExpiration] == "" {
 		t.Fatalf("upload headers %v", h)
 	}
-	c, err := e.srv.Tokens().Verify(h[casapi.HeaderAccessToken])
+	c, err := e.srv.tokens.Verify(h[casapi.HeaderAccessToken])
 	if err != nil || c.Scope != ScopeWrite || c.Namespace != "org/repo" || strconv.FormatInt(c.Exp, 10) != h[casapi.HeaderTokenExpiration] {
 		t.Fatalf("write token claims %+v %v", c, err)
 	}
@@ -81,7 +80,7 @@ func TestBatchXet(t *testing.T) {
 	if dl == nil || dl.Href != e.base+"/api/models/org/repo/xet-read-token/main" || dl.Header[casapi.HeaderXetHash] != r.fileHash.String() {
 		t.Fatalf("download action %+v", dl)
 	}
-	if c, err := e.srv.Tokens().Verify(dl.Header[casapi.HeaderAccessToken]); err != nil || c.Scope != ScopeRead {
+	if c, err := e.srv.tokens.Verify(dl.Header[casapi.HeaderAccessToken]); err != nil || c.Scope != ScopeRead {
 		t.Fatalf("download token %+v %v", c, err)
 	}
 	if er := br.Objects[1].Error; er == nil || er.Code != 404 || br.Objects[1].Actions != nil {
@@ -131,16 +130,7 @@ func TestBatchBadRequests(t *testing.T) {
 // Basic transfer through the bridge: PUT stores (chunked into xorbs + shard by the server), GET
 // streams back, verify confirms; a body whose SHA-256 is not the oid is refused and not registered.
 func TestBasicTransferBridge(t *testing.T) {
-	for _, name := range []string{"upload-session", "store-ingester"} {
-		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, func(c *Config) {
-				if name == "store-ingester" {
-					c.Ingest = &StoreIngester{Store: c.Store, Policy: xorb.PolicyAuto}
-				}
-			})
-			testBasicTransferBridge(t, e)
-		})
-	}
+	testBasicTransferBridge(t, newEnv(t, nil))
 }
 
 func testBasicTransferBridge(t *testing.T, e *env) {
@@ -295,12 +285,12 @@ func TestLFSAuth(t *testing.T) {
 	if res.status != 200 || tok.CasURL != e.base || tok.Exp <= e.clock.Now().Unix() {
 		t.Fatalf("read token route: %v", res)
 	}
-	if c, err := e.srv.Tokens().Verify(tok.AccessToken); err != nil || c.Scope != ScopeRead || c.Namespace != "org/repo" || c.Subject != "bob" {
+	if c, err := e.srv.tokens.Verify(tok.AccessToken); err != nil || c.Scope != ScopeRead || c.Namespace != "org/repo" || c.Subject != "bob" {
 		t.Fatalf("read token %+v %v", c, err)
 	}
 	res = e.do("GET", wt, nil, basic("alice", alicePW)...)
 	tok = decodeJSON[casapi.Token](t, res.body)
-	if c, err := e.srv.Tokens().Verify(tok.AccessToken); res.status != 200 || err != nil || c.Scope != ScopeWrite {
+	if c, err := e.srv.tokens.Verify(tok.AccessToken); res.status != 200 || err != nil || c.Scope != ScopeWrite {
 		t.Fatalf("write token route: %v %+v %v", res, c, err)
 	}
 	// A token cannot mint tokens.
@@ -320,7 +310,7 @@ func TestOpenModeTokenRoute(t *testing.T) {
 	e := newEnv(t, nil)
 	res := e.do("GET", "/api/datasets/org/data/xet-write-token/refs%2Fheads%2Fmain?create_pr=1", nil)
 	tok := decodeJSON[casapi.Token](t, res.body)
-	c, err := e.srv.Tokens().Verify(tok.AccessToken)
+	c, err := e.srv.tokens.Verify(tok.AccessToken)
 	if res.status != 200 || err != nil || c.Namespace != "datasets/org/data" || c.Scope != ScopeWrite {
 		t.Fatalf("open token route: %v %+v %v", res, c, err)
 	}

@@ -30,7 +30,7 @@ func TestXetRefreshCredential(t *testing.T) {
 	}
 	up := br.Objects[0].Actions["upload"]
 	refresh := up.Header["Authorization"]
-	c, err := e.srv.Tokens().Verify(refresh[len("Bearer "):])
+	c, err := e.srv.tokens.Verify(refresh[len("Bearer "):])
 	if err != nil || !c.Refresh || c.Scope != ScopeWrite || c.Namespace != "org/repo" || c.Subject != "alice" {
 		t.Fatalf("refresh credential claims %+v %v", c, err)
 	}
@@ -55,7 +55,7 @@ func TestXetRefreshCredential(t *testing.T) {
 		t.Fatalf("refresh at href: %v", res)
 	}
 	tok := decodeJSON[casapi.Token](t, res.body)
-	if c, err := e.srv.Tokens().Verify(tok.AccessToken); err != nil || c.Refresh || c.Scope != ScopeWrite || c.Subject != "alice" {
+	if c, err := e.srv.tokens.Verify(tok.AccessToken); err != nil || c.Refresh || c.Scope != ScopeWrite || c.Subject != "alice" {
 		t.Fatalf("refreshed token %+v %v", c, err)
 	}
 	if res := e.do("GET", probe, nil, auth(tok.AccessToken)...); res.status != 404 {
@@ -82,7 +82,7 @@ func TestXetRefreshCredential(t *testing.T) {
 		t.Fatalf("download batch: %v", res)
 	}
 	readRefresh := down.Header["Authorization"]
-	if c, err := e.srv.Tokens().Verify(readRefresh[len("Bearer "):]); err != nil || !c.Refresh || c.Scope != ScopeRead {
+	if c, err := e.srv.tokens.Verify(readRefresh[len("Bearer "):]); err != nil || !c.Refresh || c.Scope != ScopeRead {
 		t.Fatalf("download refresh credential %+v %v", c, err)
 	}
 	if res := e.do("GET", "/api/models/org/repo/xet-write-token/main", nil, "Authorization", readRefresh); res.status != 403 {

@@ -168,9 +168,6 @@ func New(cfg Config) (*Server, error) {
 // Open reports whether the server runs without authentication.
 func (s *Server) Open() bool { return s.cfg.Users == nil }
 
-// Tokens returns the token issuer/verifier of s (for tools and tests).
-func (s *Server) Tokens() *Tokens { return s.tokens }
-
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
 func (s *Server) Handler() http.Handler { return s.logged(s.recovered(s.mux)) }
 

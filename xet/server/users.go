@@ -90,20 +90,6 @@ func LoadUsers(p string) (*Users, error) {
 	return u, nil
 }
 
-// NewUsers builds a table from the text of a users file (for tests and tools).
-func NewUsers(r io.Reader) (*Users, error) {
-	t, err := ParseUsers(r)
-	if err != nil {
-		return nil, err
-	}
-	u := &Users{}
-	if _, err := rand.Read(u.cacheK[:]); err != nil {
-		return nil, fmt.Errorf("users: %w", err)
-	}
-	u.table.Store(&t)
-	return u, nil
-}
-
 // Reload re-reads the users file; on error the previous table stays in force.
 func (u *Users) Reload() error {
 	f, err := os.Open(u.path)

@@ -51,8 +51,14 @@ func TestXorbPutsAreBounded(t *testing.T) {
 		res.Body.Close()
 		stalledDone <- res.StatusCode
 	}()
-	if _, err := pw.Write([]byte{0}); err != nil { // the handler is reading: it holds the slot
+	if _, err := pw.Write([]byte{0}); err != nil {
 		t.Fatal(err)
+	}
+	// The transport may take that byte before the handler runs: wait until it holds the slot.
+	for deadline := time.Now().Add(5 * time.Second); len(e.srv.xorbs) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled upload never took a slot")
+		}
 	}
 
 	second := make(chan resp, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 )
 
 const (
@@ -42,7 +43,7 @@ func refChunkList(t testing.TB) ([]hash.Hash, []hash.Entry) {
 	hs := make([]hash.Hash, len(lines))
 	es := make([]hash.Entry, len(lines))
 	for i, l := range lines {
-		hs[i] = hash.MustParse(l.Hash)
+		hs[i] = hashtest.MustParse(l.Hash)
 		es[i] = hash.Entry{Hash: hs[i], Size: l.Size}
 	}
 	return hs, es
@@ -249,7 +250,7 @@ func TestNewFileReference(t *testing.T) {
 		t.Fatalf("file hash %s", fileHash)
 	}
 	terms := []Term{{Xorb: xorbHash, UnpackedBytes: total, ChunkStart: 0, ChunkEnd: uint32(len(hs))}}
-	f := NewFile(fileHash, terms, hs, hash.MustParse(refSHA256).SHA256())
+	f := NewFile(fileHash, terms, hs, hashtest.MustParse(refSHA256).SHA256())
 	if !reflect.DeepEqual(f, ref.Files[0]) {
 		t.Fatalf("NewFile = %+v\nwant %+v", f, ref.Files[0])
 	}

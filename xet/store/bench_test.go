@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -58,7 +59,7 @@ func manyTerms(r *refData, xa, xb *testXorb, n int) (hash.Hash, []byte, uint64) 
 		size += uint64(un)
 	}
 	fh := hash.File(entries)
-	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{shard.NewFile(fh, terms, chunkHashes, [32]byte{1})}}
+	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{testutil.NewFile(fh, terms, chunkHashes, [32]byte{1})}}
 	return fh, sh.AppendUpload(nil), size
 }
 

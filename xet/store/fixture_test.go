@@ -12,6 +12,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -38,7 +39,7 @@ func loadRef(t testing.TB) *refData {
 	}
 	lines := vectors.ReferenceChunks(t)[:10]
 	for i, l := range lines {
-		h := hash.MustParse(l.Hash)
+		h := hashtest.MustParse(l.Hash)
 		if hash.Chunk(r.raws[i]) != h || uint64(len(r.raws[i])) != l.Size {
 			t.Fatalf("reference chunk %d does not match the .chunks list", i)
 		}
@@ -115,7 +116,7 @@ func (r *refData) file(segs ...seg) *testFile {
 	}
 	f.hash = hash.File(entries)
 	f.sha = sha256.Sum256(f.content)
-	f.file = shard.NewFile(f.hash, terms, chunkHashes, f.sha)
+	f.file = testutil.NewFile(f.hash, terms, chunkHashes, f.sha)
 	return f
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -175,7 +176,7 @@ func TestCapturedRangeResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hubXorb := hash.MustParse("eea25d6ee393ccae385820daed127b96ef0ea034dfb7cf6da3a950ce334b7632")
+	hubXorb := hashtest.MustParse("eea25d6ee393ccae385820daed127b96ef0ea034dfb7cf6da3a950ce334b7632")
 	hubFetch := hub.Xorbs[hubXorb]
 	if len(hubFetch) != 1 {
 		t.Fatalf("captured response has %d fetches", len(hubFetch))

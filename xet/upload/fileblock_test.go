@@ -5,16 +5,17 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
 
 // The session computes each term's verification hash while chunking instead of keeping the file's
-// chunk hashes; the file blocks it registers must be exactly what shard.NewFile makes from all the
+// chunk hashes; the file blocks it registers must be exactly what testutil.NewFile makes from all the
 // chunk hashes: same terms, verification hashes, flags and SHA-256, for files of one term, of many
 // terms (dedupe runs inside the file and against an earlier file, new data between), and empty.
-func TestFileBlockEqualsNewFile(t *testing.T) {
+func TestFileBlockEqualsReference(t *testing.T) {
 	a := blocks(12, 500)
 	fresh := blocks(6, 900)
 	files := [][]byte{
@@ -38,7 +39,7 @@ func TestFileBlockEqualsNewFile(t *testing.T) {
 		for _, c := range chunkEntries(data) {
 			chunkHashes = append(chunkHashes, c.entry.Hash)
 		}
-		want := shard.NewFile(res[i].FileHash, got.Terms, chunkHashes, sha256.Sum256(data))
+		want := testutil.NewFile(res[i].FileHash, got.Terms, chunkHashes, sha256.Sum256(data))
 		if len(got.Terms) > 1 {
 			multi++
 		}
@@ -51,7 +52,7 @@ func TestFileBlockEqualsNewFile(t *testing.T) {
 			}
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("file %d: registered block\n%+v\nwant (shard.NewFile)\n%+v", i, got, want)
+			t.Errorf("file %d: registered block\n%+v\nwant (testutil.NewFile)\n%+v", i, got, want)
 		}
 	}
 	if multi < 2 {

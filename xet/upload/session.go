@@ -268,15 +268,10 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 	return res, nil
 }
 
-// shardFile returns the file's shard block, as shard.NewFile would make it from all the file's chunk
-// hashes, but with the verification hashes computed term by term while chunking (so the file's
-// chunk hashes are never all held), with placeholder xorb hashes, and the reference each term is to
-// be patched from.
+// shardFile returns the file's shard block (shard.UploadFile) with the verification hashes computed
+// term by term while chunking (so the file's chunk hashes are never all held), with placeholder xorb
+// hashes, and the reference each term is to be patched from.
 func (f *fileState) shardFile(fileHash hash.Hash, sha256 [32]byte) (shard.File, []ref, error) {
-	if len(f.verification) != len(f.terms) {
-		return shard.File{}, nil, fmt.Errorf("upload: internal error: file %s has %d terms and %d verification hashes",
-			fileHash, len(f.terms), len(f.verification))
-	}
 	terms := make([]shard.Term, len(f.terms))
 	refs := make([]ref, len(f.terms))
 	covered := 0
@@ -289,20 +284,9 @@ func (f *fileState) shardFile(fileHash hash.Hash, sha256 [32]byte) (shard.File, 
 		return shard.File{}, nil, fmt.Errorf("upload: internal error: file %s terms cover %d chunks, the file has %d",
 			fileHash, covered, f.chunks)
 	}
-	if len(terms) == 0 { // as shard.NewFile makes an empty file's block
-		terms = nil
-	}
-	verification := f.verification
-	if verification == nil {
-		verification = []hash.Hash{}
-	}
-	file := shard.File{
-		Hash:         fileHash,
-		Flags:        shard.FlagVerification | shard.FlagMetadataExt,
-		Terms:        terms,
-		Verification: verification,
-		SHA256:       hash.FromSHA256(sha256),
-		HasSHA256:    true,
+	file, err := shard.UploadFile(fileHash, terms, f.verification, sha256)
+	if err != nil {
+		return shard.File{}, nil, fmt.Errorf("upload: internal error: %w", err)
 	}
 	return file, refs, nil
 }

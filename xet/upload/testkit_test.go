@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
@@ -100,7 +101,7 @@ func join(t testing.TB, bs ...[]byte) []byte {
 	for _, b := range bs {
 		f = append(f, b...)
 	}
-	ends := chunk.Boundaries(f)
+	ends := testutil.ChunkBoundaries(f)
 	if len(ends) != len(bs) {
 		t.Fatalf("test data: %d blocks chunk into %d chunks", len(bs), len(ends))
 	}
@@ -121,7 +122,7 @@ type chunkInfo struct {
 func chunkEntries(data []byte) []chunkInfo {
 	var out []chunkInfo
 	start := 0
-	for _, end := range chunk.Boundaries(data) {
+	for _, end := range testutil.ChunkBoundaries(data) {
 		c := data[start:end]
 		out = append(out, chunkInfo{entry: hash.Entry{Hash: hash.Chunk(c), Size: uint64(len(c))}, off: int64(start)})
 		start = end

@@ -2,7 +2,6 @@ package xorb
 
 import (
 	"fmt"
-	"io"
 )
 
 // appendLZ4Frame frames src as xet-core does (encoder.appendFrame).
@@ -42,14 +41,8 @@ func decodeAllRecords(b []byte, fn func(i int, raw []byte) error) error {
 	return nil
 }
 
-var _ = io.EOF
-
-// LZ4 frame descriptor bits and magics, for building frames by hand in tests.
+// LZ4 frame descriptor bits, for building frames by hand in tests.
 const (
-	lz4Magic          = 0x184D2204
-	lz4LegacyMagic    = 0x184C2102
-	lz4SkippableMagic = 0x184D2A50
-
 	flgVersion1    = 0x40
 	flgIndependent = 0x20
 	flgBlockSum    = 0x10

@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 )
 
 // frameHeaderVector returns the two 7-byte LZ4 frame headers of the MISC LZ4FRAMEHDR vector (for
@@ -67,7 +68,7 @@ func TestReferenceXorbPrefix(t *testing.T) {
 			t.Errorf("chunk %d: raw start %d, want %d", i, c.RawStart, raw)
 		}
 		raw += uint64(c.RawLen)
-		entries[i] = hash.Entry{Hash: hash.MustParse(ref[i].Hash), Size: ref[i].Size}
+		entries[i] = hash.Entry{Hash: hashtest.MustParse(ref[i].Hash), Size: ref[i].Size}
 
 		rec := obj[c.Start:c.End]
 		want := small
