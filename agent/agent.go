@@ -79,19 +79,40 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	reqs := make(chan readResult)
 	go readRequests(ctx, cancel, protocol.NewDecoder(in), reqs)
 
-	// init
+	init, t, err := openTransfer(ctx, reqs, enc, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := t.Close(); cerr != nil {
+			o.Log.Warn().Err(cerr).Msg("closing transfer state")
+		}
+	}()
+	for r := range reqs {
+		done, err := serveRequest(ctx, r, init, t, enc, o)
+		if done || err != nil {
+			return err
+		}
+	}
+	// Input ended without terminate: git-lfs went away, which is not this process's failure
+	// unless our own caller cancelled.
+	return parent.Err()
+}
+
+// openTransfer reads the init request, opens the transfer state for it and answers it.
+func openTransfer(ctx context.Context, reqs <-chan readResult, enc *protocol.Encoder, o Options) (Init, Transferer, error) {
 	first, ok := <-reqs
 	if !ok {
-		return errors.New("git-lfs closed the agent's input before init; run git-xet-transfer only through git-lfs (see `git-xet-transfer help`)")
+		return Init{}, nil, errors.New("git-lfs closed the agent's input before init; run git-xet-transfer only through git-lfs (see `git-xet-transfer help`)")
 	}
 	if first.err != nil {
 		_ = enc.InitError(first.err.Error())
-		return first.err
+		return Init{}, nil, first.err
 	}
 	if first.req.Event != protocol.EventInit {
 		err := fmt.Errorf("first custom-transfer request is %q, want init; is git-lfs this agent's caller?", first.req.Event)
 		_ = enc.InitError(err.Error())
-		return err
+		return Init{}, nil, err
 	}
 	init := Init{
 		Operation:           first.req.Operation,
@@ -102,54 +123,43 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	t, err := o.Open(ctx, init)
 	if err != nil {
 		if werr := enc.InitError(err.Error()); werr != nil {
-			return werr
+			return Init{}, nil, werr
 		}
-		return fmt.Errorf("init: %w", err)
+		return Init{}, nil, fmt.Errorf("init: %w", err)
 	}
-	defer func() {
-		if cerr := t.Close(); cerr != nil {
-			o.Log.Warn().Err(cerr).Msg("closing transfer state")
-		}
-	}()
 	if err := enc.InitOK(); err != nil {
-		return err
+		t.Close()
+		return Init{}, nil, err
 	}
 	o.Log.Debug().Str("operation", init.Operation).Str("remote", init.Remote).
 		Int("concurrenttransfers", init.ConcurrentTransfers).Msg("init")
+	return init, t, nil
+}
 
-	for r := range reqs {
-		if r.err != nil {
-			var me *protocol.MalformedError
-			if errors.As(r.err, &me) && me.Oid != "" {
-				o.Log.Error().Err(r.err).Msg("malformed request")
-				if err := enc.CompleteError(me.Oid, r.err.Error()); err != nil {
-					return err
-				}
-				continue
-			}
-			return r.err
+// serveRequest answers one request after init. done: the conversation is over (terminate, or an
+// error, returned).
+func serveRequest(ctx context.Context, r readResult, init Init, t Transferer, enc *protocol.Encoder, o Options) (done bool, err error) {
+	if r.err != nil {
+		var me *protocol.MalformedError
+		if errors.As(r.err, &me) && me.Oid != "" {
+			o.Log.Error().Err(r.err).Msg("malformed request")
+			return false, enc.CompleteError(me.Oid, r.err.Error())
 		}
-		req := r.req
-		switch req.Event {
-		case protocol.EventTerminate:
-			return nil
-		case protocol.EventInit:
-			return errors.New("second init request on one agent process; git-lfs sends init once")
-		case protocol.EventUpload, protocol.EventDownload:
-			if req.Event != init.Operation {
-				if err := enc.CompleteError(req.Oid, fmt.Sprintf("%s request on an agent started for %s", req.Event, init.Operation)); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := transfer(ctx, t, enc, req, o); err != nil {
-				return err
-			}
-		}
+		return true, r.err
 	}
-	// Input ended without terminate: git-lfs went away, which is not this process's failure
-	// unless our own caller cancelled.
-	return parent.Err()
+	req := r.req
+	switch req.Event {
+	case protocol.EventTerminate:
+		return true, nil
+	case protocol.EventInit:
+		return true, errors.New("second init request on one agent process; git-lfs sends init once")
+	case protocol.EventUpload, protocol.EventDownload:
+		if req.Event != init.Operation {
+			return false, enc.CompleteError(req.Oid, fmt.Sprintf("%s request on an agent started for %s", req.Event, init.Operation))
+		}
+		return false, transfer(ctx, t, enc, req, o)
+	}
+	return false, nil
 }
 
 type readResult struct {

@@ -263,63 +263,10 @@ func (c *Cache) loadLocked() (*view, error) {
 // goroutines straight into the index arrays. c.mu is held.
 // It also returns the live shards left out by the entry cap.
 func (c *Cache) buildFull(names []string) (*view, []*candidate) {
-	cands := c.classify(names, true)
-
-	// Over the entry cap (or the ref space), index the newest shards (footer CreatedAt) first.
-	limit := min(uint64(c.opts.MaxEntries), maxRefs)
-	var total uint64
-	for _, cd := range cands {
-		total += uint64(cd.m.maxChunk)
-	}
-	if total > limit {
-		sort.SliceStable(cands, func(i, j int) bool { return cands[i].m.created > cands[j].m.created })
-	}
-	// Lay the candidates out in one ref space; each gets the upper bound of its chunk count.
-	var upper uint64
-	var skipped []*candidate
-	for i, cd := range cands {
-		if upper+uint64(cd.m.maxChunk) > limit {
-			c.log.Info().Int("skipped", len(cands)-i).Uint64("max_entries", limit).
-				Msg("shard cache holds more chunks than the index may; the oldest shards are not indexed")
-			skipped = cands[i:]
-			cands = cands[:i]
-			for _, cd := range skipped {
-				c.known[cd.name] = -1 // not a new file for refresh either
-			}
-			break
-		}
-		cd.start = upper
-		upper += uint64(cd.m.maxChunk)
-	}
+	cands, skipped, upper := c.layOut(c.classify(names, true))
 	keys := make([]uint64, upper)
 	refs := make([]uint32, upper)
-
-	// Read the xorb sections on a few goroutines, each with its own buffer.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < c.opts.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(cands) {
-					return
-				}
-				cd := cands[i]
-				buf, cd.err = c.readSection(cd, buf)
-				if cd.err != nil {
-					continue
-				}
-				end := cd.start + uint64(cd.m.maxChunk)
-				// Shard indexes are assigned after the scan; fix them up below.
-				cd.n, cd.xorbs, cd.err = scanXorbs(buf, cd.m.xorbOff, uint32(cd.start), 0, keys[cd.start:end], refs[cd.start:end], nil)
-			}
-		}()
-	}
-	wg.Wait()
-
+	c.scanAll(cands, keys, refs)
 	v := &view{keys: []hash.Hash{hash.Zero}, hashers: []*keyedHasher{nil}}
 	w := uint64(0) // compaction write position
 	for _, cd := range cands {
@@ -347,6 +294,62 @@ func (c *Cache) buildFull(names []string) (*view, []*candidate) {
 	v.segs = []*segment{buildSegment(keys[:w], refs[:w], c.opts.Workers)}
 	c.log.Debug().Int("shards", len(v.shards)).Uint64("chunks", w).Msg("shard cache index built from the shard files")
 	return v, skipped
+}
+
+// layOut gives the candidates one ref space, each the upper bound of its chunk count (cd.start),
+// and returns those that fit the entry cap, those left out and the space's size. Over the cap (or
+// the ref space) the newest shards (footer CreatedAt) go first.
+func (c *Cache) layOut(cands []*candidate) (fit, skipped []*candidate, upper uint64) {
+	limit := min(uint64(c.opts.MaxEntries), maxRefs)
+	var total uint64
+	for _, cd := range cands {
+		total += uint64(cd.m.maxChunk)
+	}
+	if total > limit {
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].m.created > cands[j].m.created })
+	}
+	for i, cd := range cands {
+		if upper+uint64(cd.m.maxChunk) > limit {
+			c.log.Info().Int("skipped", len(cands)-i).Uint64("max_entries", limit).
+				Msg("shard cache holds more chunks than the index may; the oldest shards are not indexed")
+			for _, cd := range cands[i:] {
+				c.known[cd.name] = -1 // not a new file for refresh either
+			}
+			return cands[:i], cands[i:], upper
+		}
+		cd.start = upper
+		upper += uint64(cd.m.maxChunk)
+	}
+	return cands, nil, upper
+}
+
+// scanAll reads the candidates' xorb sections on Options.Workers goroutines, each with its own
+// buffer, writing their keys and refs at cd.start (cd.n, cd.xorbs, cd.err set; shard indexes are
+// fixed up by the caller).
+func (c *Cache) scanAll(cands []*candidate, keys []uint64, refs []uint32) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < c.opts.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(cands) {
+					return
+				}
+				cd := cands[i]
+				buf, cd.err = c.readSection(cd, buf)
+				if cd.err != nil {
+					continue
+				}
+				end := cd.start + uint64(cd.m.maxChunk)
+				cd.n, cd.xorbs, cd.err = scanXorbs(buf, cd.m.xorbOff, uint32(cd.start), 0, keys[cd.start:end], refs[cd.start:end], nil)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // readSection reads the xorb section of cd's file into buf (grown as needed).

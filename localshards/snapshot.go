@@ -249,15 +249,39 @@ func (c *Cache) loadSnapshot(names []string) (*view, bool) {
 		}
 		return nil, false
 	}
-	// Register every snapshot shard (indices must match the xorb table), dead until the listing
-	// shows its file.
+	v := c.snapshotView(snap)
+	live := c.selectLive(c.snapshotCandidates(snap, names), true)
+	newCands, ok := c.reviveLive(v, snap, live)
+	if !ok {
+		return nil, false
+	}
+	c.nextRef = snap.nextRef
+	ps := c.scanNew(newCands)
+	if len(ps) > 0 {
+		v = c.extendLocked(v, ps)
+	}
+	c.log.Debug().Int("shards", len(live)).Int("new", len(ps)).Msg("shard cache index loaded from snapshot")
+	return v, true
+}
+
+// snapshotView registers every snapshot shard in a new view (indices must match the xorb table),
+// dead until the listing shows its file.
+func (c *Cache) snapshotView(snap *snapshot) *view {
 	v := &view{keys: []hash.Hash{hash.Zero}, hashers: []*keyedHasher{nil}, xorbs: snap.xorbs, segs: []*segment{snap.seg}}
-	byName := make(map[string]*candidate, len(snap.shards))
 	for _, cd := range snap.shards {
-		byName[cd.name] = cd
 		si := c.addShard(v, cd.name, cd.m)
 		v.shards[si].dead.Store(true)
 		delete(c.known, cd.name)
+	}
+	return v
+}
+
+// snapshotCandidates returns the candidates among the listed names: the snapshot's, when the file
+// is still the one it indexed, and the headers of the others (malformed new files are set aside).
+func (c *Cache) snapshotCandidates(snap *snapshot, names []string) []*candidate {
+	byName := make(map[string]*candidate, len(snap.shards))
+	for _, cd := range snap.shards {
+		byName[cd.name] = cd
 	}
 	var all []*candidate
 	var fresh []string
@@ -277,25 +301,26 @@ func (c *Cache) loadSnapshot(names []string) (*view, bool) {
 		}
 		all = append(all, cd)
 	}
-	all = append(all, c.readMetas(fresh)...) // malformed new files are set aside
-	live := c.selectLive(all, true)
+	return append(all, c.readMetas(fresh)...)
+}
 
-	var newCands []*candidate
+// reviveLive marks the live snapshot shards alive in v and returns the live shards the snapshot
+// does not hold; ok is false when those and the dead entries make the snapshot too stale to use.
+func (c *Cache) reviveLive(v *view, snap *snapshot, live []*candidate) (newCands []*candidate, ok bool) {
 	var liveEntries, freshEntries int
 	perShard := make([]int, len(snap.shards))
 	for _, x := range snap.xorbs {
 		perShard[x.shard] += int(x.n)
 	}
 	for _, cd := range live {
-		if cd.unindexed {
+		switch {
+		case cd.unindexed:
 			c.known[cd.name] = -1 // still left out (no entries of it in the table)
-			continue
-		}
-		if cd.snap >= 0 {
+		case cd.snap >= 0:
 			v.shards[cd.snap].dead.Store(false)
 			c.known[cd.name] = int32(cd.snap)
 			liveEntries += perShard[cd.snap]
-		} else {
+		default:
 			newCands = append(newCands, cd)
 			freshEntries += cd.m.maxChunk
 		}
@@ -305,11 +330,17 @@ func (c *Cache) loadSnapshot(names []string) (*view, bool) {
 		c.log.Debug().Int("stale", stale).Int("entries", snap.seg.len()).Msg("shard cache index snapshot too stale; rebuilding")
 		return nil, false
 	}
-	c.nextRef = snap.nextRef
+	return newCands, true
+}
+
+// scanNew reads the xorb sections of shards the snapshot does not hold; malformed ones are set
+// aside, unreadable ones skipped.
+func (c *Cache) scanNew(cands []*candidate) []*pending {
 	var ps []*pending
 	var buf []byte
-	for _, cd := range newCands {
+	for _, cd := range cands {
 		var p *pending
+		var err error
 		buf, err = c.readSection(cd, buf)
 		if err == nil {
 			p, err = scanPending(cd.name, cd.m, buf)
@@ -323,9 +354,5 @@ func (c *Cache) loadSnapshot(names []string) (*view, bool) {
 		}
 		ps = append(ps, p)
 	}
-	if len(ps) > 0 {
-		v = c.extendLocked(v, ps)
-	}
-	c.log.Debug().Int("shards", len(live)).Int("new", len(ps)).Msg("shard cache index loaded from snapshot")
-	return v, true
+	return ps
 }

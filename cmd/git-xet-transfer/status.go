@@ -25,6 +25,20 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	g := agent.Git{}
 	self, _ := selfPath()
+	printVersions(ctx, g, self, stdout)
+	installed := printConfig(ctx, g, self, stdout)
+	printShardCache(stdout)
+	printRemotes(ctx, g, stdout)
+	if !installed {
+		fmt.Fprintln(stdout, "\ngit-xet-transfer is NOT installed: run `git-xet-transfer install`")
+		return 1
+	}
+	fmt.Fprintln(stdout, "\ngit-xet-transfer is installed")
+	return 0
+}
+
+// printVersions prints the versions of this program, git and git-lfs.
+func printVersions(ctx context.Context, g agent.Git, self string, stdout io.Writer) {
 	fmt.Fprintf(stdout, "git-xet-transfer %s (%s, %s)\n", version(), self, runtime.Version())
 	if v, err := g.Run(ctx, "version"); err == nil {
 		fmt.Fprintf(stdout, "%s\n", v)
@@ -36,9 +50,13 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintln(stdout, "git-lfs: not found (install git-lfs, then run `git-xet-transfer install`)")
 	}
+}
 
+// printConfig prints the settings that matter, where each comes from, and reports whether the agent
+// is installed.
+func printConfig(ctx context.Context, g agent.Git, self string, stdout io.Writer) (installed bool) {
 	fmt.Fprintln(stdout, "\nconfiguration:")
-	installed := true
+	installed = true
 	for _, key := range []string{keyPath, keyConcurrent, keyStandalone, "lfs.standalonetransferagent",
 		"lfs.concurrenttransfers", "lfs.basictransfersonly", "filter.lfs.process", "xet.store", "xet.logfile", "xet.loglevel"} {
 		v, _ := g.Run(ctx, "config", "--show-origin", "--get", key)
@@ -63,47 +81,50 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if v, _ := g.Run(ctx, "config", "--get", "lfs.basictransfersonly"); v == "true" {
 		fmt.Fprintln(stdout, "  WARNING: lfs.basictransfersonly=true disables custom transfer agents such as xet")
 	}
+	return installed
+}
 
+// printShardCache prints the shard cache root and the size of each endpoint's folder.
+func printShardCache(stdout io.Writer) {
 	fmt.Fprintln(stdout, "\nshard cache:")
-	if root, err := localshards.Root(); err != nil {
+	root, err := localshards.Root()
+	if err != nil {
 		fmt.Fprintf(stdout, "  unavailable: %v\n", err)
-	} else {
-		fmt.Fprintf(stdout, "  root %s\n", root)
-		entries, _ := os.ReadDir(root)
-		for _, e := range entries {
-			if e.IsDir() {
-				fmt.Fprintf(stdout, "  %-40s %s\n", e.Name(), humanBytes(dirSize(filepath.Join(root, e.Name()))))
-			}
+		return
+	}
+	fmt.Fprintf(stdout, "  root %s\n", root)
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.IsDir() {
+			fmt.Fprintf(stdout, "  %-40s %s\n", e.Name(), humanBytes(dirSize(filepath.Join(root, e.Name()))))
 		}
 	}
+}
 
-	if top, err := g.Run(ctx, "rev-parse", "--git-dir"); err == nil && top != "" {
-		fmt.Fprintln(stdout, "\nremotes of this repository:")
-		names, _ := g.Run(ctx, "remote")
-		for _, name := range strings.Fields(names) {
-			u, err := agent.RemoteURL(ctx, g, name)
-			if err != nil {
-				fmt.Fprintf(stdout, "  %s: %v\n", name, err)
-				continue
-			}
-			r, err := agent.ResolveLocalRemote(ctx, g, name)
-			if err != nil {
-				fmt.Fprintf(stdout, "  %-10s %s (network remote: Xet when its LFS server offers the \"xet\" transfer)\n", name, u)
-				continue
-			}
-			st := "no Xet store yet"
-			if fi, err := os.Stat(r.StoreDir()); err == nil && fi.IsDir() {
-				st = "Xet store " + r.StoreDir() + ", " + humanBytes(dirSize(r.StoreDir()))
-			}
-			fmt.Fprintf(stdout, "  %-10s %s (local: %s)\n", name, u, st)
+// printRemotes prints, inside a repository, each remote and where its Xet data goes.
+func printRemotes(ctx context.Context, g agent.Git, stdout io.Writer) {
+	if top, err := g.Run(ctx, "rev-parse", "--git-dir"); err != nil || top == "" {
+		return
+	}
+	fmt.Fprintln(stdout, "\nremotes of this repository:")
+	names, _ := g.Run(ctx, "remote")
+	for _, name := range strings.Fields(names) {
+		u, err := agent.RemoteURL(ctx, g, name)
+		if err != nil {
+			fmt.Fprintf(stdout, "  %s: %v\n", name, err)
+			continue
 		}
+		r, err := agent.ResolveLocalRemote(ctx, g, name)
+		if err != nil {
+			fmt.Fprintf(stdout, "  %-10s %s (network remote: Xet when its LFS server offers the \"xet\" transfer)\n", name, u)
+			continue
+		}
+		st := "no Xet store yet"
+		if fi, err := os.Stat(r.StoreDir()); err == nil && fi.IsDir() {
+			st = "Xet store " + r.StoreDir() + ", " + humanBytes(dirSize(r.StoreDir()))
+		}
+		fmt.Fprintf(stdout, "  %-10s %s (local: %s)\n", name, u, st)
 	}
-	if !installed {
-		fmt.Fprintln(stdout, "\ngit-xet-transfer is NOT installed: run `git-xet-transfer install`")
-		return 1
-	}
-	fmt.Fprintln(stdout, "\ngit-xet-transfer is installed")
-	return 0
 }
 
 func dirSize(dir string) int64 {

@@ -104,56 +104,11 @@ func isLoopback(addr string) bool {
 }
 
 func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
-	if f.data == "" {
-		return errors.New("--data DIR is required")
-	}
-	if (f.tlsCert == "") != (f.tlsKey == "") {
-		return errors.New("--tls-cert and --tls-key go together")
-	}
-	var users *server.Users
-	if f.users != "" {
-		u, err := server.LoadUsers(f.users)
-		if err != nil {
-			return err
-		}
-		if u.Len() == 0 {
-			return fmt.Errorf("users file %s lists no users", f.users)
-		}
-		users = u
-	} else if !isLoopback(f.listen) {
-		return fmt.Errorf("refusing to listen on %s without authentication: give --users FILE, or listen on a loopback address (127.0.0.1:PORT)", f.listen)
-	}
-	policy, err := xorb.ParsePolicy(f.policy)
-	if err != nil {
-		return fmt.Errorf("--compression: %w", err)
-	}
-	if err := os.MkdirAll(f.data, 0o750); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	secretPath := f.secretFile
-	if secretPath == "" {
-		secretPath = filepath.Join(f.data, "secret")
-	}
-	secret, err := loadSecret(secretPath, f.secretFile == "", log)
+	users, err := checkFlags(f)
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(filepath.Join(f.data, "cas"), store.Options{Log: log})
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
-	}
-	srv, err := server.New(server.Config{
-		Store:      st,
-		Ingest:     &server.UploadIngester{Store: st, Policy: policy, Log: log},
-		Secret:     secret,
-		Users:      users,
-		PublicURL:  f.publicURL,
-		TokenTTL:   f.tokenTTL,
-		RefreshTTL: f.refreshTTL,
-		URLTTL:     f.urlTTL,
-		Limits:     server.Limits{Object: f.maxObject},
-		Log:        log,
-	})
+	srv, err := newServer(f, users, log)
 	if err != nil {
 		return err
 	}
@@ -161,45 +116,15 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          nil,
-	}
-	ev := log.Info().Str("addr", ln.Addr().String()).Str("data", f.data).Bool("tls", f.tlsCert != "")
-	if users == nil {
-		ev.Str("auth", "none").Msg("xet-server listening WITHOUT authentication (loopback only): every request is allowed")
-	} else {
-		if f.tlsCert == "" && !isLoopback(f.listen) {
-			log.Warn().Msg("authentication over plain HTTP: put the server behind a TLS proxy (and set --public-url) or give --tls-cert/--tls-key")
-		}
-		ev.Str("auth", "users").Int("users", users.Len()).Msg("xet-server listening")
-	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	logListening(f, users, ln.Addr().String(), log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	signal.Notify(hup, syscall.SIGHUP) // before serving: an early SIGHUP must not end the process
 	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if users == nil {
-					continue
-				}
-				if err := users.Reload(); err != nil {
-					log.Error().Err(err).Msg("users file reload failed; keeping the previous users")
-				} else {
-					log.Info().Int("users", users.Len()).Msg("users file reloaded")
-				}
-			}
-		}
-	}()
-
+	go reloadOnHUP(ctx, hup, users, log)
 	errc := make(chan error, 1)
 	go func() {
 		if f.tlsCert != "" {
@@ -216,8 +141,106 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info().Dur("timeout", f.shutdown).Msg("shutting down: waiting for requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), f.shutdown)
+	return shutdown(hs, f.shutdown, log)
+}
+
+// checkFlags checks the flags that go together and loads the users file; without one the server
+// may listen on loopback only.
+func checkFlags(f serveFlags) (*server.Users, error) {
+	if f.data == "" {
+		return nil, errors.New("--data DIR is required")
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if f.users == "" {
+		if !isLoopback(f.listen) {
+			return nil, fmt.Errorf("refusing to listen on %s without authentication: give --users FILE, or listen on a loopback address (127.0.0.1:PORT)", f.listen)
+		}
+		return nil, nil
+	}
+	u, err := server.LoadUsers(f.users)
+	if err != nil {
+		return nil, err
+	}
+	if u.Len() == 0 {
+		return nil, fmt.Errorf("users file %s lists no users", f.users)
+	}
+	return u, nil
+}
+
+// newServer opens the data directory (store, signing secret) and builds the server on it.
+func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.Server, error) {
+	policy, err := xorb.ParsePolicy(f.policy)
+	if err != nil {
+		return nil, fmt.Errorf("--compression: %w", err)
+	}
+	if err := os.MkdirAll(f.data, 0o750); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	secretPath := f.secretFile
+	if secretPath == "" {
+		secretPath = filepath.Join(f.data, "secret")
+	}
+	secret, err := loadSecret(secretPath, f.secretFile == "", log)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(filepath.Join(f.data, "cas"), store.Options{Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return server.New(server.Config{
+		Store:      st,
+		Ingest:     &server.UploadIngester{Store: st, Policy: policy, Log: log},
+		Secret:     secret,
+		Users:      users,
+		PublicURL:  f.publicURL,
+		TokenTTL:   f.tokenTTL,
+		RefreshTTL: f.refreshTTL,
+		URLTTL:     f.urlTTL,
+		Limits:     server.Limits{Object: f.maxObject},
+		Log:        log,
+	})
+}
+
+// logListening says where the server listens, and how open it is.
+func logListening(f serveFlags, users *server.Users, addr string, log zerolog.Logger) {
+	ev := log.Info().Str("addr", addr).Str("data", f.data).Bool("tls", f.tlsCert != "")
+	if users == nil {
+		ev.Str("auth", "none").Msg("xet-server listening WITHOUT authentication (loopback only): every request is allowed")
+		return
+	}
+	if f.tlsCert == "" && !isLoopback(f.listen) {
+		log.Warn().Msg("authentication over plain HTTP: put the server behind a TLS proxy (and set --public-url) or give --tls-cert/--tls-key")
+	}
+	ev.Str("auth", "users").Int("users", users.Len()).Msg("xet-server listening")
+}
+
+// reloadOnHUP reloads the users file on each signal from hup until ctx ends; a bad file keeps
+// the old users.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, users *server.Users, log zerolog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if users == nil {
+				continue
+			}
+			if err := users.Reload(); err != nil {
+				log.Error().Err(err).Msg("users file reload failed; keeping the previous users")
+			} else {
+				log.Info().Int("users", users.Len()).Msg("users file reloaded")
+			}
+		}
+	}
+}
+
+// shutdown waits up to timeout for the requests in flight, then closes what is left.
+func shutdown(hs *http.Server, timeout time.Duration, log zerolog.Logger) error {
+	log.Info().Dur("timeout", timeout).Msg("shutting down: waiting for requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		hs.Close()

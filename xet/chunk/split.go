@@ -11,114 +11,33 @@ import (
 // returns early when done is closed, at the latest when a Read in progress returns; after that it
 // touches no batch that Close may have recycled (it only drops the one it was reading into).
 func (r *Reader) produce(toHash chan<- *batch, shaIn chan<- *batch, shaOut <-chan [32]byte) {
+	p := producer{r: r, shaIn: shaIn, carry: make([]byte, 0, MaxSize)}
 	defer func() {
-		if shaIn != nil {
-			close(shaIn) // lets the SHA-256 goroutine finish
+		if p.shaIn != nil {
+			close(p.shaIn) // lets the SHA-256 goroutine finish
 		}
 	}()
-	carry := make([]byte, 0, MaxSize) // the tail of the previous block: a chunk without its end yet
-	var off int64                     // stream offset of carry[0] (or of the next block when carry is empty)
-	allocated := 0
 	for {
-		var b *batch
-		select {
-		case b = <-r.free:
-		default:
-			if allocated < nBatches {
-				allocated++
-				b = batchPool.Get().(*batch)
-			} else {
-				select {
-				case b = <-r.free:
-				case <-r.done:
-					return
-				}
-			}
-		}
-		b.chunks, b.spill, b.err = b.chunks[:0], b.spill[:0], nil
-		n, rerr := readFull(r.src, b.buf)
-		select {
-		case <-r.done: // closed while reading
+		b, ok := p.nextBatch()
+		if !ok {
 			return
-		default:
 		}
-		b.n = n
+		n, rerr := readFull(r.src, b.buf)
+		if r.isDone() { // closed while reading
+			return
+		}
 		final := rerr != nil
 		if rerr != nil && rerr != io.EOF {
 			rerr = fmt.Errorf("chunk: reading input: %w", rerr)
 		}
-		refs := int32(1)
-		if shaIn != nil && n > 0 {
-			refs = 2
+		if !p.toSHA(b, n) {
+			return
 		}
-		b.refs.Store(refs)
-		if refs == 2 {
-			select {
-			case shaIn <- b:
-			case <-r.done:
-				return
-			}
-		}
-
-		data := b.buf[:n]
-		eof := rerr == io.EOF
-		emit := func(c []byte) {
-			b.chunks = append(b.chunks, Chunk{Data: c, Offset: off})
-			off += int64(len(c))
-		}
-		pos := 0
-		if len(carry) > 0 {
-			// The chunk begun in the previous block ends in this one: blocks are >= MaxSize, so
-			// nextFrom finds its end unless the stream stops first.
-			// Copy the block's head in steps, so that only about what the chunk needs is copied.
-			take := min(n, MaxSize-len(carry))
-			b.spill = append(b.spill, carry...)
-			k, taken := 0, 0
-			for {
-				done := len(b.spill)
-				step := min(take-taken, spillStep)
-				b.spill = append(b.spill, data[taken:taken+step]...)
-				taken += step
-				if k = nextFrom(b.spill, done); k > 0 || taken == take {
-					break
-				}
-			}
-			if k == 0 && eof {
-				k = len(b.spill) // the stream ends inside this chunk
-			}
-			if k > 0 {
-				emit(b.spill[:k])
-				pos = k - len(carry)
-			} else {
-				pos = n // read error inside the chunk: it is not complete
-			}
-			carry = carry[:0]
-		}
-		for pos < n {
-			k := Next(data[pos:])
-			if k == 0 {
-				if !eof {
-					break
-				}
-				k = n - pos // last chunk of the stream
-			}
-			emit(data[pos : pos+k])
-			pos += k
-		}
-		if !final {
-			carry = append(carry, data[pos:]...)
-		}
+		p.cut(b, n, rerr == io.EOF, final)
 		if final {
 			b.err = rerr
-			if shaIn != nil && rerr == io.EOF {
-				close(shaIn)
-				shaIn = nil
-				select {
-				case r.sum = <-shaOut:
-					r.sumOK = true
-				case <-r.done:
-					return
-				}
+			if p.shaIn != nil && rerr == io.EOF && !p.awaitSHA(shaOut) {
+				return
 			}
 		}
 		select {
@@ -130,6 +49,137 @@ func (r *Reader) produce(toHash chan<- *batch, shaIn chan<- *batch, shaOut <-cha
 			return
 		}
 	}
+}
+
+// producer is the state of produce across blocks.
+type producer struct {
+	r         *Reader
+	shaIn     chan<- *batch // nil once closed, or when no SHA-256 is wanted
+	carry     []byte        // the tail of the previous block: a chunk without its end yet
+	off       int64         // stream offset of carry[0] (or of the next block when carry is empty)
+	allocated int           // batches taken from the pool
+}
+
+// isDone reports whether the Reader was closed.
+func (r *Reader) isDone() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// nextBatch returns a batch to read into: a recycled one, a new one while fewer than nBatches are
+// out, or else the next one recycled. false when the Reader was closed meanwhile.
+func (p *producer) nextBatch() (*batch, bool) {
+	var b *batch
+	select {
+	case b = <-p.r.free:
+	default:
+		if p.allocated < nBatches {
+			p.allocated++
+			b = batchPool.Get().(*batch)
+		} else {
+			select {
+			case b = <-p.r.free:
+			case <-p.r.done:
+				return nil, false
+			}
+		}
+	}
+	b.chunks, b.spill, b.err = b.chunks[:0], b.spill[:0], nil
+	return b, true
+}
+
+// toSHA records that b holds n bytes and passes it to the SHA-256 stage too, if any (b then has two
+// references). false when the Reader was closed meanwhile.
+func (p *producer) toSHA(b *batch, n int) bool {
+	b.n = n
+	if p.shaIn == nil || n == 0 {
+		b.refs.Store(1)
+		return true
+	}
+	b.refs.Store(2)
+	select {
+	case p.shaIn <- b:
+		return true
+	case <-p.r.done:
+		return false
+	}
+}
+
+// awaitSHA closes the SHA-256 stage's input and waits for the digest. false when the Reader was
+// closed meanwhile.
+func (p *producer) awaitSHA(shaOut <-chan [32]byte) bool {
+	close(p.shaIn)
+	p.shaIn = nil
+	select {
+	case p.r.sum = <-shaOut:
+		p.r.sumOK = true
+		return true
+	case <-p.r.done:
+		return false
+	}
+}
+
+// cut cuts the n bytes of b into chunks (b.chunks): first the chunk carried over from the previous
+// block, then the block's own; the unfinished tail is carried to the next block, unless this block
+// is the last (final; at eof the tail is the stream's last chunk).
+func (p *producer) cut(b *batch, n int, eof, final bool) {
+	data := b.buf[:n]
+	emit := func(c []byte) {
+		b.chunks = append(b.chunks, Chunk{Data: c, Offset: p.off})
+		p.off += int64(len(c))
+	}
+	pos := 0
+	if len(p.carry) > 0 {
+		pos = p.finishCarried(b, data, eof, emit)
+	}
+	for pos < n {
+		k := Next(data[pos:])
+		if k == 0 {
+			if !eof {
+				break
+			}
+			k = n - pos // last chunk of the stream
+		}
+		emit(data[pos : pos+k])
+		pos += k
+	}
+	if !final {
+		p.carry = append(p.carry, data[pos:]...)
+	}
+}
+
+// finishCarried ends the chunk begun in the previous block with the head of data, in b.spill, and
+// returns where the block's own chunks start. Blocks are >= MaxSize, so nextFrom finds its end
+// unless the stream stops first. The block's head is copied in steps, so that only about what the
+// chunk needs is copied.
+func (p *producer) finishCarried(b *batch, data []byte, eof bool, emit func([]byte)) int {
+	n := len(data)
+	take := min(n, MaxSize-len(p.carry))
+	b.spill = append(b.spill, p.carry...)
+	k, taken := 0, 0
+	for {
+		done := len(b.spill)
+		step := min(take-taken, spillStep)
+		b.spill = append(b.spill, data[taken:taken+step]...)
+		taken += step
+		if k = nextFrom(b.spill, done); k > 0 || taken == take {
+			break
+		}
+	}
+	if k == 0 && eof {
+		k = len(b.spill) // the stream ends inside this chunk
+	}
+	pos := n // read error inside the chunk: it is not complete
+	if k > 0 {
+		emit(b.spill[:k])
+		pos = k - len(p.carry)
+	}
+	p.carry = p.carry[:0]
+	return pos
 }
 
 // readFull reads into buf until it is full (nil error), the source ends (io.EOF) or fails (its

@@ -106,7 +106,7 @@ type target struct {
 // hashed and written from the read buffer where it lies; a compressed one is decoded straight into
 // the write buffer (written out when full or when the output jumps) and hashed there. It checks the
 // chunk count of the range and each term's decoded length.
-func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
+func (j *job) run(ctx context.Context, get fetcher, s *sink) error {
 	rc, err := get(ctx, j)
 	if err != nil {
 		return err
@@ -114,151 +114,198 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) (err error) {
 	defer rc.Close()
 	rp := readPool.Get().(*[]byte)
 	defer readPool.Put(rp)
-	in := xorb.NewRecordScanner(rc, *rp, int64(j.rng.Bytes.Len()))
 	wp := writePool.Get().(*[]byte)
 	defer writePool.Put(wp)
-	w := newRunBuf(s, *wp)
-
-	hasher := hash.NewChunkHasher()
-	l := s.l
-	cursor := make([]int64, len(j.terms)) // bytes of each term decoded so far
-	next, active := 0, make([]int, 0, 8)  // terms (positions in j.terms) containing the current chunk
-	var targets []target
-	var ents [][]hash.Entry // per term of j, per chunk: the entries for the file hash
-	if s.merkle != nil {
-		ents = make([][]hash.Entry, len(j.terms))
-		for a, ti := range j.terms {
-			ents[a] = make([]hash.Entry, l.terms[ti].Range.End-l.terms[ti].Range.Start)
-		}
-	}
+	r := newJobRun(j, s, xorb.NewRecordScanner(rc, *rp, int64(j.rng.Bytes.Len())), newRunBuf(s, *wp))
 	n := j.rng.Chunks.End - j.rng.Chunks.Start
 	for k := uint32(0); k < n; k++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ci := j.rng.Chunks.Start + k
-		rec, h, err := nextRecord(in)
-		if err == io.EOF {
-			return fmt.Errorf("xorb %s: range %s has %d chunks, plan says %d", j.xorb, j.rng.Bytes.Header(), k, n)
+		if err := r.chunk(k, n); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("xorb %s range %s: chunk %d: %w", j.xorb, j.rng.Bytes.Header(), k, err)
-		}
-		size := int(h.RawLen)
-		// Update the terms containing chunk ci, and where they want it.
-		keep := active[:0]
-		for _, a := range active {
-			if l.terms[j.terms[a]].Range.End > ci {
-				keep = append(keep, a)
-			}
-		}
-		active = keep
-		for next < len(j.terms) && l.terms[j.terms[next]].Range.Start <= ci {
-			if l.terms[j.terms[next]].Range.End > ci {
-				active = append(active, next)
-			}
-			next++
-		}
-		targets = targets[:0]
-		for _, a := range active {
-			ti := j.terms[a]
-			t := l.terms[ti]
-			pos := l.pos[ti] + cursor[a]
-			cursor[a] += int64(size)
-			if cursor[a] > int64(t.UnpackedLength) {
-				return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decodes to more than its %d bytes",
-					ti, t.Hash, t.Range.Start, t.Range.End, t.UnpackedLength)
-			}
-			lo, hi := int64(0), int64(size)
-			if pos < 0 {
-				lo = min(-pos, hi)
-			}
-			if pos+hi > l.size {
-				hi = max(l.size-pos, lo)
-			}
-			if lo < hi {
-				targets = append(targets, target{pos: pos, lo: int(lo), hi: int(hi)})
-			}
-		}
-		// An uncompressed chunk is its payload: without direct I/O it is hashed and written where
-		// it lies in the read buffer, with no copy. Other chunks are decoded into the run buffer,
-		// right after the run when the first target continues it, else into a new run.
-		var raw []byte
-		if h.Scheme == xorb.SchemeNone && !w.direct {
-			raw = rec[xorb.RecordHeaderSize:]
-			if err := w.flush(true); err != nil {
-				return err
-			}
-		} else {
-			if !w.empty() && (len(targets) == 0 || targets[0].pos+int64(targets[0].lo) != w.next()) {
-				if err := w.flush(true); err != nil {
-					return err
-				}
-			}
-			if w.room() < size {
-				if err := w.flush(false); err != nil {
-					return err
-				}
-			}
-			if w.empty() && len(targets) > 0 {
-				w.begin(targets[0].pos + int64(targets[0].lo))
-			}
-			dst := w.free()
-			raw, _, _, err = xorb.DecodeRecord(dst, rec)
-			if err != nil {
-				return fmt.Errorf("xorb %s range %s: chunk %d: %w", j.xorb, j.rng.Bytes.Header(), k, err)
-			}
-			if len(raw) != size || (size > 0 && &raw[0] != &dst[:1][0]) {
-				return fmt.Errorf("xorb %s: chunk %d decoded to %d bytes, header says %d", j.xorb, k, len(raw), size)
-			}
-		}
-		if ents != nil && len(active) > 0 {
-			e := hash.Entry{Hash: hasher.Sum(raw), Size: uint64(size)}
-			for _, a := range active {
-				ents[a][ci-l.terms[j.terms[a]].Range.Start] = e
-			}
-		}
-		if len(targets) == 0 {
-			continue
-		}
-		// A chunk used more than once in the output: the other places are written directly.
-		for _, t := range targets[1:] {
-			if err := s.write(t.pos+int64(t.lo), raw[t.lo:t.hi]); err != nil {
-				return err
-			}
-		}
-		t := targets[0]
-		if h.Scheme == xorb.SchemeNone && !w.direct {
-			if err := s.write(t.pos+int64(t.lo), raw[t.lo:t.hi]); err != nil {
-				return err
-			}
-			continue
-		}
-		if t.lo > 0 {
-			copy(raw, raw[t.lo:t.hi])
-		}
-		w.commit(t.hi - t.lo)
 	}
-	if _, _, err := nextRecord(in); err != io.EOF {
+	return r.finish()
+}
+
+// jobRun is the state of one job's pass over its range: which terms contain the current chunk,
+// how far each term has been decoded, and (when the file hash is verified) each term's chunk
+// entries.
+type jobRun struct {
+	j       *job
+	s       *sink
+	l       *layout
+	in      *xorb.RecordScanner
+	w       *runBuf
+	hasher  *hash.ChunkHasher
+	cursor  []int64 // bytes of each term decoded so far
+	next    int     // next term (position in j.terms) not yet active
+	active  []int   // terms (positions in j.terms) containing the current chunk
+	targets []target
+	ents    [][]hash.Entry // per term of j, per chunk: the entries for the file hash; nil when not verifying
+}
+
+func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
+	r := &jobRun{j: j, s: s, l: s.l, in: in, w: w, hasher: hash.NewChunkHasher(),
+		cursor: make([]int64, len(j.terms)), active: make([]int, 0, 8)}
+	if s.merkle != nil {
+		r.ents = make([][]hash.Entry, len(j.terms))
+		for a, ti := range j.terms {
+			r.ents[a] = make([]hash.Entry, r.l.terms[ti].Range.End-r.l.terms[ti].Range.Start)
+		}
+	}
+	return r
+}
+
+// chunk reads record k of the range (of n), decodes it where it belongs and writes it to every
+// place the terms want it.
+func (r *jobRun) chunk(k, n uint32) error {
+	j := r.j
+	ci := j.rng.Chunks.Start + k
+	rec, h, err := nextRecord(r.in)
+	if err == io.EOF {
+		return fmt.Errorf("xorb %s: range %s has %d chunks, plan says %d", j.xorb, j.rng.Bytes.Header(), k, n)
+	}
+	if err != nil {
+		return fmt.Errorf("xorb %s range %s: chunk %d: %w", j.xorb, j.rng.Bytes.Header(), k, err)
+	}
+	size := int(h.RawLen)
+	if err := r.place(ci, size); err != nil {
+		return err
+	}
+	raw, inPlace, err := r.decode(rec, h, k)
+	if err != nil {
+		return err
+	}
+	if r.ents != nil && len(r.active) > 0 {
+		e := hash.Entry{Hash: r.hasher.Sum(raw), Size: uint64(size)}
+		for _, a := range r.active {
+			r.ents[a][ci-r.l.terms[j.terms[a]].Range.Start] = e
+		}
+	}
+	return r.emit(raw, inPlace)
+}
+
+// place updates the terms containing chunk ci (size raw bytes) and where each wants it (targets).
+func (r *jobRun) place(ci uint32, size int) error {
+	l, j := r.l, r.j
+	keep := r.active[:0]
+	for _, a := range r.active {
+		if l.terms[j.terms[a]].Range.End > ci {
+			keep = append(keep, a)
+		}
+	}
+	r.active = keep
+	for r.next < len(j.terms) && l.terms[j.terms[r.next]].Range.Start <= ci {
+		if l.terms[j.terms[r.next]].Range.End > ci {
+			r.active = append(r.active, r.next)
+		}
+		r.next++
+	}
+	r.targets = r.targets[:0]
+	for _, a := range r.active {
+		ti := j.terms[a]
+		t := l.terms[ti]
+		pos := l.pos[ti] + r.cursor[a]
+		r.cursor[a] += int64(size)
+		if r.cursor[a] > int64(t.UnpackedLength) {
+			return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decodes to more than its %d bytes",
+				ti, t.Hash, t.Range.Start, t.Range.End, t.UnpackedLength)
+		}
+		lo, hi := int64(0), int64(size)
+		if pos < 0 {
+			lo = min(-pos, hi)
+		}
+		if pos+hi > l.size {
+			hi = max(l.size-pos, lo)
+		}
+		if lo < hi {
+			r.targets = append(r.targets, target{pos: pos, lo: int(lo), hi: int(hi)})
+		}
+	}
+	return nil
+}
+
+// decode returns the raw bytes of record rec. An uncompressed chunk is its payload: without direct
+// I/O it is used where it lies in the read buffer, with no copy (inPlace). Other chunks are decoded
+// into the run buffer, right after the run when the first target continues it, else into a new run.
+func (r *jobRun) decode(rec []byte, h xorb.RecordHeader, k uint32) (raw []byte, inPlace bool, err error) {
+	w, size := r.w, int(h.RawLen)
+	if h.Scheme == xorb.SchemeNone && !w.direct {
+		return rec[xorb.RecordHeaderSize:], true, w.flush(true)
+	}
+	if !w.empty() && (len(r.targets) == 0 || r.targets[0].pos+int64(r.targets[0].lo) != w.next()) {
+		if err := w.flush(true); err != nil {
+			return nil, false, err
+		}
+	}
+	if w.room() < size {
+		if err := w.flush(false); err != nil {
+			return nil, false, err
+		}
+	}
+	if w.empty() && len(r.targets) > 0 {
+		w.begin(r.targets[0].pos + int64(r.targets[0].lo))
+	}
+	dst := w.free()
+	raw, _, _, err = xorb.DecodeRecord(dst, rec)
+	if err != nil {
+		return nil, false, fmt.Errorf("xorb %s range %s: chunk %d: %w", r.j.xorb, r.j.rng.Bytes.Header(), k, err)
+	}
+	if len(raw) != size || (size > 0 && &raw[0] != &dst[:1][0]) {
+		return nil, false, fmt.Errorf("xorb %s: chunk %d decoded to %d bytes, header says %d", r.j.xorb, k, len(raw), size)
+	}
+	return raw, false, nil
+}
+
+// emit writes raw to its targets: the first continues the run buffer (or, in place, is written
+// directly); a chunk used more than once in the output is written directly at its other places.
+func (r *jobRun) emit(raw []byte, inPlace bool) error {
+	if len(r.targets) == 0 {
+		return nil
+	}
+	for _, t := range r.targets[1:] {
+		if err := r.s.write(t.pos+int64(t.lo), raw[t.lo:t.hi]); err != nil {
+			return err
+		}
+	}
+	t := r.targets[0]
+	if inPlace {
+		return r.s.write(t.pos+int64(t.lo), raw[t.lo:t.hi])
+	}
+	if t.lo > 0 {
+		copy(raw, raw[t.lo:t.hi])
+	}
+	r.w.commit(t.hi - t.lo)
+	return nil
+}
+
+// finish checks that the range holds no more records and that every term decoded to its length,
+// writes out the run buffer and hands the terms' entries to the file hash.
+func (r *jobRun) finish() error {
+	j, l := r.j, r.l
+	if _, _, err := nextRecord(r.in); err != io.EOF {
 		if err == nil {
 			err = errors.New("more records than chunks")
 		}
 		return fmt.Errorf("xorb %s: range %s: %w", j.xorb, j.rng.Bytes.Header(), err)
 	}
 	for a, ti := range j.terms {
-		if t := l.terms[ti]; cursor[a] != int64(t.UnpackedLength) {
+		if t := l.terms[ti]; r.cursor[a] != int64(t.UnpackedLength) {
 			return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decoded %d bytes, plan says %d",
-				ti, t.Hash, t.Range.Start, t.Range.End, cursor[a], t.UnpackedLength)
+				ti, t.Hash, t.Range.Start, t.Range.End, r.cursor[a], t.UnpackedLength)
 		}
 	}
-	if err := w.flush(true); err != nil {
+	if err := r.w.flush(true); err != nil {
 		return err
 	}
+	if r.ents == nil {
+		return nil
+	}
 	for a, ti := range j.terms {
-		if ents != nil {
-			if err := s.merkle.done(ti, ents[a]); err != nil {
-				return err
-			}
+		if err := r.s.merkle.done(ti, r.ents[a]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -102,40 +104,86 @@ type objectError struct {
 // server's object routes (the bridge). Objects the repository already has get no upload actions;
 // unknown objects for download get a per-object 404 error.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) {
-	var req batchRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.Limits.JSON))
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeLFSError(w, http.StatusRequestEntityTooLarge, "batch request too large")
-			return
-		}
-		writeLFSError(w, http.StatusBadRequest, "malformed batch request: "+err.Error())
-		return
-	}
-	var write bool
-	switch req.Operation {
-	case "upload":
-		write = true
-	case "download":
-	default:
-		writeLFSError(w, http.StatusUnprocessableEntity, fmt.Sprintf("operation %q is neither upload nor download", req.Operation))
-		return
-	}
-	if req.HashAlgo != "" && req.HashAlgo != "sha256" {
-		writeLFSError(w, http.StatusConflict, fmt.Sprintf("hash algorithm %q not supported (sha256 only)", req.HashAlgo))
-		return
-	}
-	if len(req.Objects) > maxBatchObjects {
-		writeLFSError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d objects in one batch, at most %d", len(req.Objects), maxBatchObjects))
+	req, write, ok := s.decodeBatch(w, r)
+	if !ok {
 		return
 	}
 	who, ok := s.authRepo(w, r, ns, write)
 	if !ok {
 		return
 	}
+	g, err := s.grant(r, ns, who, req, write)
+	if err != nil {
+		s.failLFS(w, r, "batch", err)
+		return
+	}
+	resp := batchResponse{Transfer: "basic", HashAlgo: "sha256", Objects: make([]batchResult, 0, len(req.Objects))}
+	if g.useXet {
+		resp.Transfer = "xet"
+	}
+	for _, o := range req.Objects {
+		res, err := s.answerObject(r.Context(), g, o)
+		if err != nil {
+			s.failLFS(w, r, "batch lookup", err)
+			return
+		}
+		resp.Objects = append(resp.Objects, res)
+	}
+	w.Header().Set("Content-Type", contentTypeLFS)
+	w.WriteHeader(http.StatusOK)
+	_ = casapi.Encode(w, resp)
+}
 
-	useXet := slices.Contains(req.Transfers, "xet")
+// decodeBatch reads and checks a batch request (size, operation, hash algorithm, object count),
+// answering the client itself when it is refused (ok false). write: an upload.
+func (s *Server) decodeBatch(w http.ResponseWriter, r *http.Request) (req *batchRequest, write, ok bool) {
+	req = &batchRequest{}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.Limits.JSON))
+	if err := dec.Decode(req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeLFSError(w, http.StatusRequestEntityTooLarge, "batch request too large")
+			return nil, false, false
+		}
+		writeLFSError(w, http.StatusBadRequest, "malformed batch request: "+err.Error())
+		return nil, false, false
+	}
+	switch req.Operation {
+	case "upload":
+		write = true
+	case "download":
+	default:
+		writeLFSError(w, http.StatusUnprocessableEntity, fmt.Sprintf("operation %q is neither upload nor download", req.Operation))
+		return nil, false, false
+	}
+	if req.HashAlgo != "" && req.HashAlgo != "sha256" {
+		writeLFSError(w, http.StatusConflict, fmt.Sprintf("hash algorithm %q not supported (sha256 only)", req.HashAlgo))
+		return nil, false, false
+	}
+	if len(req.Objects) > maxBatchObjects {
+		writeLFSError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d objects in one batch, at most %d", len(req.Objects), maxBatchObjects))
+		return nil, false, false
+	}
+	return req, write, true
+}
+
+// batchGrant is what every object of one batch answer shares: the transfer, the tokens and the
+// hrefs.
+type batchGrant struct {
+	ns           string
+	write        bool
+	useXet       bool
+	tok          string            // bearer token of basic actions
+	base         string            // this server's URL
+	refresh      string            // the token route (href of xet actions)
+	xetHeader    map[string]string // headers of xet actions; nil for basic
+	expiresIn    int64             // basic actions: their bearer token's lifetime
+	xetExpiresIn int64             // xet actions: the refresh credential's lifetime
+}
+
+// grant issues the batch's tokens: a CAS token for ns and the operation's scope, and for xet
+// actions the headers naming the CAS and, with authentication, a refresh credential.
+func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequest, write bool) (*batchGrant, error) {
 	scope := scopeRead
 	if write {
 		scope = scopeWrite
@@ -143,99 +191,86 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 	exp := s.now().Add(s.cfg.TokenTTL)
 	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: who.name})
 	if err != nil {
-		s.failLFS(w, r, "batch", err)
-		return
+		return nil, err
 	}
-	base := s.baseURL(r)
 	rev := "main"
 	if req.Ref != nil && req.Ref.Name != "" {
 		rev = strings.TrimPrefix(req.Ref.Name, "refs/heads/")
 	}
-	expiresIn := int64(s.cfg.TokenTTL / time.Second) // basic actions: their bearer token's lifetime
-	// A xet action stays usable while its refresh credential does: the agent renews CAS tokens at href
-	// itself, so git-lfs must not drop the action when the first CAS token expires.
-	xetExpiresIn := int64(s.cfg.RefreshTTL / time.Second)
-	var xetHeader map[string]string
-	if useXet {
-		xetHeader = map[string]string{
-			casapi.HeaderCasURL:          base,
-			casapi.HeaderAccessToken:     tok,
-			casapi.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
-			casapi.HeaderSessionID:       newSessionID(),
-		}
-		if !s.Open() {
-			// The agent calls href (the token route) with the action's other headers when its CAS
-			// token nears expiry: give it a refresh credential for this repository and scope.
-			rt, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: s.now().Add(s.cfg.RefreshTTL).Unix(), Subject: who.name, Refresh: true})
-			if err != nil {
-				s.failLFS(w, r, "batch", err)
-				return
-			}
-			xetHeader["Authorization"] = "Bearer " + rt
-		}
+	g := &batchGrant{ns: ns, write: write, useXet: slices.Contains(req.Transfers, "xet"), tok: tok, base: s.baseURL(r),
+		expiresIn: int64(s.cfg.TokenTTL / time.Second),
+		// A xet action stays usable while its refresh credential does: the agent renews CAS tokens
+		// at href itself, so git-lfs must not drop the action when the first CAS token expires.
+		xetExpiresIn: int64(s.cfg.RefreshTTL / time.Second),
 	}
-	refresh := tokenRoute(base, ns, scope, rev)
-	objectURL := func(oid string) string { return base + "/" + ns + ".git/info/lfs/objects/" + oid }
+	g.refresh = tokenRoute(g.base, ns, scope, rev)
+	if !g.useXet {
+		return g, nil
+	}
+	g.xetHeader = map[string]string{
+		casapi.HeaderCasURL:          g.base,
+		casapi.HeaderAccessToken:     tok,
+		casapi.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
+		casapi.HeaderSessionID:       newSessionID(),
+	}
+	if !s.Open() {
+		// The agent calls href (the token route) with the action's other headers when its CAS token
+		// nears expiry: give it a refresh credential for this repository and scope.
+		rt, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: s.now().Add(s.cfg.RefreshTTL).Unix(), Subject: who.name, Refresh: true})
+		if err != nil {
+			return nil, err
+		}
+		g.xetHeader["Authorization"] = "Bearer " + rt
+	}
+	return g, nil
+}
 
-	resp := batchResponse{Transfer: "basic", HashAlgo: "sha256", Objects: make([]batchResult, 0, len(req.Objects))}
-	if useXet {
-		resp.Transfer = "xet"
+// answerObject answers one object of a batch: its actions, none when an upload is already stored,
+// or its error. An error returned is the store's, not the object's.
+func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject) (batchResult, error) {
+	res := batchResult{OID: o.OID, Size: o.Size}
+	sha, err := hash.ParseSHA256(o.OID)
+	if err != nil || strings.ToLower(o.OID) != o.OID || o.Size < 0 {
+		res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
+		return res, nil
 	}
-	for _, o := range req.Objects {
-		res := batchResult{OID: o.OID, Size: o.Size}
-		sha, err := hash.ParseSHA256(o.OID)
-		if err != nil || strings.ToLower(o.OID) != o.OID || o.Size < 0 {
-			res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
-			resp.Objects = append(resp.Objects, res)
-			continue
-		}
-		file, size, err := s.cfg.Store.LookupSHA256(r.Context(), ns, sha)
-		known := err == nil
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			s.failLFS(w, r, "batch lookup", err)
-			return
-		}
-		switch {
-		case write && known:
-			if int64(size) != o.Size {
-				res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with size %d, not %d", size, o.Size)}
-			}
-			// Already stored: no actions, git-lfs skips it.
-		case write && useXet:
-			res.Authenticated = true
-			res.Actions = map[string]*action{"upload": {Href: refresh, Header: xetHeader, ExpiresIn: xetExpiresIn}}
-		case write:
-			hdr := map[string]string{"Authorization": "Bearer " + tok}
-			res.Authenticated = true
-			res.Actions = map[string]*action{
-				"upload": {Href: objectURL(o.OID), Header: hdr, ExpiresIn: expiresIn},
-				"verify": {Href: base + "/" + ns + ".git/info/lfs/verify", Header: hdr, ExpiresIn: expiresIn},
-			}
-		case !known:
-			res.Error = &objectError{Code: http.StatusNotFound, Message: "object does not exist"}
-		case useXet:
-			hdr := make(map[string]string, len(xetHeader)+1)
-			for k, v := range xetHeader {
-				hdr[k] = v
-			}
-			hdr[casapi.HeaderXetHash] = file.String()
-			res.Size = int64(size)
-			res.Authenticated = true
-			res.Actions = map[string]*action{"download": {Href: refresh, Header: hdr, ExpiresIn: xetExpiresIn}}
-		default:
-			res.Size = int64(size)
-			res.Authenticated = true
-			res.Actions = map[string]*action{"download": {
-				Href:      objectURL(o.OID),
-				Header:    map[string]string{"Authorization": "Bearer " + tok},
-				ExpiresIn: expiresIn,
-			}}
-		}
-		resp.Objects = append(resp.Objects, res)
+	file, size, err := s.cfg.Store.LookupSHA256(ctx, g.ns, sha)
+	known := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return res, err
 	}
-	w.Header().Set("Content-Type", contentTypeLFS)
-	w.WriteHeader(http.StatusOK)
-	_ = casapi.Encode(w, resp)
+	objectURL := g.base + "/" + g.ns + ".git/info/lfs/objects/" + o.OID
+	switch {
+	case g.write && known:
+		if int64(size) != o.Size {
+			res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with size %d, not %d", size, o.Size)}
+		}
+		// Already stored: no actions, git-lfs skips it.
+	case g.write && g.useXet:
+		res.Authenticated = true
+		res.Actions = map[string]*action{"upload": {Href: g.refresh, Header: g.xetHeader, ExpiresIn: g.xetExpiresIn}}
+	case g.write:
+		hdr := map[string]string{"Authorization": "Bearer " + g.tok}
+		res.Authenticated = true
+		res.Actions = map[string]*action{
+			"upload": {Href: objectURL, Header: hdr, ExpiresIn: g.expiresIn},
+			"verify": {Href: g.base + "/" + g.ns + ".git/info/lfs/verify", Header: hdr, ExpiresIn: g.expiresIn},
+		}
+	case !known:
+		res.Error = &objectError{Code: http.StatusNotFound, Message: "object does not exist"}
+	case g.useXet:
+		hdr := maps.Clone(g.xetHeader)
+		hdr[casapi.HeaderXetHash] = file.String()
+		res.Size = int64(size)
+		res.Authenticated = true
+		res.Actions = map[string]*action{"download": {Href: g.refresh, Header: hdr, ExpiresIn: g.xetExpiresIn}}
+	default:
+		res.Size = int64(size)
+		res.Authenticated = true
+		res.Actions = map[string]*action{"download": {
+			Href: objectURL, Header: map[string]string{"Authorization": "Bearer " + g.tok}, ExpiresIn: g.expiresIn}}
+	}
+	return res, nil
 }
 
 // tokenRoute is the absolute URL of the token refresh route for namespace ns, Hub style:

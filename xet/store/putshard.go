@@ -43,44 +43,76 @@ const (
 //
 // Concurrency: safe for concurrent and cross-process use.
 func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, error) {
+	sh, err := parseUploadShard(body)
+	if err != nil {
+		return false, err
+	}
+	plans, err := s.checkShard(ctx, sh)
+	if err != nil {
+		return false, err
+	}
+	existed, err := s.register(ctx, ns, plans)
+	if err != nil {
+		return false, err
+	}
+	s.log.Debug().Int("files", len(plans)).Int("xorbs", len(sh.Xorbs)).Bool("existed", existed).
+		Str("ns", ns).Msg("shard registered")
+	return existed, nil
+}
+
+// parseUploadShard parses a shard upload within the size limit; a keyed (global-dedupe) shard is
+// not an upload.
+func parseUploadShard(body []byte) (*shard.Shard, error) {
 	if len(body) > MaxShardBytes {
-		return false, invalid("shard of %d bytes exceeds %d", len(body), MaxShardBytes)
+		return nil, invalid("shard of %d bytes exceeds %d", len(body), MaxShardBytes)
 	}
 	sh, err := shard.Parse(body)
 	if err != nil {
-		return false, invalid("%v", err)
+		return nil, invalid("%v", err)
 	}
 	if sh.Keyed() {
-		return false, invalid("shard: keyed (a global-dedupe answer), not an upload")
+		return nil, invalid("shard: keyed (a global-dedupe answer), not an upload")
 	}
+	return sh, nil
+}
+
+// filePlan is what registering one file writes: its record, and its dedupe entries.
+type filePlan struct {
+	file   hash.Hash
+	rec    *fileRecord
+	dedupe []dedupeChunk
+}
+
+// checkShard validates the shard's xorbs and files against the store and returns one plan per
+// distinct file.
+func (s *Store) checkShard(ctx context.Context, sh *shard.Shard) ([]filePlan, error) {
 	v := validator{s: s, ctx: ctx}
 	for i := range sh.Xorbs {
 		if err := v.checkXorb(&sh.Xorbs[i]); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
-	type plan struct {
-		file   hash.Hash
-		rec    *fileRecord
-		dedupe []dedupeChunk
-	}
-	var plans []plan
+	var plans []filePlan
 	seen := make(map[hash.Hash]bool, len(sh.Files))
 	for i := range sh.Files {
 		f := &sh.Files[i]
 		rec, dd, err := v.checkFile(f)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if seen[f.Hash] {
 			continue
 		}
 		seen[f.Hash] = true
-		plans = append(plans, plan{f.Hash, rec, dd})
+		plans = append(plans, filePlan{f.Hash, rec, dd})
 	}
+	return plans, nil
+}
 
-	// Three phases, each written concurrently; a phase starts only when the one before is complete,
-	// so an entry never points at one not yet written.
+// register writes the plans' entries in three phases (file records, SHA-256 mappings in ns, dedupe
+// entries), each concurrently; a phase starts only when the one before is complete, so an entry
+// never points at one not yet written. existed=true when no file record or mapping was new.
+func (s *Store) register(ctx context.Context, ns string, plans []filePlan) (existed bool, err error) {
 	var fresh atomic.Bool
 	phase := func(n int, entry func(i int) (name string, data []byte, what string)) error {
 		g, gctx := errgroup.WithContext(ctx)
@@ -121,10 +153,7 @@ func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, err
 	}); err != nil {
 		return false, err
 	}
-	existed := !fresh.Load()
-	s.log.Debug().Int("files", len(plans)).Int("xorbs", len(sh.Xorbs)).Bool("existed", existed).
-		Str("ns", ns).Msg("shard registered")
-	return existed, nil
+	return !fresh.Load(), nil
 }
 
 type dedupeChunk struct{ chunk, xorb hash.Hash }
