@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -144,7 +145,7 @@ func benchOpen(b *testing.B, snap bool) {
 			_ = os.Remove(snapPath)
 			b.StartTimer()
 		}
-		cpu0 := cpuTime()
+		cpu0 := testutil.ProcessCPU()
 		c, err := Open(dir, benchOpts())
 		if err != nil {
 			b.Fatal(err)
@@ -153,7 +154,7 @@ func benchOpen(b *testing.B, snap bool) {
 		if err != nil || !ok || m.Index != 777 {
 			b.Fatalf("first lookup: %v %v %d", ok, err, m.Index)
 		}
-		cpu += cpuTime() - cpu0
+		cpu += testutil.ProcessCPU() - cpu0
 		if c.fromSnapshot != snap {
 			b.Fatalf("fromSnapshot = %v", c.fromSnapshot)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -88,10 +89,10 @@ func TestBatchPushClonePullFetch(t *testing.T) {
 	s := startServer(t, "")
 	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
 
-	writeFile(t, filepath.Join(work, "big.bin"), randomBytes(20<<20, 11))
-	writeFile(t, filepath.Join(work, "copy.bin"), randomBytes(20<<20, 11)) // same bytes, second path
+	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(20<<20, 11))
+	writeFile(t, filepath.Join(work, "copy.bin"), testutil.RandomBytes(20<<20, 11)) // same bytes, second path
 	for i := 0; i < 40; i++ {
-		writeFile(t, filepath.Join(work, "small", fmt.Sprintf("s%02d.bin", i)), randomBytes(5000+i*1000, uint64(200+i)))
+		writeFile(t, filepath.Join(work, "small", fmt.Sprintf("s%02d.bin", i)), testutil.RandomBytes(5000+i*1000, uint64(200+i)))
 	}
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "v1")
@@ -122,8 +123,8 @@ func TestBatchPushClonePullFetch(t *testing.T) {
 	}
 
 	// v2 pushed from work, pulled into the clone.
-	big := randomBytes(20<<20, 11)
-	copy(big[5<<20:], randomBytes(200<<10, 12))
+	big := testutil.RandomBytes(20<<20, 11)
+	copy(big[5<<20:], testutil.RandomBytes(200<<10, 12))
 	writeFile(t, filepath.Join(work, "big.bin"), big)
 	e.git(work, "commit", "-q", "-am", "v2")
 	before := dirSize(t, s.data)

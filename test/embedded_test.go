@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // After `git-xet-transfer install`, a push to a local bare remote stores LFS files in the remote's
@@ -20,12 +22,12 @@ func TestEmbeddedPushCloneEdit(t *testing.T) {
 	e.newRepo(work, "*.bin", "*.txt", "small/**")
 
 	const bigSize = 50 << 20
-	big := randomBytes(bigSize, 1)
+	big := testutil.RandomBytes(bigSize, 1)
 	writeFile(t, filepath.Join(work, "big.bin"), big)
 	writeFile(t, filepath.Join(work, "zeros.bin"), make([]byte, 10<<20))
 	writeFile(t, filepath.Join(work, "notes.txt"), []byte(strings.Repeat("a text file of one kilobyte\n", 37)[:1024]))
 	for i := 0; i < 500; i++ {
-		writeFile(t, filepath.Join(work, "small", fmt.Sprintf("f%03d.dat", i)), randomBytes(100+i*7, uint64(1000+i)))
+		writeFile(t, filepath.Join(work, "small", fmt.Sprintf("f%03d.dat", i)), testutil.RandomBytes(100+i*7, uint64(1000+i)))
 	}
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "v1")
@@ -61,7 +63,7 @@ func TestEmbeddedPushCloneEdit(t *testing.T) {
 	// v2: 1 % of big.bin changed in five places.
 	for i := 0; i < 5; i++ {
 		off := (i*2 + 1) * bigSize / 11
-		copy(big[off:], randomBytes(bigSize/500, uint64(77+i)))
+		copy(big[off:], testutil.RandomBytes(bigSize/500, uint64(77+i)))
 	}
 	writeFile(t, filepath.Join(work, "big.bin"), big)
 	e.git(work, "commit", "-q", "-am", "v2: edit 1% of big.bin")
@@ -91,7 +93,7 @@ func TestEmbeddedReadsPlainLFSRemote(t *testing.T) {
 	e.git("", "init", "-q", "--bare", remote)
 	e.git("", "lfs", "install")
 	e.newRepo(work, "*.bin")
-	old := randomBytes(3<<20, 5)
+	old := testutil.RandomBytes(3<<20, 5)
 	writeFile(t, filepath.Join(work, "old.bin"), old)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "plain lfs")
@@ -102,7 +104,7 @@ func TestEmbeddedReadsPlainLFSRemote(t *testing.T) {
 	}
 
 	e.install()
-	writeFile(t, filepath.Join(work, "new.bin"), randomBytes(2<<20, 6))
+	writeFile(t, filepath.Join(work, "new.bin"), testutil.RandomBytes(2<<20, 6))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "after install")
 	e.git(work, "push", "-q", "origin", "main")
@@ -126,7 +128,7 @@ func TestEmbeddedMissingObjectSaysWhy(t *testing.T) {
 	work := filepath.Join(e.home, "work")
 	e.git("", "init", "-q", "--bare", remote)
 	e.newRepo(work, "*.bin")
-	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(1<<20, 9))
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 9))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
 	e.git(work, "remote", "add", "origin", remote)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
 
@@ -57,8 +58,8 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 	work := filepath.Join(e.home, "work")
 	e.git("", "init", "-q", "--bare", remote)
 	e.newRepo(work, "*.bin")
-	writeFile(t, filepath.Join(work, "big.bin"), randomBytes(200<<20, 21))
-	writeFile(t, filepath.Join(work, "other.bin"), randomBytes(1<<20, 22))
+	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(200<<20, 21))
+	writeFile(t, filepath.Join(work, "other.bin"), testutil.RandomBytes(1<<20, 22))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
 	e.git(work, "remote", "add", "origin", remote)
@@ -105,7 +106,7 @@ func TestCorruptXorbOnServer(t *testing.T) {
 	e.install()
 	s := startServer(t, "")
 	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
-	data := randomBytes(3<<20, 31)
+	data := testutil.RandomBytes(3<<20, 31)
 	writeFile(t, filepath.Join(work, "a.bin"), data)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
@@ -153,7 +154,7 @@ func TestBadCredentials(t *testing.T) {
 	s := startServer(t, "alice:$sha256$"+salt+"$"+hex.EncodeToString(sum[:])+"\n")
 	base := strings.Replace(s.url, "http://", "http://alice:wrong-password@", 1)
 	work, _ := batchRepo(t, e, base+"/team/repo.git/info/lfs")
-	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(1<<20, 41))
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 41))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
 	out, err := e.gitErr(work, "push", "origin", "main")
@@ -181,7 +182,7 @@ func TestServerDown(t *testing.T) {
 	e := newEnv(t)
 	e.install()
 	work, _ := batchRepo(t, e, "http://"+freePort(t)+"/team/repo.git/info/lfs")
-	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(1<<20, 51))
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 51))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
 	out, err := e.gitErr(work, "push", "origin", "main")
@@ -202,7 +203,7 @@ func TestCASDown(t *testing.T) {
 	dead := "http://" + freePort(t)
 	s := startServer(t, "", func(c *server.Config) { c.PublicURL = dead })
 	work, _ := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
-	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(1<<20, 61))
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 61))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
 	out, err := e.gitErr(work, "push", "origin", "main")

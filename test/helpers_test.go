@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,21 +147,6 @@ func (e *env) newRepo(dir string, patterns ...string) {
 	for _, p := range patterns {
 		e.git(dir, "lfs", "track", p)
 	}
-}
-
-func randomBytes(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b := make([]byte, n)
-	for i := 0; i+8 <= n; i += 8 {
-		v := r.Uint64()
-		for j := 0; j < 8; j++ {
-			b[i+j] = byte(v >> (8 * j))
-		}
-	}
-	for i := n - n%8; i < n; i++ {
-		b[i] = byte(r.Uint32())
-	}
-	return b
 }
 
 func writeFile(t *testing.T, path string, data []byte) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
 
@@ -22,8 +23,8 @@ func TestBatchTokenRefreshWithAuth(t *testing.T) {
 		func(c *server.Config) { c.TokenTTL = time.Second })
 	lfsURL := strings.Replace(s.url, "http://", "http://alice:pw-alice@", 1) + "/team/repo.git/info/lfs"
 	work, remote := batchRepo(t, e, lfsURL)
-	writeFile(t, filepath.Join(work, "a.bin"), randomBytes(12<<20, 71))
-	writeFile(t, filepath.Join(work, "b.bin"), randomBytes(3<<20, 72))
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(12<<20, 71))
+	writeFile(t, filepath.Join(work, "b.bin"), testutil.RandomBytes(3<<20, 72))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "v1")
 	time.Sleep(1100 * time.Millisecond) // nothing may rely on the batch answer's token still being valid

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"math/rand/v2"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/internal/faultproxy"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -66,15 +66,6 @@ func (e *env) client(t *testing.T) *cas.HTTP {
 		SessionID: "test-session", Retry: retry.Policy{Attempts: 4, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}})
 }
 
-func randBytes(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 99))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
 func put(t *testing.T, c cas.Client, files ...[]byte) ([]*upload.FileResult, error) {
 	t.Helper()
 	ctx := context.Background()
@@ -110,7 +101,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 	sizes := []int{0, 1, 8 << 10, 1 << 20, 5<<20 + 3}
 	var files [][]byte
 	for _, n := range sizes {
-		files = append(files, randBytes(n, uint64(n)))
+		files = append(files, testutil.RandomBytes(n, uint64(n)))
 	}
 	res, err := put(t, c, files...)
 	if err != nil {
@@ -154,7 +145,7 @@ func TestServerErrorIsRetried(t *testing.T) {
 	c := e.client(t)
 	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 1, Kind: faultproxy.Status, Code: 500, Message: "boom"})
 	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/v2/reconstructions/", Times: 2, Kind: faultproxy.Status, Code: 503, Message: "busy"})
-	data := randBytes(300<<10, 1)
+	data := testutil.RandomBytes(300<<10, 1)
 	res, err := put(t, c, data)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +162,7 @@ func TestClientErrorNotRetried(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
 	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 10, Kind: faultproxy.Status, Code: 400, Message: "xorb hash does not match its chunks"})
-	_, err := put(t, c, randBytes(100<<10, 2))
+	_, err := put(t, c, testutil.RandomBytes(100<<10, 2))
 	if err == nil || !strings.Contains(err.Error(), "xorb hash does not match its chunks") || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("want the server's 400 message, got %v", err)
 	}
@@ -195,7 +186,7 @@ func TestExpiredTokenIsRefreshed(t *testing.T) {
 	expired := e.token(t, time.Now().Add(-time.Minute))
 	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: e.url, Token: cas.NewRefreshingToken(expired, time.Time{}, refresh),
 		Retry: retry.Policy{BaseDelay: time.Millisecond}})
-	data := randBytes(50<<10, 3)
+	data := testutil.RandomBytes(50<<10, 3)
 	res, err := put(t, c, data)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +208,7 @@ func TestExpiredTokenIsRefreshed(t *testing.T) {
 func TestBrokenTransfersAreRetried(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	data := randBytes(2<<20, 4)
+	data := testutil.RandomBytes(2<<20, 4)
 	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 1, Kind: faultproxy.Reset})
 	res, err := put(t, c, data)
 	if err != nil {
@@ -237,7 +228,7 @@ func TestBrokenTransfersAreRetried(t *testing.T) {
 func TestExpiredURLReplans(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	data := randBytes(200<<10, 5)
+	data := testutil.RandomBytes(200<<10, 5)
 	res, err := put(t, c, data)
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +245,7 @@ func TestExpiredURLReplans(t *testing.T) {
 func TestFlippedByteFailsCleanly(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	data := randBytes(300<<10, 6)
+	data := testutil.RandomBytes(300<<10, 6)
 	res, err := put(t, c, data)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +268,7 @@ func TestV1Fallback(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
 	e.proxy.Add(faultproxy.Rule{Prefix: "/v2/", Times: 100, Kind: faultproxy.Status, Code: 404, Message: "no such route"})
-	data := randBytes(100<<10, 7)
+	data := testutil.RandomBytes(100<<10, 7)
 	for range 2 {
 		res, err := put(t, c, data)
 		if err != nil {
@@ -322,7 +313,7 @@ func TestRangeRetriesAreOneBudget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			c := e.client(t) // its own budget is 4 attempts per call
-			data := randBytes(100<<10, 7)
+			data := testutil.RandomBytes(100<<10, 7)
 			res, err := put(t, c, data)
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 )
 
@@ -19,12 +20,12 @@ type cpuMeter struct {
 
 func startCPU(b *testing.B) cpuMeter {
 	b.ResetTimer()
-	return cpuMeter{b, processCPU()}
+	return cpuMeter{b, testutil.ProcessCPU()}
 }
 
 func (m cpuMeter) stop(bytesPerOp int) {
 	m.b.StopTimer()
-	if d := processCPU() - m.start; d > 0 {
+	if d := testutil.ProcessCPU() - m.start; d > 0 {
 		m.b.ReportMetric(float64(bytesPerOp)*float64(m.b.N)/d.Seconds()/1e6, "cpu-MB/s")
 	}
 }

@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -104,19 +106,6 @@ func (g *genReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// cpuTime is the CPU (user + system) this process has used.
-func cpuTime() time.Duration {
-	u, s := cpuTimes()
-	return u + s
-}
-
-// cpuTimes is the user and system CPU this process has used.
-func cpuTimes() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
-}
-
 func benchSize() int64 {
 	if s := os.Getenv("XET_BENCH_BYTES"); s != "" {
 		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -167,7 +156,7 @@ func benchUpload(b *testing.B, tensor bool, policy xorb.Policy) {
 		}
 		runtime.GC()
 		b.StartTimer()
-		u0, s0 := cpuTimes()
+		u0, s0 := testutil.ProcessCPUSplit()
 		sess := upload.NewSession(upload.Config{CAS: c, Policy: policy, Concurrency: 1})
 		sum := [32]byte{byte(i)}
 		if _, err := sess.Upload(context.Background(), f, &sum, nil); err != nil {
@@ -176,7 +165,7 @@ func benchUpload(b *testing.B, tensor bool, policy xorb.Policy) {
 		if err := sess.Finish(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		u1, s1 := cpuTimes()
+		u1, s1 := testutil.ProcessCPUSplit()
 		cpu += u1 - u0 + s1 - s0
 		sys += s1 - s0
 		b.StopTimer()
@@ -196,7 +185,7 @@ func BenchmarkUploadTensor(b *testing.B)         { benchUpload(b, true, xorb.Pol
 // Config.Concurrency (default 1, as for any in-process store).
 func benchDownload(b *testing.B, tensor bool, withSHA bool) {
 	n := benchSize()
-	c := newLocal(b)
+	c := embeddedtest.New(b)
 	s := upload.NewSession(upload.Config{CAS: c, Concurrency: 1})
 	res, err := s.Upload(context.Background(), newGen(n, 1, tensor), nil, nil)
 	if err != nil {
@@ -213,7 +202,7 @@ func benchDownload(b *testing.B, tensor bool, withSHA bool) {
 	var cpu, sys time.Duration
 	for i := range b.N {
 		p := filepath.Join(dir, "out"+strconv.Itoa(i))
-		u0, s0 := cpuTimes()
+		u0, s0 := testutil.ProcessCPUSplit()
 		req := download.Request{File: res.FileHash, Size: n, Path: p}
 		if withSHA {
 			req.SHA256 = &res.SHA256
@@ -225,7 +214,7 @@ func benchDownload(b *testing.B, tensor bool, withSHA bool) {
 		if err := download.Download(context.Background(), download.Config{CAS: c, Concurrency: conc}, req); err != nil {
 			b.Fatal(err)
 		}
-		u1, s1 := cpuTimes()
+		u1, s1 := testutil.ProcessCPUSplit()
 		cpu += u1 - u0 + s1 - s0
 		sys += s1 - s0
 		b.StopTimer()
@@ -242,13 +231,13 @@ func BenchmarkGenerator(b *testing.B) {
 	n := benchSize()
 	buf := make([]byte, 256<<10)
 	b.SetBytes(n)
-	cpu0 := cpuTime()
+	cpu0 := testutil.ProcessCPU()
 	for range b.N {
 		if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{newGen(n, 1, false)}, buf); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(n*int64(b.N)), "cpu-ns/B")
+	b.ReportMetric(float64(testutil.ProcessCPU()-cpu0)/float64(n*int64(b.N)), "cpu-ns/B")
 }
 
 func BenchmarkDownloadIncompressible(b *testing.B)       { benchDownload(b, false, false) }
@@ -450,7 +439,7 @@ func TestLargeRoundTrip(t *testing.T) {
 		t.Skip("300 MiB round trip; runs without -short")
 	}
 	const n = 300 << 20
-	c := newLocal(t)
+	c := embeddedtest.New(t)
 	h := sha256.New()
 	if _, err := io.Copy(h, newGen(n, 42, false)); err != nil {
 		t.Fatal(err)

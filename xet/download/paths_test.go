@@ -12,9 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
 
@@ -43,11 +45,11 @@ func textBytes(n int, seed uint64) []byte {
 // Compressed chunks (LZ4 and BG4-LZ4) are decoded into the write buffer: whole files and ranges
 // that start and end inside chunks come back exact.
 func TestRoundTripCompressed(t *testing.T) {
-	c := newLocal(t)
+	c := embeddedtest.New(t)
 	for name, data := range map[string][]byte{
 		"tensor": tensorBytes(5<<20+3, 1),
 		"text":   textBytes(4<<20+99, 2),
-		"mixed":  append(append(textBytes(1<<20, 3), randBytes(2<<20, 4)...), tensorBytes(2<<20, 5)...),
+		"mixed":  append(append(textBytes(1<<20, 3), testutil.RandomBytes(2<<20, 4)...), tensorBytes(2<<20, 5)...),
 	} {
 		res := uploadAll(t, c, data)[0]
 		if got := fetchFile(t, c, res, nil); !bytes.Equal(got, data) {
@@ -65,8 +67,8 @@ func TestRoundTripCompressed(t *testing.T) {
 
 // A wrong SHA-256 fails the download and leaves nothing at the path or beside it.
 func TestSHA256Mismatch(t *testing.T) {
-	c := newLocal(t)
-	data := randBytes(3<<20, 6)
+	c := embeddedtest.New(t)
+	data := testutil.RandomBytes(3<<20, 6)
 	res := uploadAll(t, c, data)[0]
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out")
@@ -89,7 +91,7 @@ func TestMultiXorbBufferReuse(t *testing.T) {
 		t.Skip("140 MiB round trip; runs without -short")
 	}
 	n := int64(140 << 20)
-	c := newLocal(t)
+	c := embeddedtest.New(t)
 	s := upload.NewSession(upload.Config{CAS: c})
 	var last int64
 	calls := 0
@@ -126,13 +128,13 @@ func TestMultiXorbBufferReuse(t *testing.T) {
 // whole files and ranges, uncompressed and compressed chunks, and a file whose chunks repeat; with
 // several ranges in flight, the streaming SHA-256 reads back what was written ahead of it.
 func TestDirectAndBufferedOutputAgree(t *testing.T) {
-	c := newLocal(t)
-	rep := randBytes(300<<10, 12)
+	c := embeddedtest.New(t)
+	rep := testutil.RandomBytes(300<<10, 12)
 	var repeated []byte
 	for range 8 {
 		repeated = append(repeated, rep...)
 	}
-	files := [][]byte{randBytes(5<<20+4095, 11), tensorBytes(3<<20+6, 13), textBytes(2<<20+4097, 14), repeated}
+	files := [][]byte{testutil.RandomBytes(5<<20+4095, 11), tensorBytes(3<<20+6, 13), textBytes(2<<20+4097, 14), repeated}
 	results := uploadAll(t, c, files...)
 	for i, res := range results {
 		data := files[i]
@@ -174,14 +176,14 @@ func TestDirectAndBufferedOutputAgree(t *testing.T) {
 // SHA-256 verified, the ranges written ahead of the hash frontier are read back, and the digest is
 // right either way.
 func TestConcurrentRangesWithSHA256(t *testing.T) {
-	c := newLocal(t)
+	c := embeddedtest.New(t)
 	cache, err := localshards.Open(t.TempDir(), localshards.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cache.Close()
 	cfg := upload.Config{CAS: c, Cache: cache}
-	a, b, d := randBytes(3<<20, 21), tensorBytes(2<<20, 22), textBytes(1<<20, 23)
+	a, b, d := testutil.RandomBytes(3<<20, 21), tensorBytes(2<<20, 22), textBytes(1<<20, 23)
 	uploadWith(t, cfg, a)
 	uploadWith(t, cfg, b)
 	uploadWith(t, cfg, d)

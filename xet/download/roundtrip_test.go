@@ -10,32 +10,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
-
-// randBytes returns n pseudo-random bytes from seed.
-func randBytes(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b := make([]byte, n)
-	for i := 0; i+8 <= n; i += 8 {
-		v := r.Uint64()
-		for k := 0; k < 8; k++ {
-			b[i+k] = byte(v >> (8 * k))
-		}
-	}
-	for i := n &^ 7; i < n; i++ {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
 
 // countingCAS counts the xorbs and bytes stored through it.
 type countingCAS struct {
@@ -47,14 +31,6 @@ func (c *countingCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	c.xorbs++
 	c.xorbBytes += len(x.Body)
 	return c.Client.PutXorb(ctx, x)
-}
-
-func newLocal(t testing.TB) *embedded.CAS {
-	s, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return embedded.New(s, "")
 }
 
 func uploadAll(t testing.TB, c cas.Client, files ...[]byte) []*upload.FileResult {
@@ -97,9 +73,9 @@ func fetchFile(t testing.TB, c cas.Client, res *upload.FileResult, rng *casapi.B
 }
 
 func TestRoundTripLocal(t *testing.T) {
-	c := newLocal(t)
+	c := embeddedtest.New(t)
 	for _, n := range []int{0, 1, 8 << 10, 1 << 20, 9<<20 + 12345} {
-		data := randBytes(n, uint64(n))
+		data := testutil.RandomBytes(n, uint64(n))
 		res := uploadAll(t, c, data)[0]
 		if res.Size != int64(n) || res.SHA256 != sha256.Sum256(data) {
 			t.Fatalf("%d bytes: result size %d sha %x", n, res.Size, res.SHA256)
@@ -115,10 +91,10 @@ func TestRoundTripLocal(t *testing.T) {
 }
 
 func TestManySmallFilesShareXorbs(t *testing.T) {
-	cc := &countingCAS{Client: newLocal(t)}
+	cc := &countingCAS{Client: embeddedtest.New(t)}
 	var files [][]byte
 	for i := range 40 {
-		files = append(files, randBytes(1000+i*3000, uint64(100+i)))
+		files = append(files, testutil.RandomBytes(1000+i*3000, uint64(100+i)))
 	}
 	res := uploadAll(t, cc, files...)
 	if cc.xorbs >= len(files) || cc.xorbs == 0 {
@@ -136,20 +112,20 @@ func TestEditedVersionStoresFewBytes(t *testing.T) {
 	if !testing.Short() {
 		size = 64 << 20
 	}
-	c := newLocal(t)
+	c := embeddedtest.New(t)
 	cache, err := localshards.Open(t.TempDir(), localshards.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cache.Close()
 	cfg := upload.Config{CAS: c, Cache: cache, GlobalDedupe: true}
-	v1 := randBytes(size, 7)
+	v1 := testutil.RandomBytes(size, 7)
 	uploadWith(t, cfg, v1)
 	v2 := bytes.Clone(v1)
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 5 {
 		at := r.IntN(size - 100)
-		copy(v2[at:], randBytes(100, uint64(at)))
+		copy(v2[at:], testutil.RandomBytes(100, uint64(at)))
 	}
 	res := uploadWith(t, cfg, v2)[0]
 	if limit := int64(5 * 2 * 131072); res.NewBytes > limit {
@@ -164,9 +140,9 @@ func TestEditedVersionStoresFewBytes(t *testing.T) {
 }
 
 func TestRangeDownloads(t *testing.T) {
-	c := newLocal(t)
+	c := embeddedtest.New(t)
 	// Two xorbs' worth at least: the policy none keeps xorb boundaries at 64 MiB of raw data.
-	data := randBytes(3<<20+777, 11)
+	data := testutil.RandomBytes(3<<20+777, 11)
 	res := uploadAll(t, c, data)[0]
 	plan, err := c.Reconstruct(context.Background(), res.FileHash, nil)
 	if err != nil {

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -34,7 +36,7 @@ func (c *releaseCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 func mixedFiles(seed uint64) [][]byte {
 	var out [][]byte
 	for i := range 6 {
-		out = append(out, genData(1000+i*90_000, seed*100+uint64(i)))
+		out = append(out, testutil.RandomBytes(1000+i*90_000, seed*100+uint64(i)))
 	}
 	return out
 }
@@ -42,7 +44,7 @@ func mixedFiles(seed uint64) [][]byte {
 // Sessions running at once in one process, with clients that release bodies (and the store's own
 // client), upload intact xorbs and files: recycled buffers are never shared.
 func TestConcurrentSessionsRecycleSafely(t *testing.T) {
-	local := openStore(t)
+	local := embeddedtest.New(t)
 	rel := &releaseCAS{CAS: local}
 	var wg sync.WaitGroup
 	type done struct {

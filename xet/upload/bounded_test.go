@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -20,12 +22,12 @@ import (
 // store accepts them all (it checks each against the stored xorbs) and the file downloads.
 func TestFinishSplitsXorbsAcrossShards(t *testing.T) {
 	const limit = 1500 // a full xorb of random data has about 1000 chunks
-	rc := &recCAS{inner: openStore(t)}
+	rc := &recCAS{inner: embeddedtest.New(t)}
 	cache := newFakeCache()
 	s := upload.NewSession(upload.Config{CAS: rc, Cache: cache, ShardChunks: limit, TempDir: t.TempDir()})
 	defer s.Close()
 	ctx := context.Background()
-	data := genData(200<<20, 11)
+	data := testutil.RandomBytes(200<<20, 11)
 	res, err := s.Upload(ctx, bytes.NewReader(data), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +96,7 @@ func TestSmallChunkIndexStillDedupes(t *testing.T) {
 		{"default index", 0, 0},
 		{"smallest index", 1, 64 * blockSize},
 	} {
-		s := upload.NewSession(upload.Config{CAS: openStore(t), IndexBytes: tc.indexSize, TempDir: t.TempDir()})
+		s := upload.NewSession(upload.Config{CAS: embeddedtest.New(t), IndexBytes: tc.indexSize, TempDir: t.TempDir()})
 		ctx := context.Background()
 		if _, err := s.Upload(ctx, bytes.NewReader(a), nil, nil); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
@@ -29,9 +31,9 @@ func (c *answerCAS) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error)
 // Seeds: the real answer of the store for the file's first chunk, and the Hub's global-dedupe
 // answer captured in ../shared/testdata/reference (testdata/fuzz/FuzzGlobalDedupeAnswer).
 func FuzzGlobalDedupeAnswer(f *testing.F) {
-	first := genData(300<<10, 61)
+	first := testutil.RandomBytes(300<<10, 61)
 	ctx := context.Background()
-	local := openStore(f)
+	local := embeddedtest.New(f)
 	uploadFiles(f, upload.Config{CAS: local}, first)
 	if real, err := local.QueryChunk(ctx, chunkEntries(first)[0].entry.Hash); err == nil {
 		f.Add(real)
@@ -41,7 +43,7 @@ func FuzzGlobalDedupeAnswer(f *testing.F) {
 	var n atomic.Uint64
 	f.Fuzz(func(t *testing.T, answer []byte) {
 		// A file new to the store (its own tail) whose first 200 KiB are the stored file's.
-		file := append(append([]byte(nil), first[:200<<10]...), genData(50<<10, 1000+n.Add(1))...)
+		file := append(append([]byte(nil), first[:200<<10]...), testutil.RandomBytes(50<<10, 1000+n.Add(1))...)
 		c := &answerCAS{CAS: local, answer: answer}
 		s := upload.NewSession(upload.Config{CAS: c, GlobalDedupe: true, QuerySpacing: 1})
 		start := time.Now()

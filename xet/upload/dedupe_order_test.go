@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -44,7 +46,7 @@ func TestSessionChunksDedupedBeforeCache(t *testing.T) {
 	}
 	g := join(t, rev...) // the same chunks, each one its own match
 
-	local := openStore(t)
+	local := embeddedtest.New(t)
 	cache := newFakeCache()
 	cc := &recCAS{inner: local}
 	s := upload.NewSession(upload.Config{CAS: cc, Cache: cache, GlobalDedupe: true, Policy: policyNone})
@@ -99,8 +101,8 @@ func TestSessionChunksDedupedBeforeCache(t *testing.T) {
 // A second session whose shard cache holds the first session's shard (AddOwn at Finish) uploads no
 // new bytes for the same file and asks nothing of the global dedupe.
 func TestCacheDedupesAcrossSessions(t *testing.T) {
-	f := genData(3<<20+123, 1)
-	local := openStore(t)
+	f := testutil.RandomBytes(3<<20+123, 1)
+	local := embeddedtest.New(t)
 	cache := newFakeCache()
 	cc1 := &recCAS{inner: local}
 	r1 := uploadFiles(t, upload.Config{CAS: cc1, Cache: cache, GlobalDedupe: true}, f)[0]
@@ -136,9 +138,9 @@ func TestCacheDedupesAcrossSessions(t *testing.T) {
 // A global-dedupe answer is keyed: the session matches hash.Keyed(key, chunk) against it, dedupes
 // the file against its xorb, and hands the answer to the cache byte for byte.
 func TestKeyedGlobalAnswerIsUsed(t *testing.T) {
-	f := genData(2<<20, 2)
+	f := testutil.RandomBytes(2<<20, 2)
 	chunks := chunkEntries(f)
-	local := openStore(t)
+	local := embeddedtest.New(t)
 	uploadFiles(t, upload.Config{CAS: local}, f)
 
 	cache := newFakeCache()
@@ -195,8 +197,8 @@ func (c wrongKeyCAS) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error
 }
 
 func TestWrongKeyAnswerIsNotMatched(t *testing.T) {
-	f := genData(1<<20, 3)
-	local := openStore(t)
+	f := testutil.RandomBytes(1<<20, 3)
+	local := embeddedtest.New(t)
 	uploadFiles(t, upload.Config{CAS: local}, f)
 	cc := &recCAS{inner: local}
 	r := uploadFiles(t, upload.Config{CAS: wrongKeyCAS{cc}, GlobalDedupe: true}, f)[0]
@@ -211,8 +213,8 @@ func TestWrongKeyAnswerIsNotMatched(t *testing.T) {
 
 // GlobalDedupe=false asks nothing, even for a file the CAS holds.
 func TestNoQueriesWithoutGlobalDedupe(t *testing.T) {
-	f := genData(1<<20, 4)
-	local := openStore(t)
+	f := testutil.RandomBytes(1<<20, 4)
+	local := embeddedtest.New(t)
 	uploadFiles(t, upload.Config{CAS: local}, f)
 	cc := &recCAS{inner: local}
 	r := uploadFiles(t, upload.Config{CAS: cc, GlobalDedupe: false}, f)[0]

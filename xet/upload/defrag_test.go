@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
 
@@ -122,7 +124,7 @@ func TestDefragmentationRule(t *testing.T) {
 			base, file, segs := buildDefragFile(t, tc.pattern, tc.cycles, uint64(i+1)<<20)
 			wantTerms, wantDeduped := defragModel(segs)
 			naive := len(segs)
-			local := openStore(t)
+			local := embeddedtest.New(t)
 			cc := &recCAS{inner: local}
 			res := uploadFiles(t, upload.Config{CAS: cc, Policy: policyNone}, base, file)
 			r := res[1]
@@ -178,7 +180,7 @@ func TestAdjacentChunksFormOneTerm(t *testing.T) {
 	for _, f := range files {
 		data = append(data, f.data)
 	}
-	local := openStore(t)
+	local := embeddedtest.New(t)
 	cc := &recCAS{inner: local}
 	res := uploadFiles(t, upload.Config{CAS: cc, Policy: policyNone}, data...)
 	sh := cc.lastShard(t)
@@ -205,9 +207,9 @@ func TestAdjacentChunksFormOneTerm(t *testing.T) {
 func TestSmallFilesShareXorbs(t *testing.T) {
 	var files [][]byte
 	for i := range 12 {
-		files = append(files, genData(20<<10+i*7000, uint64(50+i)))
+		files = append(files, testutil.RandomBytes(20<<10+i*7000, uint64(50+i)))
 	}
-	local := openStore(t)
+	local := embeddedtest.New(t)
 	cc := &recCAS{inner: local}
 	res := uploadFiles(t, upload.Config{CAS: cc}, files...)
 	_, x, s := cc.counts()

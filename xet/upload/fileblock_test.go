@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -23,9 +24,9 @@ func TestFileBlockEqualsReference(t *testing.T) {
 		join(t, a[0], a[1], a[2], fresh[0], a[7], a[8], fresh[1], fresh[2], a[3], a[4], a[5], a[6], fresh[0], fresh[1], a[11]),
 		join(t, fresh[3], fresh[4], fresh[3], fresh[4], fresh[5], a[9]),
 		nil,
-		genData(700<<10, 77),
+		testutil.RandomBytes(700<<10, 77),
 	}
-	cc := &recCAS{inner: openStore(t)}
+	cc := &recCAS{inner: embeddedtest.New(t)}
 	res := uploadFiles(t, upload.Config{CAS: cc}, files...)
 	sh := cc.lastShard(t)
 	multi := 0

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -25,10 +27,10 @@ func TestFileResultFields(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"one byte", []byte{42}},
-		{"300 KiB", genData(300<<10+5, 10)},
+		{"300 KiB", testutil.RandomBytes(300<<10+5, 10)},
 		{"blocks then a repeat", join(t, append(blocks(8, 31), blocks(8, 31)...)...)},
 	}
-	local := openStore(t)
+	local := embeddedtest.New(t)
 	for _, given := range []bool{false, true} {
 		cc := &recCAS{inner: local}
 		s := upload.NewSession(upload.Config{CAS: cc})
@@ -167,7 +169,7 @@ func TestFinishCancelledWhileUploading(t *testing.T) {
 	cc := &recCAS{blockPut: true}
 	s := upload.NewSession(upload.Config{CAS: cc, Concurrency: 2})
 	for i := range 3 {
-		if _, err := s.Upload(context.Background(), bytesReader(genData(200<<10, uint64(70+i))), nil, nil); err != nil {
+		if _, err := s.Upload(context.Background(), bytesReader(testutil.RandomBytes(200<<10, uint64(70+i))), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,30 +13,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
-
-func randomBytes(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 0x5b111))
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
-	}
-	return b[:n]
-}
-
-func localCAS(t *testing.T) *embedded.CAS {
-	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return embedded.New(st, "")
-}
 
 // withListCache runs the test with at most n chunk lists of cut xorbs in memory.
 func withListCache(t *testing.T, n int) {
@@ -53,11 +33,11 @@ func withListCache(t *testing.T, n int) {
 // chunk), the file downloads byte for byte, and no file is left in the temp dir.
 func TestSessionDedupesAgainstSpilledLists(t *testing.T) {
 	withListCache(t, 1)
-	c := localCAS(t)
+	c := embeddedtest.New(t)
 	tmp := t.TempDir()
 	s := NewSession(Config{CAS: c, TempDir: tmp})
 	ctx := context.Background()
-	a := randomBytes(150<<20, 1) // two full xorbs cut while uploading, the rest kept open
+	a := testutil.RandomBytes(150<<20, 1) // two full xorbs cut while uploading, the rest kept open
 	resA, err := s.Upload(ctx, bytes.NewReader(a), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -111,11 +91,11 @@ func TestSessionDedupesAgainstSpilledLists(t *testing.T) {
 // no wrong dedupe, no shard registered from a list the session does not have.
 func TestSessionFailsWhenASpilledListIsLost(t *testing.T) {
 	withListCache(t, 1)
-	rc := &countingCAS{Client: localCAS(t)}
+	rc := &countingCAS{Client: embeddedtest.New(t)}
 	s := NewSession(Config{CAS: rc, TempDir: t.TempDir()})
 	defer s.Close()
 	ctx := context.Background()
-	a := randomBytes(150<<20, 3)
+	a := testutil.RandomBytes(150<<20, 3)
 	if _, err := s.Upload(ctx, bytes.NewReader(a), nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -147,11 +127,11 @@ func (c *countingCAS) PutShard(ctx context.Context, body []byte) error {
 func TestSessionWithoutTempDirKeepsListsInMemory(t *testing.T) {
 	withListCache(t, 1)
 	var logs logbuf.Buffer
-	c := localCAS(t)
+	c := embeddedtest.New(t)
 	s := NewSession(Config{CAS: c, TempDir: filepath.Join(t.TempDir(), "missing"), Log: zerolog.New(&logs)})
 	defer s.Close()
 	ctx := context.Background()
-	a := randomBytes(70<<20, 4) // one xorb cut
+	a := testutil.RandomBytes(70<<20, 4) // one xorb cut
 	res, err := s.Upload(ctx, bytes.NewReader(a), nil, nil)
 	if err != nil {
 		t.Fatal(err)

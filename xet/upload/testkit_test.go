@@ -14,14 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -101,7 +98,7 @@ func join(t testing.TB, bs ...[]byte) []byte {
 	for _, b := range bs {
 		f = append(f, b...)
 	}
-	ends := testutil.ChunkBoundaries(f)
+	ends := chunkBoundaries(f)
 	if len(ends) != len(bs) {
 		t.Fatalf("test data: %d blocks chunk into %d chunks", len(bs), len(ends))
 	}
@@ -122,7 +119,7 @@ type chunkInfo struct {
 func chunkEntries(data []byte) []chunkInfo {
 	var out []chunkInfo
 	start := 0
-	for _, end := range testutil.ChunkBoundaries(data) {
+	for _, end := range chunkBoundaries(data) {
 		c := data[start:end]
 		out = append(out, chunkInfo{entry: hash.Entry{Hash: hash.Chunk(c), Size: uint64(len(c))}, off: int64(start)})
 		start = end
@@ -136,16 +133,6 @@ func entriesOf(cs []chunkInfo) []hash.Entry {
 		out[i] = c.entry
 	}
 	return out
-}
-
-// genData returns n pseudo-random bytes from seed.
-func genData(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 0xda7a))
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
-	}
-	return b[:n]
 }
 
 // recCAS is a cas.Client that records what a session asks of it and passes the calls to inner
@@ -247,16 +234,6 @@ func fileTerms(t testing.TB, sh *shard.Shard, h hash.Hash) []shard.Term {
 		t.Fatalf("file %s is not in the uploaded shard", h)
 	}
 	return sh.Files[i].Terms
-}
-
-// openStore returns the embedded CAS over a new store in a temp dir.
-func openStore(t testing.TB) *embedded.CAS {
-	t.Helper()
-	s, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return embedded.New(s, "")
 }
 
 // fakeCache is a ShardCache in memory: it indexes the xorbs of the shards it is given (the keyed
@@ -375,3 +352,18 @@ func goroutinesSettle(t *testing.T, base int) {
 
 // policyNone keeps the xorb builder cheap: test data is random anyway.
 const policyNone = xorb.PolicyNone
+
+// chunkBoundaries returns the cumulative end offsets of the chunks of data (a whole file) from a
+// plain chunk.Next loop: the in-memory reference the session's streaming chunker must match.
+func chunkBoundaries(data []byte) []int {
+	var out []int
+	for pos := 0; pos < len(data); {
+		k := chunk.Next(data[pos:])
+		if k == 0 {
+			k = len(data) - pos
+		}
+		pos += k
+		out = append(out, pos)
+	}
+	return out
+}
