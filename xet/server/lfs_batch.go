@@ -156,7 +156,7 @@ func (s *Server) decodeBatch(w http.ResponseWriter, r *http.Request) (req *batch
 		writeLFSError(w, http.StatusUnprocessableEntity, fmt.Sprintf("operation %q is neither upload nor download", req.Operation))
 		return nil, false, false
 	}
-	if req.HashAlgo != "" && req.HashAlgo != "sha256" {
+	if !isSHA256Algo(req.HashAlgo) {
 		writeLFSError(w, http.StatusConflict, fmt.Sprintf("hash algorithm %q not supported (sha256 only)", req.HashAlgo))
 		return nil, false, false
 	}
@@ -356,3 +356,7 @@ func (s *Server) authTokenRoute(w http.ResponseWriter, r *http.Request, ns strin
 	}
 	return principal{name: c.Subject, write: c.Scope == scopeWrite}, true
 }
+
+// isSHA256Algo reports whether a batch request's hash_algo names SHA-256: absent (the LFS default),
+// "sha256" (git-lfs, the spec) or "sha_256" (huggingface.js's commit path; the Hub accepts it).
+func isSHA256Algo(a string) bool { return a == "" || a == "sha256" || a == "sha_256" }

@@ -315,3 +315,18 @@ func TestOpenModeTokenRoute(t *testing.T) {
 		t.Fatalf("open token route: %v %+v %v", res, c, err)
 	}
 }
+
+// huggingface.js's commit path names SHA-256 "sha_256"; git-lfs "sha256" or nothing. All three are
+// answered alike (with "sha256"), as the Hub does.
+func TestBatchHashAlgoSpellings(t *testing.T) {
+	e := newEnv(t, nil)
+	oid := strings.Repeat("ab", 32)
+	for _, algo := range []string{`"sha256"`, `"sha_256"`, `""`} {
+		body := `{"operation":"upload","transfers":["basic","multipart","xet"],"hash_algo":` + algo +
+			`,"objects":[{"oid":"` + oid + `","size":5}]}`
+		res, br := e.batch("org/repo", []byte(body))
+		if res.status != 200 || br.HashAlgo != "sha256" || len(br.Objects) != 1 || br.Objects[0].Actions["upload"] == nil {
+			t.Fatalf("hash_algo %s: %v %+v", algo, res, br)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -65,6 +66,18 @@ func FuzzPutShard(f *testing.F) {
 	f2 := r.file(seg{xb, 4, 5})
 	f.Add(r.shardBytes([]*testFile{f1, f2}, xa, xb))
 	f.Add(r.shardBytes([]*testFile{f2}))
+	// Footer-bearing shapes other clients send: a local shard with lookup tables, and
+	// huggingface.js's footer with zero lookup offsets.
+	if sh, err := shard.Parse(r.shardBytes([]*testFile{f1, f2}, xa, xb)); err == nil {
+		f.Add(sh.AppendLocal(nil, 1, 2))
+		up := sh.AppendUpload(nil)
+		binary.LittleEndian.PutUint64(up[40:], shard.FooterSize)
+		foot := make([]byte, shard.FooterSize)
+		binary.LittleEndian.PutUint64(foot[0:], shard.FooterVersion)
+		binary.LittleEndian.PutUint64(foot[8:], shard.HeaderSize)
+		binary.LittleEndian.PutUint64(foot[192:], uint64(len(up)))
+		f.Add(append(up, foot...))
+	}
 	s := openStore(f)
 	mustPutXorb(f, s, xa)
 	mustPutXorb(f, s, xb)
@@ -78,9 +91,9 @@ func FuzzPutShard(f *testing.F) {
 			}
 			return
 		}
-		sh, err := shard.Parse(body)
-		if err != nil {
-			t.Fatalf("accepted a shard that does not parse: %v", err)
+		sh, keyed, err := shard.ParseUpload(body)
+		if err != nil || keyed {
+			t.Fatalf("accepted a shard that does not parse as an upload: %v (keyed %v)", err, keyed)
 		}
 		for _, file := range sh.Files {
 			got, err := readFile(ctx, s, file.Hash, nil)

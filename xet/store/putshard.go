@@ -60,17 +60,17 @@ func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, err
 	return existed, nil
 }
 
-// parseUploadShard parses a shard upload within the size limit; a keyed (global-dedupe) shard is
-// not an upload.
+// parseUploadShard parses a shard upload within the size limit, in any shape a client sends
+// (shard.ParseUpload); a keyed (global-dedupe) shard is not an upload.
 func parseUploadShard(body []byte) (*shard.Shard, error) {
 	if len(body) > MaxShardBytes {
 		return nil, invalid("shard of %d bytes exceeds %d", len(body), MaxShardBytes)
 	}
-	sh, err := shard.Parse(body)
+	sh, keyed, err := shard.ParseUpload(body)
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
-	if sh.Keyed() {
+	if keyed {
 		return nil, invalid("shard: keyed (a global-dedupe answer), not an upload")
 	}
 	return sh, nil

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+var update = flag.Bool("update", false, "rewrite the testdata fixtures from the generators")
+
+// hfjsShard turns an upload-form shard (footer_size 0) into the shape huggingface.js
+// (@huggingface/hub, packages/hub/src/utils/uploadShards.ts) sends: footer_size 200 in the header,
+// num_bytes_on_disk set in each xorb header, then a 200-byte footer whose lookup offsets and counts
+// are all zero, with the creation time, expiry 0, the byte totals and footer_offset.
+func hfjsShard(t testing.TB, upload []byte, xorbBytes map[string]uint32, created uint64) []byte {
+	t.Helper()
+	sh, err := shard.Parse(upload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.Clone(upload)
+	le := binary.LittleEndian
+	le.PutUint64(b[40:], shard.FooterSize)
+	// The xorb section follows the file section's bookend; walk it for the headers.
+	xorbOff := len(upload) - shard.EntrySize
+	for i := len(sh.Xorbs) - 1; i >= 0; i-- {
+		xorbOff -= shard.EntrySize * (len(sh.Xorbs[i].Chunks) + 1)
+	}
+	var onDisk, stored uint64
+	for i, off := 0, xorbOff; i < len(sh.Xorbs); i++ {
+		n := xorbBytes[sh.Xorbs[i].Hash.String()]
+		le.PutUint32(b[off+44:], n)
+		onDisk += uint64(n)
+		stored += uint64(sh.Xorbs[i].BytesInXorb)
+		off += shard.EntrySize * (len(sh.Xorbs[i].Chunks) + 1)
+	}
+	footerAt := uint64(len(b))
+	f := make([]byte, shard.FooterSize)
+	le.PutUint64(f[0:], shard.FooterVersion)
+	le.PutUint64(f[8:], shard.HeaderSize)
+	le.PutUint64(f[16:], uint64(xorbOff))
+	// 24..72: lookup offsets and counts, all zero; 72..104: no HMAC key.
+	le.PutUint64(f[104:], created)
+	// 112: expiry 0; 120..168 reserved.
+	le.PutUint64(f[168:], onDisk)
+	le.PutUint64(f[176:], 0) // huggingface.js leaves materialized bytes at 0
+	le.PutUint64(f[184:], stored)
+	le.PutUint64(f[192:], footerAt)
+	return append(b, f...)
+}
+
+// A shard in huggingface.js's shape (footer present, zero lookup offsets) is accepted by the CAS and
+// its file downloads byte for byte through our own client. The bytes are kept as a fixture
+// (testdata/hfjs-ev-population.shard; go test -run HuggingFaceJS -update rewrites it).
+func TestHuggingFaceJSShardIsAccepted(t *testing.T) {
+	r := loadRef(t)
+	got := hfjsShard(t, r.shard, map[string]uint32{r.xorbHash.String(): uint32(len(r.xorbBody))}, 1758141909)
+	fixture := filepath.Join("testdata", "hfjs-ev-population.shard")
+	if *update {
+		if err := os.WriteFile(fixture, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(fixture)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the generator no longer writes %s (%v); run with -update if the change is intended", fixture, err)
+	}
+	if _, err := shard.Parse(want); err == nil || !strings.Contains(err.Error(), "lookup") {
+		t.Fatalf("the fixture is not the shape the strict parser refuses (zero lookup offsets): %v", err)
+	}
+
+	e := newEnv(t, nil)
+	tok, err := e.srv.tokens.Issue(Claims{Namespace: "org/repo", Scope: ScopeWrite, Exp: e.clock.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: e.base, Token: cas.NewRefreshingToken(tok, time.Time{}, nil)})
+	ctx := context.Background()
+	if _, err := c.PutXorb(ctx, &xorb.Xorb{Hash: r.xorbHash, Body: r.xorbBody}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutShard(ctx, want); err != nil {
+		t.Fatalf("the CAS refused a huggingface.js shard: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "out")
+	sum := r.sha
+	if err := download.Download(ctx, download.Config{CAS: c}, download.Request{
+		File: r.fileHash, SHA256: &sum, Size: int64(len(r.content)), Path: p}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, r.content) {
+		t.Fatalf("downloaded file differs (%v)", err)
+	}
+}
