@@ -145,6 +145,26 @@ func (x *xetTransferer) localRemote(ctx context.Context) (LocalRemote, error) {
 	return r, nil
 }
 
+// standaloneEndpoint finds the embedded store of standalone mode (action null): the directory
+// xet.store / GIT_XET_STORE names, for any remote, else the store of the local remote. r is the
+// local remote when the remote is on this machine (nil with xet.store set and a network remote).
+// With create false, e is nil when the store does not exist yet.
+func (x *xetTransferer) standaloneEndpoint(ctx context.Context, create bool) (e *endpoint, r *LocalRemote, err error) {
+	if x.o.StoreDir != "" {
+		if lr, err := x.localRemote(ctx); err == nil {
+			r = &lr
+		}
+		e, err = x.embeddedEndpoint(LocalRemote{}, create)
+		return e, r, err
+	}
+	lr, err := x.localRemote(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err = x.embeddedEndpoint(lr, create)
+	return e, &lr, err
+}
+
 // embeddedEndpoint opens the embedded store of a local remote. With create false (downloads) a
 // missing store is not created: it returns nil, and the caller falls back to plain LFS objects.
 func (x *xetTransferer) embeddedEndpoint(r LocalRemote, create bool) (*endpoint, error) {
@@ -216,11 +236,7 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 		}
 		e = x.batchEndpoint(ba)
 	} else {
-		r, err := x.localRemote(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		if e, err = x.embeddedEndpoint(r, true); err != nil {
+		if e, _, err = x.standaloneEndpoint(ctx, true); err != nil {
 			return Result{}, err
 		}
 	}
@@ -282,11 +298,8 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 		}
 		e = x.batchEndpoint(ba)
 	} else {
-		r, err := x.localRemote(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		if e, err = x.embeddedEndpoint(r, false); err != nil {
+		var r *LocalRemote
+		if e, r, err = x.standaloneEndpoint(ctx, false); err != nil {
 			return Result{}, err
 		}
 		var size uint64
@@ -304,8 +317,11 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 				return Result{}, fmt.Errorf("looking up %s in the Xet store %s: %w", obj.Oid, e.where, err)
 			}
 		}
+		if !found && r == nil {
+			return Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.o.StoreDir, x.init.Remote)
+		}
 		if !found {
-			return x.lfsFallback(ctx, r, obj, sha, tmp, progress)
+			return x.lfsFallback(ctx, *r, obj, sha, tmp, progress)
 		}
 	}
 	path := filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))
