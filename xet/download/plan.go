@@ -17,8 +17,10 @@ type layout struct {
 	size  int64
 }
 
-// maxTermBytes bounds one term's unpacked length (a xorb holds at most 64 MiB of raw data).
-const maxTermBytes = 64 << 20
+// maxTermBytes bounds one term's unpacked length: a term is a range of one xorb, and a valid xorb
+// holds at most MaxChunks chunks of MaxChunkRaw bytes (more than 64 MiB when a client capped it by
+// its serialized size). A term is decoded chunk by chunk into the output, never held whole.
+const maxTermBytes = xorb.MaxRawAccepted
 
 // newLayout checks a plan's terms and places them. want is the number of bytes asked for (-1: the
 // rest of the file).

@@ -56,8 +56,9 @@ func checkBuilt(x *xorb.Xorb) error {
 		return invalid("xorb %s: no chunks", h)
 	case len(x.Chunks) > xorb.MaxChunks:
 		return invalid("xorb %s: %d chunks exceed %d", h, len(x.Chunks), xorb.MaxChunks)
-	case x.RawBytes > xorb.MaxBytes:
-		return invalid("xorb %s: %d raw bytes exceed %d", h, x.RawBytes, xorb.MaxBytes)
+	case !xorb.WithinLimits(x.RawBytes, len(x.Body)):
+		return invalid("xorb %s: %d raw bytes in %d serialized bytes exceed both %d raw and %d serialized",
+			h, x.RawBytes, len(x.Body), xorb.MaxBytes, xorb.MaxSerializedBytes)
 	case len(x.Body) > MaxXorbBodyBytes:
 		return invalid("xorb %s: body of %d bytes exceeds %d", h, len(x.Body), MaxXorbBodyBytes)
 	}

@@ -58,8 +58,9 @@ func ValidateXorb(h hash.Hash, data []byte) (*xorb.Info, error) {
 		return nil, invalid("xorb %s: no chunks", h)
 	case len(info.Chunks) > xorb.MaxChunks:
 		return nil, invalid("xorb %s: %d chunks exceed %d", h, len(info.Chunks), xorb.MaxChunks)
-	case info.RawBytes > xorb.MaxBytes:
-		return nil, invalid("xorb %s: %d raw bytes exceed %d", h, info.RawBytes, xorb.MaxBytes)
+	case !xorb.WithinLimits(info.RawBytes, info.RecordsLen):
+		return nil, invalid("xorb %s: %d raw bytes in %d serialized bytes exceed both %d raw and %d serialized",
+			h, info.RawBytes, info.RecordsLen, xorb.MaxBytes, xorb.MaxSerializedBytes)
 	case info.RecordsLen <= 0 || info.RecordsLen > len(data):
 		return nil, invalid("xorb %s: bad records length %d", h, info.RecordsLen)
 	case info.Hash != h:

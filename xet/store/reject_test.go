@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -40,12 +41,14 @@ func TestPutXorbRejects(t *testing.T) {
 		manyEntries = append(manyEntries, hash.Entry{Hash: hash.Chunk([]byte{byte(i)}), Size: 1})
 	}
 
-	var tooBig []byte // 513 chunks of 128 KiB: 64 MiB + 128 KiB raw, small compressed
+	// 513 incompressible chunks of 128 KiB: over 64 MiB raw and over 64 MiB serialized, which no
+	// client writes (compressible data over 64 MiB raw within 64 MiB serialized is accepted: see
+	// TestPutXorbAcceptsSerializedCap).
+	var tooBig []byte
 	var bigEntries []hash.Entry
 	for i := 0; i < 513; i++ {
-		raw := make([]byte, xorb.MaxChunkRaw)
-		raw[0], raw[1] = byte(i), byte(i>>8)
-		tooBig = testutil.AppendRecord(tooBig, raw, xorb.SchemeLZ4)
+		raw := testutil.RandomBytes(xorb.MaxChunkRaw, uint64(i))
+		tooBig = testutil.AppendRecord(tooBig, raw, xorb.SchemeNone)
 		bigEntries = append(bigEntries, hash.Entry{Hash: hash.Chunk(raw), Size: uint64(len(raw))})
 	}
 
@@ -169,5 +172,31 @@ func TestPutShardRejects(t *testing.T) {
 	// The same good file is accepted.
 	if _, err := s.PutShard(ctx, "ns", rawShard([]shard.File{good.file}, []shard.Xorb{goodXorb})); err != nil {
 		t.Fatalf("good shard: %v", err)
+	}
+}
+
+// A xorb capped by its serialized size, as huggingface.js cuts them (here 600 chunks of 128 KiB of
+// compressible data: 75 MiB raw in far less serialized), is accepted and reads back.
+func TestPutXorbAcceptsSerializedCap(t *testing.T) {
+	ctx := context.Background()
+	var body []byte
+	var entries []hash.Entry
+	var content []byte
+	for i := 0; i < 600; i++ {
+		raw := bytes.Repeat([]byte(fmt.Sprintf("row %06d,make,model,year\n", i)), xorb.MaxChunkRaw/26+1)[:xorb.MaxChunkRaw]
+		body = testutil.AppendRecord(body, raw, xorb.SchemeLZ4)
+		entries = append(entries, hash.Entry{Hash: hash.Chunk(raw), Size: uint64(len(raw))})
+		content = append(content, raw...)
+	}
+	if len(content) <= xorb.MaxBytes || len(body) > xorb.MaxSerializedBytes {
+		t.Fatalf("test data: %d raw bytes in %d serialized", len(content), len(body))
+	}
+	s := openStore(t)
+	h := hash.Merkle(entries)
+	if ins, err := s.PutXorb(ctx, h, bytes.NewReader(body)); !ins || err != nil {
+		t.Fatalf("PutXorb of a %d MiB raw / %d MiB serialized xorb = %v, %v", len(content)>>20, len(body)>>20, ins, err)
+	}
+	if ok, err := s.HasXorb(ctx, h); !ok || err != nil {
+		t.Fatalf("not stored: %v", err)
 	}
 }

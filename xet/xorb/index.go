@@ -29,7 +29,8 @@ type IndexOptions struct {
 // footer ("XETBLOB"), which must then be a valid footer agreeing with the records (hashes, offsets,
 // xorb hash), or at the end of b. A fragment of fewer than 7 bytes at the end that begins "XETBLOB"
 // (a cut-off footer, as the reference dataset's xorb has) also ends the records. Any other trailing
-// bytes, a malformed record, more than MaxChunks chunks or MaxBytes raw bytes are errors; memory use
+// bytes, a malformed record, more than MaxChunks chunks, or a xorb over both MaxBytes raw and
+// MaxSerializedBytes serialized (WithinLimits), are errors; memory use
 // is bounded by the size of b.
 func Index(b []byte) (*Info, error) { return IndexWith(b, IndexOptions{}) }
 
@@ -59,8 +60,8 @@ func IndexWith(b []byte, o IndexOptions) (*Info, error) {
 			}
 			return nil, fmt.Errorf("xorb: chunk %d at offset %d: %w", len(info.Chunks), pos, err)
 		}
-		if info.RawBytes+uint64(len(raw)) > MaxBytes {
-			return nil, fmt.Errorf("xorb: chunk %d takes the raw size over %d bytes", len(info.Chunks), MaxBytes)
+		if !WithinLimits(info.RawBytes+uint64(len(raw)), pos+n) {
+			return nil, fmt.Errorf("xorb: chunk %d takes the xorb over %d raw bytes and %d serialized bytes", len(info.Chunks), MaxBytes, MaxSerializedBytes)
 		}
 		info.Chunks = append(info.Chunks, ChunkInfo{
 			Hash:     hasher.Sum(raw),

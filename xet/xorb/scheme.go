@@ -75,11 +75,19 @@ func ParsePolicy(s string) (Policy, error) {
 	return 0, fmt.Errorf("xorb: unknown compression policy %q (want auto, none, lz4 or bg4-lz4)", s)
 }
 
-// Limits of xet-core (xorb_object/constants.rs and the chunk header reader).
+// Limits of xet-core (xorb_object/constants.rs and the chunk header reader), and of what other
+// clients write.
 const (
-	// MaxBytes is the most raw chunk bytes one xorb holds (the serialized size may exceed it by the
-	// record headers and incompressible-frame overhead).
+	// MaxBytes is the most raw chunk bytes one xorb holds as xet-core and our Builder cut them (the
+	// serialized size may exceed it by the record headers and incompressible-frame overhead).
 	MaxBytes = 64 << 20
+	// MaxSerializedBytes is huggingface.js's cap: it cuts a xorb at 64 MiB of serialized records,
+	// so compressible data gives xorbs of more than MaxBytes raw bytes. A reader accepts a xorb
+	// within either cap (WithinLimits).
+	MaxSerializedBytes = 64 << 20
+	// MaxRawAccepted is the most raw bytes any valid xorb can hold: MaxChunks chunks of MaxChunkRaw
+	// bytes (1 GiB). A term of a file, a subrange of one xorb, is never longer.
+	MaxRawAccepted = MaxChunks * MaxChunkRaw
 	// MaxChunks is the most chunks one xorb holds.
 	MaxChunks = 8192
 	// MaxChunkRaw is the largest uncompressed chunk a record may declare.
@@ -91,3 +99,10 @@ const (
 	// retestInterval is how many chunks of a file segment share one predictor decision (PolicyAuto).
 	retestInterval = 32
 )
+
+// WithinLimits reports whether a xorb of rawBytes raw bytes in recordsLen bytes of records is one
+// some client legitimately writes: at most MaxBytes raw (xet-core, this Builder) or at most
+// MaxSerializedBytes serialized (huggingface.js), and never over MaxRawAccepted raw.
+func WithinLimits(rawBytes uint64, recordsLen int) bool {
+	return rawBytes <= MaxRawAccepted && (rawBytes <= MaxBytes || recordsLen <= MaxSerializedBytes)
+}
