@@ -253,13 +253,23 @@ func TestIndexRejects(t *testing.T) {
 	if _, err := Index(many); err == nil || !strings.Contains(err.Error(), "more than 8192 chunks") {
 		t.Errorf("8193 chunks: %v", err)
 	}
+	// Over 64 MiB raw is fine within 64 MiB serialized (huggingface.js's cap), not beyond both.
 	var big []byte
 	rec := appendTestRecord(nil, bytes.Repeat([]byte("z"), MaxChunkRaw), SchemeLZ4)
 	for i := 0; i <= MaxBytes/MaxChunkRaw; i++ {
 		big = append(big, rec...)
 	}
-	if _, err := Index(big); err == nil || !strings.Contains(err.Error(), "raw size over") {
-		t.Errorf("over 64 MiB raw: %v", err)
+	if info, err := Index(big); err != nil || info.RawBytes <= MaxBytes {
+		t.Errorf("over 64 MiB raw, small serialized: %v", err)
+	}
+	big = big[:0]
+	raw := make([]byte, MaxChunkRaw)
+	for i := 0; i <= MaxBytes/MaxChunkRaw; i++ {
+		raw[0], raw[1] = byte(i), byte(i>>8)
+		big = append(big, appendTestRecord(nil, raw, SchemeNone)...)
+	}
+	if _, err := Index(big); err == nil || !strings.Contains(err.Error(), "serialized bytes") {
+		t.Errorf("over 64 MiB raw and serialized: %v", err)
 	}
 }
 
