@@ -259,12 +259,18 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	}
 	sess := upload.NewSession(cfg)
 	defer sess.Close()
-	res, err := sess.Upload(ctx, f, &sha, progress)
+	// The SHA-256 is computed while chunking (no second read), never taken from the oid: a file
+	// registered under a wrong oid would make that oid undownloadable.
+	res, err := sess.Upload(ctx, f, nil, progress)
 	if err != nil {
 		return Result{}, fmt.Errorf("uploading to %s: %w", e.where, err)
 	}
 	if res.Size != obj.Size {
 		return Result{}, fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, obj.Path, obj.Size)
+	}
+	if res.SHA256 != sha {
+		return Result{}, fmt.Errorf("%s has SHA-256 %x, not the oid %s git-lfs gave: refusing to register it under that oid (was the file changed during the upload? run `git lfs fsck`)",
+			obj.Path, res.SHA256, obj.Oid)
 	}
 	if err := sess.Finish(ctx); err != nil {
 		return Result{}, fmt.Errorf("storing the data of %s at %s: %w", obj.Oid, e.where, err)

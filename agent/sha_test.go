@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// The agent computes a file's SHA-256 while chunking and refuses to register it under an oid it
+// does not hash to, naming both; nothing is registered under the wrong oid, and the right oid
+// uploads normally afterwards.
+func TestUploadRefusesAWrongOid(t *testing.T) {
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	open := NewXet(XetOptions{Log: zerolog.Nop(), Git: Git{Dir: dir}, StoreDir: storeDir, CacheRoot: filepath.Join(dir, "cache")})
+	ctx := context.Background()
+	tr, err := open(ctx, Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	data := testutil.RandomBytes(300_000, 5)
+	path := filepath.Join(dir, "obj")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	right := sha256.Sum256(data)
+	wrong := sha256.Sum256([]byte("something else"))
+	_, err = tr.Upload(ctx, Object{Oid: hex.EncodeToString(wrong[:]), Size: int64(len(data)), Path: path}, nil)
+	if err == nil || !strings.Contains(err.Error(), hex.EncodeToString(right[:])) || !strings.Contains(err.Error(), hex.EncodeToString(wrong[:])) {
+		t.Fatalf("upload under a wrong oid: %v; want an error naming both SHA-256s", err)
+	}
+	st, err := store.Open(storeDir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.LookupSHA256(ctx, "", hash.FromSHA256(wrong)); err == nil {
+		t.Fatal("the wrong oid was registered")
+	}
+	if _, err := tr.Upload(ctx, Object{Oid: hex.EncodeToString(right[:]), Size: int64(len(data)), Path: path}, nil); err != nil {
+		t.Fatalf("upload under the right oid: %v", err)
+	}
+	if _, _, err := st.LookupSHA256(ctx, "", hash.FromSHA256(right)); err != nil {
+		t.Fatalf("the right oid is not registered: %v", err)
+	}
+}
