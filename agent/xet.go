@@ -316,7 +316,8 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 			case err == nil:
 				found = true
 				if int64(size) != obj.Size {
-					return Result{}, fmt.Errorf("the Xet store %s has %s with %d bytes, git-lfs expects %d", e.where, obj.Oid, size, obj.Size)
+					return Result{}, fmt.Errorf("the Xet store %s maps %s to Xet file %s of %d bytes, git-lfs expects %d: it maps that oid to the wrong file; "+
+						"pushing the right content again repairs it", e.where, obj.Oid, file, size, obj.Size)
 				}
 			case errors.Is(err, cas.ErrNotFound) || errors.Is(err, store.ErrNotFound):
 			default:

@@ -111,7 +111,8 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 			return errors.New("internal error: no SHA-256 computed")
 		}
 		if *sum != *req.SHA256 {
-			return fmt.Errorf("SHA-256 mismatch: got %x, expected %x", *sum, *req.SHA256)
+			return fmt.Errorf("SHA-256 mismatch: Xet file %s has SHA-256 %x, not %x (the LFS oid): the CAS maps that oid to the wrong file; "+
+				"pushing the right content again repairs it", req.File, *sum, *req.SHA256)
 		}
 	}
 	if err := f.Sync(); err != nil {

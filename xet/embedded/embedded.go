@@ -62,9 +62,11 @@ func (l *CAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	return ok, nil
 }
 
-// PutShard registers the files of an upload-form shard.
+// PutShard registers the files of a shard built in this process by an upload session, which
+// computed each file's SHA-256 from the data it chunked: the store's trusted path
+// (store.PutShardTrusted) does not read the files back to hash them again.
 func (l *CAS) PutShard(ctx context.Context, body []byte) error {
-	if _, err := l.s.PutShard(ctx, l.ns, body); err != nil {
+	if _, err := l.s.PutShardTrusted(ctx, l.ns, body); err != nil {
 		return fmt.Errorf("store shard: %w", err)
 	}
 	return nil

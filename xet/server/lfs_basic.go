@@ -111,7 +111,7 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		writeLFSError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("object of %d bytes exceeds the limit of %d", r.ContentLength, s.cfg.Limits.Object))
 		return
 	}
-	if _, size, err := s.cfg.Store.LookupSHA256(r.Context(), ns, sha); err == nil && (r.ContentLength < 0 || uint64(r.ContentLength) == size) {
+	if _, size, err := s.cfg.Store.LookupVerifiedSHA256(r.Context(), ns, sha); err == nil && (r.ContentLength < 0 || uint64(r.ContentLength) == size) {
 		w.WriteHeader(http.StatusOK) // already stored
 		return
 	}

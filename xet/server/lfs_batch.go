@@ -234,7 +234,13 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject)
 		res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
 		return res, nil
 	}
-	file, size, err := s.cfg.Store.LookupSHA256(ctx, g.ns, sha)
+	lookup := s.cfg.Store.LookupSHA256
+	if g.write {
+		// An upload is skipped only for a verified mapping: an unverified one (written by an older
+		// store, possibly wrong) is repaired by letting the upload through.
+		lookup = s.cfg.Store.LookupVerifiedSHA256
+	}
+	file, size, err := lookup(ctx, g.ns, sha)
 	known := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return res, err

@@ -40,6 +40,9 @@ type Store interface {
 	Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error)
 	FileSize(ctx context.Context, file hash.Hash) (uint64, error)
 	LookupSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
+	// LookupVerifiedSHA256 finds only mappings whose file was hashed to the oid: what an upload may
+	// be told is "already stored".
+	LookupVerifiedSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
 	OpenXorb(ctx context.Context, h hash.Hash) (f store.ReadAtCloser, recordsLen int64, err error)
 	GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error)
 }

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 const (
@@ -35,6 +38,10 @@ const (
 // xorb the shard lists must be stored with the same chunks. Any failure is an *InvalidError and
 // nothing is registered.
 //
+// Each file's content is read back and hashed: its SHA-256 must be the one the shard claims (the LFS
+// oid), or the shard is refused, so a mapping from oid to file is written only once it is known to
+// be right (and a correct upload of an oid whose old, unverified mapping was wrong repairs it).
+//
 // Registration writes one entry per file (its reconstruction), then one per SHA-256 in ns, then the
 // global-dedupe chunks (each file's first chunk, and chunks whose hash % 1024 == 0). Each entry is
 // created atomically and only once; entries always point at entries or xorbs already stored, so a
@@ -43,6 +50,17 @@ const (
 //
 // Concurrency: safe for concurrent and cross-process use.
 func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, error) {
+	return s.putShard(ctx, ns, body, false)
+}
+
+// PutShardTrusted is PutShard for a shard built in this process by an upload session that computed
+// each file's SHA-256 from the data it chunked (xet/embedded): the content is not read back and
+// hashed again. Bytes from outside the process go through PutShard.
+func (s *Store) PutShardTrusted(ctx context.Context, ns string, body []byte) (bool, error) {
+	return s.putShard(ctx, ns, body, true)
+}
+
+func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bool) (bool, error) {
 	sh, err := parseUploadShard(body)
 	if err != nil {
 		return false, err
@@ -50,6 +68,11 @@ func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, err
 	plans, err := s.checkShard(ctx, sh)
 	if err != nil {
 		return false, err
+	}
+	if !trusted {
+		if err := s.checkSHA256s(ctx, ns, plans); err != nil {
+			return false, err
+		}
 	}
 	existed, err := s.register(ctx, ns, plans)
 	if err != nil {
@@ -140,7 +163,7 @@ func (s *Store) register(ctx context.Context, ns string, plans []filePlan) (exis
 	}
 	if err := phase(len(plans), func(i int) (string, []byte, string) {
 		p := plans[i]
-		return sha256Name(ns, p.rec.SHA256), marshalSHA(p.file, p.rec.Size), "sha256 of file " + p.file.String()
+		return sha256VerifiedName(ns, p.rec.SHA256), marshalSHA(p.file, p.rec.Size), "sha256 of file " + p.file.String()
 	}); err != nil {
 		return false, err
 	}
@@ -154,6 +177,58 @@ func (s *Store) register(ctx context.Context, ns string, plans []filePlan) (exis
 		return false, err
 	}
 	return !fresh.Load(), nil
+}
+
+// checkSHA256s hashes the content of each planned file whose oid has no verified mapping in ns yet,
+// and refuses the shard when one does not hash to the SHA-256 it claims.
+func (s *Store) checkSHA256s(ctx context.Context, ns string, plans []filePlan) error {
+	for _, p := range plans {
+		if f, _, err := s.LookupVerifiedSHA256(ctx, ns, p.rec.SHA256); err == nil && f == p.file {
+			continue
+		}
+		got, err := s.contentSHA256(ctx, p.rec)
+		if err != nil {
+			return fmt.Errorf("hashing file %s: %w", p.file, err)
+		}
+		if want := p.rec.SHA256.SHA256(); got != want {
+			return invalid("file %s: its content has SHA-256 %x, the shard says %x (the LFS oid): not registered",
+				p.file, got, want)
+		}
+	}
+	return nil
+}
+
+// contentSHA256 reads a registered file's content from its xorbs, term by term, and hashes it.
+// Memory is one record at a time.
+func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, error) {
+	h := sha256.New()
+	var buf []byte
+	for _, t := range rec.Terms {
+		m, err := s.xorbMeta(ctx, t.Xorb)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		f, _, err := s.OpenXorb(ctx, t.Xorb)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		start, end := int64(m.recordStart(int(t.Start))), int64(m.recordStart(int(t.End)))
+		rr := xorb.NewRecordReader(io.NewSectionReader(f, start, end-start))
+		for {
+			raw, _, err := rr.Next(buf[:0])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return [32]byte{}, fmt.Errorf("xorb %s: %w", t.Xorb, err)
+			}
+			h.Write(raw)
+			buf = raw
+		}
+		f.Close()
+	}
+	return [32]byte(h.Sum(nil)), nil
 }
 
 type dedupeChunk struct{ chunk, xorb hash.Hash }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 
@@ -178,9 +179,25 @@ func (s *Store) FileSize(ctx context.Context, file hash.Hash) (uint64, error) {
 }
 
 // LookupSHA256 returns the Xet file hash and size registered for a SHA-256 (hash.FromSHA256 form) in
-// namespace ns, or ErrNotFound.
+// namespace ns: the verified mapping, else an unverified one an older store wrote (a download checks
+// the SHA-256 of what it gets anyway), or ErrNotFound.
 func (s *Store) LookupSHA256(ctx context.Context, ns string, sha hash.Hash) (hash.Hash, uint64, error) {
+	file, size, err := s.LookupVerifiedSHA256(ctx, ns, sha)
+	if !errors.Is(err, ErrNotFound) {
+		return file, size, err
+	}
 	name := sha256Name(ns, sha)
+	b, err := s.readEntry(ctx, name)
+	if err != nil {
+		return hash.Zero, 0, fmt.Errorf("sha256 %s: %w", sha, err)
+	}
+	return parseSHA(name, b)
+}
+
+// LookupVerifiedSHA256 is LookupSHA256 for verified mappings only: what may be answered as "already
+// stored" to an uploader, since a wrong mapping would otherwise never be repaired.
+func (s *Store) LookupVerifiedSHA256(ctx context.Context, ns string, sha hash.Hash) (hash.Hash, uint64, error) {
+	name := sha256VerifiedName(ns, sha)
 	b, err := s.readEntry(ctx, name)
 	if err != nil {
 		return hash.Zero, 0, fmt.Errorf("sha256 %s: %w", sha, err)

@@ -125,9 +125,19 @@ func nsDir(ns string) string {
 	return "h" + hex.EncodeToString(d[:])
 }
 
+// sha256Name is the oid -> file mapping as stores before verified mappings wrote it: the first
+// registration, taken on the uploader's word. It is read only when no verified mapping exists.
 func sha256Name(ns string, sha hash.Hash) string {
 	d := sha.SHA256()
 	return "ns/" + nsDir(ns) + "/sha256/" + hex.EncodeToString(d[:])
+}
+
+// sha256VerifiedName is the oid -> file mapping written only after the file's content was hashed
+// to that SHA-256 (or built in this process from data so hashed): it can never name a wrong file,
+// so the first one written stands.
+func sha256VerifiedName(ns string, sha hash.Hash) string {
+	d := sha.SHA256()
+	return "ns/" + nsDir(ns) + "/sha256v/" + hex.EncodeToString(d[:])
 }
 
 // HasXorb reports whether the xorb is stored.

@@ -1,0 +1,111 @@
+package test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+)
+
+// An oid mapped to the wrong file (as a bug or a hostile upload could leave it in a store written
+// before mappings were verified) fails a clone with an error naming the oid and the Xet file; a
+// normal push of the real content repairs the mapping, and the clone then succeeds.
+func TestPoisonedOidIsRepairedByAPush(t *testing.T) {
+	t.Run("xet-server", func(t *testing.T) {
+		e := newEnv(t)
+		e.install()
+		s := startServer(t, "")
+		work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
+		testPoisonRepair(t, e, work, remote, s.data)
+	})
+	t.Run("embedded", func(t *testing.T) {
+		e := newEnv(t)
+		e.install()
+		remote := filepath.Join(e.home, "remote.git")
+		work := filepath.Join(e.home, "work")
+		e.git("", "init", "-q", "--bare", remote)
+		e.newRepo(work, "*.bin")
+		e.git(work, "remote", "add", "origin", remote)
+		testPoisonRepair(t, e, work, remote, filepath.Join(remote, "xet"))
+	})
+}
+
+// testPoisonRepair runs the poisoning scenario on a repository whose LFS data ends up in the store
+// directory data.
+func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
+	// b.bin is pushed normally: its verified mapping names the file of B.
+	b := testutil.RandomBytes(2<<20, 31)
+	writeFile(t, filepath.Join(work, "b.bin"), b)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "b")
+	e.git(work, "push", "-q", "origin", "main")
+	oidB := sha256.Sum256(b)
+	verifiedB := findFile(t, data, "sha256v", hex.EncodeToString(oidB[:]))
+
+	// a.bin's oid X is mapped to B's file the way an old store recorded mappings (unverified), and
+	// its commit reaches the remote without its LFS object.
+	a := testutil.RandomBytes(3<<20, 32)
+	oidA := sha256.Sum256(a)
+	x := hex.EncodeToString(oidA[:])
+	legacy := filepath.Join(filepath.Dir(filepath.Dir(verifiedB)), "sha256", x)
+	if err := os.MkdirAll(filepath.Dir(legacy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := os.ReadFile(verifiedB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(legacy, rec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(work, "a.bin"), a)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "a")
+	pushNoLFS := e.cmd(work, "git", "push", "-q", "origin", "main")
+	pushNoLFS.Env = append(pushNoLFS.Env, "GIT_LFS_SKIP_PUSH=1")
+	if out, err := pushNoLFS.CombinedOutput(); err != nil {
+		t.Fatalf("push without LFS objects: %v\n%s", err, out)
+	}
+
+	clone := filepath.Join(e.home, "clone1")
+	out, err := e.gitErr("", "clone", "-q", remote, clone)
+	if err == nil {
+		if got, _ := os.ReadFile(filepath.Join(clone, "a.bin")); string(got) == string(a) {
+			t.Fatal("the clone got a.bin although its oid maps to another file")
+		}
+	}
+	logs := strings.Join(e.logLines(`"op":"download"`, x), "\n")
+	if !strings.Contains(logs, "maps that oid to the wrong file") || !strings.Contains(logs, "Xet file") {
+		t.Fatalf("the failed download does not say which oid and Xet file (clone: %v %s):\n%s", err, out, logs)
+	}
+
+	// The repair: a normal push of a.bin (by oid: its commit is on the remote already). The server does not call X "already stored" (its mapping
+	// is not verified), the agent uploads, and the store writes the verified mapping.
+	e.git(work, "lfs", "push", "--object-id", "origin", x)
+	clone2 := filepath.Join(e.home, "clone2")
+	e.git("", "clone", "-q", remote, clone2)
+	if got, err := os.ReadFile(filepath.Join(clone2, "a.bin")); err != nil || string(got) != string(a) {
+		t.Fatalf("after the repair push, a.bin in a clone: %d bytes, %v", len(got), err)
+	}
+}
+
+// findFile returns the path of the file named name below a directory called dir under root.
+func findFile(t *testing.T, root, dir, name string) string {
+	t.Helper()
+	var found string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == name && filepath.Base(filepath.Dir(p)) == dir {
+			found = p
+		}
+		return err
+	})
+	if err != nil || found == "" {
+		t.Fatalf("no %s/%s under %s (%v)", dir, name, root, err)
+	}
+	return found
+}
