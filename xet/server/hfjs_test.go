@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
@@ -23,45 +22,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the testdata fixtures from the generators")
 
-// hfjsShard turns an upload-form shard (footer_size 0) into the shape huggingface.js
-// (@huggingface/hub, packages/hub/src/utils/uploadShards.ts) sends: footer_size 200 in the header,
-// num_bytes_on_disk set in each xorb header, then a 200-byte footer whose lookup offsets and counts
-// are all zero, with the creation time, expiry 0, the byte totals and footer_offset.
 func hfjsShard(t testing.TB, upload []byte, xorbBytes map[string]uint32, created uint64) []byte {
 	t.Helper()
-	sh, err := shard.Parse(upload)
+	b, err := testutil.HFJSShard(upload, xorbBytes, created)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := bytes.Clone(upload)
-	le := binary.LittleEndian
-	le.PutUint64(b[40:], shard.FooterSize)
-	// The xorb section follows the file section's bookend; walk it for the headers.
-	xorbOff := len(upload) - shard.EntrySize
-	for i := len(sh.Xorbs) - 1; i >= 0; i-- {
-		xorbOff -= shard.EntrySize * (len(sh.Xorbs[i].Chunks) + 1)
-	}
-	var onDisk, stored uint64
-	for i, off := 0, xorbOff; i < len(sh.Xorbs); i++ {
-		n := xorbBytes[sh.Xorbs[i].Hash.String()]
-		le.PutUint32(b[off+44:], n)
-		onDisk += uint64(n)
-		stored += uint64(sh.Xorbs[i].BytesInXorb)
-		off += shard.EntrySize * (len(sh.Xorbs[i].Chunks) + 1)
-	}
-	footerAt := uint64(len(b))
-	f := make([]byte, shard.FooterSize)
-	le.PutUint64(f[0:], shard.FooterVersion)
-	le.PutUint64(f[8:], shard.HeaderSize)
-	le.PutUint64(f[16:], uint64(xorbOff))
-	// 24..72: lookup offsets and counts, all zero; 72..104: no HMAC key.
-	le.PutUint64(f[104:], created)
-	// 112: expiry 0; 120..168 reserved.
-	le.PutUint64(f[168:], onDisk)
-	le.PutUint64(f[176:], 0) // huggingface.js leaves materialized bytes at 0
-	le.PutUint64(f[184:], stored)
-	le.PutUint64(f[192:], footerAt)
-	return append(b, f...)
+	return b
 }
 
 // A shard in huggingface.js's shape (footer present, zero lookup offsets) is accepted by the CAS and

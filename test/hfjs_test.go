@@ -1,0 +1,96 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// Files written the way huggingface.js writes them (a xorb cut at 64 MiB serialized holding 88 MiB
+// of compressible data, a shard with a footer and zero lookup offsets), uploaded with our HTTP
+// client to xet-server, are cloned by our agent from a repository whose pointers name them, byte
+// for byte.
+func TestCloneFilesAHuggingFaceJSClientWrote(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	s := startServer(t, "")
+	ctx := context.Background()
+
+	var body, content []byte
+	var entries []hash.Entry
+	var chunks []shard.XorbChunk
+	var chunkHashes []hash.Hash
+	for i := 0; i < 704; i++ { // 704 x 128 KiB = 88 MiB raw
+		raw := bytes.Repeat([]byte(fmt.Sprintf("%08d,%.6f,layer.%d.weight\n", i, float32(i%97)/1e4, i%12)), xorb.MaxChunkRaw/30+1)[:xorb.MaxChunkRaw]
+		body = testutil.AppendRecord(body, raw, xorb.SchemeLZ4)
+		h := hash.Chunk(raw)
+		entries = append(entries, hash.Entry{Hash: h, Size: uint64(len(raw))})
+		chunkHashes = append(chunkHashes, h)
+		chunks = append(chunks, shard.XorbChunk{Hash: h, RawStart: uint32(len(content)), RawLen: uint32(len(raw))})
+		content = append(content, raw...)
+	}
+	xh, fh, sum := hash.Merkle(entries), hash.File(entries), sha256.Sum256(content)
+	f := testutil.NewFile(fh, []shard.Term{{Xorb: xh, UnpackedBytes: uint32(len(content)), ChunkStart: 0, ChunkEnd: uint32(len(chunks))}}, chunkHashes, sum)
+	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f},
+		Xorbs: []shard.Xorb{{Hash: xh, BytesInXorb: uint32(len(content)), Chunks: chunks}}}
+	hf, err := testutil.HFJSShard(sh.AppendUpload(nil), map[string]uint32{xh.String(): uint32(len(body))}, uint64(time.Now().Unix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: s.url, Token: cas.NewRefreshingToken(writeToken(t, s.url+"/api/models/team/repo/xet-write-token/main"), time.Time{}, nil)})
+	if _, err := c.PutXorb(ctx, &xorb.Xorb{Hash: xh, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutShard(ctx, hf); err != nil {
+		t.Fatal(err)
+	}
+
+	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
+	pointer := fmt.Sprintf("version https://git-lfs.github.com/spec/v1\noid sha256:%x\nsize %d\n", sum, len(content))
+	writeFile(t, filepath.Join(work, "model.bin"), []byte(pointer))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "pointer to a file huggingface.js uploaded")
+	push := e.cmd(work, "git", "push", "-q", "origin", "main")
+	push.Env = append(push.Env, "GIT_LFS_SKIP_PUSH=1")
+	if out, err := push.CombinedOutput(); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	if got, err := os.ReadFile(filepath.Join(clone, "model.bin")); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("cloned model.bin: %d bytes (%v), want the %d bytes huggingface.js stored", len(got), err, len(content))
+	}
+	if n := len(e.logLines(`"op":"download"`, `"mode":"batch"`, "transfer complete")); n != 1 {
+		t.Errorf("%d downloads through the xet transfer, want 1", n)
+	}
+}
+
+// writeToken asks xet-server's token route (open mode) for a CAS write token.
+func writeToken(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok casapi.Token
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != 200 || tok.AccessToken == "" {
+		t.Fatalf("token route %s: %s, %v", url, resp.Status, err)
+	}
+	return tok.AccessToken
+}
