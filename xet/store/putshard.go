@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -213,7 +214,7 @@ func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, e
 			return [32]byte{}, err
 		}
 		start, end := int64(m.recordStart(int(t.Start))), int64(m.recordStart(int(t.End)))
-		rr := xorb.NewRecordReader(io.NewSectionReader(f, start, end-start))
+		rr := xorb.NewRecordReader(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 1<<20))
 		for {
 			raw, _, err := rr.Next(buf[:0])
 			if err == io.EOF {
