@@ -5,7 +5,12 @@
 # starts runs under /usr/bin/time, and the script prints each one's peak RSS. Runs in a temp HOME;
 # touches nothing else. Needs go, git, git-lfs, GNU time. Disk: about five times the file.
 #
+# With RSS_COMPRESSIBLE=1 the file is highly compressible instead: repeated text, then a float32
+# tensor of small values (the case where clients that cap xorbs by serialized size make terms of
+# more than 64 MiB; see TestPeakRSSLongTerms for those terms themselves).
+#
 #   test/agent-rss.sh          RSS_MB=1024 RSS_SERVER=1 test/agent-rss.sh
+#   RSS_MB=300 RSS_COMPRESSIBLE=1 test/agent-rss.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${RSS_MB:-4096}
@@ -48,7 +53,22 @@ if [ "${RSS_SERVER:-0}" = 1 ]; then
   echo "through xet-server on 127.0.0.1:$port"
 fi
 echo "making a $MB MiB file"
-head -c $((MB << 20)) /dev/urandom > big.bin
+if [ "${RSS_COMPRESSIBLE:-0}" = 1 ]; then
+  python3 -c 'import struct,sys
+n = int(sys.argv[1]); half = n // 2
+out = sys.stdout.buffer
+line = b"2026-11-24T12:00:00Z,sensor-07,reading ok,0.00125\n"
+text = line * (65536 // len(line) + 1)
+left = half
+while left > 0:
+    out.write(text[:min(left, 65536)]); left -= min(left, 65536)
+vals = struct.pack("<4096f", *[(i % 97) / 1e4 for i in range(4096)])
+left = n - half
+while left > 0:
+    out.write(vals[:min(left, len(vals))]); left -= min(left, len(vals))' "$((MB << 20))" > big.bin
+else
+  head -c $((MB << 20)) /dev/urandom > big.bin
+fi
 g add . && g commit -q -m big
 g remote add origin ../remote.git
 rm -f "$work"/rss.*
