@@ -3,7 +3,6 @@ package test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,8 +14,6 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -30,24 +27,13 @@ func TestCloneFilesAHuggingFaceJSClientWrote(t *testing.T) {
 	s := startServer(t, "")
 	ctx := context.Background()
 
-	var body, content []byte
-	var entries []hash.Entry
-	var chunks []shard.XorbChunk
-	var chunkHashes []hash.Hash
+	var rows [][]byte
 	for i := 0; i < 704; i++ { // 704 x 128 KiB = 88 MiB raw
-		raw := bytes.Repeat([]byte(fmt.Sprintf("%08d,%.6f,layer.%d.weight\n", i, float32(i%97)/1e4, i%12)), xorb.MaxChunkRaw/30+1)[:xorb.MaxChunkRaw]
-		body = testutil.AppendRecord(body, raw, xorb.SchemeLZ4)
-		h := hash.Chunk(raw)
-		entries = append(entries, hash.Entry{Hash: h, Size: uint64(len(raw))})
-		chunkHashes = append(chunkHashes, h)
-		chunks = append(chunks, shard.XorbChunk{Hash: h, RawStart: uint32(len(content)), RawLen: uint32(len(raw))})
-		content = append(content, raw...)
+		rows = append(rows, bytes.Repeat([]byte(fmt.Sprintf("%08d,%.6f,layer.%d.weight\n", i, float32(i%97)/1e4, i%12)), xorb.MaxChunkRaw/30+1)[:xorb.MaxChunkRaw])
 	}
-	xh, fh, sum := hash.Merkle(entries), hash.File(entries), sha256.Sum256(content)
-	f := testutil.NewFile(fh, []shard.Term{{Xorb: xh, UnpackedBytes: uint32(len(content)), ChunkStart: 0, ChunkEnd: uint32(len(chunks))}}, chunkHashes, sum)
-	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f},
-		Xorbs: []shard.Xorb{{Hash: xh, BytesInXorb: uint32(len(content)), Chunks: chunks}}}
-	hf, err := testutil.HFJSShard(sh.AppendUpload(nil), map[string]uint32{xh.String(): uint32(len(body))}, uint64(time.Now().Unix()))
+	of := testutil.NewOneXorbFile(rows)
+	body, content, xh, sum := of.Body, of.Content, of.Xorb, of.SHA256
+	hf, err := testutil.HFJSShard(of.Shard, map[string]uint32{xh.String(): uint32(len(body))}, uint64(time.Now().Unix()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,12 @@ package testutil
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // HFJSShard turns an upload-form shard (footer_size 0) into the shape huggingface.js
@@ -45,4 +48,35 @@ func HFJSShard(upload []byte, xorbBytes map[string]uint32, created uint64) ([]by
 	le.PutUint64(f[184:], stored)
 	le.PutUint64(f[192:], footerAt)
 	return append(b, f...), nil
+}
+
+// OneXorbFile is a file whose chunks (given in order) make one xorb, and the upload-form shard that
+// registers it with one term, as a client that cuts xorbs by serialized size writes a compressible
+// file: Body is the xorb's records (LZ4), Content the file.
+type OneXorbFile struct {
+	Body, Content []byte
+	Xorb, File    hash.Hash
+	SHA256        [32]byte
+	Shard         []byte
+}
+
+// NewOneXorbFile builds a OneXorbFile from the contents of its chunks.
+func NewOneXorbFile(chunks [][]byte) *OneXorbFile {
+	f := &OneXorbFile{}
+	entries := make([]hash.Entry, len(chunks))
+	hashes := make([]hash.Hash, len(chunks))
+	xc := make([]shard.XorbChunk, len(chunks))
+	for i, c := range chunks {
+		h := hash.Chunk(c)
+		f.Body = AppendRecord(f.Body, c, xorb.SchemeLZ4)
+		entries[i], hashes[i] = hash.Entry{Hash: h, Size: uint64(len(c))}, h
+		xc[i] = shard.XorbChunk{Hash: h, RawStart: uint32(len(f.Content)), RawLen: uint32(len(c))}
+		f.Content = append(f.Content, c...)
+	}
+	f.Xorb, f.File, f.SHA256 = hash.Merkle(entries), hash.File(entries), sha256.Sum256(f.Content)
+	block := NewFile(f.File, []shard.Term{{Xorb: f.Xorb, UnpackedBytes: uint32(len(f.Content)), ChunkStart: 0, ChunkEnd: uint32(len(chunks))}}, hashes, f.SHA256)
+	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{block},
+		Xorbs: []shard.Xorb{{Hash: f.Xorb, BytesInXorb: uint32(len(f.Content)), Chunks: xc}}}
+	f.Shard = sh.AppendUpload(nil)
+	return f
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"flag"
 	"fmt"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -79,26 +77,15 @@ func TestHuggingFaceJSShardIsAccepted(t *testing.T) {
 // serialized size, so compressible data makes such xorbs) uploads through our HTTP client and
 // downloads byte for byte: the term is decoded chunk by chunk into the output.
 func TestTermOver64MiBDownloads(t *testing.T) {
-	var body, content []byte
-	var entries []hash.Entry
-	var chunks []shard.XorbChunk
-	var chunkHashes []hash.Hash
+	var rows [][]byte
 	for i := 0; i < 600; i++ {
-		raw := bytes.Repeat([]byte(fmt.Sprintf("%08d,0.000%d,tensor,row\n", i, i%7)), xorb.MaxChunkRaw/24+1)[:xorb.MaxChunkRaw]
-		body = testutil.AppendRecord(body, raw, xorb.SchemeLZ4)
-		h := hash.Chunk(raw)
-		entries = append(entries, hash.Entry{Hash: h, Size: uint64(len(raw))})
-		chunkHashes = append(chunkHashes, h)
-		chunks = append(chunks, shard.XorbChunk{Hash: h, RawStart: uint32(len(content)), RawLen: uint32(len(raw))})
-		content = append(content, raw...)
+		rows = append(rows, bytes.Repeat([]byte(fmt.Sprintf("%08d,0.000%d,tensor,row\n", i, i%7)), xorb.MaxChunkRaw/24+1)[:xorb.MaxChunkRaw])
 	}
+	of := testutil.NewOneXorbFile(rows)
+	body, content, xh, fh, sum := of.Body, of.Content, of.Xorb, of.File, of.SHA256
 	if len(content) <= xorb.MaxBytes || len(body) > xorb.MaxSerializedBytes {
 		t.Fatalf("test data: %d raw bytes in %d serialized", len(content), len(body))
 	}
-	xh, fh, sum := hash.Merkle(entries), hash.File(entries), sha256.Sum256(content)
-	f := testutil.NewFile(fh, []shard.Term{{Xorb: xh, UnpackedBytes: uint32(len(content)), ChunkStart: 0, ChunkEnd: 600}}, chunkHashes, sum)
-	sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f},
-		Xorbs: []shard.Xorb{{Hash: xh, BytesInXorb: uint32(len(content)), Chunks: chunks}}}
 
 	e := newEnv(t, nil)
 	tok, err := e.srv.tokens.Issue(Claims{Namespace: "org/repo", Scope: ScopeWrite, Exp: e.clock.Now().Add(time.Hour).Unix()})
@@ -110,7 +97,7 @@ func TestTermOver64MiBDownloads(t *testing.T) {
 	if _, err := c.PutXorb(ctx, &xorb.Xorb{Hash: xh, Body: body}); err != nil {
 		t.Fatalf("a %d MiB raw / %d MiB serialized xorb was refused: %v", len(content)>>20, len(body)>>20, err)
 	}
-	if err := c.PutShard(ctx, sh.AppendUpload(nil)); err != nil {
+	if err := c.PutShard(ctx, of.Shard); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "out")
