@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -29,6 +31,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := agent.Git{}
 	log, closeLog := agentLogger(ctx, g, stderr)
 	defer closeLog()
+	defer profile(log)()
 
 	storeDir := os.Getenv("GIT_XET_STORE")
 	if storeDir == "" {
@@ -76,4 +79,27 @@ func agentLogger(ctx context.Context, g agent.Git, stderr io.Writer) (zerolog.Lo
 	}
 	cw := zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: time.TimeOnly}
 	return zerolog.New(cw).Level(level).With().Timestamp().Int("pid", pid).Logger(), func() {}
+}
+
+// profile starts a CPU profile of this agent process when GIT_XET_CPUPROFILE names a directory
+// (test/small-files.sh uses it): DIR/cpu.<pid>.pprof, written when the returned function runs.
+func profile(log zerolog.Logger) func() {
+	dir := os.Getenv("GIT_XET_CPUPROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu.%d.pprof", os.Getpid())))
+	if err != nil {
+		log.Warn().Err(err).Msg("cpu profile not written")
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		log.Warn().Err(err).Msg("cpu profile not written")
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
