@@ -295,3 +295,14 @@ func needLinux(t *testing.T) {
 		t.Skip("uses /proc")
 	}
 }
+
+// pushWithoutLFS pushes main's commits to origin but none of their LFS objects
+// (GIT_LFS_SKIP_PUSH), as a remote whose LFS data comes from elsewhere would get them.
+func (e *env) pushWithoutLFS(work string) {
+	e.t.Helper()
+	push := e.cmd(work, "git", "push", "-q", "origin", "main")
+	push.Env = append(push.Env, "GIT_LFS_SKIP_PUSH=1")
+	if out, err := push.CombinedOutput(); err != nil {
+		e.t.Fatalf("push without LFS objects: %v\n%s", err, out)
+	}
+}

@@ -51,11 +51,7 @@ func TestCloneFilesAHuggingFaceJSClientWrote(t *testing.T) {
 	writeFile(t, filepath.Join(work, "model.bin"), []byte(pointer))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "pointer to a file huggingface.js uploaded")
-	push := e.cmd(work, "git", "push", "-q", "origin", "main")
-	push.Env = append(push.Env, "GIT_LFS_SKIP_PUSH=1")
-	if out, err := push.CombinedOutput(); err != nil {
-		t.Fatalf("push: %v\n%s", err, out)
-	}
+	e.pushWithoutLFS(work)
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	if got, err := os.ReadFile(filepath.Join(clone, "model.bin")); err != nil || !bytes.Equal(got, content) {

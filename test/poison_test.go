@@ -66,11 +66,7 @@ func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
 	writeFile(t, filepath.Join(work, "a.bin"), a)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "a")
-	pushNoLFS := e.cmd(work, "git", "push", "-q", "origin", "main")
-	pushNoLFS.Env = append(pushNoLFS.Env, "GIT_LFS_SKIP_PUSH=1")
-	if out, err := pushNoLFS.CombinedOutput(); err != nil {
-		t.Fatalf("push without LFS objects: %v\n%s", err, out)
-	}
+	e.pushWithoutLFS(work)
 
 	clone := filepath.Join(e.home, "clone1")
 	out, err := e.gitErr("", "clone", "-q", remote, clone)

@@ -50,11 +50,7 @@ func TestHuggingFaceJSShardIsAccepted(t *testing.T) {
 	}
 
 	e := newEnv(t, nil)
-	tok, err := e.srv.tokens.Issue(Claims{Namespace: "org/repo", Scope: ScopeWrite, Exp: e.clock.Now().Add(time.Hour).Unix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: e.base, Token: cas.NewRefreshingToken(tok, time.Time{}, nil)})
+	c := e.casClient("org/repo")
 	ctx := context.Background()
 	if _, err := c.PutXorb(ctx, &xorb.Xorb{Hash: r.xorbHash, Body: r.xorbBody}); err != nil {
 		t.Fatal(err)
@@ -88,11 +84,7 @@ func TestTermOver64MiBDownloads(t *testing.T) {
 	}
 
 	e := newEnv(t, nil)
-	tok, err := e.srv.tokens.Issue(Claims{Namespace: "org/repo", Scope: ScopeWrite, Exp: e.clock.Now().Add(time.Hour).Unix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: e.base, Token: cas.NewRefreshingToken(tok, time.Time{}, nil)})
+	c := e.casClient("org/repo")
 	ctx := context.Background()
 	if _, err := c.PutXorb(ctx, &xorb.Xorb{Hash: xh, Body: body}); err != nil {
 		t.Fatalf("a %d MiB raw / %d MiB serialized xorb was refused: %v", len(content)>>20, len(body)>>20, err)
@@ -107,4 +99,10 @@ func TestTermOver64MiBDownloads(t *testing.T) {
 	if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, content) {
 		t.Fatalf("downloaded file differs (%v)", err)
 	}
+}
+
+// casClient is our own HTTP client of the server's CAS, with a write token for ns.
+func (e *env) casClient(ns string) *cas.HTTP {
+	tok := e.token(ns, ScopeWrite, time.Hour)
+	return cas.NewHTTP(cas.HTTPOptions{Endpoint: e.base, Token: cas.NewRefreshingToken(tok, time.Time{}, nil)})
 }

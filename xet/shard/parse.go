@@ -193,14 +193,7 @@ func (s *Shard) parseXorbs(b []byte, pos int) (int, error) {
 		}
 		x.Chunks = make([]XorbChunk, n)
 		for i := range x.Chunks {
-			e := b[pos : pos+EntrySize]
-			x.Chunks[i] = XorbChunk{
-				Hash:     hash.Hash(e[:32]),
-				RawStart: le.Uint32(e[32:]),
-				RawLen:   le.Uint32(e[36:]),
-				Flags:    le.Uint32(e[40:]),
-				Unused:   le.Uint32(e[44:]),
-			}
+			x.Chunks[i] = decodeXorbChunk(b[pos : pos+EntrySize])
 			pos += EntrySize
 		}
 		s.Xorbs = append(s.Xorbs, x)
