@@ -13,9 +13,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -76,6 +78,10 @@ type xetTransferer struct {
 	endpoints map[string]*endpoint // by CAS URL (batch) or store dir (embedded)
 	remote    *LocalRemote         // standalone mode, resolved on first use
 	gitDir    string
+	creds     *credentials.Resolver // the user's credential, resolved on first use
+	hubClient *hub.Client           // hub mode
+	network   *bool                 // standalone mode with a network remote (hub mode); found once
+	ref       string                // hub mode: the revision of the token routes; found once
 }
 
 func (x *xetTransferer) Close() error {
@@ -116,7 +122,7 @@ func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
 	if e, ok := x.endpoints[ba.CasURL]; ok {
 		return e
 	}
-	ts := cas.NewRefreshingToken(ba.Token, ba.Exp, refresher(x.o.HTTPClient, ba.Href, ba.Auth, x.o.UserAgent))
+	ts := cas.NewRefreshingToken(ba.Token, ba.Exp, x.batchRefresher(ba))
 	client := cas.NewHTTP(cas.HTTPOptions{
 		Endpoint:   ba.CasURL,
 		Token:      ts,
@@ -128,6 +134,22 @@ func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
 	e := &endpoint{mode: "batch", cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL}
 	x.endpoints[ba.CasURL] = e
 	return e
+}
+
+// batchRefresher is how a batch action's CAS token is renewed: at href with the action's own
+// Authorization when it has one (xet-server's refresh credential), else with the user's credential
+// (the Hub, whose actions carry only the X-Xet-* headers).
+func (x *xetTransferer) batchRefresher(ba *batchAction) func(ctx context.Context) (casapi.Token, error) {
+	if header(ba.Auth, "Authorization") != "" || ba.Href == "" {
+		return refresher(x.o.HTTPClient, ba.Href, ba.Auth, x.o.UserAgent)
+	}
+	return func(ctx context.Context) (casapi.Token, error) {
+		hc, err := x.hub()
+		if err != nil {
+			return casapi.Token{}, err
+		}
+		return hc.Token(ctx, ba.Href, ba.SessionID)
+	}
 }
 
 // localRemote resolves the remote of init once.
@@ -229,13 +251,24 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 		return Result{}, err
 	}
 	var e *endpoint
-	if obj.Action != nil {
+	mode := ""
+	switch {
+	case obj.Action != nil:
 		ba, err := parseBatchAction(obj.Action)
 		if err != nil {
 			return Result{}, err
 		}
 		e = x.batchEndpoint(ba)
-	} else {
+	case x.networkRemote(ctx):
+		ba, err := x.hubUploadAction(ctx, obj)
+		if err != nil {
+			return Result{}, err
+		}
+		if ba == nil { // the Hub has it already
+			return Result{Mode: "hub", DedupedBytes: obj.Size}, nil
+		}
+		e, mode = x.batchEndpoint(ba), "hub"
+	default:
 		if e, _, err = x.standaloneEndpoint(ctx, true); err != nil {
 			return Result{}, err
 		}
@@ -275,7 +308,10 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	if err := sess.Finish(ctx); err != nil {
 		return Result{}, fmt.Errorf("storing the data of %s at %s: %w", obj.Oid, e.where, err)
 	}
-	return Result{Mode: e.mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}, nil
+	if mode == "" {
+		mode = e.mode
+	}
+	return Result{Mode: mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}, nil
 }
 
 // Download reconstructs one file from Xet into git-lfs's temp dir, verified (chunk hashes, size,
@@ -303,6 +339,8 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 			return Result{}, fmt.Errorf("the LFS server's X-Xet-Hash header: %w", err)
 		}
 		e = x.batchEndpoint(ba)
+	} else if x.networkRemote(ctx) {
+		return x.hubDownload(ctx, obj, sha, tmp, progress)
 	} else {
 		var r *LocalRemote
 		if e, r, err = x.standaloneEndpoint(ctx, false); err != nil {
@@ -332,10 +370,5 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 		}
 	}
 	path := filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))
-	err = download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log},
-		download.Request{File: file, SHA256: &sha, Size: obj.Size, Path: path, Progress: progress})
-	if err != nil {
-		return Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
-	}
-	return Result{Mode: e.mode, Path: path, NewBytes: obj.Size}, nil
+	return x.xetDownload(ctx, e, file, obj, sha, path, progress)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
@@ -25,14 +26,23 @@ const (
 )
 
 // scopeFlags parses --local/--global/--system (global by default) into git config's flag.
-func scopeFlags(name string, args []string, stderr io.Writer) (scope string, ok bool) {
+// hub (install only, else nil) is set by --hub.
+func scopeFlags(name string, args []string, stderr io.Writer, hub *bool) (scope string, ok bool) {
 	fs := flag.NewFlagSet("git-xet-transfer "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if hub != nil {
+		fs.BoolVar(hub, "hub", false, "also hand Hugging Face Hub objects (huggingface.co, hf.co, $HF_ENDPOINT) to the agent in standalone mode, "+
+			"so downloads come through Xet (the Hub answers every download batch with basic)")
+	}
 	local := fs.Bool("local", false, "this repository only (.git/config)")
 	global := fs.Bool("global", false, "this user (~/.gitconfig), the default")
 	system := fs.Bool("system", false, "every user of this machine (needs write access to git's system config)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: git-xet-transfer %s [--local|--global|--system]\n", name)
+		if hub != nil {
+			fmt.Fprintf(stderr, "usage: git-xet-transfer %s [--local|--global|--system] [--hub]\n", name)
+		} else {
+			fmt.Fprintf(stderr, "usage: git-xet-transfer %s [--local|--global|--system]\n", name)
+		}
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -73,8 +83,25 @@ func selfPath() (string, error) {
 	return filepath.Abs(p)
 }
 
+// hubKeys are the standalone keys of install --hub: the Hub's hosts, and $HF_ENDPOINT when set.
+func hubKeys() []string {
+	urls := []string{"https://huggingface.co/", "https://hf.co/"}
+	if e := strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/"); e != "" {
+		urls = append(urls, e+"/")
+	}
+	keys := make([]string, 0, len(urls))
+	for _, u := range urls {
+		k := "lfs." + u + ".standalonetransferagent"
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	scope, ok := scopeFlags("install", args, stderr)
+	var hub bool
+	scope, ok := scopeFlags("install", args, stderr, &hub)
 	if !ok {
 		return 2
 	}
@@ -118,6 +145,11 @@ func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		{keyConcurrent, "true"},
 		{keyStandalone, agentName},
 	}
+	if hub {
+		for _, k := range hubKeys() {
+			settings = append(settings, [2]string{k, agentName})
+		}
+	}
 	for _, kv := range settings {
 		if _, err := g.Run(ctx, "config", scope, kv[0], kv[1]); err != nil {
 			fmt.Fprintf(stderr, "git-xet-transfer install: writing %s: %v\n%s", kv[0], err, scopeHint(scope))
@@ -127,18 +159,24 @@ func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "git-xet-transfer is installed: LFS files of remotes on this machine (paths, file:// URLs) are kept "+
 		"in a Xet store inside the remote (<remote>/xet), and LFS servers offering the \"xet\" transfer get Xet uploads and downloads.")
+	if hub {
+		fmt.Fprintln(stdout, "Hugging Face Hub remotes are in standalone mode: uploads and downloads go through Xet, "+
+			"with your Hub token (HF_TOKEN, the token file of `hf auth login`, netrc, ssh or git credential).")
+	}
 	return 0
 }
 
 func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	scope, ok := scopeFlags("uninstall", args, stderr)
+	scope, ok := scopeFlags("uninstall", args, stderr, nil)
 	if !ok {
 		return 2
 	}
 	ctx := context.Background()
 	g := agent.Git{}
 	removed := 0
-	for _, key := range []string{keyPath, keyConcurrent, keyStandalone} {
+	keys := []string{keyPath, keyConcurrent, keyStandalone}
+	keys = append(keys, standaloneKeys(ctx, g, scope)...)
+	for _, key := range keys {
 		v, _ := g.Run(ctx, "config", scope, "--get", key)
 		if v == "" {
 			continue
@@ -161,6 +199,20 @@ func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	fmt.Fprintln(stdout, "git-xet-transfer is uninstalled; git-lfs's own filters (git lfs install) are left in place. "+
 		"Files already stored in Xet stores stay there; keep this program to read them, or re-push them with plain LFS.")
 	return 0
+}
+
+// standaloneKeys lists the lfs.<url>.standalonetransferagent keys of scope set to this agent, other
+// than keyStandalone (install --hub's).
+func standaloneKeys(ctx context.Context, g agent.Git, scope string) []string {
+	out, _ := g.Run(ctx, "config", scope, "--get-regexp", `^lfs\..*\.standalonetransferagent$`)
+	var keys []string
+	for _, line := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		if v == agentName && k != keyStandalone && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 func scopeHint(scope string) string {

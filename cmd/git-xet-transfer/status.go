@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
@@ -116,7 +118,7 @@ func printRemotes(ctx context.Context, g agent.Git, stdout io.Writer) {
 		}
 		r, err := agent.ResolveLocalRemote(ctx, g, name)
 		if err != nil {
-			fmt.Fprintf(stdout, "  %-10s %s (network remote: Xet when its LFS server offers the \"xet\" transfer)\n", name, u)
+			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(ctx, g, u))
 			continue
 		}
 		st := "no Xet store yet"
@@ -125,6 +127,39 @@ func printRemotes(ctx context.Context, g agent.Git, stdout io.Writer) {
 		}
 		fmt.Fprintf(stdout, "  %-10s %s (local: %s)\n", name, u, st)
 	}
+}
+
+// networkMode says how a network remote's LFS objects move: for a Hugging Face Hub remote, whether
+// it is in standalone mode (install --hub) or batch mode.
+func networkMode(ctx context.Context, g agent.Git, remoteURL string) string {
+	if !isHubURL(remoteURL) {
+		return "network remote: Xet when its LFS server offers the \"xet\" transfer"
+	}
+	lfsURL := strings.TrimSuffix(remoteURL, "/")
+	if !strings.HasSuffix(lfsURL, ".git") {
+		lfsURL += ".git"
+	}
+	lfsURL += "/info/lfs"
+	if v, _ := g.Run(ctx, "config", "--get-urlmatch", "lfs.standalonetransferagent", lfsURL); v == agentName {
+		return "Hugging Face Hub, standalone mode: uploads and downloads through Xet"
+	}
+	return "Hugging Face Hub, batch mode: uploads through Xet, downloads whole files through the Hub's bridge; " +
+		"run `git-xet-transfer install --hub` for Xet downloads"
+}
+
+// isHubURL reports whether a remote URL is on the Hub: huggingface.co, hf.co or $HF_ENDPOINT's host.
+func isHubURL(s string) bool {
+	host := s
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		host = u.Hostname()
+	} else if at := strings.Index(s, "@"); at >= 0 { // scp-like git@hf.co:ns/name
+		host, _, _ = strings.Cut(s[at+1:], ":")
+	}
+	hosts := []string{"huggingface.co", "hf.co"}
+	if e, err := url.Parse(os.Getenv("HF_ENDPOINT")); err == nil && e.Host != "" {
+		hosts = append(hosts, e.Hostname())
+	}
+	return slices.Contains(hosts, strings.ToLower(host))
 }
 
 func dirSize(dir string) int64 {

@@ -31,6 +31,7 @@ type serveFlags struct {
 	tokenTTL, urlTTL, refreshTTL, shutdown     time.Duration
 	maxObject                                  int64
 	policy                                     string
+	hubTokens, hubPublic                       string
 }
 
 // runServe runs the server until SIGINT/SIGTERM. ready (tests) gets the bound address.
@@ -53,6 +54,8 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
 	fl.Int64Var(&f.maxObject, "max-object-size", 64<<30, "largest basic-transfer LFS upload in bytes")
 	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
+	fl.StringVar(&f.hubTokens, "hub-compat", "", "emulate the Hugging Face Hub's LFS and token routes (for testing Hub clients), with the Hub tokens of FILE (token:name:read|write[:repo-patterns] per line); plain LFS uploads are kept whole in DIR/hub-legacy")
+	fl.StringVar(&f.hubPublic, "hub-public", "", "with --hub-compat: comma-separated patterns of repositories readable without a token")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -153,6 +156,9 @@ func checkFlags(f serveFlags) (*server.Users, error) {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together")
 	}
+	if f.hubTokens != "" && !isLoopback(f.listen) {
+		return nil, fmt.Errorf("--hub-compat is a test emulator: listen on a loopback address, not %s", f.listen)
+	}
 	if f.users == "" {
 		if !isLoopback(f.listen) {
 			return nil, fmt.Errorf("refusing to listen on %s without authentication: give --users FILE, or listen on a loopback address (127.0.0.1:PORT)", f.listen)
@@ -190,7 +196,12 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	hub, err := hubCompat(f)
+	if err != nil {
+		return nil, err
+	}
 	return server.New(server.Config{
+		Hub:        hub,
 		Store:      st,
 		Ingest:     &server.UploadIngester{Store: st, Policy: policy, Log: log},
 		Secret:     secret,
@@ -202,6 +213,27 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 		Limits:     server.Limits{Object: f.maxObject},
 		Log:        log,
 	})
+}
+
+// hubCompat reads the --hub-compat token file.
+func hubCompat(f serveFlags) (*server.HubCompat, error) {
+	if f.hubTokens == "" {
+		return nil, nil
+	}
+	tf, err := os.Open(f.hubTokens)
+	if err != nil {
+		return nil, fmt.Errorf("--hub-compat: %w", err)
+	}
+	defer tf.Close()
+	toks, err := server.ParseHubTokens(tf)
+	if err != nil {
+		return nil, fmt.Errorf("--hub-compat %s: %w", f.hubTokens, err)
+	}
+	h := &server.HubCompat{Tokens: toks, LegacyDir: filepath.Join(f.data, "hub-legacy")}
+	if f.hubPublic != "" {
+		h.Public = strings.Split(f.hubPublic, ",")
+	}
+	return h, nil
 }
 
 // logListening says where the server listens, and how open it is.

@@ -40,6 +40,9 @@ type principal struct {
 // WWW-Authenticate, so git-lfs asks the credential helper) or 403 itself and returns false then. In
 // open mode everything is allowed.
 func (s *Server) authRepo(w http.ResponseWriter, r *http.Request, ns string, write bool) (principal, bool) {
+	if s.cfg.Hub != nil {
+		return s.authHub(w, r, ns, write)
+	}
 	if s.Open() {
 		return principal{write: true}, true
 	}

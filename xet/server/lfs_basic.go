@@ -32,6 +32,13 @@ func (s *Server) handleObjectGet(w http.ResponseWriter, r *http.Request, ns, oid
 		s.failLFS(w, r, "object", err)
 		return
 	}
+	want, _ := xhash.ParseSHA256(oid)
+	s.streamFile(w, r, file, size, &want)
+}
+
+// streamFile answers GET/HEAD of a whole Xet file (a single Range gives 206). With wantSHA256 set, a
+// whole-file answer is hashed as it streams and the connection is cut if it does not match.
+func (s *Server) streamFile(w http.ResponseWriter, r *http.Request, file xhash.Hash, size uint64, wantSHA256 *xhash.Hash) {
 	status := http.StatusOK
 	length := size
 	var rng *casapi.ByteRange
@@ -75,7 +82,7 @@ func (s *Server) handleObjectGet(w http.ResponseWriter, r *http.Request, ns, oid
 	w.WriteHeader(status)
 	var out io.Writer = w
 	var sum hash.Hash
-	if rng == nil {
+	if rng == nil && wantSHA256 != nil {
 		sum = sha256.New()
 		out = io.MultiWriter(w, sum)
 	}
@@ -84,7 +91,7 @@ func (s *Server) handleObjectGet(w http.ResponseWriter, r *http.Request, ns, oid
 		panic(http.ErrAbortHandler)
 	}
 	if sum != nil {
-		if want, _ := xhash.ParseSHA256(oid); xhash.FromSHA256([32]byte(sum.Sum(nil))) != want {
+		if xhash.FromSHA256([32]byte(sum.Sum(nil))) != *wantSHA256 {
 			s.log.Error().Str("path", r.URL.Path).Str("file", file.String()).Msg("bridge download: reconstructed bytes do not match the oid")
 			panic(http.ErrAbortHandler)
 		}
@@ -101,6 +108,10 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 	sha, err := xhash.ParseSHA256(oid)
 	if err != nil {
 		writeLFSError(w, http.StatusBadRequest, "bad oid: "+err.Error())
+		return
+	}
+	if s.cfg.Hub != nil {
+		s.putLegacy(w, r, ns, oid)
 		return
 	}
 	if s.cfg.Ingest == nil {

@@ -108,7 +108,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 	if !ok {
 		return
 	}
-	who, ok := s.authRepo(w, r, ns, write)
+	// On the Hub a reader may push to a pull-request ref.
+	needWrite := write && !(s.cfg.Hub != nil && req.Ref != nil && strings.HasPrefix(req.Ref.Name, "refs/pr/"))
+	who, ok := s.authRepo(w, r, ns, needWrite)
 	if !ok {
 		return
 	}
@@ -179,6 +181,7 @@ type batchGrant struct {
 	xetHeader    map[string]string // headers of xet actions; nil for basic
 	expiresIn    int64             // basic actions: their bearer token's lifetime
 	xetExpiresIn int64             // xet actions: the refresh credential's lifetime
+	hub          bool              // Hub mode: bridge and CDN URLs for downloads
 }
 
 // grant issues the batch's tokens: a CAS token for ns and the operation's scope, and for xet
@@ -197,7 +200,10 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequ
 	if req.Ref != nil && req.Ref.Name != "" {
 		rev = strings.TrimPrefix(req.Ref.Name, "refs/heads/")
 	}
-	g := &batchGrant{ns: ns, write: write, useXet: slices.Contains(req.Transfers, "xet"), tok: tok, base: s.baseURL(r),
+	hub := s.cfg.Hub != nil
+	g := &batchGrant{ns: ns, write: write, hub: hub, tok: tok, base: s.baseURL(r),
+		// The Hub answers downloads with basic even to clients that offer xet.
+		useXet:    slices.Contains(req.Transfers, "xet") && (write || !hub),
 		expiresIn: int64(s.cfg.TokenTTL / time.Second),
 		// A xet action stays usable while its refresh credential does: the agent renews CAS tokens
 		// at href itself, so git-lfs must not drop the action when the first CAS token expires.
@@ -213,7 +219,9 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequ
 		casapi.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
 		casapi.HeaderSessionID:       newSessionID(),
 	}
-	if !s.Open() {
+	if hub {
+		g.xetExpiresIn = 0 // the Hub's xet actions carry only the four X-Xet-* headers
+	} else if !s.Open() {
 		// The agent calls href (the token route) with the action's other headers when its CAS token
 		// nears expiry: give it a refresh credential for this repository and scope.
 		rt, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: s.now().Add(s.cfg.RefreshTTL).Unix(), Subject: who.name, Refresh: true})
@@ -244,6 +252,9 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject)
 	known := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return res, err
+	}
+	if g.hub {
+		return s.answerHubObject(g, o, res, file, size, known), nil
 	}
 	objectURL := g.base + "/" + g.ns + ".git/info/lfs/objects/" + o.OID
 	switch {
@@ -277,6 +288,36 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject)
 			Href: objectURL, Header: map[string]string{"Authorization": "Bearer " + g.tok}, ExpiresIn: g.expiresIn}}
 	}
 	return res, nil
+}
+
+// answerHubObject answers one object the Hub's way: uploads as answerObject does (xet or a basic PUT
+// kept as a legacy object); downloads with a bridge URL for Xet objects, a CDN URL for legacy ones.
+func (s *Server) answerHubObject(g *batchGrant, o batchObject, res batchResult, file hash.Hash, size uint64, known bool) batchResult {
+	legacySize, legacy := s.hasLegacy(g.ns, o.OID)
+	switch {
+	case g.write && (known || legacy):
+		if (known && int64(size) != o.Size) || (!known && legacySize != o.Size) {
+			res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: "object exists with another size"}
+		}
+	case g.write && g.useXet:
+		res.Authenticated = true
+		res.Actions = map[string]*action{"upload": {Href: g.refresh, Header: g.xetHeader}}
+	case g.write:
+		res.Authenticated = true
+		res.Actions = map[string]*action{"upload": {Href: g.base + "/" + g.ns + ".git/info/lfs/objects/" + o.OID,
+			Header: map[string]string{"Authorization": "Bearer " + g.tok}, ExpiresIn: g.expiresIn}}
+	case known:
+		res.Size = int64(size)
+		res.Authenticated = true
+		res.Actions = map[string]*action{"download": {Href: s.bridgeURL(g.base, g.ns, file), ExpiresIn: int64(bridgeTTL / time.Second)}}
+	case legacy:
+		res.Size = legacySize
+		res.Authenticated = true
+		res.Actions = map[string]*action{"download": {Href: s.cdnURL(g.base, g.ns, o.OID), ExpiresIn: int64(bridgeTTL / time.Second)}}
+	default:
+		res.Error = &objectError{Code: http.StatusNotFound, Message: "Object does not exist"}
+	}
+	return res
 }
 
 // tokenRoute is the absolute URL of the token refresh route for namespace ns, Hub style:
@@ -319,6 +360,10 @@ func (s *Server) handleTokenRoute(w http.ResponseWriter, r *http.Request) {
 	ns, ok := repoNamespace(prefix + repo)
 	if !ok {
 		writeError(w, http.StatusNotFound, "bad repository name")
+		return
+	}
+	if s.cfg.Hub != nil {
+		s.handleHubTokenRoute(w, r, ns, scope)
 		return
 	}
 	who, ok := s.authTokenRoute(w, r, ns, scope == scopeWrite)

@@ -107,8 +107,11 @@ type Config struct {
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
-	Log               zerolog.Logger
-	Now               func() time.Time
+	// Hub, when set, makes the LFS and token routes behave as the Hugging Face Hub's (a test
+	// emulator: see HubCompat). Users is not used then.
+	Hub *HubCompat
+	Log zerolog.Logger
+	Now func() time.Time
 }
 
 // Server serves the CAS and LFS routes over a Store.
@@ -169,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Open reports whether the server runs without authentication.
-func (s *Server) Open() bool { return s.cfg.Users == nil }
+func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
 func (s *Server) Handler() http.Handler { return s.logged(s.recovered(s.mux)) }
@@ -186,6 +189,11 @@ func (s *Server) routes() {
 	m.HandleFunc("HEAD /v1/files/{file}", s.cas(scopeRead, s.handleHeadFile))
 	m.HandleFunc("GET /xorbs/{prefix}/{xorb}", s.handleSignedXorb)
 	m.HandleFunc("GET /api/", s.handleTokenRoute)
+	if s.cfg.Hub != nil {
+		m.HandleFunc("GET /xet-bridge-us/{id}/{file}", s.handleBridge)
+		m.HandleFunc("GET /cdn-lfs/{id}/{oid}", s.handleCDN)
+		m.HandleFunc("POST /v1/telemetry", s.handleTelemetry)
+	}
 	m.HandleFunc("/", s.handleRepoRoute) // /{repo}.git/info/lfs/...
 	s.mux = m
 }

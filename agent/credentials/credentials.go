@@ -1,0 +1,297 @@
+// Package credentials finds the user's credential for an LFS endpoint the way a Hugging Face Hub
+// client should (see ../shared/notes/hub-contract.md §3): resolved lazily, on the first request that
+// needs one, cached for the process, never logged. The sources, in order:
+//
+//  1. lfs.<url>.access = none: no credential at all;
+//  2. a password in the LFS URL or the git remote URL (https://user:token@host/...);
+//  3. HF_TOKEN (trimmed);
+//  4. the Hub token file: HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token;
+//  5. ~/.netrc for the endpoint's host (git-lfs's parser);
+//  6. for SSH remotes, `ssh [-p port] user@host git-lfs-authenticate <path> <operation>`, whose
+//     header is forwarded verbatim and re-asked when its expires_in runs out;
+//  7. `git credential fill` for <scheme>://<host>, approved after a success and rejected after a 401,
+//     as git does.
+//
+// Tokens (sources 2-5 and 7) are sent as "Authorization: Bearer <token>", which both the Hub's LFS
+// routes and its token routes accept. The host is the LFS endpoint's (lfs.url, remote.<r>.lfsurl),
+// not the git remote's, when they differ. The netrc parser, the SSH command line, URL-keyed git
+// config and the credential helpers are git-lfs's own (github.com/git-lfs/git-lfs/v3), so they follow
+// the same rules as git-lfs itself.
+package credentials
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/git-lfs/git-lfs/v3/config"
+	"github.com/git-lfs/git-lfs/v3/creds"
+	"github.com/git-lfs/git-lfs/v3/lfsapi"
+	"github.com/git-lfs/git-lfs/v3/lfshttp"
+)
+
+// Credential is what to send for one request. Its String form names the source, never the secret.
+type Credential struct {
+	// Authorization is the header value ("Bearer hf_...", or what git-lfs-authenticate said); empty
+	// for no credential.
+	Authorization string
+	// Source says where it came from ("HF_TOKEN", "token file /home/u/.cache/huggingface/token",
+	// "git credential", ...), for messages.
+	Source string
+
+	helper *creds.CredentialHelperWrapper // source 7: approve / reject through it
+}
+
+// None reports whether the credential sends nothing.
+func (c Credential) None() bool { return c.Authorization == "" }
+
+func (c Credential) String() string { return c.Source }
+
+// Set puts the credential on a request (nothing for None).
+func (c Credential) Set(h http.Header) {
+	if c.Authorization != "" {
+		h.Set("Authorization", c.Authorization)
+	}
+}
+
+// ErrNone is returned (wrapped, with the host and what to do) when no source has a credential.
+var ErrNone = errors.New("no credential found")
+
+// Resolver finds the credential of one LFS endpoint. It is safe for concurrent use.
+type Resolver struct {
+	cfg       *config.Configuration
+	endpoint  lfshttp.Endpoint // the LFS endpoint (SSH metadata for ssh remotes)
+	remoteURL string           // the git remote's URL (may hold user info)
+	lfs       *lfshttp.Client  // runs git-lfs-authenticate, caching its answer until it expires
+	helpers   *creds.CredentialHelperContext
+
+	mu     sync.Mutex
+	cached *Credential
+}
+
+// New returns the resolver for remote (a remote name such as "origin", or a URL) and operation
+// ("upload" or "download"), reading git config and the environment of the repository in the current
+// directory, as git-lfs does. Nothing is resolved yet.
+func New(remote, operation string) *Resolver {
+	cfg := config.New()
+	ef := lfsapi.NewEndpointFinder(cfg)
+	var ep lfshttp.Endpoint
+	remoteURL := remote
+	if strings.Contains(remote, "://") || (strings.Contains(remote, ":") && !strings.Contains(remote, " ")) {
+		ep = ef.NewEndpointFromCloneURL(operation, remote)
+	} else {
+		ep = ef.Endpoint(operation, remote)
+		remoteURL = ef.GitRemoteURL(remote, operation == "upload")
+	}
+	return &Resolver{
+		cfg: cfg, endpoint: ep, remoteURL: remoteURL,
+		lfs:     lfshttp.NewClient(cfg),
+		helpers: creds.NewCredentialHelperContext(cfg.GitEnv(), cfg.OSEnv()),
+	}
+}
+
+// Endpoint is the LFS endpoint URL (…/info/lfs) as git-lfs computes it, before any SSH answer.
+func (r *Resolver) Endpoint() string { return r.endpoint.Url }
+
+// SSH reports whether the endpoint is reached through git-lfs-authenticate.
+func (r *Resolver) SSH() bool { return r.endpoint.SSHMetadata.UserAndHost != "" }
+
+// Host is scheme://host of the LFS endpoint, the key of netrc and of git credential.
+func (r *Resolver) Host() string {
+	u, err := url.Parse(r.endpoint.Url)
+	if err != nil {
+		return r.endpoint.Url
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// Get returns the credential, resolving it on first use. An SSH credential is asked again when
+// git-lfs-authenticate's answer expires (git-lfs caches it until then); the others are kept until
+// Reject.
+func (r *Resolver) Get(ctx context.Context) (Credential, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cached != nil {
+		return *r.cached, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Credential{}, err
+	}
+	c, cache, err := r.resolve()
+	if err != nil {
+		return Credential{}, err
+	}
+	if cache {
+		r.cached = &c
+	}
+	return c, nil
+}
+
+// resolve walks the sources in order. cache: keep the answer for the process.
+func (r *Resolver) resolve() (c Credential, cache bool, err error) {
+	lfsURL := r.endpoint.Url
+	if v, ok := config.NewURLConfig(r.cfg.GitEnv()).Get("lfs", withoutUser(lfsURL), "access"); ok && strings.EqualFold(v, "none") {
+		return Credential{Source: "lfs." + withoutUser(lfsURL) + ".access = none"}, true, nil
+	}
+	for _, u := range []string{r.endpoint.OriginalUrl, lfsURL, r.remoteURL} {
+		if p, ok := urlPassword(u); ok && sameHost(u, lfsURL) {
+			return bearer(p, "the password in the URL "+redact(u)), true, nil
+		}
+	}
+	if t := strings.TrimSpace(os.Getenv("HF_TOKEN")); t != "" {
+		return bearer(t, "HF_TOKEN"), true, nil
+	}
+	if path := tokenFile(); path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			if t := strings.TrimSpace(string(b)); t != "" {
+				return bearer(t, "token file "+path), true, nil
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return Credential{}, false, fmt.Errorf("reading the Hugging Face token file %s: %w", path, err)
+		}
+	}
+	if c, ok, err := r.netrc(); err != nil || ok {
+		return c, true, err
+	}
+	if r.SSH() {
+		c, err := r.sshAuthenticate()
+		return c, false, err
+	}
+	c, err = r.gitCredential()
+	return c, true, err
+}
+
+func bearer(token, source string) Credential {
+	return Credential{Authorization: "Bearer " + token, Source: source}
+}
+
+// tokenFile is where the Hugging Face CLI keeps the user's token.
+func tokenFile() string {
+	if p := os.Getenv("HF_TOKEN_PATH"); p != "" {
+		return p
+	}
+	if h := os.Getenv("HF_HOME"); h != "" {
+		return filepath.Join(h, "token")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".cache", "huggingface", "token")
+}
+
+func (r *Resolver) netrc() (Credential, bool, error) {
+	u, err := url.Parse(r.endpoint.Url)
+	if err != nil || u.Host == "" {
+		return Credential{}, false, nil
+	}
+	f, path, err := creds.ParseNetrc(r.cfg.OSEnv())
+	if err != nil {
+		return Credential{}, false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	m := f.FindMachine(u.Host, "")
+	if m == nil {
+		m = f.FindMachine(u.Hostname(), "")
+	}
+	if m == nil || m.IsDefault() || m.Password == "" {
+		return Credential{}, false, nil
+	}
+	return bearer(m.Password, "netrc "+path+" (machine "+u.Hostname()+")"), true, nil
+}
+
+// sshAuthenticate runs git-lfs-authenticate (through git-lfs, which caches the answer until its
+// expires_in) and forwards its Authorization header verbatim.
+func (r *Resolver) sshAuthenticate() (Credential, error) {
+	req, err := r.lfs.NewRequest(http.MethodGet, r.endpoint, "", nil)
+	if err != nil {
+		return Credential{}, fmt.Errorf("ssh %s git-lfs-authenticate: %w", r.endpoint.SSHMetadata.UserAndHost, err)
+	}
+	a := req.Header.Get("Authorization")
+	if a == "" {
+		return Credential{}, fmt.Errorf("ssh %s git-lfs-authenticate answered no Authorization header", r.endpoint.SSHMetadata.UserAndHost)
+	}
+	return Credential{Authorization: a, Source: "ssh " + r.endpoint.SSHMetadata.UserAndHost + " git-lfs-authenticate"}, nil
+}
+
+// gitCredential asks `git credential fill` (and the helpers git-lfs chains before it) for the
+// endpoint's scheme://host.
+func (r *Resolver) gitCredential() (Credential, error) {
+	u, err := url.Parse(r.Host())
+	if err != nil || u.Host == "" {
+		return Credential{}, fmt.Errorf("%w for %s", ErrNone, r.Host())
+	}
+	w := r.helpers.GetCredentialHelper(nil, u)
+	if err := w.FillCreds(); err != nil {
+		return Credential{}, fmt.Errorf("%w for %s (tried HF_TOKEN, the Hugging Face token file, netrc and git credential): "+
+			"set HF_TOKEN, run `hf auth login --add-to-git-credential`, or store a token with `git credential approve`", ErrNone, r.Host())
+	}
+	pass := creds.FirstEntryForKey(w.Creds, "password")
+	if pass == "" {
+		return Credential{}, fmt.Errorf("%w for %s: git credential gave no password", ErrNone, r.Host())
+	}
+	return Credential{Authorization: "Bearer " + strings.TrimSpace(pass), Source: "git credential", helper: &w}, nil
+}
+
+// Approve tells the credential helper a credential worked (git credential approve), as git does.
+func (r *Resolver) Approve(c Credential) {
+	if c.helper != nil {
+		_ = c.helper.CredentialHelper.Approve(c.helper.Creds)
+	}
+}
+
+// Reject forgets a credential the server refused (401): the helper's copy is rejected (git
+// credential reject) and the next Get resolves again.
+func (r *Resolver) Reject(c Credential) {
+	r.mu.Lock()
+	r.cached = nil
+	r.mu.Unlock()
+	if c.helper != nil {
+		_ = c.helper.CredentialHelper.Reject(c.helper.Creds)
+	}
+}
+
+func urlPassword(s string) (string, bool) {
+	if !strings.Contains(s, "@") {
+		return "", false
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return "", false
+	}
+	p, ok := u.User.Password()
+	return p, ok && p != ""
+}
+
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && strings.EqualFold(ua.Hostname(), ub.Hostname())
+}
+
+func withoutUser(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = nil
+	return u.String()
+}
+
+// redact shows a URL without its password.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	u.RawQuery = ""
+	return u.String()
+}

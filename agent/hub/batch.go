@@ -1,0 +1,123 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// MaxBatch is the most objects one batch request names (git-lfs's own limit).
+const MaxBatch = 100
+
+// Object is an LFS object of a batch request.
+type Object struct {
+	Oid  string `json:"oid"`
+	Size int64  `json:"size"`
+}
+
+// Action is one action of a batch answer.
+type Action struct {
+	Href      string            `json:"href"`
+	Header    map[string]string `json:"header,omitempty"`
+	ExpiresIn int64             `json:"expires_in,omitempty"`
+	ExpiresAt time.Time         `json:"expires_at,omitzero"`
+}
+
+// ObjectAnswer is one object of a batch answer.
+type ObjectAnswer struct {
+	Oid     string             `json:"oid"`
+	Size    int64              `json:"size"`
+	Actions map[string]*Action `json:"actions,omitempty"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+// BatchAnswer is the Hub's answer to a batch request, checked against the request: one answer per
+// requested object, in any order, with its oid and size.
+type BatchAnswer struct {
+	Transfer string                  // "basic", "xet", or "" (basic)
+	Objects  map[string]ObjectAnswer // by oid
+}
+
+type batchRequest struct {
+	Operation string   `json:"operation"`
+	Transfers []string `json:"transfers"`
+	Ref       *struct {
+		Name string `json:"name"`
+	} `json:"ref,omitempty"`
+	Objects  []Object `json:"objects"`
+	HashAlgo string   `json:"hash_algo"`
+}
+
+// Batch asks the LFS batch API about objs (at most MaxBatch) for operation ("upload" or
+// "download"), offering transfers; ref is the ref pushed or fetched ("" for none). Downloads go
+// anonymous first. An object's own error is returned as an error naming the object.
+func (c *Client) Batch(ctx context.Context, operation string, transfers []string, ref string, objs []Object) (*BatchAnswer, error) {
+	if len(objs) == 0 || len(objs) > MaxBatch {
+		return nil, fmt.Errorf("batch of %d objects (want 1 to %d)", len(objs), MaxBatch)
+	}
+	breq := batchRequest{Operation: operation, Transfers: transfers, Objects: objs, HashAlgo: "sha256"}
+	if ref != "" {
+		breq.Ref = &struct {
+			Name string `json:"name"`
+		}{ref}
+	}
+	body, err := json.Marshal(breq)
+	if err != nil {
+		return nil, err
+	}
+	u := c.lfs.String() + "/objects/batch"
+	resp, err := c.do(ctx, request{method: http.MethodPost, url: u, body: body, anon: operation == "download",
+		header: map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}})
+	if err != nil {
+		var he *HTTPError
+		if operation == "upload" && asHTTP(err, &he) && he.Status == http.StatusForbidden {
+			return nil, fmt.Errorf("LFS batch upload to %s: %w; the token needs write access to %s (or push to a pull-request ref, refs/pr/N)", c.repo, err, c.repo)
+		}
+		return nil, fmt.Errorf("LFS batch %s: %w", operation, err)
+	}
+	defer resp.Body.Close()
+	return readBatch(resp.Body, where(u), objs)
+}
+
+// readBatch decodes and checks a batch answer (at most 16 MiB).
+func readBatch(r io.Reader, at string, objs []Object) (*BatchAnswer, error) {
+	var raw struct {
+		Transfer string          `json:"transfer"`
+		Objects  *[]ObjectAnswer `json:"objects"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r, 16<<20)).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("LFS batch answer of POST %s is not JSON: %w", at, err)
+	}
+	if raw.Objects == nil {
+		return nil, fmt.Errorf("LFS batch answer of POST %s has no \"objects\"", at)
+	}
+	want := make(map[string]int64, len(objs))
+	for _, o := range objs {
+		want[o.Oid] = o.Size
+	}
+	a := &BatchAnswer{Transfer: raw.Transfer, Objects: make(map[string]ObjectAnswer, len(*raw.Objects))}
+	for _, o := range *raw.Objects {
+		size, ok := want[o.Oid]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("LFS batch answer of POST %s names object %q, which was not asked for", at, o.Oid)
+		case o.Error != nil:
+			return nil, fmt.Errorf("LFS batch answer of POST %s: object %s: error %d: %s", at, o.Oid, o.Error.Code, o.Error.Message)
+		case o.Size != size:
+			return nil, fmt.Errorf("LFS batch answer of POST %s gives object %s size %d, not %d", at, o.Oid, o.Size, size)
+		}
+		a.Objects[o.Oid] = o
+	}
+	for oid := range want {
+		if _, ok := a.Objects[oid]; !ok {
+			return nil, fmt.Errorf("LFS batch answer of POST %s leaves out object %s", at, oid)
+		}
+	}
+	return a, nil
+}

@@ -1,0 +1,110 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// BridgeHash reads the Xet file hash out of a bridge URL
+// (https://cas-bridge.xethub.hf.co/xet-bridge-us/<id>/<64-hex Xet hash>?...: the segment two after
+// the one starting "xet-bridge-"). ok is false for any other URL (an object not yet in Xet); a
+// bridge URL whose hash segment is not a Xet hash is an error.
+func BridgeHash(href string) (h hash.Hash, ok bool, err error) {
+	u, err := url.Parse(href)
+	if err != nil {
+		return h, false, fmt.Errorf("download href is not a URL")
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	for i, s := range segs {
+		if !strings.HasPrefix(s, "xet-bridge-") {
+			continue
+		}
+		if i+2 >= len(segs) {
+			return h, false, fmt.Errorf("bridge URL %s has no Xet hash after %s", where(href), s)
+		}
+		h, err := hash.Parse(segs[i+2])
+		if err != nil {
+			return h, false, fmt.Errorf("bridge URL %s: %q is not a 64-hex Xet hash", where(href), segs[i+2])
+		}
+		return h, true, nil
+	}
+	return h, false, nil
+}
+
+// ErrMismatch marks a downloaded object whose bytes are not the oid.
+var ErrMismatch = errors.New("downloaded bytes do not match the object")
+
+// GetVerified downloads href (a plain signed URL, with the action's headers) into path: streamed,
+// cut off past size bytes, its SHA-256 checked against oid. On any failure path is removed.
+func (c *Client) GetVerified(ctx context.Context, href string, header map[string]string, oid string, size int64, path string, progress func(int64)) (err error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: bad URL", where(href))
+	}
+	for k, v := range header {
+		hr.Header.Set(k, v)
+	}
+	hr.Header.Set("User-Agent", c.ua)
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("GET %s: %w", where(href), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return readHTTPError(http.MethodGet, href, resp, "")
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	sum := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, sum, &progressWriter{report: progress}), io.LimitReader(resp.Body, size+1))
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", where(href), err)
+	}
+	if n != size {
+		return fmt.Errorf("GET %s: %w: got %d bytes, want %d", where(href), ErrMismatch, n, size)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != oid {
+		return fmt.Errorf("GET %s: %w: SHA-256 %s, want %s", where(href), ErrMismatch, got, oid)
+	}
+	return f.Sync()
+}
+
+// progressWriter reports the bytes written so far.
+type progressWriter struct {
+	report func(done int64)
+	done   int64
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	p.done += int64(len(b))
+	if p.report != nil {
+		p.report(p.done)
+	}
+	return len(b), nil
+}
+
+func asHTTP(err error, target **HTTPError) bool { return errors.As(err, target) }

@@ -1,0 +1,222 @@
+// Package hub is the client of the Hugging Face Hub's routes that a Xet agent calls itself in
+// standalone mode (see ../shared/notes/hub-contract.md): the LFS batch API, the Xet token routes,
+// bridge URLs (which name the Xet file hash of an object) and plain signed downloads of objects not
+// yet in Xet. Credentials come from a credentials.Resolver, asked lazily: downloads and read tokens
+// go anonymous first and use the credential after a 401.
+//
+// Errors name the method, host and path of the request (never the query string, which carries URL
+// signatures) and what was wrong; credentials and signed URLs never reach an error or a log.
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+)
+
+// Client talks to one repository's LFS endpoint on a Hub.
+type Client struct {
+	lfs   *url.URL // https://host/[datasets/|spaces/]ns/name.git/info/lfs
+	repo  Repo
+	creds *credentials.Resolver
+	http  *http.Client
+	ua    string
+	// authed: a request went anonymous and was refused; later ones send the credential at once.
+	authed atomic.Bool
+}
+
+// Repo is a Hub repository: its type ("models", "datasets", "spaces") and id ("ns/name"), and the
+// base URL of the Hub's API.
+type Repo struct {
+	Base string // scheme://host
+	Type string
+	ID   string
+}
+
+func (r Repo) String() string {
+	if r.Type == "models" {
+		return r.ID
+	}
+	return r.Type + "/" + r.ID
+}
+
+// ParseLFSURL reads the repository out of an LFS endpoint URL
+// (https://host/[datasets/|spaces/]ns/name[.git]/info/lfs).
+func ParseLFSURL(lfsURL string) (*url.URL, Repo, error) {
+	u, err := url.Parse(lfsURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, Repo{}, fmt.Errorf("LFS endpoint %q is not an http(s) URL", where(lfsURL))
+	}
+	p := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/info/lfs")
+	p = strings.TrimSuffix(strings.TrimPrefix(p, "/"), ".git")
+	segs := strings.Split(p, "/")
+	r := Repo{Base: u.Scheme + "://" + u.Host, Type: "models"}
+	if len(segs) == 3 && (segs[0] == "datasets" || segs[0] == "spaces" || segs[0] == "models") {
+		r.Type, segs = segs[0], segs[1:]
+	}
+	if len(segs) != 2 || segs[0] == "" || segs[1] == "" {
+		return nil, Repo{}, fmt.Errorf("LFS endpoint %s does not name a Hub repository ([datasets/|spaces/]namespace/name.git/info/lfs)", where(lfsURL))
+	}
+	r.ID = segs[0] + "/" + segs[1]
+	if !strings.HasSuffix(u.Path, "/info/lfs") {
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/info/lfs"
+	}
+	return u, r, nil
+}
+
+// New returns the client of the LFS endpoint lfsURL, authenticating with creds.
+func New(lfsURL string, creds *credentials.Resolver, client *http.Client, userAgent string) (*Client, error) {
+	u, r, err := ParseLFSURL(lfsURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{lfs: u, repo: r, creds: creds, http: client, ua: userAgent}, nil
+}
+
+// Repo is the repository the client talks to.
+func (c *Client) Repo() Repo { return c.repo }
+
+// where is a URL as errors show it: scheme, host and path, no user info, no query.
+func where(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.EscapedPath()
+}
+
+// HTTPError is a non-2xx answer of the Hub.
+type HTTPError struct {
+	Method, Where string // Where: scheme://host/path, no query
+	Status        int
+	Code, Message string // X-Error-Code, and X-Error-Message or the body's error/message
+	Source        string // the credential sent, by source ("" for none)
+}
+
+func (e *HTTPError) Error() string {
+	msg := fmt.Sprintf("%s %s: %d %s", e.Method, e.Where, e.Status, http.StatusText(e.Status))
+	if e.Code != "" {
+		msg += " (" + e.Code + ")"
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	switch {
+	case e.Status == http.StatusUnauthorized && e.Source != "":
+		msg += fmt.Sprintf("; the credential from %s was refused: is it a valid Hugging Face token?", e.Source)
+	case e.Status == http.StatusUnauthorized:
+		msg += "; no credential was sent (set HF_TOKEN or run `hf auth login`)"
+	}
+	return msg
+}
+
+// request is one call: anonymous first (anon) or with the credential at once.
+type request struct {
+	method, url string
+	body        []byte
+	header      map[string]string
+	anon        bool
+}
+
+// do sends req, adding the credential as the request kind wants, and returns a 2xx response (the
+// caller closes its body) or an *HTTPError. A 401 without a credential is tried again with one; a
+// 401 with one rejects it (git credential reject). Transport errors and 5xx/429 are marked
+// retryable.
+func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
+	var cred credentials.Credential
+	if !req.anon || c.authed.Load() {
+		var err error
+		if cred, err = c.creds.Get(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		resp, err := c.send(ctx, req, cred)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode/100 == 2 {
+			c.creds.Approve(cred)
+			return resp, nil
+		}
+		herr := readHTTPError(req.method, req.url, resp, cred.Source)
+		if resp.StatusCode == http.StatusUnauthorized && cred.None() && cred.Source == "" {
+			c.authed.Store(true)
+			if cred, err = c.creds.Get(ctx); err != nil {
+				return nil, fmt.Errorf("%w; %w", herr, err)
+			}
+			if !cred.None() {
+				continue
+			}
+		}
+		if resp.StatusCode == http.StatusUnauthorized && !cred.None() {
+			c.creds.Reject(cred)
+		}
+		if c := retry.Classify(resp.StatusCode); c == retry.Retryable {
+			return nil, &retry.Error{Err: herr, Wait: retry.ParseRetryAfter(resp.Header.Get("Retry-After"), timeNow())}
+		}
+		return nil, herr
+	}
+}
+
+func (c *Client) send(ctx context.Context, req request, cred credentials.Credential) (*http.Response, error) {
+	var body io.Reader
+	if req.body != nil {
+		body = bytes.NewReader(req.body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", req.method, where(req.url), errors.Unwrap(err))
+	}
+	for k, v := range req.header {
+		hr.Header.Set(k, v)
+	}
+	hr.Header.Set("User-Agent", c.ua)
+	cred.Set(hr.Header)
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text holds the whole URL, signature included
+		}
+		return nil, retry.Mark(fmt.Errorf("%s %s: %w", req.method, where(req.url), err))
+	}
+	return resp, nil
+}
+
+// readHTTPError reads a failed answer: X-Error-Code / X-Error-Message, else the JSON body's
+// "error" or "message", else the start of the body.
+func readHTTPError(method, u string, resp *http.Response, source string) *HTTPError {
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &HTTPError{Method: method, Where: where(u), Status: resp.StatusCode, Source: source,
+		Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
+	if e.Message == "" {
+		var j struct {
+			Error   string `json:"error"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(b, &j) == nil {
+			e.Message = j.Error
+			if e.Message == "" {
+				e.Message = j.Message
+			}
+		} else if s := strings.TrimSpace(string(b)); s != "" && !strings.HasPrefix(s, "<") {
+			e.Message = s
+		}
+	}
+	if len(e.Message) > 300 {
+		e.Message = e.Message[:300] + "..."
+	}
+	return e
+}
