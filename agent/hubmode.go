@@ -33,14 +33,18 @@ func (x *xetTransferer) credentials() *credentials.Resolver {
 }
 
 // hub returns the Hub client of the remote's LFS endpoint.
-func (x *xetTransferer) hub() (*hub.Client, error) {
+func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) {
 	r := x.credentials()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.hubClient != nil {
 		return x.hubClient, nil
 	}
-	c, err := hub.New(r.Endpoint(), r, x.o.HTTPClient, x.o.UserAgent)
+	lfsURL, err := r.LFSURL(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("remote %q: %w", x.init.Remote, err)
+	}
+	c, err := hub.New(lfsURL, r, x.o.HTTPClient, x.o.UserAgent)
 	if err != nil {
 		return nil, fmt.Errorf("remote %q: %w", x.init.Remote, err)
 	}
@@ -122,7 +126,7 @@ func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string
 // hubDownload fetches one object of a Hub remote: bridge URL → Xet reconstruction, else a plain
 // verified GET. Nothing is left in tmp on failure.
 func (x *xetTransferer) hubDownload(ctx context.Context, obj Object, sha [32]byte, tmp string, progress func(int64)) (Result, error) {
-	hc, err := x.hub()
+	hc, err := x.hub(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -184,7 +188,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 
 // hubUploadAction asks the Hub's batch API for the upload of obj. A nil action: the Hub has it.
 func (x *xetTransferer) hubUploadAction(ctx context.Context, obj Object) (*batchAction, error) {
-	hc, err := x.hub()
+	hc, err := x.hub(ctx)
 	if err != nil {
 		return nil, err
 	}

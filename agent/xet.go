@@ -144,7 +144,7 @@ func (x *xetTransferer) batchRefresher(ba *batchAction) func(ctx context.Context
 		return refresher(x.o.HTTPClient, ba.Href, ba.Auth, x.o.UserAgent)
 	}
 	return func(ctx context.Context) (casapi.Token, error) {
-		hc, err := x.hub()
+		hc, err := x.hub(ctx)
 		if err != nil {
 			return casapi.Token{}, err
 		}

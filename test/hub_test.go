@@ -1,12 +1,20 @@
 package test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,5 +215,230 @@ func TestHubDatasetAndPullRequestRef(t *testing.T) {
 	sameTree(t, work, clone)
 	if h.requests("GET", "/xet-bridge-us/") != 0 || h.requests("GET", "/api/datasets/org/data/xet-read-token/") < 1 {
 		t.Errorf("the download did not go through the read token of main and the CAS:\n%s", h.log.String())
+	}
+}
+
+// Objects pushed by a client without Xet are kept whole by the Hub (not yet migrated); their
+// download href is a plain signed CDN URL, which the agent fetches and verifies itself.
+func TestHubLegacyObjects(t *testing.T) {
+	h := startHub(t, time.Minute)
+	plain := newEnv(t) // git-lfs only: its upload batch offers no xet, the Hub keeps the files whole
+	plain.git("", "config", "--global", "credential.helper", "store")
+	writeFile(t, filepath.Join(plain.home, ".git-credentials"), []byte(strings.Replace(h.url, "://", "://hf_user:"+hubWriteToken+"@", 1)+"\n"))
+	plain.git("", "lfs", "install")
+	work, remote := hubRepo(t, plain, h, "org/legacy")
+	writeFile(t, filepath.Join(work, "old.bin"), testutil.RandomBytes(2<<20, 1))
+	plain.git(work, "add", ".")
+	plain.git(work, "commit", "-qm", "legacy")
+	plain.git(work, "push", "-q", "origin", "main")
+	if n := h.requests("PUT", "/org/legacy.git/info/lfs/objects/"); n != 1 {
+		t.Fatalf("%d basic uploads, want 1", n)
+	}
+
+	e := hubEnv(t, h)
+	e.vars = append(e.vars, "HF_TOKEN="+hubReadToken)
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
+	if n := len(e.logLines(`"mode":"hub-lfs"`, "transfer complete")); n != 1 {
+		t.Errorf("%d downloads by the plain verified GET, want 1", n)
+	}
+	if h.requests("GET", "/cdn-lfs/") != 1 || h.requests("GET", "/xet-bridge-us/") != 0 {
+		t.Errorf("want one CDN GET and no bridge GET")
+	}
+}
+
+// Without --hub (batch mode) git-lfs asks the Hub itself: uploads come to the agent as xet actions
+// whose token refresh uses the user's credential (here from git credential, as git-lfs's own), and
+// downloads go through the bridge with git-lfs's basic adapter. `status` tells the two modes apart.
+func TestHubBatchMode(t *testing.T) {
+	h := startHub(t, 2*time.Second)
+	e := newEnv(t)
+	e.vars = append(e.vars, "HF_ENDPOINT="+h.url)
+	e.install()
+	e.git("", "config", "--global", "credential.helper", "store")
+	writeFile(t, filepath.Join(e.home, ".git-credentials"), []byte(strings.Replace(h.url, "://", "://hf_user:"+hubWriteToken+"@", 1)+"\n"))
+	work, remote := hubRepo(t, e, h, "org/batch")
+	writeFile(t, filepath.Join(work, "w.bin"), testutil.RandomBytes(4<<20, 2))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "w")
+	e.git(work, "remote", "add", "hub", h.url+"/org/batch")
+	status := func() string {
+		out, _ := e.cmd(work, filepath.Join(binDir, "git-xet-transfer"), "status").CombinedOutput()
+		return string(out)
+	}
+	if s := status(); !strings.Contains(s, "batch mode") || !strings.Contains(s, "install --hub") {
+		t.Errorf("status does not say the Hub remote is in batch mode:\n%s", s)
+	}
+	e.git(work, "push", "-q", "origin", "main")
+	if n := len(e.logLines(`"op":"upload"`, `"mode":"batch"`, "transfer complete")); n != 1 {
+		t.Fatalf("%d xet uploads, want 1", n)
+	}
+	if h.requests("GET", "/api/models/org/batch/xet-write-token/main") < 1 {
+		t.Errorf("the 2 s token was not refreshed at the write-token route")
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
+	if h.requests("GET", "/xet-bridge-us/") != 1 {
+		t.Errorf("batch-mode download did not use the bridge")
+	}
+	if out, err := e.cmd("", filepath.Join(binDir, "git-xet-transfer"), "install", "--hub").CombinedOutput(); err != nil {
+		t.Fatalf("install --hub: %v\n%s", err, out)
+	}
+	if s := status(); !strings.Contains(s, "standalone mode") {
+		t.Errorf("status does not show standalone mode after install --hub:\n%s", s)
+	}
+	out, err := e.cmd("", filepath.Join(binDir, "git-xet-transfer"), "uninstall").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ".standalonetransferagent") {
+		t.Fatalf("uninstall: %v\n%s", err, out)
+	}
+	if v, _ := e.gitErr("", "config", "--global", "--get-regexp", "standalonetransferagent"); strings.TrimSpace(v) != "" {
+		t.Errorf("uninstall left %s", v)
+	}
+}
+
+// An SSH remote gets its credential and LFS URL from `ssh git-lfs-authenticate` (a fake ssh here),
+// whose Authorization header is forwarded verbatim.
+func TestHubSSHRemote(t *testing.T) {
+	h := startHub(t, time.Minute)
+	e := hubEnv(t, h)
+	args := filepath.Join(e.home, "ssh.args")
+	sshScript := filepath.Join(e.home, "bin", "ssh")
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("git:"+hubWriteToken))
+	writeFile(t, sshScript, []byte("#!/bin/sh\necho \"$@\" >> "+args+"\ncase \"$*\" in *git-lfs-transfer*) echo 'git-lfs-transfer: not found' >&2; exit 127;; esac\n"+
+		`printf '{"href":"`+h.url+`/org/ssh.git/info/lfs","header":{"Authorization":"`+basic+`"},"expires_in":3600}'`+"\n"))
+	if err := os.Chmod(sshScript, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.vars = append(e.vars, "GIT_SSH="+sshScript)
+	// git-lfs keys an SSH remote's settings by the https URL it guesses from it (port dropped), as
+	// install --hub's https://hf.co/ key covers git@hf.co:... remotes.
+	hostport := strings.TrimPrefix(h.url, "http://")
+	work, remote := batchRepo(t, e, "ssh://git@"+hostport+"/org/ssh")
+	e.git("", "config", "--global", "lfs.https://127.0.0.1/.standalonetransferagent", "xet")
+	writeFile(t, filepath.Join(work, "s.bin"), testutil.RandomBytes(1<<20, 3))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "s")
+	e.git(work, "push", "-q", "origin", "main")
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
+	b, _ := os.ReadFile(args)
+	if !strings.Contains(string(b), "git-lfs-authenticate /org/ssh upload") || !strings.Contains(string(b), "git-lfs-authenticate /org/ssh download") {
+		t.Errorf("ssh was not asked for upload and download credentials:\n%s", b)
+	}
+	if n := len(e.logLines(`"mode":"hub"`, "transfer complete")); n != 2 {
+		t.Errorf("%d transfers in hub mode, want 2", n)
+	}
+}
+
+// A wrong token fails with a message naming the credential's source, and never shows the token.
+func TestHubWrongToken(t *testing.T) {
+	h := startHub(t, time.Minute)
+	e := hubEnv(t, h)
+	e.vars = append(e.vars, "HF_TOKEN=hf_notAtoken000")
+	work, _ := hubRepo(t, e, h, "org/model")
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1000, 4))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "a")
+	out, err := e.gitErr(work, "push", "origin", "main")
+	if err == nil {
+		t.Fatal("push with a wrong token succeeded")
+	}
+	for _, want := range []string{"HF_TOKEN", "401", "/org/model.git/info/lfs/objects/batch"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("push error does not mention %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hf_notAtoken000") {
+		t.Errorf("the token leaked:\n%s", out)
+	}
+}
+
+// Bad answers from a Hub fail the download with an error naming the host and path of the request
+// (no query string) and what was wrong, and leave nothing in .git/lfs/objects.
+func TestHubBadAnswers(t *testing.T) {
+	h := startHub(t, time.Minute)
+	e := hubEnv(t, h)
+	e.vars = append(e.vars, "HF_TOKEN="+hubWriteToken)
+	work, remote := hubRepo(t, e, h, "org/model")
+	data := testutil.RandomBytes(100<<10, 5)
+	writeFile(t, filepath.Join(work, "a.bin"), data)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "a")
+	e.git(work, "push", "-q", "origin", "main")
+	sum := sha256.Sum256(data)
+	oid := hex.EncodeToString(sum[:])
+
+	var variant atomic.Value
+	emu, _ := url.Parse(h.url)
+	proxy := httputil.NewSingleHostReverseProxy(emu)
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := variant.Load().(string)
+		isBatch := strings.HasSuffix(r.URL.Path, "/objects/batch")
+		switch {
+		case isBatch && v == "not JSON":
+			w.Write([]byte("<html>maintenance</html>"))
+		case isBatch && v == "no objects":
+			w.Write([]byte(`{"transfer":"basic"}`))
+		case isBatch && v == "other oid":
+			fmt.Fprintf(w, `{"objects":[{"oid":"%s","size":%d,"actions":{"download":{"href":"http://x/"}}}]}`, strings.Repeat("b", 64), len(data))
+		case isBatch && v == "other size":
+			fmt.Fprintf(w, `{"objects":[{"oid":"%s","size":5,"actions":{"download":{"href":"http://x/"}}}]}`, oid)
+		case isBatch && v == "object error":
+			fmt.Fprintf(w, `{"objects":[{"oid":"%s","size":%d,"error":{"code":404,"message":"Object does not exist"}}]}`, oid, len(data))
+		case isBatch && v == "bad bridge hash":
+			fmt.Fprintf(w, `{"objects":[{"oid":"%s","size":%d,"actions":{"download":{"href":"%s/xet-bridge-us/0123/notahash?X-Amz-Signature=sig"}}}]}`, oid, len(data), h.url)
+		case isBatch && v == "wrong legacy bytes":
+			fmt.Fprintf(w, `{"objects":[{"oid":"%s","size":%d,"actions":{"download":{"href":"%s/cdn/x?Signature=sig"}}}]}`, oid, len(data), "http://"+r.Host)
+		case r.URL.Path == "/cdn/x":
+			w.Write(testutil.RandomBytes(len(data), 6))
+		case strings.Contains(r.URL.Path, "-token/") && v == "token route HTML":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte("<!doctype html><title>Login</title>"))
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	defer bad.Close()
+	badHost := strings.TrimPrefix(bad.URL, "http://")
+	e.git("", "config", "--global", "lfs."+bad.URL+"/.standalonetransferagent", "xet")
+
+	for v, want := range map[string]string{
+		"not JSON":           "not JSON",
+		"no objects":         `no "objects"`,
+		"other oid":          "not asked for",
+		"other size":         "size 5",
+		"object error":       "Object does not exist",
+		"bad bridge hash":    "not a 64-hex Xet hash",
+		"wrong legacy bytes": "do not match",
+		"token route HTML":   "not a Xet token",
+	} {
+		t.Run(v, func(t *testing.T) {
+			variant.Store(v)
+			clone := filepath.Join(t.TempDir(), "clone")
+			skip := e.cmd("", "git", "clone", "-q", remote, clone)
+			skip.Env = append(skip.Env, "GIT_LFS_SKIP_SMUDGE=1")
+			if out, err := skip.CombinedOutput(); err != nil {
+				t.Fatalf("clone: %v\n%s", err, out)
+			}
+			e.git(clone, "config", "lfs.url", bad.URL+"/org/model.git/info/lfs")
+			out, err := e.gitErr(clone, "lfs", "pull")
+			if err == nil {
+				t.Fatalf("git lfs pull succeeded against %s", v)
+			}
+			for _, s := range []string{want, badHost} {
+				if !strings.Contains(out, s) && !(s == badHost && strings.Contains(out, strings.TrimPrefix(h.url, "http://"))) {
+					t.Errorf("error does not mention %q:\n%s", s, out)
+				}
+			}
+			if strings.Contains(out, "Signature=") || strings.Contains(out, "sig=") {
+				t.Errorf("a URL query reached the output:\n%s", out)
+			}
+			if n := checkLFSObjects(t, clone); n != 0 {
+				t.Errorf("%d objects in .git/lfs/objects after a failed download", n)
+			}
+		})
 	}
 }

@@ -99,6 +99,19 @@ func New(remote, operation string) *Resolver {
 // Endpoint is the LFS endpoint URL (…/info/lfs) as git-lfs computes it, before any SSH answer.
 func (r *Resolver) Endpoint() string { return r.endpoint.Url }
 
+// LFSURL is the LFS endpoint URL to call: for SSH remotes the href git-lfs-authenticate answers
+// (which runs ssh), else Endpoint.
+func (r *Resolver) LFSURL(ctx context.Context) (string, error) {
+	if !r.SSH() {
+		return r.endpoint.Url, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	_, href, err := r.sshAuthenticate()
+	return href, err
+}
+
 // SSH reports whether the endpoint is reached through git-lfs-authenticate.
 func (r *Resolver) SSH() bool { return r.endpoint.SSHMetadata.UserAndHost != "" }
 
@@ -160,7 +173,7 @@ func (r *Resolver) resolve() (c Credential, cache bool, err error) {
 		return c, true, err
 	}
 	if r.SSH() {
-		c, err := r.sshAuthenticate()
+		c, _, err := r.sshAuthenticate()
 		return c, false, err
 	}
 	c, err = r.gitCredential()
@@ -207,16 +220,18 @@ func (r *Resolver) netrc() (Credential, bool, error) {
 
 // sshAuthenticate runs git-lfs-authenticate (through git-lfs, which caches the answer until its
 // expires_in) and forwards its Authorization header verbatim.
-func (r *Resolver) sshAuthenticate() (Credential, error) {
+// href is the LFS endpoint it names.
+func (r *Resolver) sshAuthenticate() (c Credential, href string, err error) {
 	req, err := r.lfs.NewRequest(http.MethodGet, r.endpoint, "", nil)
 	if err != nil {
-		return Credential{}, fmt.Errorf("ssh %s git-lfs-authenticate: %w", r.endpoint.SSHMetadata.UserAndHost, err)
+		return Credential{}, "", fmt.Errorf("ssh %s git-lfs-authenticate: %w", r.endpoint.SSHMetadata.UserAndHost, err)
 	}
+	href = strings.TrimSuffix(req.URL.String(), "/")
 	a := req.Header.Get("Authorization")
 	if a == "" {
-		return Credential{}, fmt.Errorf("ssh %s git-lfs-authenticate answered no Authorization header", r.endpoint.SSHMetadata.UserAndHost)
+		return Credential{}, href, fmt.Errorf("ssh %s git-lfs-authenticate answered no Authorization header", r.endpoint.SSHMetadata.UserAndHost)
 	}
-	return Credential{Authorization: a, Source: "ssh " + r.endpoint.SSHMetadata.UserAndHost + " git-lfs-authenticate"}, nil
+	return Credential{Authorization: a, Source: "ssh " + r.endpoint.SSHMetadata.UserAndHost + " git-lfs-authenticate"}, href, nil
 }
 
 // gitCredential asks `git credential fill` (and the helpers git-lfs chains before it) for the

@@ -1,0 +1,166 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+)
+
+const oid = "4ee3c8d0b7e2f2c14b73f6ca4ec0b1a5bd4b65e9eb4ec0df50e27d07a09a1f3b"
+
+// client returns a Client of repo "org/model" on a server answering with h, authenticating with
+// HF_TOKEN=tok (an empty tok: no credential source at all).
+func client(t *testing.T, tok string, h http.HandlerFunc) (*Client, string) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_TERMINAL_PROMPT", "0")
+	t.Setenv("HF_TOKEN", tok)
+	t.Setenv("HF_TOKEN_PATH", filepath.Join(t.TempDir(), "none"))
+	lfs := srv.URL + "/org/model.git/info/lfs"
+	c, err := New(lfs, credentials.New(lfs, "download"), srv.Client(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, srv.URL
+}
+
+func wantErr(t *testing.T, err error, subs ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one mentioning %q", subs)
+	}
+	for _, s := range subs {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %q", err, s)
+		}
+	}
+	if strings.Contains(err.Error(), "sig=") || strings.Contains(err.Error(), "Signature") || strings.Contains(err.Error(), "secret-token") {
+		t.Errorf("error shows a secret: %q", err)
+	}
+}
+
+func TestBadBatchAnswers(t *testing.T) {
+	objs := []Object{{Oid: oid, Size: 10}}
+	for name, body := range map[string]string{
+		"not JSON":       "<html>oops</html>",
+		"no objects":     `{"transfer":"basic"}`,
+		"other oid":      `{"objects":[{"oid":"` + strings.Repeat("a", 64) + `","size":10}]}`,
+		"other size":     `{"objects":[{"oid":"` + oid + `","size":11}]}`,
+		"object error":   `{"objects":[{"oid":"` + oid + `","size":10,"error":{"code":404,"message":"Object does not exist"}}]}`,
+		"missing object": `{"objects":[]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte(body))
+			})
+			_, err := c.Batch(context.Background(), "download", []string{"basic"}, "", objs)
+			wantErr(t, err, "/org/model.git/info/lfs/objects/batch", "127.0.0.1")
+		})
+	}
+}
+
+// Downloads go anonymous first; a 401 brings the credential, and a 401 to the credential names
+// where it came from.
+func TestAnonymousFirstThenCredential(t *testing.T) {
+	var auths []string
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		auths = append(auths, r.Header.Get("Authorization"))
+		w.Header().Set("X-Error-Message", "Invalid credentials in Authorization header")
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	_, err := c.Batch(context.Background(), "download", []string{"basic"}, "", []Object{{Oid: oid, Size: 1}})
+	wantErr(t, err, "401", "HF_TOKEN", "Invalid credentials")
+	if len(auths) != 2 || auths[0] != "" || auths[1] != "Bearer secret-token" {
+		t.Errorf("requests carried %q, want none then the bearer token", auths)
+	}
+}
+
+func TestTokenRouteAnswers(t *testing.T) {
+	for name, tc := range map[string]struct {
+		status int
+		body   string
+		subs   []string
+	}{
+		"HTML":      {200, "<!doctype html><html>login</html>", []string{"not a Xet token", "/api/models/org/model/xet-read-token/refs%2Fpr%2F1"}},
+		"no casUrl": {200, `{"accessToken":"x","exp":99}`, []string{"casUrl"}},
+		"403":       {403, `{"error":"nope"}`, []string{"403", "nope"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.EscapedPath() != "/api/models/org/model/xet-read-token/refs%2Fpr%2F1" {
+					t.Errorf("path %s", r.URL.EscapedPath())
+				}
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body))
+			})
+			_, err := c.Token(context.Background(), c.TokenURL(false, "refs/pr/1"), "")
+			wantErr(t, err, tc.subs...)
+		})
+	}
+}
+
+func TestBridgeHash(t *testing.T) {
+	h := "908c39bfdfec888e295ba04e974b6342f3c15776760edd46838240a8d455525d"
+	for _, u := range []string{
+		"https://cas-bridge.xethub.hf.co/xet-bridge-us/66d0dccb3866d4d3087d3a9f/" + h + "?X-Amz-Signature=abc",
+		"https://us.aws.cdn.hf.co/xet-bridge-us/650c7be62a602ba34904a362/" + h + "?Expires=1&Signature=x",
+	} {
+		got, ok, err := BridgeHash(u)
+		if err != nil || !ok || got.String() != h {
+			t.Errorf("BridgeHash(%s) = %s, %v, %v", u, got, ok, err)
+		}
+	}
+	if _, ok, err := BridgeHash("https://cdn-lfs-us-1.hf.co/repos/9f/f8/" + h + "/" + h + "?sig=1"); ok || err != nil {
+		t.Errorf("a CDN URL was taken for a bridge URL (%v, %v)", ok, err)
+	}
+	for _, bad := range []string{"https://b.example/xet-bridge-us/id/nothex?sig=1", "https://b.example/xet-bridge-us/id?sig=1",
+		"https://b.example/xet-bridge-us/id/" + h[:60] + "?sig=1"} {
+		_, _, err := BridgeHash(bad)
+		wantErr(t, err, "b.example", "xet-bridge-us")
+	}
+}
+
+// A plain download is verified before it is kept: wrong bytes, a short or a long body leave no file.
+func TestGetVerified(t *testing.T) {
+	data := []byte("the object's bytes")
+	sum := sha256.Sum256(data)
+	good := hex.EncodeToString(sum[:])
+	for name, tc := range map[string]struct {
+		body []byte
+		ok   bool
+	}{
+		"right":   {data, true},
+		"flipped": {append([]byte("The"), data[3:]...), false},
+		"short":   {data[:5], false},
+		"long":    {append(data, 'x'), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, base := client(t, "", func(w http.ResponseWriter, r *http.Request) { w.Write(tc.body) })
+			path := filepath.Join(t.TempDir(), "obj")
+			err := c.GetVerified(context.Background(), base+"/repos/x/"+good+"?sig=secret", nil, good, int64(len(data)), path, nil)
+			_, statErr := os.Stat(path)
+			if tc.ok {
+				if err != nil || statErr != nil {
+					t.Fatalf("err %v, stat %v", err, statErr)
+				}
+				return
+			}
+			wantErr(t, err, "/repos/x/")
+			if !errors.Is(err, ErrMismatch) || statErr == nil {
+				t.Errorf("err %v; file left behind: %v", err, statErr == nil)
+			}
+		})
+	}
+}
