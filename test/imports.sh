@@ -50,6 +50,8 @@ forbid localshards "xet/cas|xet/store|xet/embedded|xet/upload|xet/download|xet/s
 forbid cmd/xet-server "localshards|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
+only agent/credentials "" "credential lookup stands alone (git-lfs's helpers only)"
+only agent/hub "agent/credentials|xet/casapi|xet/hash|xet/retry" "the Hub client knows its routes, the token shape and the credential chain, no transfer code"
 
 if [ $fail = 0 ]; then echo "import rules: ok ($(echo "$all" | wc -l) packages)"; fi
 exit $fail

@@ -71,8 +71,9 @@ type Resolver struct {
 	lfs       *lfshttp.Client  // runs git-lfs-authenticate, caching its answer until it expires
 	helpers   *creds.CredentialHelperContext
 
-	mu     sync.Mutex
-	cached *Credential
+	mu       sync.Mutex
+	cached   *Credential
+	approved bool // the cached helper credential was approved (once per process, as git does per command)
 }
 
 // New returns the resolver for remote (a remote name such as "origin", or a URL) and operation
@@ -253,9 +254,17 @@ func (r *Resolver) gitCredential() (Credential, error) {
 	return Credential{Authorization: "Bearer " + strings.TrimSpace(pass), Source: "git credential", helper: &w}, nil
 }
 
-// Approve tells the credential helper a credential worked (git credential approve), as git does.
+// Approve tells the credential helper a credential worked (git credential approve), as git does,
+// once per credential.
 func (r *Resolver) Approve(c Credential) {
-	if c.helper != nil {
+	if c.helper == nil {
+		return
+	}
+	r.mu.Lock()
+	done := r.approved
+	r.approved = true
+	r.mu.Unlock()
+	if !done {
 		_ = c.helper.CredentialHelper.Approve(c.helper.Creds)
 	}
 }
@@ -264,7 +273,7 @@ func (r *Resolver) Approve(c Credential) {
 // credential reject) and the next Get resolves again.
 func (r *Resolver) Reject(c Credential) {
 	r.mu.Lock()
-	r.cached = nil
+	r.cached, r.approved = nil, false
 	r.mu.Unlock()
 	if c.helper != nil {
 		_ = c.helper.CredentialHelper.Reject(c.helper.Creds)

@@ -150,6 +150,7 @@ func TestEachSourceAlone(t *testing.T) {
 		}
 		want(t, c, "Bearer fromhelper", "git credential")
 		r.Approve(c)
+		r.Approve(c) // once per credential
 		r.Reject(c)
 		b, _ := os.ReadFile(logf)
 		if got := strings.Fields(string(b)); strings.Join(got, " ") != "get store erase" {
