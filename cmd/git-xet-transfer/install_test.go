@@ -190,3 +190,21 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+func TestIsHubURL(t *testing.T) {
+	t.Setenv("HF_ENDPOINT", "http://127.0.0.1:9999")
+	for u, want := range map[string]bool{
+		"https://huggingface.co/org/m": true,
+		"https://hf.co/datasets/org/d": true,
+		"git@hf.co:org/m":              true,
+		"ssh://git@hf.co/org/m":        true,
+		"http://127.0.0.1:9999/org/m":  true,
+		"https://github.com/org/m":     false,
+		"git@github.com:org/m":         false,
+		"/srv/repos/m.git":             false,
+	} {
+		if got := isHubURL(u); got != want {
+			t.Errorf("isHubURL(%q) = %v", u, got)
+		}
+	}
+}

@@ -136,6 +136,16 @@ func networkMode(ctx context.Context, g agent.Git, remoteURL string) string {
 		return "network remote: Xet when its LFS server offers the \"xet\" transfer"
 	}
 	lfsURL := strings.TrimSuffix(remoteURL, "/")
+	// git-lfs keys an SSH remote by the https URL it guesses from it (port dropped).
+	switch u, err := url.Parse(lfsURL); {
+	case err == nil && (u.Scheme == "http" || u.Scheme == "https"):
+	case err == nil && u.Host != "": // ssh://git@hf.co/ns/name
+		lfsURL = "https://" + u.Hostname() + u.Path
+	default: // scp-like git@hf.co:ns/name
+		_, hostPath, _ := strings.Cut(lfsURL, "@")
+		host, path, _ := strings.Cut(hostPath, ":")
+		lfsURL = "https://" + host + "/" + strings.TrimPrefix(path, "/")
+	}
 	if !strings.HasSuffix(lfsURL, ".git") {
 		lfsURL += ".git"
 	}

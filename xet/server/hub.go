@@ -157,7 +157,7 @@ func (s *Server) legacyPath(ns, oid string) string {
 }
 
 // keepLegacy stores a basic-transfer upload whole (temp file, SHA-256 check, fsync, rename).
-func (s *Server) keepLegacy(r *http.Request, ns, oid string, body io.Reader) error {
+func (s *Server) keepLegacy(ns, oid string, body io.Reader) error {
 	dst := s.legacyPath(ns, oid)
 	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return err
@@ -198,7 +198,7 @@ func (s *Server) putLegacy(w http.ResponseWriter, r *http.Request, ns, oid strin
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.Limits.Object)
-	if err := s.keepLegacy(r, ns, oid, body); err != nil {
+	if err := s.keepLegacy(ns, oid, body); err != nil {
 		s.failLFS(w, r, "upload", err)
 		return
 	}
