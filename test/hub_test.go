@@ -107,7 +107,7 @@ func TestHubPushCloneEditPull(t *testing.T) {
 	big := testutil.RandomBytes(50<<20, 7919)
 	writeFile(t, filepath.Join(work, "model.bin"), big)
 	writeFile(t, filepath.Join(work, "tensor.bin"), tensor(5<<20))
-	writeFile(t, filepath.Join(work, "notes.bin"), testutil.RandomBytes(1024, 15838))
+	writeFile(t, filepath.Join(work, "notes.bin"), []byte(strings.Repeat("A 1 KB text file of notes.\n", 38)))
 	for i := 0; i < 300; i++ {
 		writeFile(t, filepath.Join(work, "small", fmt.Sprintf("f%03d.bin", i)), testutil.RandomBytes(100+i*10, uint64(23757+i)))
 	}
@@ -130,7 +130,11 @@ func TestHubPushCloneEditPull(t *testing.T) {
 
 	clone := filepath.Join(e.home, "clone")
 	began = time.Now()
-	e.git("", "clone", "-q", remote, clone)
+	cl := e.cmd("", "git", "clone", "-q", remote, clone)
+	cl.Env = append(cl.Env, "GIT_LFS_SKIP_SMUDGE=0")
+	if out, err := cl.CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
 	t.Logf("clone: %v", time.Since(began))
 	if n := sameTree(t, work, clone); n < 303 {
 		t.Fatalf("compared %d files", n)
