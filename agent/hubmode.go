@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,4 +220,26 @@ func expOf(t casapi.Token) time.Time {
 		return time.Unix(t.Exp, 0)
 	}
 	return time.Time{}
+}
+
+// ActionCAS returns a CAS client for a xet batch action (X-Xet-* headers, href = the token route),
+// for callers outside the protocol loop (migrate): its token is renewed at href with the action's
+// own Authorization header, or else with the user's credential for remote, as the agent does.
+func ActionCAS(a *protocol.Action, remote, operation string, o XetOptions) (cas.Client, error) {
+	ba, err := parseBatchAction(a)
+	if err != nil {
+		return nil, err
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Transport: cas.NewTransport()}
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = cas.DefaultUserAgent()
+	}
+	x := &xetTransferer{o: o, init: Init{Remote: remote, Operation: operation}, endpoints: map[string]*endpoint{}}
+	e := x.batchEndpoint(ba)
+	if e.cache != nil {
+		e.cache.Close() // the caller brings its own cache
+	}
+	return e.cas, nil
 }

@@ -24,6 +24,7 @@ func commands() []command {
 		{"install", "configure git-lfs to use this agent [--local|--global|--system]", runInstall},
 		{"uninstall", "remove what install wrote [--local|--global|--system]", runUninstall},
 		{"status", "show the configuration, caches, stores and versions", runStatus},
+		{"migrate", "move this repository's LFS objects to Xet, without rewriting history (see migrate --help)", runMigrate},
 		{"track", "same as `git lfs track` (choose the files stored through LFS/Xet)", runTrack},
 		{"transfer", "run the transfer agent (what git-lfs runs; same as no command)", runAgent},
 		{"version", "print the version", runVersion},

@@ -1,0 +1,221 @@
+// Package migrate moves an existing LFS repository's objects to Xet without rewriting history:
+// walk the refs for pointers (go-git, git-lfs's pointer decoder), get each object's bytes (the
+// local .git/lfs/objects, else the old LFS server by its batch API, SHA-256 verified), upload them
+// in multi-file sessions ordered so that versions of one path follow each other, verify them on
+// the target, and report. A state file under .git/xet/ records finished sessions; a run killed at
+// any point and started again asks the target what it holds and goes on from there.
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-lfs/git-lfs/v3/config"
+	"github.com/git-lfs/git-lfs/v3/lfsapi"
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// Options of a migration.
+type Options struct {
+	Dir    string   // inside the repository
+	Remote string   // whose old LFS server objects come from (default "origin")
+	Refs   []string // nil or ["all"]: every ref
+	Target Target
+	DryRun bool // walk and estimate (chunking local objects into a throwaway store); change nothing
+	Cache  upload.ShardCache
+	// SessionBytes bounds one upload session (default 1 GiB): a finished session is durable and
+	// recorded, so a killed run loses at most one session's work.
+	SessionBytes int64
+	VerifyAll    bool // reconstruct every object (default: a sample)
+	Log          zerolog.Logger
+	Progress     func(Progress)
+}
+
+// Progress is reported after each object.
+type Progress struct {
+	Objects, TotalObjects int
+	Bytes, TotalBytes     int64
+	Elapsed               time.Duration
+}
+
+// Run migrates. The report says what moved; failures of single objects (missing everywhere) are in
+// Report.Failed and make the migration partial, not an error.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.SessionBytes <= 0 {
+		o.SessionBytes = 1 << 30
+	}
+	if o.Remote == "" {
+		o.Remote = "origin"
+	}
+	began := time.Now()
+	inv, err := Walk(ctx, o.Dir, o.Refs)
+	if err != nil {
+		return nil, err
+	}
+	rep := newReport(inv)
+	rep.WalkTime = time.Since(began)
+	o.Log.Info().Int("commits", inv.Commits).Int("objects", len(inv.Objects)).Int64("bytes", inv.Logical).Dur("took", rep.WalkTime).Msg("migrate: walked")
+	src, err := newSource(o)
+	if err != nil {
+		return nil, err
+	}
+	defer src.lfs.Close()
+	if o.DryRun {
+		err = dryRun(ctx, o, inv, src, rep)
+	} else {
+		err = migrate(ctx, o, inv, src, rep)
+	}
+	rep.Time = time.Since(began)
+	return rep, err
+}
+
+func newSource(o Options) (*source, error) {
+	cfg := config.NewIn(o.Dir, "")
+	c := lfsapi.NewClient(cfg)
+	gd := cfg.LocalGitStorageDir()
+	if gd == "" {
+		return nil, fmt.Errorf("%s is not inside a git repository", o.Dir)
+	}
+	s := &source{gitDir: gd, remote: o.Remote, lfs: c}
+	e := c.Endpoints.Endpoint("download", o.Remote)
+	switch {
+	case strings.HasPrefix(e.Url, "file://"):
+		if u, err := url.Parse(e.Url); err == nil {
+			dir := filepath.FromSlash(u.Path)
+			if d := filepath.Join(dir, ".git"); isDir(d) {
+				dir = d
+			}
+			s.remoteObjects = filepath.Join(dir, "lfs", "objects")
+		}
+	case e.Url != "" && e.Url != "<unknown>":
+		s.endpoint = e
+	}
+	return s, nil
+}
+
+// migrate uploads every object the target lacks, session by session.
+func migrate(ctx context.Context, o Options, inv *Inventory, src *source, rep *Report) error {
+	st, err := loadState(src.gitDir, o.Target.Where())
+	if err != nil {
+		return err
+	}
+	var todo []*Object
+	for i := 0; i < len(inv.Objects); i += 100 {
+		chunk := inv.Objects[i:min(i+100, len(inv.Objects))]
+		miss, err := o.Target.Missing(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		todo = append(todo, miss...)
+	}
+	rep.AlreadyThere = len(inv.Objects) - len(todo)
+	if len(todo) > 0 {
+		if err := uploadAll(ctx, o, todo, src, st, rep); err != nil {
+			return err
+		}
+	}
+	return verify(ctx, o, inv, rep)
+}
+
+// uploadAll runs sessions of up to o.SessionBytes over todo (in upload order), fetching objects
+// 100 at a time ahead of the session that needs them.
+func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *state, rep *Report) error {
+	client, err := o.Target.CAS(ctx)
+	if err != nil {
+		return err
+	}
+	counted := &countingCAS{Client: client}
+	cfg := upload.Config{CAS: counted, Cache: o.Cache, Policy: xorb.PolicyAuto, GlobalDedupe: true, Log: o.Log,
+		TempDir: filepath.Join(src.gitDir, "lfs", "tmp"), Concurrency: 2}
+	if o.Target.Embedded() {
+		cfg.Concurrency = 1
+	}
+	_ = os.MkdirAll(cfg.TempDir, 0o755)
+	sess := upload.NewSession(cfg)
+	defer sess.Close()
+	began := time.Now()
+	var pending []*Object
+	var pendingBytes, doneBytes int64
+	done := 0
+	finish := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := sess.Finish(ctx); err != nil {
+			return fmt.Errorf("registering %d files on %s: %w", len(pending), o.Target.Where(), err)
+		}
+		if err := st.record(pending); err != nil {
+			return err
+		}
+		pending, pendingBytes = nil, 0
+		return nil
+	}
+	for i := 0; i < len(todo); i += 100 {
+		chunk := todo[i:min(i+100, len(todo))]
+		failed, err := src.ensure(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		for _, obj := range chunk {
+			if ferr, bad := failed[obj.Oid]; bad {
+				rep.fail(obj, ferr)
+				continue
+			}
+			res, err := uploadOne(ctx, sess, src.path(obj.Oid), obj)
+			if err != nil {
+				return err
+			}
+			rep.add(obj, res)
+			pending = append(pending, obj)
+			pendingBytes += obj.Size
+			done++
+			doneBytes += obj.Size
+			if o.Progress != nil {
+				o.Progress(Progress{Objects: done, TotalObjects: len(todo), Bytes: doneBytes, TotalBytes: sumSize(todo), Elapsed: time.Since(began)})
+			}
+			if pendingBytes >= o.SessionBytes || len(pending) >= 5000 {
+				if err := finish(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := finish(); err != nil {
+		return err
+	}
+	rep.StoredXorbs, rep.StoredShards = counted.xorbs.Load(), counted.shards.Load()
+	return nil
+}
+
+// uploadOne adds one verified local object to the session and checks what the chunker hashed.
+func uploadOne(ctx context.Context, sess *upload.Session, path string, obj *Object) (*upload.FileResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := sess.Upload(ctx, f, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("uploading %s (%s): %w", obj.Oid, obj.Path, err)
+	}
+	if fmt.Sprintf("%x", res.SHA256) != obj.Oid || res.Size != obj.Size {
+		return nil, fmt.Errorf("%s changed while it was uploaded (SHA-256 %x): run again", path, res.SHA256)
+	}
+	return res, nil
+}
+
+func sumSize(objs []*Object) int64 {
+	var n int64
+	for _, o := range objs {
+		n += o.Size
+	}
+	return n
+}

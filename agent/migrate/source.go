@@ -1,0 +1,243 @@
+package migrate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-lfs/git-lfs/v3/lfsapi"
+	"github.com/git-lfs/git-lfs/v3/lfshttp"
+)
+
+// where is a URL as messages show it: no user info, no query.
+func where(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.EscapedPath()
+}
+
+// ErrMissing marks an object found neither locally nor on the old LFS server.
+var ErrMissing = errors.New("object missing")
+
+// source finds the bytes of objects: .git/lfs/objects, else the old LFS server (basic transfer).
+type source struct {
+	gitDir string
+	// remoteObjects is a local remote's git-lfs store (<remote>/lfs/objects), where plain git-lfs
+	// pushed to a path remote keeps objects; "" for network remotes.
+	remoteObjects string
+	remote        string
+	lfs           *lfsapi.Client
+	endpoint      lfshttp.Endpoint // the old LFS server; Url "" when there is none
+	// spool, when set (dry runs), receives fetched objects instead of .git/lfs/objects.
+	spool string
+	at    map[string]string // oid → a verified copy, filled by ensure
+}
+
+// dest is where a fetched or copied object goes.
+func (s *source) dest(oid string) string {
+	if s.spool != "" {
+		return filepath.Join(s.spool, oid)
+	}
+	return s.localPath(oid)
+}
+
+// path is the verified copy of oid ensure found or made.
+func (s *source) path(oid string) string { return s.at[oid] }
+
+// localPath is where git-lfs keeps oid.
+func (s *source) localPath(oid string) string {
+	return filepath.Join(s.gitDir, "lfs", "objects", oid[0:2], oid[2:4], oid)
+}
+
+// verifyFile reports whether path holds exactly oid (size and SHA-256).
+func verifyFile(path, oid string, size int64) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return false, err
+	}
+	return n == size && hex.EncodeToString(h.Sum(nil)) == oid, nil
+}
+
+// ensure makes the verified bytes of each object available (path), fetching those missing or
+// corrupt locally from the old LFS server in one batch (at most 100). It returns, per object that
+// could not be had, the reason.
+func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, error) {
+	if s.at == nil {
+		s.at = map[string]string{}
+	}
+	failed := map[string]error{}
+	var fetch []*Object
+	for _, o := range objs {
+		ok, err := verifyFile(s.localPath(o.Oid), o.Oid, o.Size)
+		if err != nil {
+			return nil, fmt.Errorf("reading the local copy of %s: %w", o.Oid, err)
+		}
+		if ok {
+			s.at[o.Oid] = s.localPath(o.Oid)
+			continue
+		}
+		if s.remoteObjects != "" {
+			if err := s.copyFromRemote(o); err != nil {
+				return nil, err
+			}
+			if ok, err = verifyFile(s.dest(o.Oid), o.Oid, o.Size); err != nil {
+				return nil, err
+			}
+		}
+		if ok {
+			s.at[o.Oid] = s.dest(o.Oid)
+		} else {
+			fetch = append(fetch, o)
+		}
+	}
+	if len(fetch) == 0 {
+		return failed, nil
+	}
+	if s.endpoint.Url == "" {
+		for _, o := range fetch {
+			failed[o.Oid] = fmt.Errorf("%w: not in .git/lfs/objects (or corrupt there) and no LFS server to fetch it from", ErrMissing)
+		}
+		return failed, nil
+	}
+	a, err := batch(ctx, s.lfs, s.endpoint, s.remote, "download", []string{"basic"}, fetch)
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]bool{}
+	for _, r := range a.Objects {
+		got[r.Oid] = true
+		var o *Object
+		for _, f := range fetch {
+			if f.Oid == r.Oid {
+				o = f
+			}
+		}
+		switch {
+		case o == nil:
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(s.endpoint.Url), r.Oid)
+		case r.Error != nil:
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, where(s.endpoint.Url), r.Error.Code, r.Error.Message)
+		case r.Actions["download"] == nil:
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s gave no download action", ErrMissing, where(s.endpoint.Url))
+		default:
+			if err := s.get(ctx, o, r.Actions["download"].Href, r.Actions["download"].Header); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				failed[o.Oid] = err
+			} else {
+				s.at[o.Oid] = s.dest(o.Oid)
+			}
+		}
+	}
+	for _, o := range fetch {
+		if !got[o.Oid] {
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s left it out of its answer", ErrMissing, where(s.endpoint.Url))
+		}
+	}
+	return failed, nil
+}
+
+// get downloads one object into .git/lfs/objects: a temp file in .git/lfs/tmp, SHA-256 checked,
+// then renamed, as git-lfs does.
+func (s *source) get(ctx context.Context, o *Object, href string, header map[string]string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", where(href), err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	// As git-lfs's basic adapter: the action's headers, else the remote's credentials.
+	resp, err := s.lfs.DoWithAuth(s.remote, s.lfs.Endpoints.AccessFor(s.endpoint.Url), req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		// git-lfs's errors may quote the URL: never its query (signatures).
+		return fmt.Errorf("GET %s: %s", where(href), strings.ReplaceAll(err.Error(), href, where(href)))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", where(href), resp.Status)
+	}
+	tmpDir := filepath.Join(s.gitDir, "lfs", "tmp")
+	if s.spool != "" {
+		tmpDir = s.spool
+	}
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(tmpDir, "migrate-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, o.Size+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", where(href), err)
+	}
+	if n != o.Size || hex.EncodeToString(h.Sum(nil)) != o.Oid {
+		return fmt.Errorf("GET %s: the bytes are not object %s (%d bytes)", where(href), o.Oid, n)
+	}
+	dst := s.dest(o.Oid)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), dst)
+}
+
+// copyFromRemote copies oid from a local remote's git-lfs store into .git/lfs/objects when it is
+// there and right (temp file, rename); a missing or wrong copy is left for the caller to report.
+func (s *source) copyFromRemote(o *Object) error {
+	src := filepath.Join(s.remoteObjects, o.Oid[0:2], o.Oid[2:4], o.Oid)
+	if ok, err := verifyFile(src, o.Oid, o.Size); err != nil || !ok {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	dst := s.dest(o.Oid)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".migrate-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, in); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}

@@ -1,0 +1,226 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/git-lfs/git-lfs/v3/config"
+	"github.com/git-lfs/git-lfs/v3/lfsapi"
+	"github.com/git-lfs/git-lfs/v3/lfshttp"
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/protocol"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// Target is where objects migrate to.
+type Target interface {
+	// Missing returns the objects of objs (at most 100) the target does not hold yet; a target
+	// holding one under another size is an error.
+	Missing(ctx context.Context, objs []*Object) ([]*Object, error)
+	// CAS is the client upload sessions and verification use (after Missing asked for at least
+	// one missing object, for targets that hand out tokens then).
+	CAS(ctx context.Context) (cas.Client, error)
+	// Embedded: the CAS is in this process (one xorb upload in flight is enough).
+	Embedded() bool
+	Where() string
+	Close() error
+}
+
+// embeddedTarget is the embedded Xet store of a local remote (or any store directory).
+type embeddedTarget struct {
+	dir   string
+	st    *store.Store
+	local *embedded.CAS
+}
+
+// OpenEmbedded opens (creating) the store at dir.
+func OpenEmbedded(dir string, log zerolog.Logger) (Target, error) {
+	st, err := store.Open(dir, store.Options{Log: log, MetaCacheBytes: store.EmbeddedMetaCacheBytes})
+	if err != nil {
+		return nil, fmt.Errorf("opening the Xet store %s: %w", dir, err)
+	}
+	return &embeddedTarget{dir: dir, st: st, local: embedded.New(st, "")}, nil
+}
+
+func (t *embeddedTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, error) {
+	var out []*Object
+	for _, o := range objs {
+		sha, err := hash.ParseSHA256(o.Oid)
+		if err != nil {
+			return nil, err
+		}
+		_, size, err := t.local.LookupSHA256(ctx, sha)
+		switch {
+		case errors.Is(err, cas.ErrNotFound) || errors.Is(err, store.ErrNotFound):
+			out = append(out, o)
+		case err != nil:
+			return nil, err
+		case int64(size) != o.Size:
+			return nil, fmt.Errorf("the Xet store %s holds %s with %d bytes, the pointer says %d", t.dir, o.Oid, size, o.Size)
+		}
+	}
+	return out, nil
+}
+
+func (t *embeddedTarget) CAS(context.Context) (cas.Client, error) { return t.local, nil }
+func (t *embeddedTarget) Embedded() bool                          { return true }
+func (t *embeddedTarget) Where() string                           { return t.dir }
+func (t *embeddedTarget) Close() error                            { return nil }
+
+// batchTarget is an LFS server offering the xet transfer (xet-server, the Hub): the batch API says
+// which objects it lacks and hands out the CAS, as for git push; credentials as git-lfs's.
+type batchTarget struct {
+	remote   string
+	endpoint lfshttp.Endpoint
+	lfs      *lfsapi.Client
+	opts     agent.XetOptions
+	client   atomic.Pointer[cas.Client]
+}
+
+// OpenBatch returns the target at an LFS URL (…/info/lfs), reached with remote's credentials.
+func OpenBatch(lfsURL, remote string, o agent.XetOptions) (Target, error) {
+	c := lfsapi.NewClient(config.New())
+	return &batchTarget{remote: remote, endpoint: c.Endpoints.NewEndpoint("upload", lfsURL), lfs: c, opts: o}, nil
+}
+
+type batchReq struct {
+	Operation string     `json:"operation"`
+	Transfers []string   `json:"transfers"`
+	Objects   []batchObj `json:"objects"`
+	HashAlgo  string     `json:"hash_algo"`
+}
+
+type batchObj struct {
+	Oid  string `json:"oid"`
+	Size int64  `json:"size"`
+}
+
+type batchAns struct {
+	Transfer string `json:"transfer"`
+	Objects  []struct {
+		Oid     string                      `json:"oid"`
+		Size    int64                       `json:"size"`
+		Actions map[string]*protocol.Action `json:"actions"`
+		Error   *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	} `json:"objects"`
+}
+
+// batch posts an LFS batch request with git-lfs's client (its credential helpers, netrc, ssh).
+func batch(ctx context.Context, c *lfsapi.Client, e lfshttp.Endpoint, remote, op string, transfers []string, objs []*Object) (*batchAns, error) {
+	body := batchReq{Operation: op, Transfers: transfers, HashAlgo: "sha256"}
+	for _, o := range objs {
+		body.Objects = append(body.Objects, batchObj{o.Oid, o.Size})
+	}
+	req, err := c.NewRequest(http.MethodPost, e, "objects/batch", body)
+	if err != nil {
+		return nil, fmt.Errorf("LFS batch %s at %s: %w", op, where(e.Url), err)
+	}
+	req = req.WithContext(ctx)
+	resp, err := c.DoWithAuth(remote, c.Endpoints.AccessFor(e.Url), req)
+	if err != nil {
+		return nil, fmt.Errorf("LFS batch %s at %s: %w", op, where(e.Url), err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("LFS batch %s at %s: %w", op, where(e.Url), err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("LFS batch %s at %s: %s: %s", op, where(e.Url), resp.Status, strings.TrimSpace(string(first(b, 300))))
+	}
+	var a batchAns
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&a); err != nil {
+		return nil, fmt.Errorf("LFS batch %s at %s: the answer is not JSON: %w", op, where(e.Url), err)
+	}
+	return &a, nil
+}
+
+func first(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, error) {
+	a, err := batch(ctx, t.lfs, t.endpoint, t.remote, "upload", []string{"xet"}, objs)
+	if err != nil {
+		return nil, err
+	}
+	byOid := map[string]*Object{}
+	for _, o := range objs {
+		byOid[o.Oid] = o
+	}
+	var out []*Object
+	for _, r := range a.Objects {
+		o, ok := byOid[r.Oid]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(t.endpoint.Url), r.Oid)
+		case r.Error != nil:
+			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", where(t.endpoint.Url), r.Oid, r.Error.Code, r.Error.Message)
+		case len(r.Actions) == 0:
+			continue // stored
+		case a.Transfer != "xet":
+			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", where(t.endpoint.Url), a.Transfer)
+		}
+		if t.client.Load() == nil && r.Actions["upload"] != nil {
+			c, err := agent.ActionCAS(r.Actions["upload"], t.remote, "upload", t.opts)
+			if err != nil {
+				return nil, err
+			}
+			t.client.Store(&c)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func (t *batchTarget) CAS(context.Context) (cas.Client, error) {
+	if c := t.client.Load(); c != nil {
+		return *c, nil
+	}
+	return nil, fmt.Errorf("the LFS server at %s gave no xet action", where(t.endpoint.Url))
+}
+func (t *batchTarget) Embedded() bool { return false }
+func (t *batchTarget) Where() string  { return where(t.endpoint.Url) }
+func (t *batchTarget) Close() error   { return t.lfs.Close() }
+
+// countingCAS counts the bytes of the xorbs and shards a session stores.
+type countingCAS struct {
+	cas.Client
+	xorbs, shards atomic.Int64
+}
+
+func (c *countingCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+	n := int64(len(x.Body))
+	ins, err := c.Client.PutXorb(ctx, x)
+	if err == nil && ins {
+		c.xorbs.Add(n)
+	}
+	return ins, err
+}
+
+func (c *countingCAS) PutShard(ctx context.Context, body []byte) error {
+	err := c.Client.PutShard(ctx, body)
+	if err == nil {
+		c.shards.Add(int64(len(body)))
+	}
+	return err
+}

@@ -1,0 +1,320 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/git-lfs/git-lfs/v3/lfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// Object is one LFS object the history names.
+type Object struct {
+	Oid    string
+	Size   int64
+	Path   string // the first path it was seen at (newest commits first)
+	Commit string // a commit naming it there
+	order  int    // for the upload order: versions of one path follow each other, oldest first
+}
+
+// Inventory is what a walk found.
+type Inventory struct {
+	Objects   []*Object // in upload order
+	Commits   int
+	Pointers  int   // pointer blobs seen (distinct blobs)
+	Logical   int64 // bytes of the distinct objects
+	LocalOnly int   // objects found only in .git/lfs/objects (no pointer in the walked refs)
+}
+
+// sizer is go-git's filesystem storage, which tells an object's size without decoding it.
+type sizer interface {
+	EncodedObjectSize(plumbing.Hash) (int64, error)
+}
+
+// walker walks commits and trees once each, remembering blobs already looked at.
+type walker struct {
+	repo    *git.Repository
+	sizes   sizer
+	trees   map[plumbing.Hash]bool
+	blobs   map[plumbing.Hash]*lfs.Pointer // nil: not a pointer
+	objects map[string]*Object
+	byPath  map[string][]*Object
+	inv     *Inventory
+}
+
+// Walk finds the LFS objects of the repository at dir: every pointer in the trees of the commits
+// reachable from refs (nil or ["all"]: every branch, tag and remote-tracking ref), decoded with
+// git-lfs's pointer decoder under its 1024-byte cutoff, plus the objects kept in .git/lfs/objects.
+// Commits and trees are read once each (trees shared between commits are not walked again).
+func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, fmt.Errorf("opening the repository at %s: %w", dir, err)
+	}
+	w := &walker{repo: repo, trees: map[plumbing.Hash]bool{}, blobs: map[plumbing.Hash]*lfs.Pointer{},
+		objects: map[string]*Object{}, byPath: map[string][]*Object{}, inv: &Inventory{}}
+	if s, ok := repo.Storer.(sizer); ok {
+		w.sizes = s
+	}
+	tips, err := resolveRefs(repo, refs)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.walkCommits(ctx, tips); err != nil {
+		return nil, err
+	}
+	w.addLocalObjects(dir)
+	w.order()
+	return w.inv, nil
+}
+
+// resolveRefs turns the --refs arguments into commit hashes.
+func resolveRefs(repo *git.Repository, refs []string) ([]plumbing.Hash, error) {
+	var tips []plumbing.Hash
+	if len(refs) == 0 || (len(refs) == 1 && refs[0] == "all") {
+		it, err := repo.References()
+		if err != nil {
+			return nil, fmt.Errorf("listing refs: %w", err)
+		}
+		err = it.ForEach(func(r *plumbing.Reference) error {
+			n := r.Name()
+			if r.Type() == plumbing.HashReference && (n.IsBranch() || n.IsTag() || n.IsRemote() || strings.HasPrefix(n.String(), "refs/")) {
+				tips = append(tips, r.Hash())
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if h, err := repo.Head(); err == nil {
+			tips = append(tips, h.Hash())
+		}
+		return tips, nil
+	}
+	for _, r := range refs {
+		h, err := repo.ResolveRevision(plumbing.Revision(r))
+		if err != nil {
+			return nil, fmt.Errorf("ref %q: %w", r, err)
+		}
+		tips = append(tips, *h)
+	}
+	return tips, nil
+}
+
+// walkCommits visits every commit reachable from tips once, newest first.
+func (w *walker) walkCommits(ctx context.Context, tips []plumbing.Hash) error {
+	seen := map[plumbing.Hash]bool{}
+	stack := append([]plumbing.Hash(nil), tips...)
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := w.commitOrTag(h)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			continue
+		}
+		w.inv.Commits++
+		tree, err := w.repo.TreeObject(c.TreeHash)
+		if err != nil {
+			return fmt.Errorf("commit %s: tree %s: %w", c.Hash, c.TreeHash, err)
+		}
+		if err := w.walkTree(tree, "", c.Hash.String(), w.inv.Commits); err != nil {
+			return err
+		}
+		stack = append(stack, c.ParentHashes...)
+	}
+	return nil
+}
+
+// commitOrTag reads h as a commit, peeling annotated tags; nil for tags of other objects.
+func (w *walker) commitOrTag(h plumbing.Hash) (*object.Commit, error) {
+	for range 16 {
+		o, err := w.repo.Object(plumbing.AnyObject, h)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", h, err)
+		}
+		switch v := o.(type) {
+		case *object.Commit:
+			return v, nil
+		case *object.Tag:
+			h = v.Target
+		default:
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// walkTree visits the entries of tree (at prefix) not seen under an earlier commit.
+func (w *walker) walkTree(tree *object.Tree, prefix, commit string, seq int) error {
+	if w.trees[tree.Hash] {
+		return nil
+	}
+	w.trees[tree.Hash] = true
+	for _, e := range tree.Entries {
+		p := prefix + e.Name
+		switch {
+		case e.Mode == filemode.Dir:
+			sub, err := w.repo.TreeObject(e.Hash)
+			if err != nil {
+				return fmt.Errorf("tree %s (%s): %w", e.Hash, p, err)
+			}
+			if err := w.walkTree(sub, p+"/", commit, seq); err != nil {
+				return err
+			}
+		case e.Mode.IsFile():
+			ptr, err := w.pointer(e.Hash)
+			if err != nil {
+				return fmt.Errorf("blob %s (%s): %w", e.Hash, p, err)
+			}
+			if ptr != nil {
+				w.add(ptr, p, commit, seq)
+			}
+		}
+	}
+	return nil
+}
+
+// pointer decodes blob h as an LFS pointer, once per blob: nil when it is not one (too big, or
+// not a pointer as git-lfs reads them).
+func (w *walker) pointer(h plumbing.Hash) (*lfs.Pointer, error) {
+	if p, ok := w.blobs[h]; ok {
+		return p, nil
+	}
+	w.blobs[h] = nil
+	if w.sizes != nil {
+		size, err := w.sizes.EncodedObjectSize(h)
+		if err != nil {
+			return nil, err
+		}
+		if size >= lfs.BlobSizeCutoff {
+			return nil, nil
+		}
+	}
+	b, err := w.repo.BlobObject(h)
+	if err != nil {
+		return nil, err
+	}
+	if b.Size >= lfs.BlobSizeCutoff {
+		return nil, nil
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := lfs.DecodePointer(strings.NewReader(string(data)))
+	if err != nil || p.Oid == "" {
+		return nil, nil // not a pointer: git-lfs leaves it alone too
+	}
+	w.inv.Pointers++
+	w.blobs[h] = p
+	return p, nil
+}
+
+func (w *walker) add(p *lfs.Pointer, path, commit string, seq int) {
+	if o, ok := w.objects[p.Oid]; ok {
+		if seq > o.order { // an older commit: the upload order follows the oldest sighting
+			o.order = seq
+		}
+		return
+	}
+	o := &Object{Oid: p.Oid, Size: p.Size, Path: path, Commit: commit, order: seq}
+	w.objects[p.Oid] = o
+	w.byPath[path] = append(w.byPath[path], o)
+}
+
+// addLocalObjects adds the objects of .git/lfs/objects that no walked pointer names.
+func (w *walker) addLocalObjects(dir string) {
+	root := filepath.Join(gitDir(w.repo, dir), "lfs", "objects")
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !isOid(d.Name()) {
+			return nil
+		}
+		if _, ok := w.objects[d.Name()]; ok {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		w.objects[d.Name()] = &Object{Oid: d.Name(), Size: fi.Size(), Path: "(.git/lfs/objects)"}
+		w.byPath["(.git/lfs/objects)"] = append(w.byPath["(.git/lfs/objects)"], w.objects[d.Name()])
+		w.inv.LocalOnly++
+		return nil
+	})
+}
+
+// order lays the objects out for upload: paths in order of first appearance in history, and the
+// versions of each path from oldest to newest, so each version dedupes against the one before.
+func (w *walker) order() {
+	paths := make([]string, 0, len(w.byPath))
+	oldest := map[string]int{}
+	for p, objs := range w.byPath {
+		paths = append(paths, p)
+		sort.SliceStable(objs, func(i, j int) bool { return objs[i].order > objs[j].order })
+		oldest[p] = objs[0].order
+	}
+	sort.Slice(paths, func(i, j int) bool {
+		if oldest[paths[i]] != oldest[paths[j]] {
+			return oldest[paths[i]] > oldest[paths[j]]
+		}
+		return paths[i] < paths[j]
+	})
+	for _, p := range paths {
+		for _, o := range w.byPath[p] {
+			w.inv.Objects = append(w.inv.Objects, o)
+			w.inv.Logical += o.Size
+		}
+	}
+}
+
+func isOid(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// gitDir is the repository's git directory.
+func gitDir(repo *git.Repository, dir string) string {
+	if fs, ok := repo.Storer.(*filesystem.Storage); ok {
+		return fs.Filesystem().Root()
+	}
+	if d := filepath.Join(dir, ".git"); isDir(d) {
+		return d
+	}
+	return dir
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

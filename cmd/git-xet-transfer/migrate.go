@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/git-lfs/git-lfs/v3/config"
+	"github.com/git-lfs/git-lfs/v3/lfsapi"
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+)
+
+type migrateFlags struct {
+	remote, to, verify string
+	refs               []string
+	dryRun, lfsconfig  bool
+	jobs               int
+}
+
+// runMigrate moves the repository's LFS objects to Xet: exit 0 when every object migrated, 3 when
+// some could not be found (partial), 1 on an error.
+func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, ok := parseMigrateFlags(args, stderr)
+	if !ok {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	g := agent.Git{}
+	log, closeLog := agentLogger(ctx, g, stderr)
+	defer closeLog()
+	if f.dryRun { // nothing is opened on the target: it must not change
+		return dryRunMigrate(ctx, f, log, stdout, stderr)
+	}
+	target, err := openTarget(ctx, g, f, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %v\n", err)
+		return 1
+	}
+	defer target.Close()
+	o := migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, Target: target, DryRun: f.dryRun,
+		VerifyAll: f.verify == "all", Log: log}
+	if root, err := localshards.Root(); err == nil {
+		if c, err := localshards.Open(localshards.EndpointDir(root, target.Where()), localshards.Options{Log: log}); err == nil {
+			defer c.Close()
+			o.Cache = c
+		}
+	}
+	if isTerminal(stderr) {
+		o.Progress = progressPrinter(stderr)
+	}
+	rep, err := migrate.Run(ctx, o)
+	if rep != nil {
+		rep.Print(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %v\n", err)
+		return 1
+	}
+	if rep.Partial() {
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %d objects could not be migrated (listed above); the rest is on %s. "+
+			"The repository is not switched to Xet until every object is there: find the missing ones and run migrate again.\n", len(rep.Failed), target.Where())
+		return 3
+	}
+	if err := switchToXet(ctx, g, f, target, stdout); err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: switching to Xet: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// dryRunMigrate walks and estimates without opening the target.
+func dryRunMigrate(ctx context.Context, f migrateFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
+	rep, err := migrate.Run(ctx, migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, DryRun: true, Log: log})
+	if rep != nil {
+		rep.Print(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
+	var f migrateFlags
+	fs := flag.NewFlagSet("git-xet-transfer migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.remote, "remote", "origin", "the remote whose LFS objects move (and whose old LFS server serves those not in .git/lfs/objects)")
+	refs := fs.String("refs", "all", "the refs whose history is walked: all, or a comma-separated list")
+	fs.StringVar(&f.to, "to", "", "the target: an LFS URL offering the xet transfer (e.g. xet-server's …/info/lfs), or a local remote's path; default: the remote itself")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "walk and estimate (chunking the local objects into a throwaway store) without changing anything")
+	fs.IntVar(&f.jobs, "jobs", 0, "accepted for compatibility; uploads run as one ordered session stream")
+	fs.StringVar(&f.verify, "verify", "sample", "after uploading, reconstruct a sample of the objects, or all of them (all)")
+	fs.BoolVar(&f.lfsconfig, "write-lfsconfig", false, "also write lfs.url = --to into .lfsconfig and commit it, for every clone")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: git-xet-transfer migrate [--remote NAME] [--refs all|REF,...] [--to URL|PATH] [--dry-run] [--verify sample|all] [--write-lfsconfig]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return f, false
+	}
+	if fs.NArg() > 0 || (f.verify != "sample" && f.verify != "all") {
+		fs.Usage()
+		return f, false
+	}
+	for _, r := range strings.Split(*refs, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			f.refs = append(f.refs, r)
+		}
+	}
+	return f, true
+}
+
+// openTarget finds where objects go: --to, else the remote itself (its embedded store when it is on
+// this machine, else its LFS server, which must offer xet).
+func openTarget(ctx context.Context, g agent.Git, f migrateFlags, log zerolog.Logger) (migrate.Target, error) {
+	to := f.to
+	if to == "" {
+		if r, err := agent.ResolveLocalRemote(ctx, g, f.remote); err == nil {
+			return migrate.OpenEmbedded(r.StoreDir(), log)
+		}
+		e := lfsapi.NewClient(config.New()).Endpoints.Endpoint("upload", f.remote)
+		if e.Url == "" || e.Url == "<unknown>" {
+			return nil, fmt.Errorf("remote %q has no LFS endpoint; give --to", f.remote)
+		}
+		return migrate.OpenBatch(e.Url, f.remote, agent.XetOptions{Log: log})
+	}
+	if strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://") {
+		return migrate.OpenBatch(to, f.remote, agent.XetOptions{Log: log})
+	}
+	p, ok := agent.LocalPath(to, g.TopLevel(ctx))
+	if !ok {
+		return nil, fmt.Errorf("--to %q is neither an http(s) LFS URL nor a local path", to)
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("--to %s: not a directory", p)
+	}
+	if d := filepath.Join(p, ".git"); isDirPath(d) {
+		p = d
+	}
+	return migrate.OpenEmbedded(filepath.Join(p, "xet"), log)
+}
+
+func isDirPath(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// switchToXet writes what makes later pushes and pulls of the remote use Xet: the agent's keys in
+// this repository's config, remote.<r>.lfsurl for a --to target, .lfsconfig when asked.
+func switchToXet(ctx context.Context, g agent.Git, f migrateFlags, target migrate.Target, stdout io.Writer) error {
+	self, err := selfPath()
+	if err != nil {
+		return err
+	}
+	set := [][2]string{{keyPath, self}, {keyConcurrent, "true"}, {keyStandalone, agentName}}
+	newURL, err := targetURL(ctx, g, f)
+	if err != nil {
+		return err
+	}
+	if newURL != "" {
+		set = append(set, [2]string{"remote." + f.remote + ".lfsurl", newURL})
+		// lfs.url wins over remote.<r>.lfsurl in git-lfs: when one is set (config or .lfsconfig),
+		// this repository's own lfs.url must name the target too.
+		cur, _ := g.Config(ctx, "lfs.url")
+		if cur == "" {
+			cur, _ = g.Run(ctx, "config", "-f", filepath.Join(g.TopLevel(ctx), ".lfsconfig"), "--get", "lfs.url")
+		}
+		if cur != "" && cur != newURL {
+			set = append(set, [2]string{"lfs.url", newURL})
+		}
+	}
+	for _, kv := range set {
+		if _, err := g.Run(ctx, "config", "--local", kv[0], kv[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "git config --local %s %s\n", kv[0], kv[1])
+	}
+	if f.lfsconfig && newURL != "" {
+		if _, err := g.Run(ctx, "config", "-f", ".lfsconfig", "lfs.url", newURL); err != nil {
+			return err
+		}
+		if _, err := g.Run(ctx, "add", ".lfsconfig"); err != nil {
+			return err
+		}
+		if _, err := g.Run(ctx, "commit", "-q", "-m", "Store LFS files through Xet at "+newURL, "--", ".lfsconfig"); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "committed .lfsconfig (lfs.url = "+newURL+"): push it so every clone uses the new server")
+	}
+	fmt.Fprintf(stdout, "switched: pushes and pulls of %s now go through Xet at %s.\n"+
+		"The old LFS objects were left where they were: `git lfs prune` frees the local copies that are no longer checked out, "+
+		"and the old LFS server's copies can be deleted there once every clone has switched.\n", f.remote, target.Where())
+	return nil
+}
+
+// targetURL is the LFS URL later pushes and pulls must use: --to (a local path made absolute), or
+// for the remote's own embedded store the remote's URL; "" when nothing changes (the remote's LFS
+// server is the target).
+func targetURL(ctx context.Context, g agent.Git, f migrateFlags) (string, error) {
+	switch {
+	case strings.HasPrefix(f.to, "http://") || strings.HasPrefix(f.to, "https://"):
+		return f.to, nil
+	case f.to != "":
+		p, _ := agent.LocalPath(f.to, g.TopLevel(ctx))
+		return p, nil
+	}
+	r, err := agent.ResolveLocalRemote(ctx, g, f.remote)
+	if err != nil {
+		return "", nil
+	}
+	u, err := g.Run(ctx, "remote", "get-url", f.remote)
+	if err != nil {
+		return "", err
+	}
+	if p, ok := agent.LocalPath(u, g.TopLevel(ctx)); ok {
+		return p, nil
+	}
+	return r.URL, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressPrinter rewrites one status line: objects, bytes, rate, ETA.
+func progressPrinter(w io.Writer) func(migrate.Progress) {
+	last := time.Time{}
+	return func(p migrate.Progress) {
+		if time.Since(last) < 200*time.Millisecond && p.Objects < p.TotalObjects {
+			return
+		}
+		last = time.Now()
+		rate := float64(p.Bytes) / max(p.Elapsed.Seconds(), 0.001)
+		eta := time.Duration(float64(p.TotalBytes-p.Bytes)/max(rate, 1)) * time.Second
+		fmt.Fprintf(w, "\rmigrating: %d/%d objects, %d/%d MB, %.1f MB/s, ETA %s   ", p.Objects, p.TotalObjects,
+			p.Bytes>>20, p.TotalBytes>>20, rate/1e6, eta.Round(time.Second))
+		if p.Objects == p.TotalObjects {
+			fmt.Fprintln(w)
+		}
+	}
+}
+

@@ -1,0 +1,224 @@
+package test
+
+import (
+	"crypto/sha256"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+)
+
+// lfsTestServer is git-lfs's reference server (github.com/git-lfs/lfs-test-server) on loopback, with
+// one user.
+type lfsTestServer struct {
+	url     string // http://127.0.0.1:PORT
+	content string // its object directory
+}
+
+const ltsUser, ltsPass = "olduser", "oldpass"
+
+func startLFSTestServer(t *testing.T) *lfsTestServer {
+	t.Helper()
+	bin, err := exec.LookPath("lfs-test-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("lfs-test-server is required under CI=true (test/install-lfs-test-server.sh builds it)")
+		}
+		t.Skip("lfs-test-server is not installed (test/install-lfs-test-server.sh builds it)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "LFS_LISTEN=tcp://"+addr, "LFS_HOST="+addr, "LFS_SCHEME=http",
+		"LFS_ADMINUSER=admin", "LFS_ADMINPASS=adminpass", "LFS_CONTENTPATH="+filepath.Join(dir, "content"),
+		"LFS_METADB="+filepath.Join(dir, "lfs.db"))
+	var logb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logb, &logb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	s := &lfsTestServer{url: "http://" + addr, content: filepath.Join(dir, "content")}
+	ok := waitFor(10*time.Second, func() bool {
+		req, _ := http.NewRequest("POST", s.url+"/mgmt/add", strings.NewReader("name="+ltsUser+"&password="+ltsPass))
+		req.SetBasicAuth("admin", "adminpass")
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := c.Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode < 400
+	})
+	if !ok {
+		t.Fatalf("lfs-test-server did not start:\n%s", logb.String())
+	}
+	return s
+}
+
+// legacyHistory is a repository whose LFS objects were pushed with plain git-lfs to the old server:
+// commits editing 1 % of two files (random and a float32 tensor) each, small files added over time,
+// and files git-lfs does not take for pointers. It returns the work tree and the bare remote.
+func legacyHistory(t *testing.T, e *env, lts *lfsTestServer, commits int) (work, remote string) {
+	t.Helper()
+	e.git("", "lfs", "install")
+	e.git("", "config", "--global", "credential.helper", "store")
+	writeFile(t, filepath.Join(e.home, ".git-credentials"), []byte(strings.Replace(lts.url, "://", "://"+ltsUser+":"+ltsPass+"@", 1)+"\n"))
+	remote = filepath.Join(e.home, "remote.git")
+	work = filepath.Join(e.home, "work")
+	e.git("", "init", "-q", "--bare", remote)
+	e.newRepo(work, "*.bin")
+	e.git(work, "config", "lfs.url", lts.url+"/")
+	e.git(work, "config", "lfs.locksverify", "false")
+	e.git(work, "remote", "add", "origin", remote)
+	big := testutil.RandomBytes(4<<20, 11)
+	ten := tensor(1 << 20)
+	// Not pointers, though they look alike: git-lfs leaves them alone, and so must migrate.
+	writeFile(t, filepath.Join(work, "fake-pointer.txt"), []byte("version https://git-lfs.github.com/spec/v1\noid sha256:nothex\nsize 12\n"))
+	writeFile(t, filepath.Join(work, "big-text.txt"), []byte("version https://git-lfs.github.com/spec/v1\n"+strings.Repeat("x", 2000)))
+	for c := 0; c < commits; c++ {
+		copy(big[(c*397_000)%(4<<20-50_000):], testutil.RandomBytes(42_000, uint64(100+c)))
+		copy(ten[(c*131_000)%(4<<20-20_000):], testutil.RandomBytes(10_000, uint64(200+c)))
+		writeFile(t, filepath.Join(work, "model.bin"), big)
+		writeFile(t, filepath.Join(work, "weights", "tensor.bin"), ten)
+		for i := 0; i < 5; i++ {
+			writeFile(t, filepath.Join(work, "small", fmt.Sprintf("c%02d-%d.bin", c, i)), testutil.RandomBytes(1000+i*900, uint64(1000+c*10+i)))
+		}
+		e.git(work, "add", ".")
+		e.git(work, "commit", "-qm", fmt.Sprintf("version %d", c))
+	}
+	e.git(work, "push", "-q", "origin", "main")
+	return work, remote
+}
+
+// migrate runs `git-xet-transfer migrate args...` in dir and returns its output and exit code.
+func (e *env) migrate(dir string, args ...string) (string, int) {
+	e.t.Helper()
+	c := e.cmd(dir, filepath.Join(binDir, "git-xet-transfer"), append([]string{"migrate"}, args...)...)
+	out, err := c.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("migrate: %v", err)
+	}
+	return string(out), code
+}
+
+var (
+	reMigrated = regexp.MustCompile(`(?:migrated|would migrate[^:]*): (\d+) objects`)
+	reStored   = regexp.MustCompile(`stored on the target: [^(]*\((\d+) bytes`)
+	reObjects  = regexp.MustCompile(`: (\d+) LFS objects, `)
+)
+
+func figure(t *testing.T, re *regexp.Regexp, out string) int64 {
+	t.Helper()
+	m := re.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no %s in:\n%s", re, out)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// everyVersionClones checks out every commit of main in a fresh clone (through the agent) and in the
+// original, and compares the trees.
+func everyVersionClones(t *testing.T, e *env, work, clone string) {
+	t.Helper()
+	revs := strings.Fields(e.git(work, "rev-list", "main"))
+	for _, c := range revs {
+		e.git(work, "checkout", "-q", c)
+		e.git(clone, "checkout", "-q", c)
+		sameTree(t, work, clone)
+	}
+	e.git(work, "checkout", "-q", "main")
+	t.Logf("compared %d versions", len(revs))
+}
+
+// A history pushed with plain git-lfs to lfs-test-server migrates to the embedded store of its local
+// remote: objects missing or corrupt locally come from the old server (verified), versions dedupe
+// against each other, every version of every file clones through the agent afterwards, and a second
+// run uploads nothing.
+func TestMigrateToEmbeddedStore(t *testing.T) {
+	lts := startLFSTestServer(t)
+	e := newEnv(t)
+	work, remote := legacyHistory(t, e, lts, 6)
+	// One object only on the old server, one corrupt locally.
+	lfsDir := filepath.Join(work, ".git", "lfs", "objects")
+	var files []string
+	filepath.WalkDir(lfsDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) < 40 {
+		t.Fatalf("%d local objects", len(files))
+	}
+	os.Remove(files[0])
+	b, _ := os.ReadFile(files[1])
+	b[len(b)/2] ^= 0xff
+	os.WriteFile(files[1], b, 0o644)
+
+	dry, code := e.migrate(work, "--dry-run", "--to", remote)
+	if code != 0 {
+		t.Fatalf("dry run: %d\n%s", code, dry)
+	}
+	if _, err := os.Stat(filepath.Join(remote, "xet")); err == nil {
+		t.Fatalf("the dry run created the target store")
+	}
+	out, code := e.migrate(work, "--to", remote)
+	if code != 0 {
+		t.Fatalf("migrate: %d\n%s", code, out)
+	}
+	t.Logf("migrate:\n%s", out)
+	n, logical, stored := figure(t, reMigrated, out), figure(t, reObjects, out), figure(t, reStored, out)
+	if n != logical || n != figure(t, reObjects, dry) {
+		t.Errorf("migrated %d of %d objects; the dry run counted %d", n, logical, figure(t, reObjects, dry))
+	}
+	if est := figure(t, reStored, dry); est < stored*85/100 || est > stored*115/100 {
+		t.Errorf("dry-run estimate %d bytes, real %d", est, stored)
+	}
+	if ok, _ := verifyLocalObjects(files[1]); !ok {
+		t.Errorf("the corrupt local object was not replaced by the old server's copy")
+	}
+	again, code := e.migrate(work, "--to", remote)
+	if code != 0 || figure(t, reMigrated, again) != 0 {
+		t.Errorf("second run: %d\n%s", code, again)
+	}
+
+	e.install()
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	everyVersionClones(t, e, work, clone)
+	if n := len(e.logLines(`"op":"download"`, `"mode":"embedded"`)); n == 0 {
+		t.Errorf("the clone did not read the embedded store")
+	}
+}
+
+// verifyLocalObjects reports whether the file at path holds the object its name says.
+func verifyLocalObjects(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	return fmt.Sprintf("%x", sha256Sum(b)) == filepath.Base(path), nil
+}
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
