@@ -1,8 +1,8 @@
 package test
 
 import (
-	"crypto/sha256"
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/http"

@@ -257,4 +257,3 @@ func progressPrinter(w io.Writer) func(migrate.Progress) {
 		}
 	}
 }
-
