@@ -222,3 +222,79 @@ func verifyLocalObjects(path string) (bool, error) {
 }
 
 func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// snapshot is what must not change in a dry run: the repository's config, status, refs and LFS
+// objects, and every file under the target's data directory.
+func snapshot(t *testing.T, e *env, work, data string) string {
+	t.Helper()
+	var b strings.Builder
+	cfg, _ := os.ReadFile(filepath.Join(work, ".git", "config"))
+	b.Write(cfg)
+	b.WriteString(e.git(work, "status", "--porcelain"))
+	b.WriteString(e.git(work, "show-ref"))
+	for _, root := range []string{filepath.Join(work, ".git", "lfs"), filepath.Join(work, ".git", "xet"), data} {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				fi, _ := d.Info()
+				fmt.Fprintf(&b, "%s %d\n", p, fi.Size())
+			}
+			return nil
+		})
+	}
+	return b.String()
+}
+
+// Migration to xet-server: a pointer whose object exists nowhere (a pointer with an extension line,
+// as git-lfs writes them) is reported by path, commit and oid, the rest migrates, the exit status
+// says it was partial and the repository is not switched; the dry run before changes nothing;
+// every version clones through the agent from xet-server.
+func TestMigrateToXetServerPartial(t *testing.T) {
+	lts := startLFSTestServer(t)
+	s := startServer(t, "")
+	e := newEnv(t)
+	work, remote := legacyHistory(t, e, lts, 3)
+	ghost := strings.Repeat("ab", 32)
+	writeFile(t, filepath.Join(work, "ghost.ptr"), []byte("version https://git-lfs.github.com/spec/v1\n"+
+		"ext-0-foo sha256:"+strings.Repeat("cd", 32)+"\noid sha256:"+ghost+"\nsize 12345\n"))
+	e.git(work, "add", "ghost.ptr")
+	e.git(work, "commit", "-qm", "a pointer to nothing")
+	commit := strings.TrimSpace(e.git(work, "rev-parse", "HEAD"))
+	target := s.url + "/org/migrated.git/info/lfs"
+
+	before := snapshot(t, e, work, s.data)
+	dry, code := e.migrate(work, "--dry-run", "--to", target)
+	if code != 0 {
+		t.Fatalf("dry run: %d\n%s", code, dry)
+	}
+	if after := snapshot(t, e, work, s.data); after != before {
+		t.Errorf("the dry run changed the repository or the target")
+	}
+
+	out, code := e.migrate(work, "--to", target)
+	t.Logf("migrate:\n%s", out)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (partial)", code)
+	}
+	if !strings.Contains(out, "FAILED "+ghost+" (path ghost.ptr, commit "+commit[:12]+")") {
+		t.Errorf("the missing object is not reported by oid, path and commit")
+	}
+	if n, all := figure(t, reMigrated, out), figure(t, reObjects, out); n != all-1 {
+		t.Errorf("migrated %d of %d objects, want all but the missing one", n, all)
+	}
+	if v, _ := e.gitErr(work, "config", "--local", "--get", "remote.origin.lfsurl"); strings.TrimSpace(v) != "" {
+		t.Errorf("a partial migration switched the remote to %s", v)
+	}
+	if n := figure(t, reObjects, dry); n != figure(t, reObjects, out) {
+		t.Errorf("dry run counted %d objects, the migration %d", n, figure(t, reObjects, out))
+	}
+
+	e.pushWithoutLFS(work) // the pointer to nothing cannot be pushed with its object
+	e.install()
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", "--no-checkout", remote, clone)
+	e.git(clone, "config", "lfs.url", target)
+	everyVersionClones(t, e, work, clone)
+	if n := len(e.logLines(`"op":"download"`, `"mode":"batch"`)); n == 0 {
+		t.Errorf("the clone did not download through xet-server")
+	}
+}
