@@ -1,9 +1,14 @@
 package test
 
 import (
+	"github.com/rs/zerolog"
+
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 	"net"
 	"net/http"
 	"os"
@@ -110,7 +115,14 @@ func legacyHistory(t *testing.T, e *env, lts *lfsTestServer, commits int) (work,
 // migrate runs `git-xet-transfer migrate args...` in dir and returns its output and exit code.
 func (e *env) migrate(dir string, args ...string) (string, int) {
 	e.t.Helper()
+	return e.migrateEnv(dir, nil, args...)
+}
+
+// migrateEnv is migrate with extra environment variables.
+func (e *env) migrateEnv(dir string, vars []string, args ...string) (string, int) {
+	e.t.Helper()
 	c := e.cmd(dir, filepath.Join(binDir, "git-xet-transfer"), append([]string{"migrate"}, args...)...)
+	c.Env = append(c.Env, vars...)
 	out, err := c.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -296,5 +308,57 @@ func TestMigrateToXetServerPartial(t *testing.T) {
 	everyVersionClones(t, e, work, clone)
 	if n := len(e.logLines(`"op":"download"`, `"mode":"batch"`)); n == 0 {
 		t.Errorf("the clone did not download through xet-server")
+	}
+}
+
+// A migration killed with SIGKILL after the walk, after a xorb (before its session's shard) and
+// after a session's shard, then run again, succeeds: nothing is uploaded twice (each xorb is
+// POSTed to the server once across both runs) and every object reconstructs from the target.
+func TestMigrateKilledAndResumed(t *testing.T) {
+	lts := startLFSTestServer(t)
+	e := newEnv(t)
+	work, remote := legacyHistory(t, e, lts, 4)
+	for _, point := range []string{"walk", "xorb", "shard"} {
+		t.Run(point, func(t *testing.T) {
+			lb := &logbuf.Buffer{}
+			s := startServer(t, "", func(c *server.Config) { c.Log = zerolog.New(lb) })
+			target := s.url + "/org/" + point + ".git/info/lfs"
+			out, code := e.migrateEnv(work, []string{migrate.CrashEnv + "=" + point}, "--to", target, "--session-size", "3")
+			if code != -1 {
+				t.Fatalf("the run to be killed at %s ended with %d:\n%s", point, code, out)
+			}
+			out, code = e.migrate(work, "--to", target, "--session-size", "3", "--verify", "all")
+			if code != 0 {
+				t.Fatalf("the run after the kill: %d\n%s", code, out)
+			}
+			if figure(t, reMigrated, out)+figure(t, regexp.MustCompile(`(\d+) were already on the target`), out) != figure(t, reObjects, out) {
+				t.Errorf("objects do not add up:\n%s", out)
+			}
+			posts := map[string]int{}
+			for _, l := range strings.Split(lb.String(), "\n") {
+				if strings.Contains(l, `"method":"POST"`) && strings.Contains(l, `"path":"/v1/xorbs/`) {
+					i := strings.Index(l, `"path":"`)
+					posts[l[i:i+90]]++
+				}
+			}
+			for p, n := range posts {
+				if n > 1 {
+					t.Errorf("%s was uploaded %d times", p, n)
+				}
+			}
+			// The run switched the repository to this target; the next subtest starts from the old server.
+			e.git(work, "config", "lfs.url", lts.url+"/")
+			e.git(work, "config", "--unset", "remote.origin.lfsurl")
+			if point == "xorb" && !strings.Contains(out, "not sent again") {
+				t.Errorf("the resumed run did not find the xorbs of the killed one:\n%s", out)
+			}
+			if point == "shard" {
+				e.install()
+				clone := filepath.Join(e.home, "clone-"+point)
+				e.git("", "clone", "-q", "--no-checkout", remote, clone)
+				e.git(clone, "config", "lfs.url", target)
+				everyVersionClones(t, e, work, clone)
+			}
+		})
 	}
 }

@@ -62,6 +62,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := newReport(inv)
 	rep.WalkTime = time.Since(began)
+	crashPoint("walk")
 	o.Log.Info().Int("commits", inv.Commits).Int("objects", len(inv.Objects)).Int64("bytes", inv.Logical).Dur("took", rep.WalkTime).Msg("migrate: walked")
 	src, err := newSource(o)
 	if err != nil {
@@ -156,6 +157,7 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 			return err
 		}
 		pending, pendingBytes = nil, 0
+		crashPoint("shard")
 		return nil
 	}
 	for i := 0; i < len(todo); i += 100 {
@@ -191,7 +193,7 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 	if err := finish(); err != nil {
 		return err
 	}
-	rep.StoredXorbs, rep.StoredShards = counted.xorbs.Load(), counted.shards.Load()
+	rep.StoredXorbs, rep.StoredShards, rep.ResentSkipped = counted.xorbs.Load(), counted.shards.Load(), counted.skipped.Load()
 	return nil
 }
 

@@ -21,13 +21,15 @@ type Report struct {
 	NewBytes     int64 // chunk bytes the target did not have (before compression)
 	StoredXorbs  int64 // bytes of xorbs stored (compressed)
 	StoredShards int64
-	Verified     int // objects reconstructed and checked against their SHA-256
-	Failed       []Failure
-	ByPath       map[string]*PathStat
-	DryRun       bool
-	NotLocal     int // dry run: objects found nowhere (also in Failed)
-	WalkTime     time.Duration
-	Time         time.Duration
+	// ResentSkipped is the bytes of xorbs an earlier, interrupted run had stored (not sent again).
+	ResentSkipped int64
+	Verified      int // objects reconstructed and checked against their SHA-256
+	Failed        []Failure
+	ByPath        map[string]*PathStat
+	DryRun        bool
+	NotLocal      int // dry run: objects found nowhere (also in Failed)
+	WalkTime      time.Duration
+	Time          time.Duration
 
 	files map[string]hash.Hash // oid → Xet file hash, of objects uploaded this run
 }
@@ -85,6 +87,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "stored on the target: %s (%d bytes: %s xorbs + %s shards) = %.1f %% of the logical bytes; new chunk data %s (dedupe ratio %.2fx)\n",
 			human(r.Stored()), r.Stored(), human(r.StoredXorbs), human(r.StoredShards), 100*float64(r.Stored())/float64(r.UploadedSize),
 			human(r.NewBytes), float64(r.UploadedSize)/float64(max(1, r.NewBytes)))
+	}
+	if r.ResentSkipped > 0 {
+		fmt.Fprintf(w, "resumed: %s of xorbs stored by an interrupted run were not sent again\n", human(r.ResentSkipped))
 	}
 	if r.NotLocal > 0 {
 		fmt.Fprintf(w, "estimate: %d objects could be found neither locally nor on the old LFS server (listed below); they are not in the figures\n", r.NotLocal)

@@ -41,6 +41,9 @@ type Client interface {
 	// one in this process may trust x.Chunks instead of hashing the data again. An implementation
 	// neither reads nor keeps x.Body once PutXorb returns, so the caller may reuse the buffer.
 	PutXorb(ctx context.Context, x *xorb.Xorb) (inserted bool, err error)
+	// HasXorb reports whether the CAS holds xorb x (so a resumed upload need not send it again).
+	// false with a nil error also when the CAS cannot tell (it has no existence query).
+	HasXorb(ctx context.Context, x hash.Hash) (bool, error)
 	// PutShard registers the files of an upload-form shard; every xorb it names must be stored.
 	PutShard(ctx context.Context, body []byte) error
 	// Reconstruct returns the plan of a file (the whole file when rng is nil). ErrNotFound when

@@ -339,3 +339,25 @@ func TestRangeRetriesAreOneBudget(t *testing.T) {
 		})
 	}
 }
+
+// HasXorb tells stored xorbs from others through HEAD /v1/xorbs/default/{hash}.
+func TestHasXorb(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t)
+	res, err := put(t, c, testutil.RandomBytes(100<<10, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.Reconstruct(context.Background(), res[0].FileHash, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for x := range plan.Xorbs {
+		if ok, err := c.HasXorb(context.Background(), x); !ok || err != nil {
+			t.Errorf("stored xorb %s: %v, %v", x, ok, err)
+		}
+	}
+	if ok, err := c.HasXorb(context.Background(), randHash()); ok || err != nil {
+		t.Errorf("unknown xorb: %v, %v", ok, err)
+	}
+}

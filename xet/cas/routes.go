@@ -62,6 +62,24 @@ func (h *HTTP) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	return ans.WasInserted, nil
 }
 
+// HasXorb asks HEAD /v1/xorbs/default/{xorb}: 200 is stored, 404 is not; a CAS without the route
+// (405, 501) cannot tell, which is false too.
+func (h *HTTP) HasXorb(ctx context.Context, x hash.Hash) (bool, error) {
+	err := h.do(ctx, call{
+		op: "xorb exists " + x.String(), method: http.MethodHead, auth: true,
+		url:     h.o.Endpoint + "/v1/xorbs/" + casapi.PrefixDefault + "/" + x.String(),
+		noRetry: func(code int) bool { return code == http.StatusNotFound || code == http.StatusMethodNotAllowed },
+		accept:  func(*http.Response) error { return nil },
+	})
+	switch c := StatusCode(err); {
+	case err == nil:
+		return true, nil
+	case c == http.StatusNotFound || c == http.StatusMethodNotAllowed || c == http.StatusNotImplemented:
+		return false, nil
+	}
+	return false, err
+}
+
 // fallback reports whether a v2 route answered "not here" (404, 501), so v1 is to be tried.
 func fallback(err error) bool {
 	c := StatusCode(err)

@@ -335,6 +335,7 @@ func (c *sinkCAS) PutXorb(context.Context, *xorb.Xorb) (bool, error) {
 	c.xorbs++
 	return true, nil
 }
+func (c *sinkCAS) HasXorb(context.Context, hash.Hash) (bool, error) { return false, nil }
 func (c *sinkCAS) PutShard(_ context.Context, body []byte) error {
 	if _, err := shard.Parse(body); err != nil {
 		return err

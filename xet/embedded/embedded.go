@@ -65,6 +65,9 @@ func (l *CAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 // PutShard registers the files of a shard built in this process by an upload session, which
 // computed each file's SHA-256 from the data it chunked: the store's trusted path
 // (store.PutShardTrusted) does not read the files back to hash them again.
+// HasXorb asks the store.
+func (l *CAS) HasXorb(ctx context.Context, x hash.Hash) (bool, error) { return l.s.HasXorb(ctx, x) }
+
 func (l *CAS) PutShard(ctx context.Context, body []byte) error {
 	if _, err := l.s.PutShardTrusted(ctx, l.ns, body); err != nil {
 		return fmt.Errorf("store shard: %w", err)
