@@ -75,6 +75,9 @@ func (r *Report) Partial() bool { return len(r.Failed) > 0 }
 // Stored is the bytes the target stored for this run.
 func (r *Report) Stored() int64 { return r.StoredXorbs + r.StoredShards }
 
+// maxFailuresShown bounds the FAILED lines of a report.
+const maxFailuresShown = 50
+
 // Print writes the report for people.
 func (r *Report) Print(w io.Writer) {
 	verb := "migrated"
@@ -98,7 +101,11 @@ func (r *Report) Print(w io.Writer) {
 	if r.Verified > 0 {
 		fmt.Fprintf(w, "verified: %d objects reconstructed from the target with the right SHA-256\n", r.Verified)
 	}
-	for _, f := range r.Failed {
+	for i, f := range r.Failed {
+		if i == maxFailuresShown {
+			fmt.Fprintf(w, "... and %d more objects that could not be migrated\n", len(r.Failed)-i)
+			break
+		}
 		fmt.Fprintf(w, "FAILED %s (path %s, commit %s): %v\n", f.Object.Oid, f.Object.Path, short(f.Object.Commit), f.Err)
 	}
 	fmt.Fprintf(w, "took %s\n", r.Time.Round(time.Millisecond))
