@@ -52,6 +52,8 @@ forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes an
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only agent/credentials "" "credential lookup stands alone (git-lfs's helpers only)"
 only agent/hub "agent/credentials|xet/casapi|xet/hash|xet/retry" "the Hub client knows its routes, the token shape and the credential chain, no transfer code"
+forbid agent "agent/migrate" "migration is built on the agent, not part of it"
+forbid agent/migrate "cmd/.*|xet/server|xet/store/.*" "migrate is a client: wired by the CLI, never the server"
 
 if [ $fail = 0 ]; then echo "import rules: ok ($(echo "$all" | wc -l) packages)"; fi
 exit $fail

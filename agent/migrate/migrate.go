@@ -35,6 +35,7 @@ type Options struct {
 	// recorded, so a killed run loses at most one session's work.
 	SessionBytes int64
 	VerifyAll    bool // reconstruct every object (default: a sample)
+	Jobs         int  // xorb uploads in flight (default 2, 1 for an embedded target)
 	Log          zerolog.Logger
 	Progress     func(Progress)
 }
@@ -138,6 +139,9 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 		TempDir: filepath.Join(src.gitDir, "lfs", "tmp"), Concurrency: 2}
 	if o.Target.Embedded() {
 		cfg.Concurrency = 1
+	}
+	if o.Jobs > 0 {
+		cfg.Concurrency = o.Jobs
 	}
 	_ = os.MkdirAll(cfg.TempDir, 0o755)
 	sess := upload.NewSession(cfg)

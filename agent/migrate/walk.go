@@ -152,9 +152,10 @@ func (w *walker) walkCommits(ctx context.Context, tips []plumbing.Hash) error {
 		if err != nil {
 			return err
 		}
-		if c == nil {
+		if c == nil || (c.Hash != h && seen[c.Hash]) { // not a commit, or a tag of one already walked
 			continue
 		}
+		seen[c.Hash] = true
 		w.inv.Commits++
 		if err := w.walkTree(c.TreeHash, "", c.Hash.String(), w.inv.Commits); err != nil {
 			return fmt.Errorf("commit %s: %w", c.Hash, err)

@@ -50,7 +50,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer target.Close()
 	o := migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, Target: target, DryRun: f.dryRun,
-		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20}
+		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20, Jobs: f.jobs}
 	if root, err := localshards.Root(); err == nil {
 		if c, err := localshards.Open(localshards.EndpointDir(root, target.Where()), localshards.Options{Log: log}); err == nil {
 			defer c.Close()
@@ -101,7 +101,7 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 	refs := fs.String("refs", "all", "the refs whose history is walked: all, or a comma-separated list")
 	fs.StringVar(&f.to, "to", "", "the target: an LFS URL offering the xet transfer (e.g. xet-server's …/info/lfs), or a local remote's path; default: the remote itself")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "walk and estimate (chunking the local objects into a throwaway store) without changing anything")
-	fs.IntVar(&f.jobs, "jobs", 0, "accepted for compatibility; uploads run as one ordered session stream")
+	fs.IntVar(&f.jobs, "jobs", 0, "xorb uploads in flight (default 2 for a server, 1 for an embedded store); files are chunked in one ordered stream so that versions dedupe")
 	fs.IntVar(&f.sessionMB, "session-size", 1024, "MiB uploaded per session: a finished session is durable and recorded, so an interrupted run redoes at most one")
 	fs.StringVar(&f.verify, "verify", "sample", "after uploading, reconstruct a sample of the objects, or all of them (all)")
 	fs.BoolVar(&f.lfsconfig, "write-lfsconfig", false, "also write lfs.url = --to into .lfsconfig and commit it, for every clone")
