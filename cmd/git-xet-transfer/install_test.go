@@ -208,3 +208,14 @@ func TestIsHubURL(t *testing.T) {
 		}
 	}
 }
+
+func TestMigrateFlags(t *testing.T) {
+	var errb strings.Builder
+	f, ok := parseMigrateFlags([]string{"--refs", "main,dev", "--refs", "v1", "--to", "https://x/y.git/info/lfs", "--verify", "all"}, &errb)
+	if !ok || strings.Join(f.refs, " ") != "main dev v1" || f.to != "https://x/y.git/info/lfs" || f.verify != "all" || f.sessionMB != 1024 {
+		t.Errorf("%+v %v %s", f, ok, errb.String())
+	}
+	if _, ok := parseMigrateFlags([]string{"--verify", "some"}, &errb); ok {
+		t.Errorf("--verify some accepted")
+	}
+}

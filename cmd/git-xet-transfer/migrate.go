@@ -98,7 +98,14 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 	fs := flag.NewFlagSet("git-xet-transfer migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.remote, "remote", "origin", "the remote whose LFS objects move (and whose old LFS server serves those not in .git/lfs/objects)")
-	refs := fs.String("refs", "all", "the refs whose history is walked: all, or a comma-separated list")
+	fs.Func("refs", "the refs whose history is walked: all (the default), or refs and revisions (repeat the flag, or separate them with commas)", func(v string) error {
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				f.refs = append(f.refs, r)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&f.to, "to", "", "the target: an LFS URL offering the xet transfer (e.g. xet-server's …/info/lfs), or a local remote's path; default: the remote itself")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "walk and estimate (chunking the local objects into a throwaway store) without changing anything")
 	fs.IntVar(&f.jobs, "jobs", 0, "xorb uploads in flight (default 2 for a server, 1 for an embedded store); files are chunked in one ordered stream so that versions dedupe")
@@ -106,7 +113,7 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 	fs.StringVar(&f.verify, "verify", "sample", "after uploading, reconstruct a sample of the objects, or all of them (all)")
 	fs.BoolVar(&f.lfsconfig, "write-lfsconfig", false, "also write lfs.url = --to into .lfsconfig and commit it, for every clone")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: git-xet-transfer migrate [--remote NAME] [--refs all|REF,...] [--to URL|PATH] [--dry-run] [--verify sample|all] [--write-lfsconfig]")
+		fmt.Fprintln(stderr, "usage: git-xet-transfer migrate [--remote NAME] [--refs all|REF[,REF...]]... [--to URL|PATH] [--dry-run] [--verify sample|all] [--write-lfsconfig]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -115,11 +122,6 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 	if fs.NArg() > 0 || (f.verify != "sample" && f.verify != "all") {
 		fs.Usage()
 		return f, false
-	}
-	for _, r := range strings.Split(*refs, ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			f.refs = append(f.refs, r)
-		}
 	}
 	return f, true
 }
