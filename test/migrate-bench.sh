@@ -57,8 +57,9 @@ for c in $(seq 1 "$C"); do
     for k in 1 3 5 7; do
       off=$(( (RANDOM * 32768 + RANDOM) % ((MB << 20) - patch) ))
       if [ "$f" = text.bin ]; then # text stays text
-        head -c $((patch * 3 / 4 + 4)) /dev/urandom | base64 -w 100 | head -c "$patch" |
-          dd of="$f" bs="$patch" count=1 seek="$off" oflag=seek_bytes iflag=fullblock conv=notrunc status=none
+        (set +o pipefail # head stops base64 early
+          head -c $((patch * 3 / 4 + 4)) /dev/urandom | base64 -w 100 | head -c "$patch" |
+            dd of="$f" bs="$patch" count=1 seek="$off" oflag=seek_bytes iflag=fullblock conv=notrunc status=none)
       else
         head -c "$patch" /dev/urandom | dd of="$f" bs="$patch" count=1 seek="$off" oflag=seek_bytes iflag=fullblock conv=notrunc status=none
       fi
