@@ -165,7 +165,9 @@ func (c *recCAS) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error) {
 	return b, err
 }
 
-func (c *recCAS) HasXorb(ctx context.Context, x hash.Hash) (bool, error) { return c.inner.HasXorb(ctx, x) }
+func (c *recCAS) HasXorb(ctx context.Context, x hash.Hash) (bool, error) {
+	return c.inner.HasXorb(ctx, x)
+}
 
 func (c *recCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	h := x.Hash
