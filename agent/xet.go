@@ -39,6 +39,10 @@ type XetOptions struct {
 	SetProcs bool
 }
 
+// ResumeCheckBytes is the size from which an upload asks the CAS whether it already holds a xorb
+// before sending it (see upload.Config.ResumeCheckBytes).
+const ResumeCheckBytes = 8 << 20
+
 // NewXet returns the Opener of the Xet transferer: batch mode when a request carries an action
 // (the CAS from X-Xet-* headers), standalone mode otherwise (the embedded store of a local
 // remote, falling back to plain LFS objects kept in that remote).
@@ -283,7 +287,10 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	} else if fi.Size() != obj.Size {
 		return Result{}, fmt.Errorf("%s has %d bytes, git-lfs said %d; run `git lfs fsck`", obj.Path, fi.Size(), obj.Size)
 	}
-	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: true, Log: x.o.Log}
+	// Big xorbs are asked about before they are sent: a push interrupted after some were accepted
+	// resumes without sending them again (one request per xorb of 8 MiB or more is noise).
+	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: true, Log: x.o.Log,
+		ResumeCheckBytes: ResumeCheckBytes}
 	if e.cache != nil {
 		cfg.Cache = e.cache
 	}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -214,4 +217,66 @@ func TestCASDown(t *testing.T) {
 	if !strings.Contains(out, dead) || !strings.Contains(out, "connection refused") {
 		t.Errorf("the push's message does not name the CAS and the connection failure:\n%s", out)
 	}
+}
+
+// xorbPosts lists, from a server access log, the xorbs POSTed with the given status.
+func xorbPosts(log string, status int) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, `"method":"POST"`) || !strings.Contains(l, fmt.Sprintf(`"status":%d`, status)) {
+			continue
+		}
+		if i := strings.Index(l, `"path":"/v1/xorbs/default/`); i >= 0 {
+			out = append(out, l[i+len(`"path":"/v1/xorbs/default/`):i+len(`"path":"/v1/xorbs/default/`)+64])
+		}
+	}
+	return out
+}
+
+// A push to xet-server killed after some of a big file's xorbs were accepted, then pushed again,
+// does not send those xorbs again (the agent asks HEAD /v1/xorbs first for big xorbs).
+func TestInterruptedPushResumesWithoutResending(t *testing.T) {
+	needLinux(t)
+	lb := &logbuf.Buffer{}
+	s := startServer(t, "", func(c *server.Config) { c.Log = zerolog.New(lb) })
+	e := newEnv(t)
+	e.install()
+	work, remote := batchRepo(t, e, s.url+"/team/resume.git/info/lfs")
+	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(320<<20, 41)) // five xorbs
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+
+	push := e.cmd(work, "git", "push", "origin", "main")
+	var out strings.Builder
+	push.Stdout, push.Stderr = &out, &out
+	if err := push.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(120*time.Second, func() bool { return len(xorbPosts(lb.String(), 200)) >= 2 }) {
+		push.Process.Kill()
+		push.Wait()
+		t.Fatalf("two xorbs were not accepted within 120 s\n%s", out.String())
+	}
+	for _, pid := range agentPIDs(work) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := push.Wait(); err == nil {
+		t.Fatalf("the push survived the kill; nothing to resume\n%s", out.String())
+	}
+	accepted := xorbPosts(lb.String(), 200)
+	mark := len(lb.String())
+
+	e.git(work, "push", "-q", "origin", "main")
+	second := xorbPosts(lb.String()[mark:], 200)
+	for _, x := range second {
+		for _, a := range accepted {
+			if x == a {
+				t.Errorf("xorb %s was accepted before the kill and sent again", x)
+			}
+		}
+	}
+	t.Logf("before the kill: %d xorbs accepted; the second push sent %d", len(accepted), len(second))
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
 }

@@ -1,14 +1,9 @@
 package test
 
 import (
-	"github.com/rs/zerolog"
-
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
-	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 	"net"
 	"net/http"
 	"os"
@@ -20,7 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
 
 // lfsTestServer is git-lfs's reference server (github.com/git-lfs/lfs-test-server) on loopback, with

@@ -135,8 +135,10 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 		return err
 	}
 	counted := &countingCAS{Client: client}
+	// Every xorb is asked about first: a run killed after some xorbs and before their shard does
+	// not send them again.
 	cfg := upload.Config{CAS: counted, Cache: o.Cache, Policy: xorb.PolicyAuto, GlobalDedupe: true, Log: o.Log,
-		TempDir: filepath.Join(src.gitDir, "lfs", "tmp"), Concurrency: 2}
+		TempDir: filepath.Join(src.gitDir, "lfs", "tmp"), Concurrency: 2, ResumeCheckBytes: 1}
 	if o.Target.Embedded() {
 		cfg.Concurrency = 1
 	}
@@ -197,7 +199,7 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 	if err := finish(); err != nil {
 		return err
 	}
-	rep.StoredXorbs, rep.StoredShards, rep.ResentSkipped = counted.xorbs.Load(), counted.shards.Load(), counted.skipped.Load()
+	rep.StoredXorbs, rep.StoredShards, rep.ResentSkipped = counted.xorbs.Load(), counted.shards.Load(), sess.Resumed()
 	return nil
 }
 

@@ -202,21 +202,15 @@ func (t *batchTarget) Embedded() bool { return false }
 func (t *batchTarget) Where() string  { return where(t.endpoint.Url) }
 func (t *batchTarget) Close() error   { return t.lfs.Close() }
 
-// countingCAS counts the bytes of the xorbs and shards a session stores, and does not send again
-// a xorb the target already holds (a run killed after some xorbs and before their shard).
+// countingCAS counts the bytes of the xorbs and shards a session stores.
 type countingCAS struct {
 	cas.Client
 	xorbs, shards atomic.Int64
-	skipped       atomic.Int64 // bytes of xorbs the target had
 	puts          atomic.Int64
 }
 
 func (c *countingCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	n := int64(len(x.Body))
-	if has, err := c.Client.HasXorb(ctx, x.Hash); err == nil && has {
-		c.skipped.Add(n)
-		return false, nil
-	}
 	ins, err := c.Client.PutXorb(ctx, x)
 	if err == nil && ins {
 		c.xorbs.Add(n)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -49,7 +50,12 @@ type Config struct {
 	// IndexBytes bounds the session's chunk index (default DefaultIndexBytes); past it, only a
 	// sample of the new chunks is indexed (see chunkIndex).
 	IndexBytes int
-	Log        zerolog.Logger
+	// ResumeCheckBytes: a xorb of at least this many bytes is first asked about (cas.Client.HasXorb)
+	// and not sent when the CAS already holds it, so an upload interrupted after some xorbs were
+	// accepted does not send them again. 0: never ask (one request per xorb is not worth it for
+	// small xorbs).
+	ResumeCheckBytes int64
+	Log              zerolog.Logger
 }
 
 const (
@@ -100,6 +106,7 @@ type Session struct {
 	files    []pendingFile
 	global   []*gshard // global-dedupe answers of this session
 	stats    struct{ xorbs int }
+	resumed  atomic.Int64 // bytes of xorbs not sent because the CAS had them (ResumeCheckBytes)
 }
 
 // pendingFile is a file waiting for Finish: its shard block with placeholder xorb hashes, and the
@@ -128,6 +135,10 @@ func NewSession(cfg Config) *Session {
 	s.index = newChunkIndex(s.chunkHash, cfg.IndexBytes)
 	return s
 }
+
+// Resumed is the bytes of xorbs this session did not send because the CAS already held them
+// (see Config.ResumeCheckBytes).
+func (s *Session) Resumed() int64 { return s.resumed.Load() }
 
 // Close releases the session's temp file. Call it when done with the session (after Finish); a
 // session is not usable after Close.

@@ -195,6 +195,14 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 		Int("bytes", len(built.Body)).Msg("upload: xorb cut")
 	c := s.cfg.CAS
 	g.Go(func() error {
+		if min := s.cfg.ResumeCheckBytes; min > 0 && int64(len(built.Body)) >= min {
+			if has, err := c.HasXorb(gctx, built.Hash); err == nil && has {
+				s.resumed.Add(int64(len(built.Body)))
+				s.log.Debug().Str("xorb", built.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
+				bodies.put(built.Body)
+				return nil
+			}
+		}
 		if _, err := c.PutXorb(gctx, built); err != nil {
 			return fmt.Errorf("upload xorb %s: %w", built.Hash, err)
 		}
