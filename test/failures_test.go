@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
 // xorbFiles lists the stored xorb objects under a store directory.
@@ -100,6 +102,10 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
 	checkLFSObjects(t, clone)
+	fsck := e.cmd(work, filepath.Join(binDir, "git-xet-transfer"), "fsck")
+	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
+		t.Errorf("git-xet-transfer fsck after the kill: %v\n%s", err, b)
+	}
 }
 
 // A xorb corrupted on the server: the clone fails with a message that says so, and nothing
@@ -276,6 +282,9 @@ func TestInterruptedPushResumesWithoutResending(t *testing.T) {
 		}
 	}
 	t.Logf("before the kill: %d xorbs accepted; the second push sent %d", len(accepted), len(second))
+	if report, ok, err := store.Fsck(context.Background(), s.data, false); err != nil || !ok {
+		t.Errorf("store check after the kill: %v\n%s", err, report)
+	}
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
 // lfsTestServer is git-lfs's reference server (github.com/git-lfs/lfs-test-server) on loopback, with
@@ -349,6 +351,9 @@ func TestMigrateKilledAndResumed(t *testing.T) {
 			// The run switched the repository to this target; the next subtest starts from the old server.
 			e.git(work, "config", "lfs.url", lts.url+"/")
 			e.git(work, "config", "--unset", "remote.origin.lfsurl")
+			if report, ok, err := store.Fsck(context.Background(), s.data, false); err != nil || !ok {
+				t.Errorf("store check after the kill and the rerun: %v\n%s", err, report)
+			}
 			if point == "xorb" && !strings.Contains(out, "not sent again") {
 				t.Errorf("the resumed run did not find the xorbs of the killed one:\n%s", out)
 			}

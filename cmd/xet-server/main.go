@@ -4,6 +4,7 @@
 //
 //	xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]
 //	xet-server hash-password < password
+//	xet-server fsck [--clean-temp] DIR
 //
 // Without --users it runs open (no authentication) and refuses non-loopback addresses.
 package main
@@ -25,6 +26,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runServe(args[1:], stderr, nil)
 		case "hash-password":
 			return runHashPassword(args[1:], stdin, stdout, stderr)
+		case "fsck":
+			return runFsck(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			usage(stdout)
 			return 0
@@ -36,5 +39,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage:
   xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]   run the server (serve -h: flags)
-  xet-server hash-password                                            read a password on stdin, print its hash`)
+  xet-server hash-password                                            read a password on stdin, print its hash
+  xet-server fsck [--clean-temp] DIR                                  check the store of a data directory`)
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// runFsck checks an embedded Xet store: --store DIR, else the store of the remote (a local one).
+func runFsck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("git-xet-transfer fsck", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dir := fl.String("store", "", "the store directory (default: <remote git dir>/xet of --remote)")
+	remote := fl.String("remote", "origin", "the local remote whose embedded store is checked")
+	clean := fl.Bool("clean-temp", false, "also remove temp files older than an hour (left by killed writers)")
+	if err := fl.Parse(args); err != nil || fl.NArg() > 0 {
+		return 2
+	}
+	ctx := context.Background()
+	if *dir == "" {
+		r, err := agent.ResolveLocalRemote(ctx, agent.Git{}, *remote)
+		if err != nil {
+			fmt.Fprintf(stderr, "git-xet-transfer fsck: %v\n", err)
+			return 1
+		}
+		*dir = r.StoreDir()
+	}
+	report, ok, err := store.Fsck(ctx, *dir, *clean)
+	if err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer fsck: %v\n", err)
+		return 1
+	}
+	fmt.Fprint(stdout, report)
+	if !ok {
+		return 1
+	}
+	return 0
+}

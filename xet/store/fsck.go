@@ -1,0 +1,219 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// Problem is one inconsistency Check found: the entry and what is wrong with it.
+type Problem struct {
+	Entry string
+	What  string
+}
+
+// CheckReport is what Check saw.
+type CheckReport struct {
+	Xorbs, Files, Mappings, Dedupe int
+	Temp                           int // files under tmp/ (an interrupted writer's; CleanTemp removes old ones)
+	Problems                       []Problem
+}
+
+// Check walks every entry of the store and reports what does not hold together:
+//   - a xorb whose footer does not parse or does not match its name;
+//   - a file record that does not parse, or names a missing xorb or chunks past a xorb's end;
+//   - a SHA-256 mapping that does not parse, names a missing file record, disagrees with its size,
+//     or (verified mappings) with the SHA-256 the file record holds;
+//   - a dedupe entry naming a missing xorb;
+//   - any other file under those directories outside tmp/ (a half-written or foreign file).
+//
+// It reads every footer and record, not the chunk data. The error is for failing to read the store
+// at all.
+func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
+	r := &CheckReport{}
+	var names []string
+	if fb, ok := s.be.(*FSBackend); ok {
+		if ents, err := os.ReadDir(filepath.Join(fb.root, "tmp")); err == nil {
+			r.Temp = len(ents)
+		}
+	}
+	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/"} {
+		n, err := s.be.List(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, n...)
+	}
+	xorbs := map[hash.Hash]int{} // chunk counts of the xorbs whose footer parsed
+	var files, mappings, dedupes []string
+	for _, name := range names {
+		kind, h, ok := classify(name)
+		switch {
+		case !ok:
+			r.add(name, "not an entry of the store layout (a half-written or foreign file)")
+		case kind == "xorbs":
+			r.Xorbs++
+			m, err := s.xorbMeta(ctx, h)
+			if err != nil {
+				r.add(name, "xorb footer: "+err.Error())
+				continue
+			}
+			xorbs[h] = m.n()
+		case kind == "files":
+			files = append(files, name)
+		case kind == "sha256" || kind == "sha256v":
+			mappings = append(mappings, name)
+		case kind == "dedupe":
+			dedupes = append(dedupes, name)
+		}
+	}
+	recs := map[hash.Hash]*fileRecord{}
+	for _, name := range files {
+		r.Files++
+		rec := s.checkFile(ctx, r, name, xorbs)
+		if rec != nil {
+			_, h, _ := classify(name)
+			recs[h] = rec
+		}
+	}
+	for _, name := range mappings {
+		r.Mappings++
+		s.checkMapping(ctx, r, name, recs)
+	}
+	for _, name := range dedupes {
+		r.Dedupe++
+		b, err := s.readEntry(ctx, name)
+		if err != nil {
+			r.add(name, err.Error())
+			continue
+		}
+		x, err := parseDedupe(name, b)
+		if err != nil {
+			r.add(name, err.Error())
+		} else if _, ok := xorbs[x]; !ok {
+			r.add(name, "names xorb "+x.String()+", which is missing or unreadable")
+		}
+	}
+	return r, nil
+}
+
+func (r *CheckReport) add(entry, what string) { r.Problems = append(r.Problems, Problem{entry, what}) }
+
+func (s *Store) checkFile(ctx context.Context, r *CheckReport, name string, xorbs map[hash.Hash]int) *fileRecord {
+	b, err := s.readEntry(ctx, name)
+	if err != nil {
+		r.add(name, err.Error())
+		return nil
+	}
+	rec, err := parseFileRecord(name, b)
+	if err != nil {
+		r.add(name, err.Error())
+		return nil
+	}
+	for i, t := range rec.Terms {
+		n, ok := xorbs[t.Xorb]
+		switch {
+		case !ok:
+			r.add(name, fmt.Sprintf("term %d names xorb %s, which is missing or unreadable", i, t.Xorb))
+		case int(t.End) > n:
+			r.add(name, fmt.Sprintf("term %d names chunks [%d,%d) of xorb %s, which has %d", i, t.Start, t.End, t.Xorb, n))
+		}
+	}
+	return rec
+}
+
+func (s *Store) checkMapping(ctx context.Context, r *CheckReport, name string, recs map[hash.Hash]*fileRecord) {
+	b, err := s.readEntry(ctx, name)
+	if err != nil {
+		r.add(name, err.Error())
+		return
+	}
+	file, size, err := parseSHA(name, b)
+	if err != nil {
+		r.add(name, err.Error())
+		return
+	}
+	rec, ok := recs[file]
+	switch {
+	case !ok:
+		r.add(name, "names file "+file.String()+", whose record is missing or unreadable")
+	case rec.Size != size:
+		r.add(name, fmt.Sprintf("says %d bytes, the file record %d", size, rec.Size))
+	case strings.Contains(name, "/sha256v/") && shaHex(rec.SHA256) != path.Base(name):
+		r.add(name, "a verified mapping to file "+file.String()+", whose SHA-256 is "+shaHex(rec.SHA256))
+	}
+}
+
+func shaHex(h hash.Hash) string {
+	d := h.SHA256()
+	return hex.EncodeToString(d[:])
+}
+
+// classify reads an entry name of the layout: its kind and hash (the SHA-256 for mappings).
+func classify(name string) (kind string, h hash.Hash, ok bool) {
+	parts := strings.Split(name, "/")
+	switch {
+	case len(parts) == 3 && (parts[0] == "xorbs" || parts[0] == "files" || parts[0] == "dedupe"):
+		h, err := hash.Parse(parts[2])
+		if err != nil || !strings.HasPrefix(parts[2], parts[1]) || len(parts[1]) != 2 {
+			return parts[0], h, false
+		}
+		return parts[0], h, true
+	case len(parts) == 4 && parts[0] == "ns" && (parts[2] == "sha256" || parts[2] == "sha256v"):
+		d, err := hex.DecodeString(parts[3])
+		if err != nil || len(d) != 32 {
+			return parts[2], h, false
+		}
+		return parts[2], hash.FromSHA256([32]byte(d)), true
+	}
+	return "", h, false
+}
+
+// String is the report for people: one line of counts, then one line per problem.
+func (r *CheckReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d xorbs, %d file records, %d SHA-256 mappings, %d dedupe entries, %d temp files: ",
+		r.Xorbs, r.Files, r.Mappings, r.Dedupe, r.Temp)
+	if len(r.Problems) == 0 {
+		b.WriteString("no problems\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d problems\n", len(r.Problems))
+	for _, p := range r.Problems {
+		fmt.Fprintf(&b, "  %s: %s\n", p.Entry, p.What)
+	}
+	return b.String()
+}
+
+// Fsck checks the store at dir (Check) and, with cleanTemp, removes temp files older than an hour
+// that killed writers left. ok is false when problems were found.
+func Fsck(ctx context.Context, dir string, cleanTemp bool) (report string, ok bool, err error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", false, fmt.Errorf("no Xet store at %s", dir)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		return "", false, err
+	}
+	var b strings.Builder
+	if fb, ok := s.be.(*FSBackend); ok && cleanTemp {
+		n, err := fb.CleanTemp(time.Hour)
+		if err != nil {
+			return "", false, err
+		}
+		fmt.Fprintf(&b, "removed %d temp files older than an hour\n", n)
+	}
+	r, err := s.Check(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	b.WriteString(dir + ": " + r.String())
+	return b.String(), len(r.Problems) == 0, nil
+}
