@@ -179,7 +179,7 @@ func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, rou
 
 // xetDownload reconstructs file into path, verified against the oid.
 func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj Object, sha [32]byte, path string, progress func(int64)) (Result, error) {
-	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log},
+	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !directIO()},
 		download.Request{File: file, SHA256: &sha, Size: obj.Size, Path: path, Progress: progress})
 	if err != nil {
 		return Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
@@ -221,6 +221,11 @@ func expOf(t casapi.Token) time.Time {
 	}
 	return time.Time{}
 }
+
+// directIO reports whether downloads write with O_DIRECT (GIT_XET_DIRECT_IO=1). By default they go
+// through the page cache: git-lfs reads every downloaded file again to hash it, and a file written
+// with O_DIRECT is read back from the disk.
+func directIO() bool { return os.Getenv("GIT_XET_DIRECT_IO") == "1" }
 
 // ActionCAS returns a CAS client for a xet batch action (X-Xet-* headers, href = the token route),
 // for callers outside the protocol loop (migrate): its token is renewed at href with the action's

@@ -16,10 +16,11 @@
 // routes and its token routes accept. The host is the LFS endpoint's (lfs.url, remote.<r>.lfsurl),
 // not the git remote's, when they differ. The netrc parser, the SSH command line, URL-keyed git
 // config and the credential helpers are git-lfs's own (github.com/git-lfs/git-lfs/v3), so they follow
-// the same rules as git-lfs itself.
+// the same rules as git-lfs itself; the endpoint is found as git-lfs's lfsapi finds it (endpoint.go).
 package credentials
 
 import (
+	"encoding/base64"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,6 @@ import (
 
 	"github.com/git-lfs/git-lfs/v3/config"
 	"github.com/git-lfs/git-lfs/v3/creds"
-	"github.com/git-lfs/git-lfs/v3/lfsapi"
 	"github.com/git-lfs/git-lfs/v3/lfshttp"
 )
 
@@ -41,11 +41,24 @@ type Credential struct {
 	// Authorization is the header value ("Bearer hf_...", or what git-lfs-authenticate said); empty
 	// for no credential.
 	Authorization string
+	// basic is "Basic base64(user:password)" when the source named a user too (URL user info, a
+	// netrc login, a credential helper's username): what plain LFS servers want on their routes.
+	basic string
 	// Source says where it came from ("HF_TOKEN", "token file /home/u/.cache/huggingface/token",
 	// "git credential", ...), for messages.
 	Source string
 
 	helper *creds.CredentialHelperWrapper // source 7: approve / reject through it
+}
+
+// ForLFS is the Authorization value for an LFS server's own routes (batch, objects): HTTP Basic
+// when the source gave a user name (plain LFS servers check user and password; the Hub takes the
+// token as the password), else Authorization.
+func (c Credential) ForLFS() string {
+	if c.basic != "" {
+		return c.basic
+	}
+	return c.Authorization
 }
 
 // None reports whether the credential sends nothing.
@@ -76,20 +89,22 @@ type Resolver struct {
 	approved bool // the cached helper credential was approved (once per process, as git does per command)
 }
 
+// NewForURL returns the resolver of an LFS endpoint given as a URL (…/info/lfs), not a remote.
+func NewForURL(lfsURL, operation string) *Resolver {
+	cfg := config.New()
+	ep := fromURL(lfsURL)
+	ep.Operation = operation
+	return &Resolver{cfg: cfg, endpoint: ep, remoteURL: lfsURL, lfs: lfshttp.NewClient(cfg),
+		helpers: creds.NewCredentialHelperContext(cfg.GitEnv(), cfg.OSEnv())}
+}
+
 // New returns the resolver for remote (a remote name such as "origin", or a URL) and operation
 // ("upload" or "download"), reading git config and the environment of the repository in the current
 // directory, as git-lfs does. Nothing is resolved yet.
 func New(remote, operation string) *Resolver {
 	cfg := config.New()
-	ef := lfsapi.NewEndpointFinder(cfg)
-	var ep lfshttp.Endpoint
-	remoteURL := remote
-	if strings.Contains(remote, "://") || (strings.Contains(remote, ":") && !strings.Contains(remote, " ")) {
-		ep = ef.NewEndpointFromCloneURL(operation, remote)
-	} else {
-		ep = ef.Endpoint(operation, remote)
-		remoteURL = ef.GitRemoteURL(remote, operation == "upload")
-	}
+	ep, remoteURL := endpointFor(cfg.GitEnv(), remote, operation)
+	ep.Operation = operation
 	return &Resolver{
 		cfg: cfg, endpoint: ep, remoteURL: remoteURL,
 		lfs:     lfshttp.NewClient(cfg),
@@ -155,7 +170,9 @@ func (r *Resolver) resolve() (c Credential, cache bool, err error) {
 	}
 	for _, u := range []string{r.endpoint.OriginalUrl, lfsURL, r.remoteURL} {
 		if p, ok := urlPassword(u); ok && sameHost(u, lfsURL) {
-			return bearer(p, "the password in the URL "+redact(u)), true, nil
+			c := bearer(p, "the password in the URL "+redact(u))
+			c.basic = basicAuth(urlUser(u), p)
+			return c, true, nil
 		}
 	}
 	if t := strings.TrimSpace(os.Getenv("HF_TOKEN")); t != "" {
@@ -216,7 +233,11 @@ func (r *Resolver) netrc() (Credential, bool, error) {
 	if m == nil || m.IsDefault() || m.Password == "" {
 		return Credential{}, false, nil
 	}
-	return bearer(m.Password, "netrc "+path+" (machine "+u.Hostname()+")"), true, nil
+	c := bearer(m.Password, "netrc "+path+" (machine "+u.Hostname()+")")
+	if m.Login != "" {
+		c.basic = basicAuth(m.Login, m.Password)
+	}
+	return c, true, nil
 }
 
 // sshAuthenticate runs git-lfs-authenticate (through git-lfs, which caches the answer until its
@@ -251,7 +272,11 @@ func (r *Resolver) gitCredential() (Credential, error) {
 	if pass == "" {
 		return Credential{}, fmt.Errorf("%w for %s: git credential gave no password", ErrNone, r.Host())
 	}
-	return Credential{Authorization: "Bearer " + strings.TrimSpace(pass), Source: "git credential", helper: &w}, nil
+	c := Credential{Authorization: "Bearer " + strings.TrimSpace(pass), Source: "git credential", helper: &w}
+	if user := creds.FirstEntryForKey(w.Creds, "username"); user != "" {
+		c.basic = basicAuth(user, strings.TrimSpace(pass))
+	}
+	return c, nil
 }
 
 // Approve tells the credential helper a credential worked (git credential approve), as git does,
@@ -278,6 +303,18 @@ func (r *Resolver) Reject(c Credential) {
 	if c.helper != nil {
 		_ = c.helper.CredentialHelper.Reject(c.helper.Creds)
 	}
+}
+
+func basicAuth(user, pass string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
+func urlUser(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	return u.User.Username()
 }
 
 func urlPassword(s string) (string, bool) {

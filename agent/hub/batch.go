@@ -72,8 +72,8 @@ func (c *Client) Batch(ctx context.Context, operation string, transfers []string
 		return nil, err
 	}
 	u := c.lfs.String() + "/objects/batch"
-	resp, err := c.do(ctx, request{method: http.MethodPost, url: u, body: body, anon: operation == "download",
-		header: map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}})
+	resp, err := c.Do(ctx, Request{Method: http.MethodPost, URL: u, Body: body, Anonymous: operation == "download", LFS: true,
+		Header: map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}})
 	if err != nil {
 		var he *HTTPError
 		if operation == "upload" && asHTTP(err, &he) && he.Status == http.StatusForbidden {

@@ -26,13 +26,25 @@ import (
 
 // Client talks to one repository's LFS endpoint on a Hub.
 type Client struct {
-	lfs   *url.URL // https://host/[datasets/|spaces/]ns/name.git/info/lfs
-	repo  Repo
+	*API
+	lfs  *url.URL // https://host/[datasets/|spaces/]ns/name.git/info/lfs
+	repo Repo
+}
+
+// API sends requests to an LFS server (the Hub's, or any other) with the user's credential, asked
+// for lazily: a request may go anonymous first and take the credential after a 401. Safe for
+// concurrent use.
+type API struct {
 	creds *credentials.Resolver
 	http  *http.Client
 	ua    string
 	// authed: a request went anonymous and was refused; later ones send the credential at once.
 	authed atomic.Bool
+}
+
+// NewAPI returns an API authenticating with creds.
+func NewAPI(creds *credentials.Resolver, client *http.Client, userAgent string) *API {
+	return &API{creds: creds, http: client, ua: userAgent}
 }
 
 // Repo is a Hub repository: its type ("models", "datasets", "spaces") and id ("ns/name"), and the
@@ -80,7 +92,7 @@ func New(lfsURL string, creds *credentials.Resolver, client *http.Client, userAg
 	if err != nil {
 		return nil, err
 	}
-	return &Client{lfs: u, repo: r, creds: creds, http: client, ua: userAgent}, nil
+	return &Client{API: NewAPI(creds, client, userAgent), lfs: u, repo: r}, nil
 }
 
 // Repo is the repository the client talks to.
@@ -120,21 +132,24 @@ func (e *HTTPError) Error() string {
 	return msg
 }
 
-// request is one call: anonymous first (anon) or with the credential at once.
-type request struct {
-	method, url string
-	body        []byte
-	header      map[string]string
-	anon        bool
+// Request is one call: anonymous first (Anonymous) or with the credential at once. LFS: the call
+// is to an LFS route (batch, objects), which takes the credential as HTTP Basic when it has a user
+// name (Credential.ForLFS); token routes take it as Bearer.
+type Request struct {
+	Method, URL string
+	Body        []byte
+	Header      map[string]string
+	Anonymous   bool
+	LFS         bool
 }
 
-// do sends req, adding the credential as the request kind wants, and returns a 2xx response (the
+// Do sends req, adding the credential as the request kind wants, and returns a 2xx response (the
 // caller closes its body) or an *HTTPError. A 401 without a credential is tried again with one; a
 // 401 with one rejects it (git credential reject). Transport errors and 5xx/429 are marked
 // retryable.
-func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
+func (c *API) Do(ctx context.Context, req Request) (*http.Response, error) {
 	var cred credentials.Credential
-	if !req.anon || c.authed.Load() {
+	if !req.Anonymous || c.authed.Load() {
 		var err error
 		if cred, err = c.creds.Get(ctx); err != nil {
 			return nil, err
@@ -149,7 +164,7 @@ func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
 			c.creds.Approve(cred)
 			return resp, nil
 		}
-		herr := readHTTPError(req.method, req.url, resp, cred.Source)
+		herr := readHTTPError(req.Method, req.URL, resp, cred.Source)
 		if resp.StatusCode == http.StatusUnauthorized && cred.None() && cred.Source == "" {
 			c.authed.Store(true)
 			if cred, err = c.creds.Get(ctx); err != nil {
@@ -169,27 +184,31 @@ func (c *Client) do(ctx context.Context, req request) (*http.Response, error) {
 	}
 }
 
-func (c *Client) send(ctx context.Context, req request, cred credentials.Credential) (*http.Response, error) {
+func (c *API) send(ctx context.Context, req Request, cred credentials.Credential) (*http.Response, error) {
 	var body io.Reader
-	if req.body != nil {
-		body = bytes.NewReader(req.body)
+	if req.Body != nil {
+		body = bytes.NewReader(req.Body)
 	}
-	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, body)
+	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, body)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", req.method, where(req.url), errors.Unwrap(err))
+		return nil, fmt.Errorf("%s %s: %w", req.Method, where(req.URL), errors.Unwrap(err))
 	}
-	for k, v := range req.header {
+	for k, v := range req.Header {
 		hr.Header.Set(k, v)
 	}
 	hr.Header.Set("User-Agent", c.ua)
-	cred.Set(hr.Header)
+	if req.LFS && cred.ForLFS() != "" && hr.Header.Get("Authorization") == "" {
+		hr.Header.Set("Authorization", cred.ForLFS())
+	} else if hr.Header.Get("Authorization") == "" {
+		cred.Set(hr.Header)
+	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its text holds the whole URL, signature included
 		}
-		return nil, retry.Mark(fmt.Errorf("%s %s: %w", req.method, where(req.url), err))
+		return nil, retry.Mark(fmt.Errorf("%s %s: %w", req.Method, where(req.URL), err))
 	}
 	return resp, nil
 }

@@ -38,7 +38,7 @@ func (c *Client) Token(ctx context.Context, route, sessionID string) (casapi.Tok
 		hdr[casapi.HeaderSessionID] = sessionID
 	}
 	anon := strings.Contains(route, "/xet-read-token/")
-	resp, err := c.do(ctx, request{method: http.MethodGet, url: route, header: hdr, anon: anon})
+	resp, err := c.Do(ctx, Request{Method: http.MethodGet, URL: route, Header: hdr, Anonymous: anon})
 	if err != nil {
 		var he *HTTPError
 		if asHTTP(err, &he) && he.Status == http.StatusForbidden && !anon {

@@ -9,6 +9,7 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,8 +17,11 @@ import (
 	"time"
 
 	"github.com/git-lfs/git-lfs/v3/config"
-	"github.com/git-lfs/git-lfs/v3/lfsapi"
 	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -69,7 +73,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer src.lfs.Close()
 	if o.DryRun {
 		err = dryRun(ctx, o, inv, src, rep)
 	} else {
@@ -81,24 +84,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 func newSource(o Options) (*source, error) {
 	cfg := config.NewIn(o.Dir, "")
-	c := lfsapi.NewClient(cfg)
 	gd := cfg.LocalGitStorageDir()
 	if gd == "" {
 		return nil, fmt.Errorf("%s is not inside a git repository", o.Dir)
 	}
-	s := &source{gitDir: gd, remote: o.Remote, lfs: c}
-	e := c.Endpoints.Endpoint("download", o.Remote)
+	creds := credentials.New(o.Remote, "download")
+	s := &source{gitDir: gd, remote: o.Remote, creds: creds,
+		api: hub.NewAPI(creds, &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())}
+	e := creds.Endpoint()
 	switch {
-	case strings.HasPrefix(e.Url, "file://"):
-		if u, err := url.Parse(e.Url); err == nil {
+	case strings.HasPrefix(e, "file://"):
+		if u, err := url.Parse(e); err == nil {
 			dir := filepath.FromSlash(u.Path)
 			if d := filepath.Join(dir, ".git"); isDir(d) {
 				dir = d
 			}
 			s.remoteObjects = filepath.Join(dir, "lfs", "objects")
 		}
-	case e.Url != "" && e.Url != "<unknown>":
-		s.endpoint = e
+	case e != "" && e != "<unknown>":
+		s.lfsURL = strings.TrimSuffix(e, "/")
 	}
 	return s, nil
 }

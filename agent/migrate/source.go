@@ -11,10 +11,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/git-lfs/git-lfs/v3/lfsapi"
-	"github.com/git-lfs/git-lfs/v3/lfshttp"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 )
 
 // where is a URL as messages show it: no user info, no query.
@@ -36,8 +35,9 @@ type source struct {
 	// pushed to a path remote keeps objects; "" for network remotes.
 	remoteObjects string
 	remote        string
-	lfs           *lfsapi.Client
-	endpoint      lfshttp.Endpoint // the old LFS server; Url "" when there is none
+	creds         *credentials.Resolver
+	api           *hub.API
+	lfsURL        string // the old LFS server (…/info/lfs; for SSH remotes found through ssh when needed); "" none
 	// spool, when set (dry runs), receives fetched objects instead of .git/lfs/objects.
 	spool string
 	at    map[string]string // oid → a verified copy, filled by ensure
@@ -112,13 +112,20 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 	if len(fetch) == 0 {
 		return failed, nil
 	}
-	if s.endpoint.Url == "" {
+	if s.lfsURL == "" {
 		for _, o := range fetch {
 			failed[o.Oid] = fmt.Errorf("%w: not in .git/lfs/objects (or corrupt there) and no LFS server to fetch it from", ErrMissing)
 		}
 		return failed, nil
 	}
-	a, err := batch(ctx, s.lfs, s.endpoint, s.remote, "download", []string{"basic"}, fetch)
+	if s.creds.SSH() {
+		u, err := s.creds.LFSURL(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.lfsURL = u
+	}
+	a, err := batch(ctx, s.api, s.lfsURL, "download", []string{"basic"}, fetch)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +140,11 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 		}
 		switch {
 		case o == nil:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(s.endpoint.Url), r.Oid)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(s.lfsURL), r.Oid)
 		case r.Error != nil:
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, where(s.endpoint.Url), r.Error.Code, r.Error.Message)
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, where(s.lfsURL), r.Error.Code, r.Error.Message)
 		case r.Actions["download"] == nil:
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s gave no download action", ErrMissing, where(s.endpoint.Url))
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s gave no download action", ErrMissing, where(s.lfsURL))
 		default:
 			if err := s.get(ctx, o, r.Actions["download"].Href, r.Actions["download"].Header); err != nil {
 				if ctx.Err() != nil {
@@ -151,7 +158,7 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 	}
 	for _, o := range fetch {
 		if !got[o.Oid] {
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s left it out of its answer", ErrMissing, where(s.endpoint.Url))
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s left it out of its answer", ErrMissing, where(s.lfsURL))
 		}
 	}
 	return failed, nil
@@ -160,27 +167,12 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 // get downloads one object into .git/lfs/objects: a temp file in .git/lfs/tmp, SHA-256 checked,
 // then renamed, as git-lfs does.
 func (s *source) get(ctx context.Context, o *Object, href string, header map[string]string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
+	// As git-lfs's basic adapter: the action's headers, else (after a 401) the user's credential.
+	resp, err := s.api.Do(ctx, hub.Request{Method: http.MethodGet, URL: href, Header: header, Anonymous: true, LFS: true})
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", where(href), err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	// As git-lfs's basic adapter: the action's headers, else the remote's credentials.
-	resp, err := s.lfs.DoWithAuth(s.remote, s.lfs.Endpoints.AccessFor(s.endpoint.Url), req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		// git-lfs's errors may quote the URL: never its query (signatures).
-		return fmt.Errorf("GET %s: %s", where(href), strings.ReplaceAll(err.Error(), href, where(href)))
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", where(href), resp.Status)
-	}
 	tmpDir := filepath.Join(s.gitDir, "lfs", "tmp")
 	if s.spool != "" {
 		tmpDir = s.spool

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +10,11 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/git-lfs/git-lfs/v3/config"
-	"github.com/git-lfs/git-lfs/v3/lfsapi"
-	"github.com/git-lfs/git-lfs/v3/lfshttp"
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
@@ -83,17 +81,18 @@ func (t *embeddedTarget) Close() error                            { return nil }
 // batchTarget is an LFS server offering the xet transfer (xet-server, the Hub): the batch API says
 // which objects it lacks and hands out the CAS, as for git push; credentials as git-lfs's.
 type batchTarget struct {
-	remote   string
-	endpoint lfshttp.Endpoint
-	lfs      *lfsapi.Client
-	opts     agent.XetOptions
-	client   atomic.Pointer[cas.Client]
+	remote string
+	lfsURL string
+	api    *hub.API
+	opts   agent.XetOptions
+	client atomic.Pointer[cas.Client]
 }
 
-// OpenBatch returns the target at an LFS URL (…/info/lfs), reached with remote's credentials.
+// OpenBatch returns the target at an LFS URL (…/info/lfs), reached with the user's credential for
+// that URL (as git push finds it: URL user info, netrc, ssh, git credential, Hub tokens).
 func OpenBatch(lfsURL, remote string, o agent.XetOptions) (Target, error) {
-	c := lfsapi.NewClient(config.New())
-	return &batchTarget{remote: remote, endpoint: c.Endpoints.NewEndpoint("upload", lfsURL), lfs: c, opts: o}, nil
+	api := hub.NewAPI(credentials.NewForURL(lfsURL, "upload"), &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())
+	return &batchTarget{remote: remote, lfsURL: strings.TrimSuffix(lfsURL, "/"), api: api, opts: o}, nil
 }
 
 type batchReq struct {
@@ -121,45 +120,33 @@ type batchAns struct {
 	} `json:"objects"`
 }
 
-// batch posts an LFS batch request with git-lfs's client (its credential helpers, netrc, ssh).
-func batch(ctx context.Context, c *lfsapi.Client, e lfshttp.Endpoint, remote, op string, transfers []string, objs []*Object) (*batchAns, error) {
+// batch posts an LFS batch request to lfsURL, anonymous first and with the credential after a 401,
+// as git-lfs does for a server it has not authenticated to yet.
+func batch(ctx context.Context, api *hub.API, lfsURL, op string, transfers []string, objs []*Object) (*batchAns, error) {
 	body := batchReq{Operation: op, Transfers: transfers, HashAlgo: "sha256"}
 	for _, o := range objs {
 		body.Objects = append(body.Objects, batchObj{o.Oid, o.Size})
 	}
-	req, err := c.NewRequest(http.MethodPost, e, "objects/batch", body)
+	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, fmt.Errorf("LFS batch %s at %s: %w", op, where(e.Url), err)
+		return nil, err
 	}
-	req = req.WithContext(ctx)
-	resp, err := c.DoWithAuth(remote, c.Endpoints.AccessFor(e.Url), req)
+	resp, err := api.Do(ctx, hub.Request{Method: http.MethodPost, URL: lfsURL + "/objects/batch", Body: b, LFS: true,
+		Anonymous: true,
+		Header:    map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}})
 	if err != nil {
-		return nil, fmt.Errorf("LFS batch %s at %s: %w", op, where(e.Url), err)
+		return nil, fmt.Errorf("LFS batch %s: %w", op, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("LFS batch %s at %s: %w", op, where(e.Url), err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("LFS batch %s at %s: %s: %s", op, where(e.Url), resp.Status, strings.TrimSpace(string(first(b, 300))))
-	}
 	var a batchAns
-	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&a); err != nil {
-		return nil, fmt.Errorf("LFS batch %s at %s: the answer is not JSON: %w", op, where(e.Url), err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&a); err != nil {
+		return nil, fmt.Errorf("LFS batch %s at %s: the answer is not JSON: %w", op, where(lfsURL), err)
 	}
 	return &a, nil
 }
 
-func first(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
-}
-
 func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, error) {
-	a, err := batch(ctx, t.lfs, t.endpoint, t.remote, "upload", []string{"xet"}, objs)
+	a, err := batch(ctx, t.api, t.lfsURL, "upload", []string{"xet"}, objs)
 	if err != nil {
 		return nil, err
 	}
@@ -172,13 +159,13 @@ func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, e
 		o, ok := byOid[r.Oid]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(t.endpoint.Url), r.Oid)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(t.lfsURL), r.Oid)
 		case r.Error != nil:
-			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", where(t.endpoint.Url), r.Oid, r.Error.Code, r.Error.Message)
+			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", where(t.lfsURL), r.Oid, r.Error.Code, r.Error.Message)
 		case len(r.Actions) == 0:
 			continue // stored
 		case a.Transfer != "xet":
-			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", where(t.endpoint.Url), a.Transfer)
+			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", where(t.lfsURL), a.Transfer)
 		}
 		if t.client.Load() == nil && r.Actions["upload"] != nil {
 			c, err := agent.ActionCAS(r.Actions["upload"], t.remote, "upload", t.opts)
@@ -196,11 +183,11 @@ func (t *batchTarget) CAS(context.Context) (cas.Client, error) {
 	if c := t.client.Load(); c != nil {
 		return *c, nil
 	}
-	return nil, fmt.Errorf("the LFS server at %s gave no xet action", where(t.endpoint.Url))
+	return nil, fmt.Errorf("the LFS server at %s gave no xet action", where(t.lfsURL))
 }
 func (t *batchTarget) Embedded() bool { return false }
-func (t *batchTarget) Where() string  { return where(t.endpoint.Url) }
-func (t *batchTarget) Close() error   { return t.lfs.Close() }
+func (t *batchTarget) Where() string  { return where(t.lfsURL) }
+func (t *batchTarget) Close() error   { return nil }
 
 // countingCAS counts the bytes of the xorbs and shards a session stores.
 type countingCAS struct {

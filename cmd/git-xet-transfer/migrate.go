@@ -12,11 +12,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/git-lfs/git-lfs/v3/config"
-	"github.com/git-lfs/git-lfs/v3/lfsapi"
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 )
@@ -134,11 +133,11 @@ func openTarget(ctx context.Context, g agent.Git, f migrateFlags, log zerolog.Lo
 		if r, err := agent.ResolveLocalRemote(ctx, g, f.remote); err == nil {
 			return migrate.OpenEmbedded(r.StoreDir(), log)
 		}
-		e := lfsapi.NewClient(config.New()).Endpoints.Endpoint("upload", f.remote)
-		if e.Url == "" || e.Url == "<unknown>" {
+		e := credentials.New(f.remote, "upload").Endpoint()
+		if e == "" || e == "<unknown>" {
 			return nil, fmt.Errorf("remote %q has no LFS endpoint; give --to", f.remote)
 		}
-		return migrate.OpenBatch(e.Url, f.remote, agent.XetOptions{Log: log})
+		return migrate.OpenBatch(e, f.remote, agent.XetOptions{Log: log})
 	}
 	if strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://") {
 		return migrate.OpenBatch(to, f.remote, agent.XetOptions{Log: log})
