@@ -20,8 +20,8 @@
 package credentials
 
 import (
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
