@@ -117,7 +117,11 @@ func TestEachSourceAlone(t *testing.T) {
 	t.Run("HF_TOKEN trimmed", func(t *testing.T) {
 		w := newWorld(t, hubURL)
 		t.Setenv("HF_TOKEN", "  fromenv\n")
-		want(t, w.get("upload"), "Bearer fromenv", "HF_TOKEN")
+		c := w.get("upload")
+		want(t, c, "Bearer fromenv", "HF_TOKEN")
+		if c.ForLFS() != c.Authorization {
+			t.Errorf("a token without a user name goes to LFS routes as %q", c.ForLFS())
+		}
 	})
 	t.Run("HF_TOKEN_PATH", func(t *testing.T) {
 		w := newWorld(t, hubURL)
@@ -149,6 +153,9 @@ func TestEachSourceAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		want(t, c, "Bearer fromhelper", "git credential")
+		if c.ForLFS() != "Basic "+base64.StdEncoding.EncodeToString([]byte("hf_user:fromhelper")) {
+			t.Errorf("LFS routes get %q, want Basic with the helper's user name", c.ForLFS())
+		}
 		r.Approve(c)
 		r.Approve(c) // once per credential
 		r.Reject(c)
