@@ -81,33 +81,10 @@ func verifyFile(path, oid string, size int64) (bool, error) {
 // corrupt locally from the old LFS server in one batch (at most 100). It returns, per object that
 // could not be had, the reason.
 func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, error) {
-	if s.at == nil {
-		s.at = map[string]string{}
-	}
 	failed := map[string]error{}
-	var fetch []*Object
-	for _, o := range objs {
-		ok, err := verifyFile(s.localPath(o.Oid), o.Oid, o.Size)
-		if err != nil {
-			return nil, fmt.Errorf("reading the local copy of %s: %w", o.Oid, err)
-		}
-		if ok {
-			s.at[o.Oid] = s.localPath(o.Oid)
-			continue
-		}
-		if s.remoteObjects != "" {
-			if err := s.copyFromRemote(o); err != nil {
-				return nil, err
-			}
-			if ok, err = verifyFile(s.dest(o.Oid), o.Oid, o.Size); err != nil {
-				return nil, err
-			}
-		}
-		if ok {
-			s.at[o.Oid] = s.dest(o.Oid)
-		} else {
-			fetch = append(fetch, o)
-		}
+	fetch, err := s.local(objs)
+	if err != nil {
+		return nil, err
 	}
 	if len(fetch) == 0 {
 		return failed, nil
@@ -162,6 +139,38 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 		}
 	}
 	return failed, nil
+}
+
+// local finds the objects of objs with a verified copy on this machine (.git/lfs/objects, or a
+// local remote's store, copied in) and returns the others, to be fetched.
+func (s *source) local(objs []*Object) (fetch []*Object, err error) {
+	if s.at == nil {
+		s.at = map[string]string{}
+	}
+	for _, o := range objs {
+		ok, err := verifyFile(s.localPath(o.Oid), o.Oid, o.Size)
+		if err != nil {
+			return nil, fmt.Errorf("reading the local copy of %s: %w", o.Oid, err)
+		}
+		if ok {
+			s.at[o.Oid] = s.localPath(o.Oid)
+			continue
+		}
+		if s.remoteObjects != "" {
+			if err := s.copyFromRemote(o); err != nil {
+				return nil, err
+			}
+			if ok, err = verifyFile(s.dest(o.Oid), o.Oid, o.Size); err != nil {
+				return nil, err
+			}
+		}
+		if ok {
+			s.at[o.Oid] = s.dest(o.Oid)
+		} else {
+			fetch = append(fetch, o)
+		}
+	}
+	return fetch, nil
 }
 
 // get downloads one object into .git/lfs/objects: a temp file in .git/lfs/tmp, SHA-256 checked,
