@@ -206,7 +206,7 @@ func TestMigrateToEmbeddedStore(t *testing.T) {
 	if n != logical || n != figure(t, reObjects, dry) {
 		t.Errorf("migrated %d of %d objects; the dry run counted %d", n, logical, figure(t, reObjects, dry))
 	}
-	if est := figure(t, reStored, dry); est < stored*85/100 || est > stored*115/100 {
+	if est := figure(t, reStored, dry); est < stored*90/100 || est > stored*110/100 { // the issue: within 10 %
 		t.Errorf("dry-run estimate %d bytes, real %d", est, stored)
 	}
 	if ok, _ := verifyLocalObjects(files[1]); !ok {
