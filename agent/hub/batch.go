@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,13 +77,13 @@ func (c *Client) Batch(ctx context.Context, operation string, transfers []string
 		Header: map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}})
 	if err != nil {
 		var he *HTTPError
-		if operation == "upload" && asHTTP(err, &he) && he.Status == http.StatusForbidden {
+		if operation == "upload" && errors.As(err, &he) && he.Status == http.StatusForbidden {
 			return nil, fmt.Errorf("LFS batch upload to %s: %w; the token needs write access to %s (or push to a pull-request ref, refs/pr/N)", c.repo, err, c.repo)
 		}
 		return nil, fmt.Errorf("LFS batch %s: %w", operation, err)
 	}
 	defer resp.Body.Close()
-	return readBatch(resp.Body, where(u), objs)
+	return readBatch(resp.Body, Where(u), objs)
 }
 
 // readBatch decodes and checks a batch answer (at most 16 MiB).

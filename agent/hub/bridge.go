@@ -30,11 +30,11 @@ func BridgeHash(href string) (h hash.Hash, ok bool, err error) {
 			continue
 		}
 		if i+2 >= len(segs) {
-			return h, false, fmt.Errorf("bridge URL %s has no Xet hash after %s", where(href), s)
+			return h, false, fmt.Errorf("bridge URL %s has no Xet hash after %s", Where(href), s)
 		}
 		h, err := hash.Parse(segs[i+2])
 		if err != nil {
-			return h, false, fmt.Errorf("bridge URL %s: %q is not a 64-hex Xet hash", where(href), segs[i+2])
+			return h, false, fmt.Errorf("bridge URL %s: %q is not a 64-hex Xet hash", Where(href), segs[i+2])
 		}
 		return h, true, nil
 	}
@@ -49,7 +49,7 @@ var ErrMismatch = errors.New("downloaded bytes do not match the object")
 func (c *Client) GetVerified(ctx context.Context, href string, header map[string]string, oid string, size int64, path string, progress func(int64)) (err error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
 	if err != nil {
-		return fmt.Errorf("GET %s: bad URL", where(href))
+		return fmt.Errorf("GET %s: bad URL", Where(href))
 	}
 	for k, v := range header {
 		hr.Header.Set(k, v)
@@ -61,12 +61,22 @@ func (c *Client) GetVerified(ctx context.Context, href string, header map[string
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("GET %s: %w", where(href), err)
+		return fmt.Errorf("GET %s: %w", Where(href), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return readHTTPError(http.MethodGet, href, resp, "")
 	}
+	if err := SaveVerified(resp.Body, path, oid, size, progress); err != nil {
+		return fmt.Errorf("GET %s: %w", Where(href), err)
+	}
+	return nil
+}
+
+// SaveVerified writes body to path (created or truncated), reading at most size+1 bytes, and keeps
+// it only when it is exactly size bytes with SHA-256 oid (synced); otherwise path is removed and
+// the error wraps ErrMismatch (or the I/O error). progress (may be nil) gets the bytes written.
+func SaveVerified(body io.Reader, path, oid string, size int64, progress func(int64)) (err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -80,15 +90,15 @@ func (c *Client) GetVerified(ctx context.Context, href string, header map[string
 		}
 	}()
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, sum, &progressWriter{report: progress}), io.LimitReader(resp.Body, size+1))
+	n, err := io.Copy(io.MultiWriter(f, sum, &progressWriter{report: progress}), io.LimitReader(body, size+1))
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", where(href), err)
+		return err
 	}
 	if n != size {
-		return fmt.Errorf("GET %s: %w: got %d bytes, want %d", where(href), ErrMismatch, n, size)
+		return fmt.Errorf("%w: got %d bytes, want %d", ErrMismatch, n, size)
 	}
 	if got := hex.EncodeToString(sum.Sum(nil)); got != oid {
-		return fmt.Errorf("GET %s: %w: SHA-256 %s, want %s", where(href), ErrMismatch, got, oid)
+		return fmt.Errorf("%w: SHA-256 %s, want %s", ErrMismatch, got, oid)
 	}
 	return f.Sync()
 }
@@ -106,5 +116,3 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
-
-func asHTTP(err error, target **HTTPError) bool { return errors.As(err, target) }

@@ -67,7 +67,7 @@ func (r Repo) String() string {
 func ParseLFSURL(lfsURL string) (*url.URL, Repo, error) {
 	u, err := url.Parse(lfsURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, Repo{}, fmt.Errorf("LFS endpoint %q is not an http(s) URL", where(lfsURL))
+		return nil, Repo{}, fmt.Errorf("LFS endpoint %q is not an http(s) URL", Where(lfsURL))
 	}
 	p := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/info/lfs")
 	p = strings.TrimSuffix(strings.TrimPrefix(p, "/"), ".git")
@@ -77,7 +77,7 @@ func ParseLFSURL(lfsURL string) (*url.URL, Repo, error) {
 		r.Type, segs = segs[0], segs[1:]
 	}
 	if len(segs) != 2 || segs[0] == "" || segs[1] == "" {
-		return nil, Repo{}, fmt.Errorf("LFS endpoint %s does not name a Hub repository ([datasets/|spaces/]namespace/name.git/info/lfs)", where(lfsURL))
+		return nil, Repo{}, fmt.Errorf("LFS endpoint %s does not name a Hub repository ([datasets/|spaces/]namespace/name.git/info/lfs)", Where(lfsURL))
 	}
 	r.ID = segs[0] + "/" + segs[1]
 	if !strings.HasSuffix(u.Path, "/info/lfs") {
@@ -98,8 +98,9 @@ func New(lfsURL string, creds *credentials.Resolver, client *http.Client, userAg
 // Repo is the repository the client talks to.
 func (c *Client) Repo() Repo { return c.repo }
 
-// where is a URL as errors show it: scheme, host and path, no user info, no query.
-func where(s string) string {
+// Where is a URL as errors and logs show it: scheme, host and path, no user info, no query (which
+// carries signatures).
+func Where(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(unparsable URL)"
@@ -191,7 +192,7 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, body)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", req.Method, where(req.URL), errors.Unwrap(err))
+		return nil, fmt.Errorf("%s %s: %w", req.Method, Where(req.URL), errors.Unwrap(err))
 	}
 	for k, v := range req.Header {
 		hr.Header.Set(k, v)
@@ -208,7 +209,7 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 		if errors.As(err, &ue) {
 			err = ue.Err // its text holds the whole URL, signature included
 		}
-		return nil, retry.Mark(fmt.Errorf("%s %s: %w", req.Method, where(req.URL), err))
+		return nil, retry.Mark(fmt.Errorf("%s %s: %w", req.Method, Where(req.URL), err))
 	}
 	return resp, nil
 }
@@ -218,7 +219,7 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 func readHTTPError(method, u string, resp *http.Response, source string) *HTTPError {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &HTTPError{Method: method, Where: where(u), Status: resp.StatusCode, Source: source,
+	e := &HTTPError{Method: method, Where: Where(u), Status: resp.StatusCode, Source: source,
 		Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
 	if e.Message == "" {
 		var j struct {

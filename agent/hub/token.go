@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,7 +42,7 @@ func (c *Client) Token(ctx context.Context, route, sessionID string) (casapi.Tok
 	resp, err := c.Do(ctx, Request{Method: http.MethodGet, URL: route, Header: hdr, Anonymous: anon})
 	if err != nil {
 		var he *HTTPError
-		if asHTTP(err, &he) && he.Status == http.StatusForbidden && !anon {
+		if errors.As(err, &he) && he.Status == http.StatusForbidden && !anon {
 			return tok, fmt.Errorf("getting a Xet write token for %s: %w; the token needs write access to %s "+
 				"(or push to a pull-request ref, refs/pr/N)", c.repo, err, c.repo)
 		}
@@ -50,16 +51,16 @@ func (c *Client) Token(ctx context.Context, route, sessionID string) (casapi.Tok
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return tok, fmt.Errorf("GET %s: reading the token: %w", where(route), err)
+		return tok, fmt.Errorf("GET %s: reading the token: %w", Where(route), err)
 	}
 	if err := json.Unmarshal(b, &tok); err != nil {
-		return tok, fmt.Errorf("GET %s: the answer is not a Xet token (%s): %w", where(route), contentType(resp), err)
+		return tok, fmt.Errorf("GET %s: the answer is not a Xet token (%s): %w", Where(route), contentType(resp), err)
 	}
 	if tok.AccessToken == "" || tok.CasURL == "" || tok.Exp == 0 {
-		return tok, fmt.Errorf("GET %s: the token answer lacks accessToken, exp or casUrl", where(route))
+		return tok, fmt.Errorf("GET %s: the token answer lacks accessToken, exp or casUrl", Where(route))
 	}
 	if u, err := url.Parse(tok.CasURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return tok, fmt.Errorf("GET %s: casUrl %q is not an http(s) URL", where(route), tok.CasURL)
+		return tok, fmt.Errorf("GET %s: casUrl %q is not an http(s) URL", Where(route), tok.CasURL)
 	}
 	return tok, nil
 }

@@ -109,10 +109,7 @@ func newSource(o Options) (*source, error) {
 
 // migrate uploads every object the target lacks, session by session.
 func migrate(ctx context.Context, o Options, inv *Inventory, src *source, rep *Report) error {
-	st, err := loadState(src.gitDir, o.Target.Where())
-	if err != nil {
-		return err
-	}
+	st := newState(src.gitDir, o.Target.Where())
 	var todo []*Object
 	for i := 0; i < len(inv.Objects); i += 100 {
 		chunk := inv.Objects[i:min(i+100, len(inv.Objects))]
@@ -155,6 +152,7 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 	began := time.Now()
 	var pending []*Object
 	var pendingBytes, doneBytes int64
+	total := sumSize(todo)
 	done := 0
 	finish := func() error {
 		if len(pending) == 0 {
@@ -191,7 +189,7 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 			done++
 			doneBytes += obj.Size
 			if o.Progress != nil {
-				o.Progress(Progress{Objects: done, TotalObjects: len(todo), Bytes: doneBytes, TotalBytes: sumSize(todo), Elapsed: time.Since(began)})
+				o.Progress(Progress{Objects: done, TotalObjects: len(todo), Bytes: doneBytes, TotalBytes: total, Elapsed: time.Since(began)})
 			}
 			if pendingBytes >= o.SessionBytes || len(pending) >= 5000 {
 				if err := finish(); err != nil {

@@ -8,22 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 )
-
-// where is a URL as messages show it: no user info, no query.
-func where(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host + u.EscapedPath()
-}
 
 // ErrMissing marks an object found neither locally nor on the old LFS server.
 var ErrMissing = errors.New("object missing")
@@ -117,11 +107,11 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 		}
 		switch {
 		case o == nil:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(s.lfsURL), r.Oid)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(s.lfsURL), r.Oid)
 		case r.Error != nil:
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, where(s.lfsURL), r.Error.Code, r.Error.Message)
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, hub.Where(s.lfsURL), r.Error.Code, r.Error.Message)
 		case r.Actions["download"] == nil:
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s gave no download action", ErrMissing, where(s.lfsURL))
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s gave no download action", ErrMissing, hub.Where(s.lfsURL))
 		default:
 			if err := s.get(ctx, o, r.Actions["download"].Href, r.Actions["download"].Header); err != nil {
 				if ctx.Err() != nil {
@@ -135,7 +125,7 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 	}
 	for _, o := range fetch {
 		if !got[o.Oid] {
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s left it out of its answer", ErrMissing, where(s.lfsURL))
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s left it out of its answer", ErrMissing, hub.Where(s.lfsURL))
 		}
 	}
 	return failed, nil
@@ -157,10 +147,7 @@ func (s *source) local(objs []*Object) (fetch []*Object, err error) {
 			continue
 		}
 		if s.remoteObjects != "" {
-			if err := s.copyFromRemote(o); err != nil {
-				return nil, err
-			}
-			if ok, err = verifyFile(s.dest(o.Oid), o.Oid, o.Size); err != nil {
+			if ok, err = s.copyFromRemote(o); err != nil {
 				return nil, err
 			}
 		}
@@ -186,59 +173,49 @@ func (s *source) get(ctx context.Context, o *Object, href string, header map[str
 	if s.spool != "" {
 		tmpDir = s.spool
 	}
+	if err := s.place(o, tmpDir, resp.Body); err != nil {
+		return fmt.Errorf("GET %s: %w", hub.Where(href), err)
+	}
+	return nil
+}
+
+// place writes r to a temp file in tmpDir, verified as object o (size and SHA-256), and renames it
+// to dest(o): the one way an object copy is made.
+func (s *source) place(o *Object, tmpDir string, r io.Reader) error {
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(tmpDir, "migrate-*")
+	f, err := os.CreateTemp(tmpDir, ".migrate-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, o.Size+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", where(href), err)
-	}
-	if n != o.Size || hex.EncodeToString(h.Sum(nil)) != o.Oid {
-		return fmt.Errorf("GET %s: the bytes are not object %s (%d bytes)", where(href), o.Oid, n)
+	tmp := f.Name()
+	f.Close()
+	defer os.Remove(tmp)
+	if err := hub.SaveVerified(r, tmp, o.Oid, o.Size, nil); err != nil {
+		return err
 	}
 	dst := s.dest(o.Oid)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), dst)
+	return os.Rename(tmp, dst)
 }
 
-// copyFromRemote copies oid from a local remote's git-lfs store into .git/lfs/objects when it is
-// there and right (temp file, rename); a missing or wrong copy is left for the caller to report.
-func (s *source) copyFromRemote(o *Object) error {
-	src := filepath.Join(s.remoteObjects, o.Oid[0:2], o.Oid[2:4], o.Oid)
-	if ok, err := verifyFile(src, o.Oid, o.Size); err != nil || !ok {
-		return err
+// copyFromRemote copies oid from a local remote's git-lfs store to dest(o), verifying it while it
+// is copied (one read). ok is false when the remote has no right copy: the caller reports it.
+func (s *source) copyFromRemote(o *Object) (ok bool, err error) {
+	in, err := os.Open(filepath.Join(s.remoteObjects, o.Oid[0:2], o.Oid[2:4], o.Oid))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
 	}
-	in, err := os.Open(src)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer in.Close()
-	dst := s.dest(o.Oid)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+	err = s.place(o, filepath.Dir(s.dest(o.Oid)), in)
+	if errors.Is(err, hub.ErrMismatch) {
+		return false, nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".migrate-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return err == nil, err
 }

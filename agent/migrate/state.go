@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,33 +10,16 @@ import (
 )
 
 // state is the migration's record under .git/xet/: one line per migrated oid, appended (and
-// synced) after each finished session, in a file per target. A rerun checks every object against
-// the target anyway; the record tells what earlier runs finished (for the report) and survives a
-// kill, since a line is only written once its session is registered.
+// synced) after each finished session, in a file per target. A line is written only once its
+// session is registered, so the record survives a kill; it is never trusted: a rerun asks the
+// target about every object.
 type state struct {
 	path string
-	done map[string]bool
 }
 
-func loadState(gitDir, target string) (*state, error) {
+func newState(gitDir, target string) *state {
 	sum := sha256.Sum256([]byte(target))
-	p := filepath.Join(gitDir, "xet", "migrate-"+hex.EncodeToString(sum[:8])+".state")
-	s := &state{path: p, done: map[string]bool{}}
-	f, err := os.Open(p)
-	if os.IsNotExist(err) {
-		return s, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the migration state %s: %w", p, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); isOid(l) {
-			s.done[l] = true
-		}
-	}
-	return s, sc.Err()
+	return &state{path: filepath.Join(gitDir, "xet", "migrate-"+hex.EncodeToString(sum[:8])+".state")}
 }
 
 // record appends the oids of a finished session.
@@ -52,7 +34,6 @@ func (s *state) record(objs []*Object) error {
 	var b strings.Builder
 	for _, o := range objs {
 		b.WriteString(o.Oid + "\n")
-		s.done[o.Oid] = true
 	}
 	if _, err := f.WriteString(b.String()); err != nil {
 		f.Close()

@@ -140,7 +140,7 @@ func batch(ctx context.Context, api *hub.API, lfsURL, op string, transfers []str
 	defer resp.Body.Close()
 	var a batchAns
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&a); err != nil {
-		return nil, fmt.Errorf("LFS batch %s at %s: the answer is not JSON: %w", op, where(lfsURL), err)
+		return nil, fmt.Errorf("LFS batch %s at %s: the answer is not JSON: %w", op, hub.Where(lfsURL), err)
 	}
 	return &a, nil
 }
@@ -159,13 +159,13 @@ func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, e
 		o, ok := byOid[r.Oid]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", where(t.lfsURL), r.Oid)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(t.lfsURL), r.Oid)
 		case r.Error != nil:
-			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", where(t.lfsURL), r.Oid, r.Error.Code, r.Error.Message)
+			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", hub.Where(t.lfsURL), r.Oid, r.Error.Code, r.Error.Message)
 		case len(r.Actions) == 0:
 			continue // stored
 		case a.Transfer != "xet":
-			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", where(t.lfsURL), a.Transfer)
+			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", hub.Where(t.lfsURL), a.Transfer)
 		}
 		if t.client.Load() == nil && r.Actions["upload"] != nil {
 			c, err := agent.ActionCAS(r.Actions["upload"], t.remote, "upload", t.opts)
@@ -183,10 +183,10 @@ func (t *batchTarget) CAS(context.Context) (cas.Client, error) {
 	if c := t.client.Load(); c != nil {
 		return *c, nil
 	}
-	return nil, fmt.Errorf("the LFS server at %s gave no xet action", where(t.lfsURL))
+	return nil, fmt.Errorf("the LFS server at %s gave no xet action", hub.Where(t.lfsURL))
 }
 func (t *batchTarget) Embedded() bool { return false }
-func (t *batchTarget) Where() string  { return where(t.lfsURL) }
+func (t *batchTarget) Where() string  { return hub.Where(t.lfsURL) }
 func (t *batchTarget) Close() error   { return nil }
 
 // countingCAS counts the bytes of the xorbs and shards a session stores.

@@ -30,11 +30,9 @@ type Object struct {
 
 // Inventory is what a walk found.
 type Inventory struct {
-	Objects   []*Object // in upload order
-	Commits   int
-	Pointers  int   // pointer blobs seen (distinct blobs)
-	Logical   int64 // bytes of the distinct objects
-	LocalOnly int   // objects found only in .git/lfs/objects (no pointer in the walked refs)
+	Objects []*Object // in upload order
+	Commits int
+	Logical int64 // bytes of the distinct objects
 }
 
 // sizer is go-git's filesystem storage, which tells an object's size without decoding it.
@@ -251,7 +249,6 @@ func (w *walker) pointer(h plumbing.Hash) (*lfs.Pointer, error) {
 	if err != nil || p.Oid == "" {
 		return nil, nil // not a pointer: git-lfs leaves it alone too
 	}
-	w.inv.Pointers++
 	w.blobs[h] = p
 	return p, nil
 }
@@ -284,7 +281,6 @@ func (w *walker) addLocalObjects(dir string) {
 		}
 		w.objects[d.Name()] = &Object{Oid: d.Name(), Size: fi.Size(), Path: "(.git/lfs/objects)"}
 		w.byPath["(.git/lfs/objects)"] = append(w.byPath["(.git/lfs/objects)"], w.objects[d.Name()])
-		w.inv.LocalOnly++
 		return nil
 	})
 }

@@ -5,11 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
@@ -108,15 +106,5 @@ func (s *Server) handleHubTokenRoute(w http.ResponseWriter, r *http.Request, ns 
 	if !ok {
 		return
 	}
-	exp := s.now().Add(s.cfg.TokenTTL)
-	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: who.name})
-	if err != nil {
-		s.fail(w, r, "token", err)
-		return
-	}
-	base := s.baseURL(r)
-	w.Header().Set(casapi.HeaderCasURL, base)
-	w.Header().Set(casapi.HeaderAccessToken, tok)
-	w.Header().Set(casapi.HeaderTokenExpiration, strconv.FormatInt(exp.Unix(), 10))
-	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: base})
+	s.answerToken(w, r, ns, scope, who.name, true)
 }

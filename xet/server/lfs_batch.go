@@ -370,13 +370,25 @@ func (s *Server) handleTokenRoute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	s.answerToken(w, r, ns, scope, who.name, false)
+}
+
+// answerToken issues a CAS token for ns and scope and answers {"accessToken","exp","casUrl"};
+// with hubHeaders the same values go in the X-Xet-* response headers too, as the Hub sends them.
+func (s *Server) answerToken(w http.ResponseWriter, r *http.Request, ns string, scope Scope, subject string, hubHeaders bool) {
 	exp := s.now().Add(s.cfg.TokenTTL)
-	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: who.name})
+	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: subject})
 	if err != nil {
 		s.fail(w, r, "token", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: s.baseURL(r)})
+	base := s.baseURL(r)
+	if hubHeaders {
+		w.Header().Set(casapi.HeaderCasURL, base)
+		w.Header().Set(casapi.HeaderAccessToken, tok)
+		w.Header().Set(casapi.HeaderTokenExpiration, strconv.FormatInt(exp.Unix(), 10))
+	}
+	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: base})
 }
 
 // authTokenRoute authenticates the token route: user credentials (HTTP Basic), or the refresh
