@@ -100,6 +100,11 @@ func (x *xetTransferer) Close() error {
 	return errors.Join(errs...)
 }
 
+// MergeOwnShardBytes is the size at which an agent writes the merged cache shard of its small uploads
+// (localshards.Options.MergeOwnBytes): a push of thousands of small files adds a few shard files to
+// the cache, not one per file.
+const MergeOwnShardBytes = 4 << 20
+
 func (x *xetTransferer) openCache(endpointName string) *localshards.Cache {
 	root := x.o.CacheRoot
 	if root == "" {
@@ -110,7 +115,7 @@ func (x *xetTransferer) openCache(endpointName string) *localshards.Cache {
 		}
 		root = r
 	}
-	c, err := localshards.Open(localshards.EndpointDir(root, endpointName), localshards.Options{Log: x.o.Log})
+	c, err := localshards.Open(localshards.EndpointDir(root, endpointName), localshards.Options{Log: x.o.Log, MergeOwnBytes: MergeOwnShardBytes})
 	if err != nil {
 		x.o.Log.Warn().Err(err).Msg("opening the shard cache; going on without it")
 		return nil

@@ -19,6 +19,25 @@ func (c *Cache) AddOwn(s *shard.Shard) error {
 	if s == nil {
 		return errors.New("shard cache: AddOwn of a nil shard")
 	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if lim := c.opts.MergeOwnBytes; lim > 0 && s.SectionsSize() < lim/mergeSmallFraction {
+		if c.own.add(s, lim) {
+			return c.Flush()
+		}
+		return nil
+	}
+	return c.writeOwn(s)
+}
+
+// mergeSmallFraction: an own shard smaller than Options.MergeOwnBytes / this is buffered (the agent's
+// 4 MiB: shards under 64 KiB, files of up to about 1,000 chunks); bigger ones are written at once, so
+// that a killed process loses no cache entry that a large upload's next version would dedupe against.
+const mergeSmallFraction = 64
+
+// writeOwn writes an own shard in the local form and indexes it.
+func (c *Cache) writeOwn(s *shard.Shard) error {
 	now := c.now()
 	created := uint64(max(now.Unix(), 0))
 	expires := uint64(max(now.Add(OwnShardLifetime).Unix(), 0))

@@ -67,6 +67,11 @@ type Options struct {
 	RefreshInterval time.Duration
 	// Workers is the number of goroutines reading shards on the first load. 0: 2.
 	Workers int
+	// MergeOwnBytes, when positive, merges the shards of small uploads (AddOwn of a shard under a
+	// 64th of it) in memory and writes them as one shard file once they reach this many bytes, on
+	// Flush and on Close; lookups in this process see them at once. 0: every AddOwn writes its own
+	// file (other processes see it at their next refresh).
+	MergeOwnBytes int64
 	// MaxEntries caps the chunk entries the first load indexes (newest shards first), bounding
 	// the index's memory (about 16 bytes each). 0: $HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE, else
 	// DefaultMaxEntries. Shards added while running are always indexed.
@@ -98,6 +103,7 @@ type Cache struct {
 
 	nextCheck atomic.Int64 // unix nanos before which a miss does not look for new shards
 	chunks    chunkCache
+	own       ownBuffer // merged small own shards not yet written (Options.MergeOwnBytes)
 	bg        sync.WaitGroup // snapshot writer
 }
 
@@ -167,15 +173,17 @@ func Open(dir string, o Options) (*Cache, error) {
 // Dir returns the directory holding the shard files.
 func (c *Cache) Dir() string { return c.dir }
 
-// Close drops the in-memory index. Files stay. Later calls fail with ErrClosed.
+// Close writes the buffered small shards (Flush), then drops the in-memory index. Files stay. Later
+// calls fail with ErrClosed.
 func (c *Cache) Close() error {
+	ferr := c.Flush()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed.Store(true)
 	c.view.Store(nil)
 	c.chunks.reset()
 	c.bg.Wait()
-	return nil
+	return ferr
 }
 
 // Entries returns the number of chunk entries in the index (0 before it is loaded).
@@ -203,6 +211,9 @@ func (c *Cache) Lookup(chunk hash.Hash) (shard.Match, bool, error) {
 	m, ok, err := c.find(v, chunk)
 	if ok || err != nil {
 		return m, ok, err
+	}
+	if m, ok := c.own.lookup(chunk); ok {
+		return m, true, nil
 	}
 	if nv := c.refreshOnMiss(v); nv != nil {
 		return c.find(nv, chunk)

@@ -118,6 +118,10 @@ func cmpU64(a, b uint64) int {
 	return 0
 }
 
+// SectionsSize is the length of the upload form (header, file section, xorb section): what the
+// shard costs before lookup tables and footer.
+func (s *Shard) SectionsSize() int64 { return int64(s.sectionsSize()) }
+
 // sectionsSize is the length of header, file section and xorb section.
 func (s *Shard) sectionsSize() int {
 	n := HeaderSize + 2*EntrySize
