@@ -103,7 +103,7 @@ type Cache struct {
 
 	nextCheck atomic.Int64 // unix nanos before which a miss does not look for new shards
 	chunks    chunkCache
-	own       ownBuffer // merged small own shards not yet written (Options.MergeOwnBytes)
+	own       ownBuffer      // merged small own shards not yet written (Options.MergeOwnBytes)
 	bg        sync.WaitGroup // snapshot writer
 }
 
