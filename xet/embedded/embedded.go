@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -19,14 +20,28 @@ import (
 
 // CAS is the embedded CAS: a cas.Client over a *store.Store in this process. Shards are registered
 // under namespace ns. Safe for concurrent use (the store is).
+//
+// Small xorbs are held back (store.PrepareBuiltXorb) and stored in the batch of the first shard that
+// lists them, so a small file costs one fsync, not two; they count as held by this CAS (HasXorb)
+// from PutXorb on. Held-back xorbs are stored at once when they pass maxPendingBytes.
 type CAS struct {
 	s  *store.Store
 	ns string
+
+	mu           sync.Mutex
+	pending      map[hash.Hash]*store.PendingXorb
+	pendingBytes int
 }
+
+// maxPendingBytes bounds the small xorbs held back for their shards (a session that fails before
+// its shard leaves them here until they are stored with this bound or forgotten with the CAS).
+const maxPendingBytes = 16 << 20
 
 // New returns the client of store s, registering files under namespace ns ("" for the embedded
 // store of a repository).
-func New(s *store.Store, ns string) *CAS { return &CAS{s: s, ns: ns} }
+func New(s *store.Store, ns string) *CAS {
+	return &CAS{s: s, ns: ns, pending: map[hash.Hash]*store.PendingXorb{}}
+}
 
 // Store returns the store under l.
 func (l *CAS) Store() *store.Store { return l.s }
@@ -55,6 +70,9 @@ func (l *CAS) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) {
 // (store.PutBuiltXorb): its chunks are not decoded and hashed again, only checked against the
 // builder's chunk list. The store has written x.Body when PutXorb returns and does not keep it.
 func (l *CAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+	if len(x.Body) <= store.MaxPendingXorb/2 {
+		return l.holdBack(ctx, x)
+	}
 	ok, err := l.s.PutBuiltXorb(ctx, x)
 	if err != nil {
 		return false, fmt.Errorf("store xorb %s: %w", x.Hash, err)
@@ -65,14 +83,74 @@ func (l *CAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 // PutShard registers the files of a shard built in this process by an upload session, which
 // computed each file's SHA-256 from the data it chunked: the store's trusted path
 // (store.PutShardTrusted) does not read the files back to hash them again.
-// HasXorb asks the store.
-func (l *CAS) HasXorb(ctx context.Context, x hash.Hash) (bool, error) { return l.s.HasXorb(ctx, x) }
-
 func (l *CAS) PutShard(ctx context.Context, body []byte) error {
-	if _, err := l.s.PutShardTrusted(ctx, l.ns, body); err != nil {
+	var used []hash.Hash
+	take := func(h hash.Hash) *store.PendingXorb {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		p := l.pending[h]
+		if p != nil {
+			used = append(used, h)
+		}
+		return p
+	}
+	if _, err := l.s.PutShardWithXorbs(ctx, l.ns, body, take); err != nil {
 		return fmt.Errorf("store shard: %w", err)
 	}
+	l.mu.Lock()
+	for _, h := range used {
+		if p := l.pending[h]; p != nil {
+			l.pendingBytes -= p.Size()
+			delete(l.pending, h)
+		}
+	}
+	l.mu.Unlock()
 	return nil
+}
+
+// holdBack keeps a small built xorb for the batch of its shard; past maxPendingBytes, everything
+// held back is stored now.
+func (l *CAS) holdBack(ctx context.Context, x *xorb.Xorb) (bool, error) {
+	p, err := store.PrepareBuiltXorb(x)
+	if err != nil {
+		return false, fmt.Errorf("store xorb %s: %w", x.Hash, err)
+	}
+	if ok, err := l.HasXorb(ctx, x.Hash); ok || err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	if l.pending[x.Hash] != nil {
+		l.mu.Unlock()
+		return false, nil
+	}
+	l.pending[x.Hash] = p
+	l.pendingBytes += p.Size()
+	var flush []*store.PendingXorb
+	if l.pendingBytes > maxPendingBytes {
+		for h, q := range l.pending {
+			flush = append(flush, q)
+			delete(l.pending, h)
+		}
+		l.pendingBytes = 0
+	}
+	l.mu.Unlock()
+	if len(flush) > 0 {
+		if err := l.s.PutPendingXorbs(ctx, flush); err != nil {
+			return false, fmt.Errorf("store xorb %s: %w", x.Hash, err)
+		}
+	}
+	return true, nil
+}
+
+// HasXorb asks the store; a xorb held back for its shard counts as held.
+func (l *CAS) HasXorb(ctx context.Context, x hash.Hash) (bool, error) {
+	l.mu.Lock()
+	p := l.pending[x]
+	l.mu.Unlock()
+	if p != nil {
+		return true, nil
+	}
+	return l.s.HasXorb(ctx, x)
 }
 
 // Reconstruct plans a file from the store; fetch URLs are empty (Fetch reads the store).

@@ -11,6 +11,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -40,7 +41,8 @@ func TestNotFoundIsCASNotFound(t *testing.T) {
 	}
 }
 
-// A xorb put through the trusted path reads back byte for byte, and a range past its records is an
+// A xorb put through the trusted path reads back byte for byte once the shard listing it is stored
+// (a small xorb is held back until then, and counts as held), and a range past its records is an
 // error, not a short read.
 func TestPutXorbThenFetch(t *testing.T) {
 	c := open(t)
@@ -54,6 +56,23 @@ func TestPutXorbThenFetch(t *testing.T) {
 	}
 	if ok, err := c.PutXorb(ctx, x); ok || err != nil {
 		t.Fatalf("second PutXorb = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := c.HasXorb(ctx, x.Hash); !ok || err != nil {
+		t.Fatalf("HasXorb of a held-back xorb = %v, %v", ok, err)
+	}
+	if _, err := c.Fetch(ctx, x.Hash, casapi.XorbFetch{}, casapi.ByteRange{Start: 0, End: 1}); !errors.Is(err, cas.ErrNotFound) {
+		t.Fatalf("Fetch of a xorb whose shard is not stored: %v, want not found", err)
+	}
+	sx := shard.Xorb{Hash: x.Hash, BytesInXorb: uint32(x.RawBytes)}
+	for _, ch := range x.Chunks {
+		sx.Chunks = append(sx.Chunks, shard.XorbChunk{Hash: ch.Hash, RawStart: uint32(ch.RawStart), RawLen: ch.RawLen})
+	}
+	sh := &shard.Shard{Version: shard.HeaderVersion, Xorbs: []shard.Xorb{sx}}
+	if err := c.PutShard(ctx, sh.AppendUpload(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Store().HasXorb(ctx, x.Hash); !ok || err != nil {
+		t.Fatalf("store's HasXorb after the shard = %v, %v", ok, err)
 	}
 	n := uint64(len(x.Body))
 	rc, err := c.Fetch(ctx, x.Hash, casapi.XorbFetch{}, casapi.ByteRange{Start: 0, End: n - 1})

@@ -64,6 +64,10 @@ func (b *fullBackend) Create(ctx context.Context, name string, r io.Reader) (boo
 	return b.Backend.Create(ctx, name, r)
 }
 
+func (b *fullBackend) CreateBatch(ctx context.Context, blobs []store.NewBlob) ([]bool, error) {
+	return store.CreateEach(ctx, b, blobs)
+}
+
 // A full disk answers 507 (v2 shards: a retryable error frame) and registers nothing.
 func TestDiskFull(t *testing.T) {
 	var fs *faultStore

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,8 +27,15 @@ type Backend interface {
 	// Size() int64 method (see BytesBlob), it is the exact length of the blob, and the backend may
 	// reserve the space up front; a *BytesBlob may be written without being read through. It returns
 	// created=false (and reads r no further) when the name was taken, by this or another writer, before
-	// this one became visible. On error nothing is visible under name.
+	// this one became visible. On error nothing is visible under name. (Writers in two processes
+	// racing on one name may both report created=true: FSBackend's packs take each process's word
+	// for what it wrote; both wrote the same name, which the store only gives to equivalent content.)
 	Create(ctx context.Context, name string, r io.Reader) (created bool, err error)
+	// CreateBatch creates each blob as Create would, in order: a blob is visible only once every
+	// blob before it in the batch is, so an entry may name one written earlier in its batch. It
+	// returns, per blob, whether this call created it. On error a prefix of the batch may have been
+	// created (a retry completes it). A backend that cannot do better calls CreateEach.
+	CreateBatch(ctx context.Context, blobs []NewBlob) (created []bool, err error)
 	// Open opens a blob for ranged reads; a missing blob gives an error matching ErrNotFound.
 	Open(ctx context.Context, name string) (Blob, error)
 	// Exists reports whether a blob of that name exists.
@@ -41,28 +51,60 @@ type Blob interface {
 	Size() int64
 }
 
-// FSBackend keeps blobs as files under a root directory. Names use '/' and become paths; the writer
-// puts a blob in root/tmp first (fsynced), then hard-links it to its name, so that exactly one writer
-// creates a name and readers see whole files only. Filesystems without hard links fall back to
-// rename (last writer wins, still atomic).
+// CreateEach is CreateBatch for a backend without batches: one Create after the other.
+func CreateEach(ctx context.Context, be Backend, blobs []NewBlob) ([]bool, error) {
+	created := make([]bool, len(blobs))
+	for i, b := range blobs {
+		c, err := be.Create(ctx, b.Name, bytes.NewReader(b.Data))
+		if err != nil {
+			return created, err
+		}
+		created[i] = c
+	}
+	return created, nil
+}
+
+// FSBackend keeps blobs under a root directory. Blobs up to packMaxBlob (1 MiB) go into pack files
+// under root/packs (pack.go): appended, fsynced once per batch of concurrent writes, indexed; so a
+// store of many small objects is a few files. Larger blobs are files of their own: names use '/'
+// and become paths; the writer puts a blob in root/tmp first (fsynced), then hard-links it to its
+// name, so that exactly one writer creates a name and readers see whole files only. Filesystems
+// without hard links fall back to rename (last writer wins, still atomic). Both kinds are read
+// under the same names.
 type FSBackend struct {
-	root string
+	root  string
+	packs *packSet // nil where packs are unsupported (no flock)
+
+	wmu sync.Mutex
+	w   *packWriter // claimed on the first packed write
 }
 
 // NewFSBackend returns a backend on root, creating root and root/tmp.
 func NewFSBackend(root string) (*FSBackend, error) {
+	return newFSBackend(root, packsSupported)
+}
+
+// newFSBackend is NewFSBackend with packs on or off (tests that damage single files turn them off).
+func newFSBackend(root string, packs bool) (*FSBackend, error) {
 	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("store: creating %s: %w", root, err)
 	}
-	return &FSBackend{root: root}, nil
+	b := &FSBackend{root: root}
+	if packs {
+		b.packs = newPackSet(filepath.Join(root, packDir))
+	}
+	return b, nil
 }
 
 func (b *FSBackend) path(name string) (string, error) {
 	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
 		return "", fmt.Errorf("store: bad blob name %q", name)
 	}
+	if len(name) > maxNameLen {
+		return "", fmt.Errorf("store: blob name of %d bytes", len(name))
+	}
 	for i, part := range strings.Split(name, "/") {
-		if part == "" || part == "." || part == ".." || (i == 0 && part == "tmp") {
+		if part == "" || part == "." || part == ".." || (i == 0 && (part == "tmp" || part == packDir)) {
 			return "", fmt.Errorf("store: bad blob name %q", name)
 		}
 	}
@@ -78,6 +120,52 @@ func (b *FSBackend) Create(ctx context.Context, name string, r io.Reader) (bool,
 	if err != nil {
 		return false, err
 	}
+	if b.packs != nil {
+		data, rest, err := smallBlob(r)
+		if err != nil {
+			return false, fmt.Errorf("store: writing %s: %w", name, err)
+		}
+		if rest == nil {
+			created, err := b.CreateBatch(ctx, []NewBlob{{name, data}})
+			return err == nil && created[0], err
+		}
+		r = rest
+		if _, ok, err := b.packs.lookup(name); ok || err != nil {
+			return false, err
+		}
+	}
+	return b.createFile(ctx, name, dst, r)
+}
+
+// smallBlob reads r whole when it is at most packMaxBlob long (rest nil); else rest reads all of r.
+func smallBlob(r io.Reader) (data []byte, rest io.Reader, err error) {
+	size := int64(-1)
+	if s, ok := r.(interface{ Size() int64 }); ok {
+		if size = s.Size(); size > packMaxBlob {
+			return nil, r, nil
+		}
+	}
+	if bb, ok := r.(*BytesBlob); ok {
+		data = bytes.Join(bb.parts, nil)
+		if int64(len(data)) != size {
+			return nil, nil, fmt.Errorf("blob of %d bytes, it said %d", len(data), size)
+		}
+		return data, nil, nil
+	}
+	data, err = io.ReadAll(io.LimitReader(r, packMaxBlob+1))
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case size >= 0 && int64(len(data)) != size:
+		return nil, nil, fmt.Errorf("read %d bytes, the reader said %d", len(data), size)
+	case len(data) > packMaxBlob:
+		return nil, io.MultiReader(bytes.NewReader(data), r), nil
+	}
+	return data, nil, nil
+}
+
+// createFile writes a blob as a file of its own.
+func (b *FSBackend) createFile(ctx context.Context, name, dst string, r io.Reader) (bool, error) {
 	if _, err := os.Lstat(dst); err == nil {
 		return false, nil
 	}
@@ -188,9 +276,22 @@ func (b *FSBackend) Open(ctx context.Context, name string) (Blob, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.packs != nil {
+		if l, ok := b.packs.get(name); ok {
+			return l.blob(), nil
+		}
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if b.packs != nil {
+				if l, ok, err := b.packs.lookup(name); ok || err != nil {
+					if err != nil {
+						return nil, err
+					}
+					return l.blob(), nil
+				}
+			}
 			return nil, fmt.Errorf("store: %s: %w", name, ErrNotFound)
 		}
 		return nil, fmt.Errorf("store: opening %s: %w", name, err)
@@ -208,18 +309,7 @@ func (b *FSBackend) Exists(ctx context.Context, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	p, err := b.path(name)
-	if err != nil {
-		return false, err
-	}
-	_, err = os.Lstat(p)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	}
-	return false, fmt.Errorf("store: checking %s: %w", name, err)
+	return b.exists(name)
 }
 
 // List implements Backend.
@@ -254,6 +344,12 @@ func (b *FSBackend) List(ctx context.Context, prefix string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: listing %s: %w", prefix, err)
 	}
+	if b.packs != nil {
+		if err := b.packs.refresh(); err != nil {
+			return nil, err
+		}
+		out = append(out, b.packs.list(prefix)...)
+	}
 	sort.Strings(out)
-	return out, nil
+	return slices.Compact(out), nil
 }

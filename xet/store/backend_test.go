@@ -101,6 +101,10 @@ func (f *failing) Create(ctx context.Context, name string, r io.Reader) (bool, e
 	return f.Backend.Create(ctx, name, r)
 }
 
+func (f *failing) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, error) {
+	return CreateEach(ctx, f, blobs)
+}
+
 // TestWriteErrors: a write failure is returned wrapped, and never leaves an entry pointing at
 // something missing; a retry on working storage completes the registration.
 func TestWriteErrors(t *testing.T) {
@@ -175,7 +179,7 @@ func TestCorruptStorage(t *testing.T) {
 	ctx := context.Background()
 	r := loadRef(t)
 	dir := t.TempDir()
-	s, _ := Open(dir, Options{})
+	s, _ := Open(dir, Options{Backend: looseBackend(t, dir)}) // damaged below file by file
 	x := r.xorb(0, 1, 2)
 	mustPutXorb(t, s, x)
 	f := r.file(seg{x, 0, 3})
@@ -208,10 +212,21 @@ func TestCorruptStorage(t *testing.T) {
 		func(b []byte) []byte { return b[:3] },
 		func(b []byte) []byte { b[len(b)-1] = 0x7f; return b },
 	} {
-		fresh, _ := Open(dir, Options{}) // no cached footer
+		fresh, _ := Open(dir, Options{Backend: looseBackend(t, dir)}) // no cached footer
 		damage(xorbName(x.hash), cut)
 		if _, _, err := fresh.OpenXorb(ctx, x.hash); err == nil {
 			t.Fatal("OpenXorb with a damaged footer succeeded")
 		}
 	}
+}
+
+// looseBackend is a filesystem backend without packs: every blob a file, for tests that damage
+// or remove single blobs.
+func looseBackend(t testing.TB, dir string) Backend {
+	t.Helper()
+	b, err := newFSBackend(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -152,7 +152,8 @@ func TestHelperProcess(t *testing.T) {
 }
 
 // TestCrossProcess runs several writer processes (this test binary, re-executed) on one directory at
-// once; afterwards every file reconstructs and each xorb was inserted exactly once.
+// once; afterwards every file reconstructs and each xorb was reported inserted at least once (and at
+// most once per process: processes racing on one name may each write it, see Backend.Create).
 func TestCrossProcess(t *testing.T) {
 	w := newWorkload(t)
 	dir := t.TempDir()
@@ -191,8 +192,8 @@ func TestCrossProcess(t *testing.T) {
 		}
 	}
 	for k, n := range total {
-		if n != 1 {
-			t.Errorf("xorb %d reported inserted %d times across processes, want once", k, n)
+		if n < 1 || n > procs {
+			t.Errorf("xorb %d reported inserted %d times across %d processes, want 1 to %d", k, n, procs, procs)
 		}
 	}
 	s, err := Open(dir, Options{})

@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"sync/atomic"
-
-	"golang.org/x/sync/errgroup"
+	"slices"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -26,8 +23,6 @@ const (
 	// DedupeModulus: a chunk whose hash % DedupeModulus == 0 is indexed for global dedupe, as is the
 	// first chunk of every file.
 	DedupeModulus = 1024
-	// registerConcurrency bounds the index entries one PutShard writes at once.
-	registerConcurrency = 8
 )
 
 // PutShard validates a shard (upload form, or with footer) against the stored xorbs and registers its
@@ -51,22 +46,40 @@ const (
 //
 // Concurrency: safe for concurrent and cross-process use.
 func (s *Store) PutShard(ctx context.Context, ns string, body []byte) (bool, error) {
-	return s.putShard(ctx, ns, body, false)
+	return s.putShard(ctx, ns, body, false, nil)
 }
 
 // PutShardTrusted is PutShard for a shard built in this process by an upload session that computed
 // each file's SHA-256 from the data it chunked (xet/embedded): the content is not read back and
 // hashed again. Bytes from outside the process go through PutShard.
 func (s *Store) PutShardTrusted(ctx context.Context, ns string, body []byte) (bool, error) {
-	return s.putShard(ctx, ns, body, true)
+	return s.putShard(ctx, ns, body, true, nil)
 }
 
-func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bool) (bool, error) {
+// PutShardWithXorbs is PutShardTrusted that also stores, in the same batch and before the entries
+// naming them, the pending xorbs (PrepareBuiltXorb) of the shard's xorb section that pending
+// returns (nil: not pending, so stored already).
+func (s *Store) PutShardWithXorbs(ctx context.Context, ns string, body []byte, pending func(hash.Hash) *PendingXorb) (bool, error) {
+	return s.putShard(ctx, ns, body, true, pending)
+}
+
+func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bool, pending func(hash.Hash) *PendingXorb) (bool, error) {
 	sh, err := parseUploadShard(body)
 	if err != nil {
 		return false, err
 	}
-	plans, err := s.checkShard(ctx, sh)
+	var xorbs []NewBlob
+	v := validator{s: s, ctx: ctx}
+	if pending != nil {
+		v.pending = map[hash.Hash]*xorbMeta{}
+		for i := range sh.Xorbs {
+			if p := pending(sh.Xorbs[i].Hash); p != nil && v.pending[p.Hash] == nil {
+				v.pending[p.Hash] = p.meta
+				xorbs = append(xorbs, p.blob)
+			}
+		}
+	}
+	plans, err := v.checkShard(sh)
 	if err != nil {
 		return false, err
 	}
@@ -75,7 +88,7 @@ func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bo
 			return false, err
 		}
 	}
-	existed, err := s.register(ctx, ns, plans)
+	existed, err := s.register(ctx, ns, xorbs, plans)
 	if err != nil {
 		return false, err
 	}
@@ -109,8 +122,7 @@ type filePlan struct {
 
 // checkShard validates the shard's xorbs and files against the store and returns one plan per
 // distinct file.
-func (s *Store) checkShard(ctx context.Context, sh *shard.Shard) ([]filePlan, error) {
-	v := validator{s: s, ctx: ctx}
+func (v *validator) checkShard(sh *shard.Shard) ([]filePlan, error) {
 	for i := range sh.Xorbs {
 		if err := v.checkXorb(&sh.Xorbs[i]); err != nil {
 			return nil, err
@@ -133,51 +145,30 @@ func (s *Store) checkShard(ctx context.Context, sh *shard.Shard) ([]filePlan, er
 	return plans, nil
 }
 
-// register writes the plans' entries in three phases (file records, SHA-256 mappings in ns, dedupe
-// entries), each concurrently; a phase starts only when the one before is complete, so an entry
-// never points at one not yet written. existed=true when no file record or mapping was new.
-func (s *Store) register(ctx context.Context, ns string, plans []filePlan) (existed bool, err error) {
-	var fresh atomic.Bool
-	phase := func(n int, entry func(i int) (name string, data []byte, what string)) error {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(registerConcurrency)
-		for i := 0; i < n; i++ {
-			g.Go(func() error {
-				name, data, what := entry(i)
-				created, err := s.create(gctx, name, data)
-				if err != nil {
-					return fmt.Errorf("registering %s: %w", what, err)
-				}
-				if created && !strings.HasPrefix(name, "dedupe/") {
-					fresh.Store(true)
-				}
-				return nil
-			})
-		}
-		return g.Wait()
-	}
-	if err := phase(len(plans), func(i int) (string, []byte, string) {
-		p := plans[i]
-		return fileName(p.file), p.rec.marshal(), "file " + p.file.String()
-	}); err != nil {
-		return false, err
-	}
-	if err := phase(len(plans), func(i int) (string, []byte, string) {
-		p := plans[i]
-		return sha256VerifiedName(ns, p.rec.SHA256), marshalSHA(p.file, p.rec.Size), "sha256 of file " + p.file.String()
-	}); err != nil {
-		return false, err
-	}
-	var dd []dedupeChunk
+// register writes the pending xorbs and the plans' entries as one batch, in dependency order
+// (xorbs, file records, SHA-256 mappings in ns, dedupe entries): the backend makes them visible in
+// that order, so an entry never points at one not yet written, and one fsync covers a small
+// shard's xorbs and entries. existed=true when no file record or mapping was new.
+func (s *Store) register(ctx context.Context, ns string, xorbs []NewBlob, plans []filePlan) (bool, error) {
+	blobs := slices.Clone(xorbs)
+	first := len(blobs)
 	for _, p := range plans {
-		dd = append(dd, p.dedupe...)
+		blobs = append(blobs, NewBlob{fileName(p.file), p.rec.marshal()})
 	}
-	if err := phase(len(dd), func(i int) (string, []byte, string) {
-		return dedupeName(dd[i].chunk), marshalDedupe(dd[i].xorb), "dedupe chunk " + dd[i].chunk.String()
-	}); err != nil {
-		return false, err
+	for _, p := range plans {
+		blobs = append(blobs, NewBlob{sha256VerifiedName(ns, p.rec.SHA256), marshalSHA(p.file, p.rec.Size)})
 	}
-	return !fresh.Load(), nil
+	indexed := len(blobs)
+	for _, p := range plans {
+		for _, d := range p.dedupe {
+			blobs = append(blobs, NewBlob{dedupeName(d.chunk), marshalDedupe(d.xorb)})
+		}
+	}
+	created, err := s.be.CreateBatch(ctx, blobs)
+	if err != nil {
+		return false, fmt.Errorf("registering %d files: %w", len(plans), err)
+	}
+	return !slices.Contains(created[first:indexed], true), nil
 }
 
 // checkSHA256s hashes the content of each planned file whose oid has no verified mapping in ns yet,
@@ -239,16 +230,20 @@ type dedupeChunk struct{ chunk, xorb hash.Hash }
 // cache or are read again, so a shard over many xorbs costs no memory per xorb. The file hash is
 // computed as terms are checked, never from a list of all the file's chunks.
 type validator struct {
-	s      *Store
-	ctx    context.Context
-	last   *xorbMeta
-	refs   int64
-	merkle hash.MerkleBuilder
+	s       *Store
+	ctx     context.Context
+	pending map[hash.Hash]*xorbMeta // xorbs stored with the shard (PutShardWithXorbs)
+	last    *xorbMeta
+	refs    int64
+	merkle  hash.MerkleBuilder
 }
 
 func (v *validator) meta(x hash.Hash) (*xorbMeta, error) {
 	if v.last != nil && v.last.hash == x {
 		return v.last, nil
+	}
+	if m := v.pending[x]; m != nil {
+		return m, nil
 	}
 	m, err := v.s.xorbMeta(v.ctx, x)
 	if errors.Is(err, ErrNotFound) {

@@ -20,8 +20,8 @@ const spillRecord = 32 + 4 + 4
 var listCacheSize = 8 // a variable for tests
 
 // chunkLists holds the chunk lists of the session's cut xorbs. A cut xorb's list (needed to match
-// dedupe runs against it, to confirm index hits and to build the shard) is written to a temp file,
-// the spill, which is unlinked at once where the platform allows, so nothing is left behind even
+// dedupe runs against it, to confirm index hits and to build the shard) is written, when it leaves
+// the most recently used, to a temp file, the spill, which is unlinked at once where the platform allows, so nothing is left behind even
 // when the process dies; only the listCacheSize most recently used lists stay in memory. So what a
 // session holds per chunk does not grow with its bytes beyond the chunk index (see chunkIndex).
 // When no temp file can be made, lists stay in memory (logged once): the upload works, only its
@@ -41,18 +41,29 @@ type chunkLists struct {
 	buf     []byte
 }
 
-// add records the chunk list of a just-cut xorb x (x.list is set) and spills it.
+// add records the chunk list of a just-cut xorb x (x.list is set). It stays in memory among the
+// listCacheSize most recent; it is spilled only when it leaves them, so a session of a few xorbs
+// (every small file) never makes a temp file.
 func (l *chunkLists) add(x *sxorb) {
 	x.nChunks = uint32(len(x.list))
+	l.touch(x)
+}
+
+// spill writes x's list to the spill file (created on first use) and reports whether x.list may be
+// dropped.
+func (l *chunkLists) spill(x *sxorb) bool {
+	if x.spilled {
+		return true
+	}
 	if l.err != nil || l.noSpill {
-		return
+		return false
 	}
 	if l.f == nil {
 		f, err := scratch.Create(l.dir, "xet-upload-*.chunks")
 		if err != nil {
 			l.noSpill = true
 			l.log.Warn().Err(err).Msg("upload: no temp file for the chunk lists of cut xorbs; keeping them in memory")
-			return
+			return false
 		}
 		l.f = f
 	}
@@ -66,10 +77,10 @@ func (l *chunkLists) add(x *sxorb) {
 	off, err := l.f.Append(b)
 	if err != nil {
 		l.err = fmt.Errorf("upload: spilling the chunk list of xorb %s: %w", x.hash, err)
-		return
+		return false
 	}
 	x.spillOff, x.spilled = off, true
-	l.touch(x)
+	return true
 }
 
 // list returns the chunk list of cut xorb x, reading it back from the spill when it is not in
@@ -126,7 +137,9 @@ func (l *chunkLists) touch(x *sxorb) {
 	}
 	l.recent = append(l.recent, x)
 	if len(l.recent) > listCacheSize {
-		l.recent[0].list = nil
+		if l.spill(l.recent[0]) {
+			l.recent[0].list = nil
+		}
 		copy(l.recent, l.recent[1:])
 		l.recent[len(l.recent)-1] = nil
 		l.recent = l.recent[:len(l.recent)-1]

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+)
+
+// CreateBatch implements Backend: runs of small blobs are written to this process's pack and made
+// durable with one fsync (shared with concurrent callers); a large blob is written as its own file
+// after the run before it is durable, so the batch's order holds.
+func (b *FSBackend) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, error) {
+	created := make([]bool, len(blobs))
+	for i := 0; i < len(blobs); {
+		if err := ctx.Err(); err != nil {
+			return created, err
+		}
+		if _, err := b.path(blobs[i].Name); err != nil {
+			return created, err
+		}
+		if b.packs == nil || len(blobs[i].Data) > packMaxBlob {
+			c, err := b.Create(ctx, blobs[i].Name, bytes.NewReader(blobs[i].Data))
+			if err != nil {
+				return created, err
+			}
+			created[i] = c
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(blobs) && len(blobs[j].Data) <= packMaxBlob {
+			if _, err := b.path(blobs[j].Name); err != nil {
+				return created, err
+			}
+			j++
+		}
+		c, err := b.createPacked(blobs[i:j])
+		if err != nil {
+			return created, err
+		}
+		copy(created[i:j], c)
+		i = j
+	}
+	return created, nil
+}
+
+// createPacked writes small blobs not stored yet (packed or as files) to the pack and waits until
+// they, and any of them another caller is writing, are durable.
+func (b *FSBackend) createPacked(blobs []NewBlob) ([]bool, error) {
+	stored, err := b.existing(blobs)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		w, err := b.writer()
+		if err != nil {
+			return nil, err
+		}
+		created, seq, err := w.append(blobs, stored)
+		if err == nil {
+			err = w.sync(seq)
+		}
+		if err == nil {
+			return created, nil
+		}
+		b.dropWriter(w)
+		if attempt > 0 {
+			return nil, err
+		}
+	}
+}
+
+// writer returns the pack writer, claiming a pack when there is none or the last one is full.
+func (b *FSBackend) writer() (*packWriter, error) {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	if b.w != nil && !b.w.done() {
+		return b.w, nil
+	}
+	if b.w != nil {
+		b.w.close()
+		b.w = nil
+	}
+	w, err := claimPack(b.packs)
+	if err != nil {
+		return nil, err
+	}
+	b.w = w
+	return w, nil
+}
+
+// dropWriter gives up a writer whose write failed (the next claim of its pack cuts what it left).
+func (b *FSBackend) dropWriter(w *packWriter) {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	if b.w == w {
+		w.close()
+		b.w = nil
+	}
+}
+
+// existing reports which blobs are stored, packed or as files, reading the packs' new index entries
+// at most once.
+func (b *FSBackend) existing(blobs []NewBlob) ([]bool, error) {
+	stored := make([]bool, len(blobs))
+	missing := 0
+	for i, nb := range blobs {
+		if _, ok := b.packs.get(nb.Name); ok {
+			stored[i] = true
+			continue
+		}
+		p, _ := b.path(nb.Name)
+		if _, err := os.Lstat(p); err == nil {
+			stored[i] = true
+		} else if !os.IsNotExist(err) {
+			return nil, fmt.Errorf("store: checking %s: %w", nb.Name, err)
+		} else {
+			missing++
+		}
+	}
+	if missing == 0 {
+		return stored, nil
+	}
+	if err := b.packs.refresh(); err != nil {
+		return nil, err
+	}
+	for i, nb := range blobs {
+		if !stored[i] {
+			_, stored[i] = b.packs.get(nb.Name)
+		}
+	}
+	return stored, nil
+}
+
+// exists reports whether name is stored, packed or as a file.
+func (b *FSBackend) exists(name string) (bool, error) {
+	if b.packs != nil {
+		if _, ok := b.packs.get(name); ok {
+			return true, nil
+		}
+	}
+	p, err := b.path(name)
+	if err != nil {
+		return false, err
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return true, nil
+	} else if !os.IsNotExist(err) {
+		return false, fmt.Errorf("store: checking %s: %w", name, err)
+	}
+	if b.packs == nil {
+		return false, nil
+	}
+	_, ok, err := b.packs.lookup(name)
+	return ok, err
+}

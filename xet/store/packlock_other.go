@@ -1,0 +1,15 @@
+//go:build !unix
+
+package store
+
+import (
+	"errors"
+	"os"
+)
+
+// packsSupported: without flock there is no safe single writer per pack, so every blob is a file.
+const packsSupported = false
+
+func tryLock(*os.File) (bool, error) { return false, errors.New("no flock on this platform") }
+
+func datasync(f *os.File) error { return f.Sync() }

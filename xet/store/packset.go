@@ -1,0 +1,222 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// packSet is a process's view of the packs under root/packs: every indexed blob's location, kept
+// in memory (about 150 bytes a blob) and extended by reading the new tail of each index when a
+// lookup misses (another process may have added the blob) and by this process's own writer.
+//
+// Concurrency: safe for concurrent use.
+type packSet struct {
+	dir string
+
+	mu       sync.RWMutex
+	packs    map[string]*packReader // by id
+	entries  map[string]packLoc
+	dirMtime time.Time
+	listedAt time.Time
+}
+
+// packReader is one pack open for reading, and how much of its index has been read.
+type packReader struct {
+	id     string
+	pack   *os.File
+	idx    *os.File
+	idxOff int64
+}
+
+type packLoc struct {
+	r   *packReader
+	off int64
+	n   int64
+}
+
+func newPackSet(dir string) *packSet {
+	return &packSet{dir: dir, packs: map[string]*packReader{}, entries: map[string]packLoc{}}
+}
+
+// get looks name up in what is already indexed.
+func (ps *packSet) get(name string) (packLoc, bool) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	l, ok := ps.entries[name]
+	return l, ok
+}
+
+// lookup looks name up, reading what other processes added when it is not indexed yet.
+func (ps *packSet) lookup(name string) (packLoc, bool, error) {
+	if l, ok := ps.get(name); ok {
+		return l, true, nil
+	}
+	if err := ps.refresh(); err != nil {
+		return packLoc{}, false, err
+	}
+	l, ok := ps.get(name)
+	return l, ok, nil
+}
+
+// coarseMtime: a directory listed this long after its last change is known to be listed whole.
+const coarseMtime = time.Second
+
+// refresh opens packs created since the last listing and reads the new entries of every index.
+func (ps *packSet) refresh() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	st, err := os.Stat(ps.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: packs: %w", err)
+	}
+	if !st.ModTime().Equal(ps.dirMtime) || ps.listedAt.Sub(st.ModTime()) < coarseMtime {
+		listed := time.Now()
+		if err := ps.openNew(); err != nil {
+			return err
+		}
+		ps.dirMtime, ps.listedAt = st.ModTime(), listed
+	}
+	for _, r := range ps.packs {
+		if err := ps.tail(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openNew opens the packs not open yet; a pack whose index lags its records and that no writer
+// holds is repaired first (see pack.go). ps.mu is held.
+func (ps *packSet) openNew() error {
+	ents, err := os.ReadDir(ps.dir)
+	if err != nil {
+		return fmt.Errorf("store: packs: %w", err)
+	}
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), idxExt)
+		if !ok || ps.packs[id] != nil {
+			continue
+		}
+		r, err := openPackReader(ps.dir, id)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a writer is creating it: its .pack comes first, so this is a removed pack
+		}
+		if err != nil {
+			return err
+		}
+		ps.packs[id] = r
+	}
+	return nil
+}
+
+func openPackReader(dir, id string) (*packReader, error) {
+	if err := repairIfIdle(dir, id); err != nil {
+		return nil, err
+	}
+	pack, err := os.Open(filepath.Join(dir, id+packExt))
+	if err != nil {
+		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
+	}
+	idx, err := os.Open(filepath.Join(dir, id+idxExt))
+	if err != nil {
+		pack.Close()
+		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
+	}
+	return &packReader{id: id, pack: pack, idx: idx, idxOff: int64(len(idxMagic))}, nil
+}
+
+// tail reads the index entries added to r since the last read. ps.mu is held.
+func (ps *packSet) tail(r *packReader) error {
+	st, err := r.idx.Stat()
+	if err != nil {
+		return fmt.Errorf("store: pack %s: %w", r.id, err)
+	}
+	if st.Size() <= r.idxOff {
+		return nil
+	}
+	buf := make([]byte, st.Size()-r.idxOff)
+	n, err := r.idx.ReadAt(buf, r.idxOff)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
+	}
+	es, used := parseIndex(buf[:n])
+	ps.addLocked(r, es)
+	r.idxOff += int64(used)
+	return nil
+}
+
+func (ps *packSet) addLocked(r *packReader, es []packEntry) {
+	for _, e := range es {
+		if _, ok := ps.entries[e.name]; !ok {
+			ps.entries[e.name] = packLoc{r: r, off: e.off, n: e.n}
+		}
+	}
+}
+
+// publish indexes the entries this process's writer just made durable and wrote to r's index,
+// which now ends at idxEnd.
+func (ps *packSet) publish(r *packReader, es []packEntry, idxEnd int64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.packs[r.id] == nil {
+		ps.packs[r.id] = r
+	}
+	ps.addLocked(r, es)
+	if idxEnd > r.idxOff {
+		r.idxOff = idxEnd
+	}
+}
+
+// reader returns the open reader of pack id, opening it when new.
+func (ps *packSet) reader(id string) (*packReader, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if r := ps.packs[id]; r != nil {
+		return r, nil
+	}
+	pack, err := os.Open(filepath.Join(ps.dir, id+packExt))
+	if err != nil {
+		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
+	}
+	idx, err := os.Open(filepath.Join(ps.dir, id+idxExt))
+	if err != nil {
+		pack.Close()
+		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
+	}
+	r := &packReader{id: id, pack: pack, idx: idx, idxOff: int64(len(idxMagic))}
+	ps.packs[id] = r
+	return r, nil
+}
+
+// list returns the indexed names under prefix, sorted.
+func (ps *packSet) list(prefix string) []string {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	var out []string
+	for name := range ps.entries {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// packedBlob is a blob inside a pack: a window on the shared pack file (Close leaves it open).
+type packedBlob struct {
+	*io.SectionReader
+}
+
+func (packedBlob) Close() error { return nil }
+
+func (l packLoc) blob() Blob { return packedBlob{io.NewSectionReader(l.r.pack, l.off, l.n)} }

@@ -1,0 +1,391 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// packWriter appends to one pack whose index flock it holds, with group commit: records are
+// written as they come, and one fsync makes every record written before it durable, so concurrent
+// writers of a process (the server's requests, a shard's registration) share fsyncs.
+type packWriter struct {
+	set  *packSet
+	r    *packReader
+	pack *os.File // read-write
+	idx  *os.File // read-write; holds the flock
+
+	mu       sync.Mutex // append state
+	end      int64      // of the pack
+	queued   []packEntry
+	written  uint64            // records written
+	inflight map[string]uint64 // name -> its record's sequence number, until durable
+	err      error             // sticky: after a failed write or sync the writer takes nothing more
+
+	syncMu sync.Mutex
+	idxEnd int64  // syncMu
+	synced uint64 // records durable and indexed; syncMu
+}
+
+// NewBlob is one blob of a CreateBatch.
+type NewBlob struct {
+	Name string
+	Data []byte
+}
+
+// claimPack returns a writer on an unlocked pack below packMaxBytes, or on a new pack.
+func claimPack(set *packSet) (*packWriter, error) {
+	if err := os.MkdirAll(set.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: packs: %w", err)
+	}
+	ents, err := os.ReadDir(set.dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: packs: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), idxExt); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		w, err := tryClaim(set, id)
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			return w, nil
+		}
+	}
+	return newPack(set)
+}
+
+// tryClaim locks pack id and recovers it; nil when another writer holds it or it is full.
+func tryClaim(set *packSet, id string) (*packWriter, error) {
+	pack, idx, end, idxEnd, err := lockAndRecover(set.dir, id)
+	if pack == nil || err != nil {
+		return nil, err
+	}
+	if end >= packMaxBytes {
+		pack.Close()
+		idx.Close()
+		return nil, nil
+	}
+	return startWriter(set, id, pack, idx, end, idxEnd)
+}
+
+func startWriter(set *packSet, id string, pack, idx *os.File, end, idxEnd int64) (*packWriter, error) {
+	r, err := set.reader(id)
+	if err != nil {
+		pack.Close()
+		idx.Close()
+		return nil, err
+	}
+	return &packWriter{set: set, r: r, pack: pack, idx: idx, end: end, idxEnd: idxEnd, inflight: map[string]uint64{}}, nil
+}
+
+// newPack creates a pack and locks it. The .pack comes first; the index is written and locked under
+// a name no one looks for, then renamed into place, so that no other writer can claim the pack
+// before this one holds it.
+func newPack(set *packSet) (*packWriter, error) {
+	var rnd [12]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	id := hex.EncodeToString(rnd[:])
+	create := func(name, magic string) (*os.File, error) {
+		f, err := os.OpenFile(filepath.Join(set.dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("store: creating pack: %w", err)
+		}
+		if _, err := f.Write([]byte(magic)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("store: creating pack: %w", err)
+		}
+		return f, nil
+	}
+	pack, err := create(id+packExt, packMagic)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := create(id+idxExt+".new", idxMagic)
+	if err == nil {
+		var ok bool
+		if ok, err = tryLock(idx); err == nil && !ok {
+			err = errors.New("locked by another process")
+		}
+		if err == nil {
+			err = errors.Join(pack.Sync(), idx.Sync())
+		}
+		if err == nil {
+			err = os.Rename(idx.Name(), filepath.Join(set.dir, id+idxExt))
+		}
+		if err == nil {
+			err = syncDir(set.dir, "packs/"+id)
+		}
+		if err != nil {
+			os.Remove(idx.Name())
+			idx.Close()
+		}
+	}
+	if err != nil {
+		pack.Close()
+		os.Remove(pack.Name())
+		return nil, fmt.Errorf("store: creating pack %s: %w", id, err)
+	}
+	return startWriter(set, id, pack, idx, int64(len(packMagic)), int64(len(idxMagic)))
+}
+
+// append writes the records of the blobs not marked stored (nor being written by another caller)
+// and returns, per blob, whether this call wrote it, and the sequence number to sync up to before
+// any of them may be reported.
+func (w *packWriter) append(blobs []NewBlob, stored []bool) ([]bool, uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return nil, 0, w.err
+	}
+	created := make([]bool, len(blobs))
+	var buf []byte
+	var wait uint64
+	var mine []packEntry
+	for i, b := range blobs {
+		if seq, ok := w.inflight[b.Name]; ok {
+			wait = max(wait, seq)
+			continue
+		}
+		if _, ok := w.set.get(b.Name); ok || stored[i] { // get: another caller's batch just published it
+			continue
+		}
+		start := len(buf)
+		buf = appendRecord(buf, b.Name, b.Data)
+		e, _, _ := parseRecord(buf[start:])
+		e.off += w.end + int64(start)
+		mine = append(mine, e)
+		created[i] = true
+		w.inflight[b.Name] = w.written + uint64(len(mine))
+	}
+	if len(mine) == 0 {
+		return created, wait, nil
+	}
+	if _, err := w.pack.WriteAt(buf, w.end); err != nil {
+		w.err = fmt.Errorf("store: writing pack %s: %w", w.r.id, err)
+		return nil, 0, w.err
+	}
+	w.end += int64(len(buf))
+	w.written += uint64(len(mine))
+	w.queued = append(w.queued, mine...)
+	return created, w.written, nil
+}
+
+// sync returns once record seq and every one before it is durable and indexed: it fsyncs the pack
+// for every record written so far (or finds that another caller's fsync covered seq).
+func (w *packWriter) sync(seq uint64) error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	if w.synced >= seq {
+		return nil
+	}
+	w.mu.Lock()
+	target, q, werr := w.written, w.queued, w.err
+	w.queued = nil
+	w.mu.Unlock()
+	if werr != nil {
+		return werr
+	}
+	var buf []byte
+	for _, e := range q {
+		buf = appendIndexEntry(buf, e)
+	}
+	err := datasync(w.pack)
+	if err == nil {
+		_, err = w.idx.WriteAt(buf, w.idxEnd)
+	}
+	if err != nil {
+		w.mu.Lock()
+		w.err = fmt.Errorf("store: writing pack %s: %w", w.r.id, err)
+		w.mu.Unlock()
+		return w.err
+	}
+	w.idxEnd += int64(len(buf))
+	w.synced = target
+	w.set.publish(w.r, q, w.idxEnd)
+	w.mu.Lock()
+	for _, e := range q {
+		delete(w.inflight, e.name)
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// done reports whether the pack has reached packMaxBytes, or failed.
+func (w *packWriter) done() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err != nil || w.end >= packMaxBytes
+}
+
+// close releases the pack (and its lock). The reader side stays open.
+func (w *packWriter) close() {
+	w.pack.Close()
+	w.idx.Close()
+}
+
+// recoverPack brings a locked pack to a consistent state: the index is cut after its last whole
+// entry, the records past the last indexed one that are whole and checksummed are indexed (a crash
+// or power loss between the pack's fsync and the index write), and the pack is cut after them. It
+// returns the ends of pack and index.
+func recoverPack(id string, pack, idx *os.File) (end, idxEnd int64, err error) {
+	fail := func(err error) (int64, int64, error) {
+		return 0, 0, fmt.Errorf("store: recovering pack %s: %w", id, err)
+	}
+	ib, err := io.ReadAll(io.NewSectionReader(idx, 0, 1<<40))
+	if err != nil {
+		return fail(err)
+	}
+	if len(ib) < len(idxMagic) || string(ib[:len(idxMagic)]) != idxMagic {
+		if len(ib) > len(idxMagic) || (len(ib) > 0 && !strings.HasPrefix(idxMagic, string(ib))) {
+			return fail(errors.New("index does not start with " + idxMagic))
+		}
+		ib = []byte(idxMagic) // created, then the process died before the magic was written
+	}
+	es, used := parseIndex(ib[len(idxMagic):])
+	idxEnd = int64(len(idxMagic) + used)
+	end = int64(len(packMagic))
+	for _, e := range es {
+		end = max(end, e.off+e.n)
+	}
+	found, newEnd, err := scanRecords(pack, end)
+	if err != nil {
+		return fail(err)
+	}
+	buf := append([]byte(nil), ib[:idxEnd]...)
+	for _, e := range found {
+		buf = appendIndexEntry(buf, e)
+	}
+	if int64(len(buf)) != int64(len(ib)) || len(found) > 0 {
+		if err := rewriteTail(idx, buf, idxEnd); err != nil {
+			return fail(err)
+		}
+	}
+	if st, err := pack.Stat(); err != nil {
+		return fail(err)
+	} else if st.Size() != newEnd {
+		if err := pack.Truncate(newEnd); err != nil {
+			return fail(err)
+		}
+		if err := pack.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	return newEnd, int64(len(buf)), nil
+}
+
+// rewriteTail makes idx hold exactly buf, writing from off (what is before off is unchanged).
+func rewriteTail(idx *os.File, buf []byte, off int64) error {
+	if _, err := idx.WriteAt(buf[off:], off); err != nil {
+		return err
+	}
+	if err := idx.Truncate(int64(len(buf))); err != nil {
+		return err
+	}
+	return idx.Sync()
+}
+
+// scanRecords reads the whole, checksummed records of pack from off on and returns them and the
+// end of the last one.
+func scanRecords(pack *os.File, off int64) ([]packEntry, int64, error) {
+	st, err := pack.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if st.Size() < int64(len(packMagic)) {
+		if _, err := pack.WriteAt([]byte(packMagic), 0); err != nil {
+			return nil, 0, err
+		}
+		return nil, int64(len(packMagic)), nil
+	}
+	var out []packEntry
+	const window = packMaxBlob + recHeader + maxNameLen
+	buf := make([]byte, window)
+	for off < st.Size() {
+		n, err := pack.ReadAt(buf, off)
+		if err != nil && err != io.EOF {
+			return nil, 0, err
+		}
+		e, total, perr := parseRecord(buf[:n])
+		if perr != nil {
+			break
+		}
+		e.off += off
+		out = append(out, e)
+		off += int64(total)
+	}
+	return out, off, nil
+}
+
+// repairIfIdle recovers pack id when its index lags its records and no writer holds it (a power
+// loss, or a writer killed between its fsync and its index write), so that readers see every
+// acknowledged blob without waiting for the next writer to claim the pack.
+func repairIfIdle(dir, id string) error {
+	pst, err := os.Stat(filepath.Join(dir, id+packExt))
+	if err != nil {
+		return err
+	}
+	ib, err := os.ReadFile(filepath.Join(dir, id+idxExt))
+	if err != nil {
+		return err
+	}
+	end := int64(len(packMagic))
+	if len(ib) >= len(idxMagic) {
+		es, _ := parseIndex(ib[len(idxMagic):])
+		for _, e := range es {
+			end = max(end, e.off+e.n)
+		}
+	}
+	if pst.Size() <= end {
+		return nil
+	}
+	pack, idx, _, _, err := lockAndRecover(dir, id)
+	if pack != nil {
+		pack.Close()
+		idx.Close()
+	}
+	return err
+}
+
+// lockAndRecover locks pack id and recovers it, returning its files open for writing and their
+// ends; nil files when another writer holds it or it was removed.
+func lockAndRecover(dir, id string) (pack, idx *os.File, end, idxEnd int64, err error) {
+	idx, err = os.OpenFile(filepath.Join(dir, id+idxExt), os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, 0, 0, nil // removed meanwhile
+	}
+	ok, err := tryLock(idx)
+	if err != nil || !ok {
+		idx.Close()
+		return nil, nil, 0, 0, err
+	}
+	pack, err = os.OpenFile(filepath.Join(dir, id+packExt), os.O_RDWR, 0)
+	if err == nil {
+		end, idxEnd, err = recoverPack(id, pack, idx)
+		if err != nil {
+			pack.Close()
+		}
+	} else {
+		err = fmt.Errorf("store: pack %s: %w", id, err)
+	}
+	if err != nil {
+		idx.Close()
+		return nil, nil, 0, 0, err
+	}
+	return pack, idx, end, idxEnd, nil
+}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// PendingXorb is a small xorb built in this process, checked as PutBuiltXorb checks it and
+// serialized, that is stored in the same batch as the first shard naming it (PutShardWithXorbs):
+// for a small file, one fsync covers its xorb and its registration. Nothing about it is visible in
+// the store until that batch is.
+type PendingXorb struct {
+	Hash hash.Hash
+	blob NewBlob
+	meta *xorbMeta
+}
+
+// MaxPendingXorb is the largest xorb worth holding back for its shard's batch (a pack's largest
+// blob); larger ones are stored at once with PutBuiltXorb.
+const MaxPendingXorb = packMaxBlob
+
+// PrepareBuiltXorb checks a xorb this process built (the trust boundary of PutBuiltXorb) and
+// serializes it for PutShardWithXorbs; x.Body is copied and not retained.
+func PrepareBuiltXorb(x *xorb.Xorb) (*PendingXorb, error) {
+	if err := checkBuilt(x); err != nil {
+		return nil, err
+	}
+	foot := x.Footer()
+	data := foot.AppendTo(bytes.Clone(x.Body))
+	return &PendingXorb{
+		Hash: x.Hash,
+		blob: NewBlob{xorbName(x.Hash), data},
+		meta: &xorbMeta{hash: x.Hash, hashes: foot.ChunkHashes, boundEnds: foot.BoundaryEnds, rawEnds: foot.RawEnds},
+	}, nil
+}
+
+// Size returns the stored size of the xorb.
+func (p *PendingXorb) Size() int { return len(p.blob.Data) }
+
+// PutPendingXorbs stores held-back xorbs without a shard (their shard never came, or too many are
+// held back), in one batch.
+func (s *Store) PutPendingXorbs(ctx context.Context, ps []*PendingXorb) error {
+	blobs := make([]NewBlob, len(ps))
+	for i, p := range ps {
+		blobs[i] = p.blob
+	}
+	if _, err := s.be.CreateBatch(ctx, blobs); err != nil {
+		return fmt.Errorf("storing %d xorbs: %w", len(ps), err)
+	}
+	return nil
+}
