@@ -92,5 +92,5 @@ printf '%-28s %22s %22s %10s\n' "client cache (HOME/.cache)" "$(mb "${R[xet.cach
 if [ "${SMALL_PROFILE:-0}" = 1 ]; then
   echo
   echo "agent CPU profile, all push processes merged (top 25 by cumulative time):"
-  go tool pprof -top -cum -nodecount=${SMALL_PROFILE_NODES:-25} "$work/bin/git-xet-transfer" "$work"/prof/cpu.*.pprof 2>/dev/null | sed -n "1,$((${SMALL_PROFILE_NODES:-25} + 10))p"
+  go tool pprof -top ${SMALL_PROFILE_FLAT:+-flat} $( [ -n "${SMALL_PROFILE_FLAT:-}" ] || echo -cum) -nodecount=${SMALL_PROFILE_NODES:-25} "$work/bin/git-xet-transfer" "$work"/prof/cpu.*.pprof 2>/dev/null | sed -n "1,$((${SMALL_PROFILE_NODES:-25} + 10))p"
 fi

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -87,7 +88,8 @@ func agentLogger(ctx context.Context, g agent.Git, stderr io.Writer) (zerolog.Lo
 }
 
 // profile starts a CPU profile of this agent process when GIT_XET_CPUPROFILE names a directory
-// (test/small-files.sh uses it): DIR/cpu.<pid>.pprof, written when the returned function runs.
+// (test/small-files.sh uses it): DIR/cpu.<pid>.pprof, and an allocation profile DIR/mem.<pid>.pprof
+// (one sample per 4 KiB allocated), written when the returned function runs.
 func profile(log zerolog.Logger) func() {
 	dir := os.Getenv("GIT_XET_CPUPROFILE")
 	if dir == "" {
@@ -103,8 +105,13 @@ func profile(log zerolog.Logger) func() {
 		log.Warn().Err(err).Msg("cpu profile not written")
 		return func() {}
 	}
+	runtime.MemProfileRate = 4096
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		if m, err := os.Create(filepath.Join(dir, fmt.Sprintf("mem.%d.pprof", os.Getpid()))); err == nil {
+			pprof.Lookup("allocs").WriteTo(m, 0)
+			m.Close()
+		}
 	}
 }

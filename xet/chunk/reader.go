@@ -1,7 +1,9 @@
 package chunk
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -50,7 +52,10 @@ var batchPool = sync.Pool{New: func() any {
 
 // Reader splits a stream into content-defined chunks and hashes them.
 //
-// Concurrency: the first Next starts a pipeline that works up to nBatches blocks (256 KiB each,
+// The first Next reads the first block itself: a stream that ends within it (every small file) is
+// cut and hashed right there, without goroutines, whose hand-offs would cost more than the work.
+//
+// Concurrency: otherwise the first Next starts a pipeline that works up to nBatches blocks (256 KiB each,
 // 1.5 MiB in all) ahead of the caller: one goroutine reads the source and finds the boundaries,
 // a second computes the chunk hashes, and with Options.SHA256 a third computes the stream's SHA-256
 // beside them. Next and Close must be called from one goroutine at a time. A caller that stops
@@ -79,6 +84,9 @@ type Reader struct {
 
 	sum   [32]byte // SHA-256 of the stream, set by the producer before the last batch
 	sumOK bool
+
+	first   *batch // the first block, read by Next, when the stream did not end in it
+	inlined bool   // the stream fit in its first block, cut and hashed by Next itself
 }
 
 // NewReader returns a Reader of r's chunks. It starts nothing until the first Next.
@@ -109,6 +117,9 @@ func (r *Reader) Next() (Chunk, error) {
 			return Chunk{}, r.err
 		}
 		if !r.started {
+			if r.inline() {
+				continue
+			}
 			r.start()
 		}
 		r.cur = <-r.out // the producer always ends with a batch that has err set
@@ -135,7 +146,18 @@ func (r *Reader) Close() {
 	if r.err == nil {
 		r.err = ErrClosed
 	}
+	if r.first != nil {
+		batchPool.Put(r.first)
+		r.first = nil
+	}
 	if !r.started {
+		return
+	}
+	if r.inlined {
+		if r.cur != nil {
+			batchPool.Put(r.cur)
+			r.cur = nil
+		}
 		return
 	}
 	close(r.done)
@@ -177,9 +199,11 @@ func (r *Reader) start() {
 	}
 	toHash := make(chan *batch, nBatches)
 	r.reading = make(chan struct{})
+	first := r.first
+	r.first = nil
 	go func() {
 		defer close(r.reading)
-		r.produce(toHash, shaIn, shaOut)
+		r.produce(first, toHash, shaIn, shaOut)
 	}()
 	r.wg.Add(1)
 	go func() {
@@ -191,7 +215,41 @@ func (r *Reader) start() {
 // release drops one reference to b; the last one returns it to the producer. free has room for
 // every batch, so this never blocks.
 func (r *Reader) release(b *batch) {
+	if r.inlined {
+		batchPool.Put(b)
+		return
+	}
 	if b.refs.Add(-1) == 0 {
 		r.free <- b
 	}
+}
+
+// inline reads the first block on the caller's goroutine. When the stream ends within it, the
+// block is cut and hashed here and becomes the current batch (true); otherwise it is kept for the
+// pipeline's producer (false).
+func (r *Reader) inline() bool {
+	b := batchPool.Get().(*batch)
+	b.chunks, b.spill, b.err = b.chunks[:0], b.spill[:0], nil
+	n, rerr := readFull(r.src, b.buf)
+	b.n = n
+	if rerr == nil {
+		r.first = b
+		return false
+	}
+	r.started, r.inlined = true, true
+	b.refs.Store(1)
+	if rerr != io.EOF {
+		rerr = fmt.Errorf("chunk: reading input: %w", rerr)
+	}
+	p := producer{r: r}
+	p.cut(b, n, rerr == io.EOF, true)
+	for i := range b.chunks {
+		b.chunks[i].Hash = hash.Chunk(b.chunks[i].Data) // pooled hashers: a small file has few chunks
+	}
+	if r.opts.SHA256 && rerr == io.EOF {
+		r.sum, r.sumOK = sha256.Sum256(b.buf[:n]), true
+	}
+	b.err = rerr
+	r.cur, r.idx = b, 0
+	return true
 }

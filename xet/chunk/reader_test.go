@@ -110,7 +110,7 @@ func TestReaderChunkDataAndHashes(t *testing.T) {
 }
 
 func TestReaderSHA256(t *testing.T) {
-	for _, size := range []int{0, 5, blockSize, 1<<20 + 3} {
+	for _, size := range []int{0, 5, blockSize - 1, blockSize, 1<<20 + 3} { // inline, then the pipeline
 		data := streamData(size)
 		rd := NewReaderOptions(bytes.NewReader(data), Options{SHA256: true})
 		if _, ok := rd.SHA256(); ok {

@@ -9,8 +9,9 @@ import (
 // shaIn is not nil), cuts it into chunks and sends the batch to the hashing stage. Its last batch
 // has err set (io.EOF or the read error); before sending it at io.EOF it waits for the SHA-256. It
 // returns early when done is closed, at the latest when a Read in progress returns; after that it
-// touches no batch that Close may have recycled (it only drops the one it was reading into).
-func (r *Reader) produce(toHash chan<- *batch, shaIn chan<- *batch, shaOut <-chan [32]byte) {
+// touches no batch that Close may have recycled (it only drops the one it was reading into). first,
+// when not nil, is the stream's first block, read whole by Next (see Reader.inline).
+func (r *Reader) produce(first *batch, toHash chan<- *batch, shaIn chan<- *batch, shaOut <-chan [32]byte) {
 	p := producer{r: r, shaIn: shaIn, carry: make([]byte, 0, MaxSize)}
 	defer func() {
 		if p.shaIn != nil {
@@ -18,13 +19,21 @@ func (r *Reader) produce(toHash chan<- *batch, shaIn chan<- *batch, shaOut <-cha
 		}
 	}()
 	for {
-		b, ok := p.nextBatch()
-		if !ok {
-			return
-		}
-		n, rerr := readFull(r.src, b.buf)
-		if r.isDone() { // closed while reading
-			return
+		var b *batch
+		var n int
+		var rerr error
+		if first != nil { // read by Next: a whole block, the stream goes on
+			b, n, first = first, first.n, nil
+			p.allocated++
+		} else {
+			var ok bool
+			if b, ok = p.nextBatch(); !ok {
+				return
+			}
+			n, rerr = readFull(r.src, b.buf)
+			if r.isDone() { // closed while reading
+				return
+			}
 		}
 		final := rerr != nil
 		if rerr != nil && rerr != io.EOF {

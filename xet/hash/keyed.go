@@ -25,6 +25,9 @@ var (
 
 // keyedSum returns blake3_keyed(key, msg) with a 32-byte output.
 func keyedSum(key *[32]byte, msg []byte) Hash {
+	if *key == [32]byte(Zero) { // every file hash (the unsalted key): pooled
+		return fileHashers.sum(func(h *blake3.Hasher) { _, _ = h.Write(msg) })
+	}
 	h := newKeyed(key)
 	_, _ = h.Write(msg)
 	var out Hash
@@ -64,6 +67,8 @@ func (p *keyedPool) sum(write func(h *blake3.Hasher)) Hash {
 var (
 	nodeHashers         = keyedPool{key: &InternalNodeKey}
 	verificationHashers = keyedPool{key: &VerificationKey}
+	zeroKey             [32]byte
+	fileHashers         = keyedPool{key: &zeroKey}
 )
 
 // ChunkHasher computes chunk hashes (BLAKE3 keyed with DataKey), reusing its state between calls.

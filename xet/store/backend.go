@@ -38,7 +38,9 @@ type Backend interface {
 	CreateBatch(ctx context.Context, blobs []NewBlob) (created []bool, err error)
 	// Open opens a blob for ranged reads; a missing blob gives an error matching ErrNotFound.
 	Open(ctx context.Context, name string) (Blob, error)
-	// Exists reports whether a blob of that name exists.
+	// Exists reports whether a blob of that name exists. It is for checks before a write, where a
+	// wrong "no" costs a duplicate write of the same content: FSBackend may miss a blob another
+	// process packed in the last 100 ms (Open never misses one).
 	Exists(ctx context.Context, name string) (bool, error)
 	// List returns the names under prefix (a "dir/" form), sorted.
 	List(ctx context.Context, prefix string) ([]string, error)

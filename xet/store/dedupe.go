@@ -22,6 +22,14 @@ const DedupeExpiry = 7 * 24 * time.Hour
 // Concurrency: safe for concurrent use.
 func (s *Store) GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error) {
 	name := dedupeName(chunk)
+	// Most queried chunks are not indexed: ask the cheap existence check first (a miss here only
+	// costs a dedupe opportunity, see Backend.Exists).
+	if ok, err := s.be.Exists(ctx, name); err != nil || !ok {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return nil, fmt.Errorf("dedupe chunk %s: %w", chunk, err)
+	}
 	b, err := s.readEntry(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe chunk %s: %w", chunk, err)

@@ -122,7 +122,7 @@ func (b *FSBackend) existing(blobs []NewBlob) ([]bool, error) {
 	if missing == 0 {
 		return stored, nil
 	}
-	if err := b.packs.refresh(); err != nil {
+	if err := b.packs.refreshIfStale(); err != nil {
 		return nil, err
 	}
 	for i, nb := range blobs {
@@ -152,6 +152,5 @@ func (b *FSBackend) exists(name string) (bool, error) {
 	if b.packs == nil {
 		return false, nil
 	}
-	_, ok, err := b.packs.lookup(name)
-	return ok, err
+	return b.packs.lookupForWrite(name)
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +27,34 @@ type packSet struct {
 	entries  map[string]packLoc
 	dirMtime time.Time
 	listedAt time.Time
+
+	refreshedAt atomic.Int64 // unix nanos of the last refresh
+}
+
+// existsRefreshInterval: a miss of an existence check (before a write, or HasXorb) reads the other
+// processes' new index entries at most this often; a miss of a read always does. A stale miss only
+// costs a duplicate write of the same content.
+const existsRefreshInterval = 100 * time.Millisecond
+
+// lookupForWrite is lookup for an existence check: it may miss a blob another process indexed in
+// the last existsRefreshInterval.
+func (ps *packSet) lookupForWrite(name string) (bool, error) {
+	if _, ok := ps.get(name); ok {
+		return true, nil
+	}
+	if err := ps.refreshIfStale(); err != nil {
+		return false, err
+	}
+	_, ok := ps.get(name)
+	return ok, nil
+}
+
+// refreshIfStale refreshes when the last refresh is older than existsRefreshInterval.
+func (ps *packSet) refreshIfStale() error {
+	if time.Now().UnixNano()-ps.refreshedAt.Load() < int64(existsRefreshInterval) {
+		return nil
+	}
+	return ps.refresh()
 }
 
 // packReader is one pack open for reading, and how much of its index has been read.
@@ -73,6 +102,7 @@ const coarseMtime = time.Second
 func (ps *packSet) refresh() error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	ps.refreshedAt.Store(time.Now().UnixNano())
 	st, err := os.Stat(ps.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ type packWriter struct {
 
 	mu       sync.Mutex // append state
 	end      int64      // of the pack
+	buf      []byte     // records being written, reused
 	queued   []packEntry
 	written  uint64            // records written
 	inflight map[string]uint64 // name -> its record's sequence number, until durable
@@ -154,7 +156,7 @@ func (w *packWriter) append(blobs []NewBlob, stored []bool) ([]bool, uint64, err
 		return nil, 0, w.err
 	}
 	created := make([]bool, len(blobs))
-	var buf []byte
+	buf := w.buf[:0]
 	var wait uint64
 	var mine []packEntry
 	for i, b := range blobs {
@@ -165,16 +167,18 @@ func (w *packWriter) append(blobs []NewBlob, stored []bool) ([]bool, uint64, err
 		if _, ok := w.set.get(b.Name); ok || stored[i] { // get: another caller's batch just published it
 			continue
 		}
-		start := len(buf)
+		start := int64(len(buf))
 		buf = appendRecord(buf, b.Name, b.Data)
-		e, _, _ := parseRecord(buf[start:])
-		e.off += w.end + int64(start)
-		mine = append(mine, e)
+		mine = append(mine, packEntry{name: b.Name, off: w.end + start + int64(recHeader+len(b.Name)),
+			n: int64(len(b.Data)), crc: crc32.Checksum(b.Data, crcTable)})
 		created[i] = true
 		w.inflight[b.Name] = w.written + uint64(len(mine))
 	}
 	if len(mine) == 0 {
 		return created, wait, nil
+	}
+	if cap(buf) <= 4<<20 {
+		w.buf = buf // reused: the next append overwrites it under w.mu
 	}
 	if _, err := w.pack.WriteAt(buf, w.end); err != nil {
 		w.err = fmt.Errorf("store: writing pack %s: %w", w.r.id, err)

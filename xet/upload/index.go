@@ -39,7 +39,10 @@ type indexSlot struct {
 	idx uint32
 }
 
-const indexMinSlots = 1 << 10
+const (
+	indexMinSlots   = 1 << 10 // the smallest cap
+	indexStartSlots = 1 << 4  // a small file's session indexes a few chunks; the table doubles as it fills
+)
 
 // newChunkIndex returns an index of at most maxBytes (rounded down to a power of two of slots, at
 // least indexMinSlots).
@@ -119,7 +122,7 @@ func (t *chunkIndex) add(h hash.Hash, ord, idx uint32) {
 
 // grow doubles the table (or makes the first one) and reinserts every slot.
 func (t *chunkIndex) grow() {
-	size := indexMinSlots
+	size := indexStartSlots
 	if len(t.slots) > 0 {
 		size = 2 * len(t.slots)
 	}

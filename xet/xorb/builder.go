@@ -2,6 +2,7 @@ package xorb
 
 import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"sync"
 )
 
 // ChunkInfo is one chunk of a xorb. Start and End are the byte offsets of its record in the
@@ -70,7 +71,7 @@ func footerFor(h hash.Hash, chunks []ChunkInfo) *Footer {
 // A Builder is not safe for concurrent use.
 type Builder struct {
 	policy   Policy
-	enc      encoder
+	enc      *encoder // from encoders while chunks are being added; returned by Finish
 	body     []byte
 	chunks   []ChunkInfo
 	raw      uint64
@@ -97,6 +98,9 @@ func (b *Builder) Fits(rawLen int) bool {
 // chunk with hash h (the caller's chunk hash of data), and returns the chunk's index.
 func (b *Builder) Add(data []byte, h hash.Hash) int {
 	s := b.schemeFor(data)
+	if b.enc == nil {
+		b.enc = encoders.Get().(*encoder)
+	}
 	b.reserve(RecordHeaderSize + 15 + len(data) + len(data)/255 + 16)
 	start := len(b.body)
 	b.body = b.enc.appendRecord(b.body, data, s)
@@ -198,5 +202,13 @@ func (b *Builder) Finish() *Xorb {
 		RawBytes: b.raw,
 	}
 	b.body, b.chunks, b.raw, b.segStart = nil, nil, 0, 0
+	if b.enc != nil {
+		encoders.Put(b.enc)
+		b.enc = nil
+	}
 	return x
 }
+
+// encoders recycles the LZ4 compressor state (a 64 KiB hash table) across builders: a session per
+// small file would otherwise allocate and clear one per file.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
