@@ -30,14 +30,12 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 
 	g := agent.Git{}
-	log, closeLog := agentLogger(ctx, g, stderr)
+	cfg := agentConfig(ctx, g)
+	log, closeLog := agentLogger(cfg, stderr)
 	defer closeLog()
 	defer profile(log)()
 
-	storeDir := os.Getenv("GIT_XET_STORE")
-	if storeDir == "" {
-		storeDir, _ = g.Config(ctx, "xet.store")
-	}
+	storeDir := cfg("GIT_XET_STORE", "xet.store")
 	err := agent.Run(ctx, stdin, stdout, agent.Options{
 		Open: agent.NewXet(agent.XetOptions{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
 		Log:  log,
@@ -50,17 +48,26 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// agentConfig reads the agent's settings from git config in one call (every agent process of a push
+// starts with it) and returns a lookup that prefers the environment variable when it is set.
+func agentConfig(ctx context.Context, g agent.Git) func(env, key string) string {
+	m, _ := g.ConfigMatching(ctx, `^xet\.(loglevel|logfile|store)$`)
+	return func(env, key string) string {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+		return m[key]
+	}
+}
+
 // agentLogger returns the agent's logger: to the file GIT_XET_LOG / xet.logfile when set (JSON
 // lines, appended; several agent processes may share it), else to stderr in a compact text form.
 // The level is GIT_XET_LOG_LEVEL / xet.loglevel (debug, info, warn, error; default info in a log
 // file, warn on stderr: git-lfs shows an agent's stderr only with GIT_TRACE, and a line per object
 // there cost a push of 5,000 small files 6 % of the agents' CPU).
-func agentLogger(ctx context.Context, g agent.Git, stderr io.Writer) (zerolog.Logger, func()) {
+func agentLogger(cfg func(env, key string) string, stderr io.Writer) (zerolog.Logger, func()) {
 	level, explicit := zerolog.InfoLevel, false
-	lv := os.Getenv("GIT_XET_LOG_LEVEL")
-	if lv == "" {
-		lv, _ = g.Config(ctx, "xet.loglevel")
-	}
+	lv := cfg("GIT_XET_LOG_LEVEL", "xet.loglevel")
 	if lv != "" {
 		if l, err := zerolog.ParseLevel(strings.ToLower(lv)); err == nil {
 			level, explicit = l, true
@@ -68,10 +75,7 @@ func agentLogger(ctx context.Context, g agent.Git, stderr io.Writer) (zerolog.Lo
 			fmt.Fprintf(stderr, "git-xet-transfer: ignoring log level %q (want debug, info, warn or error)\n", lv)
 		}
 	}
-	path := os.Getenv("GIT_XET_LOG")
-	if path == "" {
-		path, _ = g.Config(ctx, "xet.logfile")
-	}
+	path := cfg("GIT_XET_LOG", "xet.logfile")
 	pid := os.Getpid()
 	if path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

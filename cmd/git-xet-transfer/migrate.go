@@ -37,7 +37,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	g := agent.Git{}
-	log, closeLog := agentLogger(ctx, g, stderr)
+	log, closeLog := agentLogger(agentConfig(ctx, g), stderr)
 	defer closeLog()
 	if f.dryRun { // nothing is opened on the target: it must not change
 		return dryRunMigrate(ctx, f, log, stdout, stderr)

@@ -46,11 +46,18 @@ func New(s *store.Store, ns string) *CAS {
 // Store returns the store under l.
 func (l *CAS) Store() *store.Store { return l.s }
 
+// notFound is cas.ErrNotFound for a store error that is store.ErrNotFound, formatted only when
+// printed (most dedupe queries miss).
+type notFound struct{ err error }
+
+func (n notFound) Error() string   { return cas.ErrNotFound.Error() + ": " + n.err.Error() }
+func (n notFound) Unwrap() []error { return []error{cas.ErrNotFound, n.err} }
+
 // mapErr turns the store's sentinel errors into this package's.
 func mapErr(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: %w", cas.ErrNotFound, err)
+		return notFound{err}
 	case errors.Is(err, store.ErrRangeNotSatisfiable):
 		return fmt.Errorf("%w: %w", cas.ErrRangeNotSatisfiable, err)
 	}

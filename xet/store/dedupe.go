@@ -24,11 +24,10 @@ func (s *Store) GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, erro
 	name := dedupeName(chunk)
 	// Most queried chunks are not indexed: ask the cheap existence check first (a miss here only
 	// costs a dedupe opportunity, see Backend.Exists).
-	if ok, err := s.be.Exists(ctx, name); err != nil || !ok {
-		if err == nil {
-			err = ErrNotFound
-		}
+	if ok, err := s.be.Exists(ctx, name); err != nil {
 		return nil, fmt.Errorf("dedupe chunk %s: %w", chunk, err)
+	} else if !ok {
+		return nil, missing{"dedupe chunk", chunk}
 	}
 	b, err := s.readEntry(ctx, name)
 	if err != nil {
