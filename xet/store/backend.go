@@ -241,7 +241,8 @@ func syncDir(dir, name string) error {
 	return nil
 }
 
-// CleanTemp removes temporary files older than age that writers killed mid-write left in root/tmp.
+// CleanTemp removes temporary files older than age that writers killed mid-write left in root/tmp,
+// and pack files whose creator died before their index was in place.
 // Files of live writers are younger; pass an age well above the longest write (an hour, say).
 func (b *FSBackend) CleanTemp(age time.Duration) (removed int, err error) {
 	dir := filepath.Join(b.root, "tmp")
@@ -250,6 +251,11 @@ func (b *FSBackend) CleanTemp(age time.Duration) (removed int, err error) {
 		return 0, fmt.Errorf("store: cleaning %s: %w", dir, err)
 	}
 	cutoff := time.Now().Add(-age)
+	for path, mtime := range b.strayPacks() {
+		if mtime.Before(cutoff) && os.Remove(path) == nil {
+			removed++
+		}
+	}
 	for _, e := range entries {
 		info, err := e.Info()
 		if err != nil || !info.ModTime().Before(cutoff) {

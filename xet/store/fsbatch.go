@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"time"
 )
 
 // CreateBatch implements Backend: runs of small blobs are written to this process's pack and made
@@ -154,3 +157,34 @@ func (b *FSBackend) exists(name string) (bool, error) {
 	}
 	return b.packs.lookupForWrite(name)
 }
+
+// strayPacks returns the pack files no writer will finish, with their modification times: an index
+// still under its temporary name (its creator died before the rename) and a .pack without an index.
+func (b *FSBackend) strayPacks() map[string]time.Time {
+	out := map[string]time.Time{}
+	if b.packs == nil {
+		return out
+	}
+	ents, err := os.ReadDir(b.packs.dir)
+	if err != nil {
+		return out
+	}
+	idx := map[string]bool{}
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), idxExt); ok {
+			idx[id] = true
+		}
+	}
+	for _, e := range ents {
+		id, isPack := strings.CutSuffix(e.Name(), packExt)
+		if (isPack && !idx[id]) || strings.HasSuffix(e.Name(), idxExt+".new") {
+			if info, err := e.Info(); err == nil {
+				out[filepath.Join(b.packs.dir, e.Name())] = info.ModTime()
+			}
+		}
+	}
+	return out
+}
+
+// strayPackFiles counts strayPacks (fsck reports them with the temp files).
+func (b *FSBackend) strayPackFiles() int { return len(b.strayPacks()) }

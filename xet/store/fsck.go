@@ -43,6 +43,16 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		if ents, err := os.ReadDir(filepath.Join(fb.root, "tmp")); err == nil {
 			r.Temp = len(ents)
 		}
+		if fb.packs != nil {
+			bad, err := fb.packs.verify()
+			if err != nil {
+				return nil, err
+			}
+			for name, what := range bad {
+				r.add(name, what)
+			}
+			r.Temp += fb.strayPackFiles()
+		}
 	}
 	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/"} {
 		n, err := s.be.List(ctx, prefix)

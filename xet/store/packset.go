@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -69,6 +70,7 @@ type packLoc struct {
 	r   *packReader
 	off int64
 	n   int64
+	crc uint32
 }
 
 func newPackSet(dir string) *packSet {
@@ -188,7 +190,7 @@ func (ps *packSet) tail(r *packReader) error {
 func (ps *packSet) addLocked(r *packReader, es []packEntry) {
 	for _, e := range es {
 		if _, ok := ps.entries[e.name]; !ok {
-			ps.entries[e.name] = packLoc{r: r, off: e.off, n: e.n}
+			ps.entries[e.name] = packLoc{r: r, off: e.off, n: e.n, crc: e.crc}
 		}
 	}
 }
@@ -250,3 +252,31 @@ type packedBlob struct {
 func (packedBlob) Close() error { return nil }
 
 func (l packLoc) blob() Blob { return packedBlob{io.NewSectionReader(l.r.pack, l.off, l.n)} }
+
+// verify reads every indexed blob and returns the names whose bytes no longer match the checksum
+// their index entry recorded (damage on disk), with what was wrong.
+func (ps *packSet) verify() (map[string]string, error) {
+	if err := ps.refresh(); err != nil {
+		return nil, err
+	}
+	ps.mu.RLock()
+	locs := make(map[string]packLoc, len(ps.entries))
+	for name, l := range ps.entries {
+		locs[name] = l
+	}
+	ps.mu.RUnlock()
+	bad := map[string]string{}
+	var buf []byte
+	for name, l := range locs {
+		if int64(cap(buf)) < l.n {
+			buf = make([]byte, l.n)
+		}
+		b := buf[:l.n]
+		if _, err := l.r.pack.ReadAt(b, l.off); err != nil {
+			bad[name] = fmt.Sprintf("packed in %s at %d: %v", l.r.id, l.off, err)
+		} else if crc32.Checksum(b, crcTable) != l.crc {
+			bad[name] = fmt.Sprintf("packed in %s at %d: bytes do not match their checksum (damaged on disk)", l.r.id, l.off)
+		}
+	}
+	return bad, nil
+}
