@@ -1,15 +1,18 @@
 package test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
 // An oid mapped to the wrong file (as a bug or a hostile upload could leave it in a store written
@@ -45,19 +48,15 @@ func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
 	e.git(work, "commit", "-q", "-m", "b")
 	e.git(work, "push", "-q", "origin", "main")
 	oidB := sha256.Sum256(b)
-	verifiedB := findFile(t, data, "sha256v", hex.EncodeToString(oidB[:]))
+	root, verifiedB, rec := findEntry(t, data, "sha256v", hex.EncodeToString(oidB[:]))
 
 	// a.bin's oid X is mapped to B's file the way an old store recorded mappings (unverified), and
 	// its commit reaches the remote without its LFS object.
 	a := testutil.RandomBytes(3<<20, 32)
 	oidA := sha256.Sum256(a)
 	x := hex.EncodeToString(oidA[:])
-	legacy := filepath.Join(filepath.Dir(filepath.Dir(verifiedB)), "sha256", x)
+	legacy := filepath.Join(root, filepath.FromSlash(path.Dir(path.Dir(verifiedB))), "sha256", x)
 	if err := os.MkdirAll(filepath.Dir(legacy), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := os.ReadFile(verifiedB)
-	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(legacy, rec, 0o644); err != nil {
@@ -90,18 +89,44 @@ func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
 	}
 }
 
-// findFile returns the path of the file named name below a directory called dir under root.
-func findFile(t *testing.T, root, dir, name string) string {
+// findEntry finds, in the store under root (a directory holding "packs"), the entry named name in a
+// directory called dir, and returns the store's root, the entry's name and its bytes.
+func findEntry(t *testing.T, root, dir, name string) (string, string, []byte) {
 	t.Helper()
-	var found string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == name && filepath.Base(filepath.Dir(p)) == dir {
-			found = p
+	var storeRoot string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "packs" {
+			storeRoot = filepath.Dir(p)
+			return filepath.SkipAll
 		}
 		return err
 	})
-	if err != nil || found == "" {
-		t.Fatalf("no %s/%s under %s (%v)", dir, name, root, err)
+	if storeRoot == "" {
+		t.Fatalf("no store under %s", root)
 	}
-	return found
+	st, err := store.Open(storeRoot, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	names, err := st.Backend().List(ctx, "ns/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if path.Base(n) == name && path.Base(path.Dir(n)) == dir {
+			b, err := st.Backend().Open(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			data := make([]byte, b.Size())
+			if _, err := b.ReadAt(data, 0); err != nil {
+				t.Fatal(err)
+			}
+			return storeRoot, n, data
+		}
+	}
+	t.Fatalf("no %s/%s in the store at %s", dir, name, storeRoot)
+	return "", "", nil
 }
