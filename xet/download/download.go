@@ -48,7 +48,11 @@ type Request struct {
 	SHA256 *[32]byte         // checked when the whole file is downloaded
 	Size   int64             // -1 unknown; checked when the whole file is downloaded
 	// Path is the final path; the file is written to a temp file beside it and renamed when verified.
-	Path     string
+	Path string
+	// PrivatePath says no one looks at Path before Download returns (the agent's own name in
+	// git-lfs's temp directory, handed over only after): the file is written there directly, without
+	// a second temp name and a rename, and removed when the download fails.
+	PrivatePath bool
 	Progress func(done int64) // bytes written so far (may be nil)
 }
 
@@ -79,7 +83,12 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".*.xet-tmp")
+	var f *os.File
+	if req.PrivatePath {
+		f, err = os.OpenFile(req.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	} else {
+		f, err = os.CreateTemp(dir, "."+base+".*.xet-tmp")
+	}
 	if err != nil {
 		return err
 	}
@@ -121,10 +130,10 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, req.Path); err != nil {
-		return err
+	if req.PrivatePath {
+		return nil
 	}
-	return nil
+	return os.Rename(tmp, req.Path)
 }
 
 // fill plans and writes the requested bytes into f, re-planning once when a signed URL expired.

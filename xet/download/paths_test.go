@@ -65,22 +65,39 @@ func TestRoundTripCompressed(t *testing.T) {
 	}
 }
 
-// A wrong SHA-256 fails the download and leaves nothing at the path or beside it.
+// A wrong SHA-256 fails the download and leaves nothing at the path or beside it, whether the
+// file is written under a temp name or in place (PrivatePath); a good one is written in place with
+// no other file made.
 func TestSHA256Mismatch(t *testing.T) {
 	c := embeddedtest.New(t)
 	data := testutil.RandomBytes(3<<20, 6)
 	res := uploadAll(t, c, data)[0]
+	for _, private := range []bool{false, true} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "out")
+		bad := sha256.Sum256(data)
+		bad[0] ^= 1
+		err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+			File: res.FileHash, SHA256: &bad, Size: res.Size, Path: p, PrivatePath: private})
+		if err == nil || !strings.Contains(err.Error(), "SHA-256 mismatch") {
+			t.Fatalf("private %v: err = %v, want a SHA-256 mismatch", private, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("private %v: a failed download left %d files", private, len(ents))
+		}
+	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out")
-	bad := sha256.Sum256(data)
-	bad[0] ^= 1
-	err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
-		File: res.FileHash, SHA256: &bad, Size: res.Size, Path: p})
-	if err == nil || !strings.Contains(err.Error(), "SHA-256 mismatch") {
-		t.Fatalf("err = %v, want a SHA-256 mismatch", err)
+	good := sha256.Sum256(data)
+	if err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+		File: res.FileHash, SHA256: &good, Size: res.Size, Path: p, PrivatePath: true}); err != nil {
+		t.Fatal(err)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Fatalf("a failed download left %d files", len(ents))
+	if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("in-place download: %d bytes, %v", len(got), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("in-place download made %d files, want 1", len(ents))
 	}
 }
 
