@@ -180,7 +180,7 @@ func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, rou
 // xetDownload reconstructs file into path, verified against the oid.
 func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj Object, sha [32]byte, path string, progress func(int64)) (Result, error) {
 	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !directIO()},
-		download.Request{File: file, SHA256: &sha, Size: obj.Size, Path: path, PrivatePath: true, Progress: progress})
+		download.Request{File: file, SHA256: &sha, Size: obj.Size, Path: path, PrivatePath: true, NoSync: true, Progress: progress})
 	if err != nil {
 		return Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
 	}

@@ -53,6 +53,10 @@ type Request struct {
 	// git-lfs's temp directory, handed over only after): the file is written there directly, without
 	// a second temp name and a rename, and removed when the download fails.
 	PrivatePath bool
+	// NoSync skips the fsync before Download returns: for a file handed to git-lfs, which does not
+	// sync the objects it stores either (a file a crash loses is fetched again; it is verified
+	// before it is handed over either way).
+	NoSync bool
 	Progress func(done int64) // bytes written so far (may be nil)
 }
 
@@ -124,8 +128,10 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 				"pushing the right content again repairs it", req.File, *sum, *req.SHA256)
 		}
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if !req.NoSync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
