@@ -100,6 +100,10 @@ func (x *xetTransferer) Close() error {
 	return errors.Join(errs...)
 }
 
+// GlobalDedupeMinBytes: smaller files do not ask the CAS's global dedupe (a round trip to save at
+// most a few chunks; a whole small file already stored is known from the batch answer or the oid).
+const GlobalDedupeMinBytes = 1 << 20
+
 // MergeOwnShardBytes is the size at which an agent writes the merged cache shard of its small uploads
 // (localshards.Options.MergeOwnBytes): a push of thousands of small files adds a few shard files to
 // the cache, not one per file.
@@ -294,8 +298,8 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	}
 	// Big xorbs are asked about before they are sent: a push interrupted after some were accepted
 	// resumes without sending them again (one request per xorb of 8 MiB or more is noise).
-	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: true, Log: x.o.Log,
-		ResumeCheckBytes: ResumeCheckBytes}
+	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: obj.Size >= GlobalDedupeMinBytes,
+		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes}
 	if e.cache != nil {
 		cfg.Cache = e.cache
 	}

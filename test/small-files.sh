@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
-# Many small files: SMALL_N (default 5000) random files of 1-10 KB are pushed to a local bare
-# remote and cloned back, once through git-xet-transfer (the embedded Xet store) and once through
-# plain git-lfs, in one run on this machine; prints wall and CPU (user+sys, the agents and git-lfs
-# included) of each push, the clone's wall time, and what each remote stores (files, bytes on disk,
-# apparent bytes), with the ratios xet / plain. With SMALL_PROFILE=1 the agents write CPU profiles
-# (GIT_XET_CPUPROFILE) and the script prints the merged top functions. Runs in a temp HOME; touches
-# nothing else. Needs go, git, git-lfs, python3, GNU time.
+# Many small files: SMALL_N (default 5000) random files of 1-10 KB are pushed and cloned back in one
+# run on this machine, four ways:
+#   xet     git-xet-transfer, standalone, to a local bare remote (the embedded Xet store)
+#   plain   plain git-lfs to the same kind of remote (its standalone file transfer)
+#   sxet    git-xet-transfer in batch mode against xet-server on loopback
+#   sbasic  plain git-lfs basic transfers against xet-server on loopback
+# (SMALL_SERVER=0 skips the last two.) It prints, per pair, wall and CPU (user+sys: git, git-lfs,
+# the agents) of each push, the agents' own CPU per object, the clone's wall time, and what each
+# store holds (files, bytes on disk, apparent bytes) with the ratios. With SMALL_PROFILE=1 the
+# agents of the embedded push write CPU and allocation profiles (GIT_XET_CPUPROFILE) and the script
+# prints the merged top functions (SMALL_PROFILE_NODES, SMALL_PROFILE_FLAT=1 for flat order). Runs
+# in a temp HOME; touches nothing else. Needs go, git, git-lfs, python3, curl, GNU time.
 #
 #   test/small-files.sh        SMALL_N=1000 SMALL_PROFILE=1 test/small-files.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
 N=${SMALL_N:-5000}
 [ -x /usr/bin/time ] || { echo "small-files: needs GNU time at /usr/bin/time" >&2; exit 1; }
 command -v git-lfs >/dev/null || { echo "small-files: git-lfs is missing" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-small.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/prof"
 go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
+go build -o "$work/bin/xet-server" ./cmd/xet-server
+# The agent runs through a wrapper that adds its CPU time to a file: the agents' own share.
+cat >"$work/bin/agent" <<EOF
+#!/bin/sh
+exec /usr/bin/time -a -o "\$SMALL_AGENT_TIMES" -f "%U %S" "$work/bin/git-xet-transfer" "\$@"
+EOF
+chmod +x "$work/bin/agent"
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
 unset GIT_DIR GIT_WORK_TREE GIT_XET_LOG GIT_TRACE GIT_XET_CPUPROFILE
 
@@ -35,62 +47,100 @@ for i in range(n):
 PY
 logical=$(du -sb "$work/files" | cut -f1)
 
-# run MODE: push and clone in a HOME of their own; MODE xet installs the agent, plain does not.
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+server_url=""
+start_server() { # start_server DIR: a fresh xet-server on loopback, at $server_url
+  local port; port=$(freeport)
+  "$work/bin/xet-server" --listen "127.0.0.1:$port" --data "$1" --log-level error >"$1.log" 2>&1 &
+  pids+=($!)
+  server_url="http://127.0.0.1:$port"
+  for _ in $(seq 100); do curl -s -o /dev/null "$server_url/" && return 0; sleep 0.1; done
+  echo "small-files: xet-server did not start" >&2; cat "$1.log" >&2; exit 1
+}
+
+# run MODE: push and clone in a HOME of their own.
 declare -A R
 run() {
-  local mode=$1 home="$work/home-$1"
+  local mode=$1 home="$work/home-$1" store url=""
   mkdir -p "$home"
+  case $mode in
+  sxet | sbasic) mkdir -p "$work/server-$mode"; start_server "$work/server-$mode"; url=$server_url; store="$work/server-$mode/cas" ;;
+  xet) store="$home/remote.git/xet" ;;
+  plain) store="$home/remote.git/lfs" ;;
+  esac
+  : >"$work/agent-$mode"
   (
-    export HOME="$home" XDG_CACHE_HOME="$home/.cache"
+    export HOME="$home" XDG_CACHE_HOME="$home/.cache" SMALL_AGENT_TIMES="$work/agent-$mode"
     g() { git -c user.name=small -c user.email=small@example.test -c init.defaultBranch=main "$@"; }
     cd "$home"
     git lfs install --skip-repo >/dev/null
-    if [ "$mode" = xet ]; then
+    local gitc=()
+    case $mode in
+    xet | sxet)
       "$work/bin/git-xet-transfer" install >/dev/null
-      [ "${SMALL_PROFILE:-0}" = 1 ] && export GIT_XET_CPUPROFILE="$work/prof"
-    fi
+      git config --global lfs.customtransfer.xet.path "$work/bin/agent"
+      [ "${SMALL_PROFILE:-0}" = 1 ] && [ "$mode" = xet ] && export GIT_XET_CPUPROFILE="$work/prof"
+      ;;
+    sbasic) gitc=(-c lfs.basictransfersonly=true) ;;
+    esac
     g init -q --bare remote.git
     g init -q repo
     cd repo
     g lfs track '*.dat' >/dev/null
+    [ -n "$url" ] && printf '[lfs]\n\turl = %s/team/%s.git/info/lfs\n\tlocksverify = false\n' "$url" "$mode" >.lfsconfig
     cp -r "$work/files/." .
     g add . && g commit -q -m files
     g remote add origin ../remote.git
-    /usr/bin/time -f "%e %U %S" -o "$work/push-$mode" git push -q origin main
+    /usr/bin/time -f "%e %U %S" -o "$work/push-$mode" git "${gitc[@]}" push -q origin main
+    cp "$work/agent-$mode" "$work/agent-push-$mode"
     cd ..
     unset GIT_XET_CPUPROFILE
-    /usr/bin/time -f "%e %U %S" -o "$work/clone-$mode" git clone -q remote.git clone
+    /usr/bin/time -f "%e %U %S" -o "$work/clone-$mode" git "${gitc[@]}" clone -q remote.git clone
     diff -r -q repo/d00 clone/d00 >/dev/null && diff -r -q repo/d49 clone/d49 >/dev/null || { echo "small-files: $mode clone differs" >&2; exit 1; }
   )
-  local store="$home/remote.git/lfs"
-  [ "$mode" = xet ] && store="$home/remote.git/xet"
   R[$mode.push_wall]=$(awk '{print $1}' "$work/push-$mode")
   R[$mode.push_cpu]=$(awk '{print $2 + $3}' "$work/push-$mode")
+  R[$mode.agent_cpu]=$(awk '{c += $1 + $2} END {print c + 0}' "$work/agent-push-$mode")
   R[$mode.clone_wall]=$(awk '{print $1}' "$work/clone-$mode")
   R[$mode.files]=$(find "$store" -type f | wc -l)
   R[$mode.disk]=$(du -s --block-size=1 "$store" | cut -f1)
   R[$mode.apparent]=$(du -sb "$store" | cut -f1)
   R[$mode.cache]=$(du -sb "$home/.cache" 2>/dev/null | cut -f1 || echo 0)
 }
-echo "pushing and cloning through xet (embedded store)"; run xet
-echo "pushing and cloning through plain git-lfs"; run plain
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
-echo
-echo "$N files, $(mb "$logical") (2 cores, one run):"
-printf '%-28s %22s %22s %10s\n' "" "xet (embedded store)" "plain git-lfs" "ratio"
-printf '%-28s %22s %22s %10s\n' "push wall" "${R[xet.push_wall]} s" "${R[plain.push_wall]} s" "$(ratio "${R[xet.push_wall]}" "${R[plain.push_wall]}")"
-printf '%-28s %22s %22s %10s\n' "push CPU (user+sys)" "${R[xet.push_cpu]} s" "${R[plain.push_cpu]} s" "$(ratio "${R[xet.push_cpu]}" "${R[plain.push_cpu]}")"
-printf '%-28s %22s %22s %10s\n' "push CPU per object" "$(awk -v c="${R[xet.push_cpu]}" -v n="$N" 'BEGIN { printf "%.2f ms", 1000 * c / n }')" "$(awk -v c="${R[plain.push_cpu]}" -v n="$N" 'BEGIN { printf "%.2f ms", 1000 * c / n }')" ""
-printf '%-28s %22s %22s %10s\n' "clone wall" "${R[xet.clone_wall]} s" "${R[plain.clone_wall]} s" "$(ratio "${R[xet.clone_wall]}" "${R[plain.clone_wall]}")"
-printf '%-28s %22s %22s %10s\n' "remote store files" "${R[xet.files]}" "${R[plain.files]}" "$(ratio "${R[xet.files]}" "${R[plain.files]}")"
-printf '%-28s %22s %22s %10s\n' "remote store on disk" "$(mb "${R[xet.disk]}")" "$(mb "${R[plain.disk]}")" "$(ratio "${R[xet.disk]}" "${R[plain.disk]}")"
-printf '%-28s %22s %22s %10s\n' "remote store apparent" "$(mb "${R[xet.apparent]}")" "$(mb "${R[plain.apparent]}")" "$(ratio "${R[xet.apparent]}" "${R[plain.apparent]}")"
-printf '%-28s %22s %22s %10s\n' "client cache (HOME/.cache)" "$(mb "${R[xet.cache]}")" "$(mb "${R[plain.cache]}")" ""
+perobj() { awk -v c="$1" -v n="$N" 'BEGIN { printf "%.2f ms", 1000 * c / n }'; }
+row() { printf '%-30s %22s %22s %10s\n' "$@"; }
+table() { # table A B TITLE_A TITLE_B
+  local a=$1 b=$2
+  echo
+  echo "$N files, $(mb "$logical") ($(nproc) cores, one run):"
+  row "" "$3" "$4" "ratio"
+  row "push wall" "${R[$a.push_wall]} s" "${R[$b.push_wall]} s" "$(ratio "${R[$a.push_wall]}" "${R[$b.push_wall]}")"
+  row "push CPU (git, git-lfs, agents)" "${R[$a.push_cpu]} s" "${R[$b.push_cpu]} s" "$(ratio "${R[$a.push_cpu]}" "${R[$b.push_cpu]}")"
+  row "  per object" "$(perobj "${R[$a.push_cpu]}")" "$(perobj "${R[$b.push_cpu]}")" ""
+  row "  agents' CPU per object" "$(perobj "${R[$a.agent_cpu]}")" "-" ""
+  row "clone wall" "${R[$a.clone_wall]} s" "${R[$b.clone_wall]} s" "$(ratio "${R[$a.clone_wall]}" "${R[$b.clone_wall]}")"
+  row "store files" "${R[$a.files]}" "${R[$b.files]}" "$(ratio "${R[$a.files]}" "${R[$b.files]}")"
+  row "store on disk" "$(mb "${R[$a.disk]}")" "$(mb "${R[$b.disk]}")" "$(ratio "${R[$a.disk]}" "${R[$b.disk]}")"
+  row "store apparent" "$(mb "${R[$a.apparent]}")" "$(mb "${R[$b.apparent]}")" "$(ratio "${R[$a.apparent]}" "${R[$b.apparent]}")"
+  row "client cache (HOME/.cache)" "$(mb "${R[$a.cache]}")" "$(mb "${R[$b.cache]}")" ""
+}
+
+echo "pushing and cloning through xet (embedded store)"; run xet
+echo "pushing and cloning through plain git-lfs"; run plain
+if [ "${SMALL_SERVER:-1}" = 1 ]; then
+  echo "pushing and cloning through xet against xet-server (batch mode)"; run sxet
+  echo "pushing and cloning through plain git-lfs basic against xet-server"; run sbasic
+fi
+table xet plain "xet (embedded store)" "plain git-lfs"
+[ "${SMALL_SERVER:-1}" = 1 ] && table sxet sbasic "xet, xet-server" "basic, xet-server"
 
 if [ "${SMALL_PROFILE:-0}" = 1 ]; then
   echo
-  echo "agent CPU profile, all push processes merged (top 25 by cumulative time):"
-  go tool pprof -top ${SMALL_PROFILE_FLAT:+-flat} $( [ -n "${SMALL_PROFILE_FLAT:-}" ] || echo -cum) -nodecount=${SMALL_PROFILE_NODES:-25} "$work/bin/git-xet-transfer" "$work"/prof/cpu.*.pprof 2>/dev/null | sed -n "1,$((${SMALL_PROFILE_NODES:-25} + 10))p"
+  echo "agent CPU profile of the embedded push, all processes merged:"
+  go tool pprof -top ${SMALL_PROFILE_FLAT:+-flat} $([ -n "${SMALL_PROFILE_FLAT:-}" ] || echo -cum) -nodecount="${SMALL_PROFILE_NODES:-25}" \
+    "$work/bin/git-xet-transfer" "$work"/prof/cpu.*.pprof 2>/dev/null | sed -n "1,$((${SMALL_PROFILE_NODES:-25} + 10))p"
 fi
+exit 0
