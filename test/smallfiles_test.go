@@ -1,0 +1,240 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// writeSmallFiles writes n files of 1-10 KB of random bytes under dir/small.
+func writeSmallFiles(t *testing.T, dir string, n int, seed uint64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 3))
+	for i := 0; i < n; i++ {
+		b := make([]byte, 1000+r.IntN(9000))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		writeFile(t, filepath.Join(dir, "small", fmt.Sprintf("d%02d", i%10), fmt.Sprintf("f%04d.bin", i)), b)
+	}
+}
+
+// packedBytes is the size of the pack files under root: how much a store of small objects holds.
+func packedBytes(root string) int64 {
+	var n int64
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".pack") {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// startPush starts `git push origin main` in work and returns it with its output.
+func startPush(t *testing.T, e *env, work string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	push := e.cmd(work, "git", "push", "origin", "main")
+	out := &strings.Builder{}
+	push.Stdout, push.Stderr = out, out
+	push.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // killPush kills git, git-lfs and the agents
+	if err := push.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return push, out
+}
+
+// killPush kills a push started by startPush, with everything it started, and reaps it.
+func killPush(push *exec.Cmd) {
+	syscall.Kill(-push.Process.Pid, syscall.SIGKILL)
+	push.Wait()
+}
+
+// A push of many small files to the embedded store, its agents killed half-way, then pushed
+// again: everything clones byte-identical, and fsck finds no entry naming missing bytes.
+func TestSmallFilePushAgentsKilled(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	remote := filepath.Join(e.home, "remote.git")
+	work := filepath.Join(e.home, "work")
+	e.git("", "init", "-q", "--bare", remote)
+	e.newRepo(work, "*.bin")
+	writeSmallFiles(t, work, 600, 61)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+	e.git(work, "remote", "add", "origin", remote)
+
+	push, out := startPush(t, e, work)
+	storeDir := filepath.Join(remote, "xet")
+	if !waitFor(60*time.Second, func() bool { return packedBytes(storeDir) > 300<<10 }) {
+		push.Process.Kill()
+		push.Wait()
+		t.Fatalf("no small objects stored within 60 s\n%s", out.String())
+	}
+	for _, pid := range agentPIDs(work) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := push.Wait(); err == nil {
+		t.Fatalf("the push survived killing its agents\n%s", out.String())
+	}
+	e.git(work, "push", "-q", "origin", "main")
+	fsck := e.cmd(work, filepath.Join(binDir, "git-xet-transfer"), "fsck")
+	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
+		t.Errorf("fsck after the kill and the second push: %v\n%s", err, b)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	if n := sameTree(t, work, clone); n < 600 {
+		t.Fatalf("compared %d files, want the 600", n)
+	}
+}
+
+// xetServerProcess is xet-server as a process of its own (so that it can be killed with -9).
+type xetServerProcess struct {
+	cmd  *exec.Cmd
+	addr string
+	data string
+	log  *strings.Builder
+}
+
+func startServerProcess(t *testing.T, addr, data string) *xetServerProcess {
+	t.Helper()
+	s := &xetServerProcess{addr: addr, data: data, log: &strings.Builder{}}
+	s.cmd = exec.Command(filepath.Join(binDir, "xet-server"), "--listen", addr, "--data", data, "--log-level", "warn")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
+	if !waitFor(20*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("xet-server did not start\n%s", s.log.String())
+	}
+	return s
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// The same with xet-server killed -9 half-way and restarted on its data directory.
+func TestSmallFilePushServerKilled(t *testing.T) {
+	needLinux(t)
+	buildServer(t)
+	data := t.TempDir()
+	addr := freeAddr(t)
+	s := startServerProcess(t, addr, data)
+	e := newEnv(t)
+	e.install()
+	work, remote := batchRepo(t, e, "http://"+addr+"/team/small.git/info/lfs")
+	writeSmallFiles(t, work, 600, 62)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+
+	push, out := startPush(t, e, work)
+	if !waitFor(60*time.Second, func() bool { return packedBytes(data) > 300<<10 }) {
+		push.Process.Kill()
+		push.Wait()
+		t.Fatalf("no small objects stored within 60 s\n%s", out.String())
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+	killPush(push) // it would retry for a while: the user gives up, restarts the server, pushes again
+	atKill := packedBytes(data)
+	startServerProcess(t, addr, data)
+	e.git(work, "push", "-q", "origin", "main")
+	if final := packedBytes(data); atKill > final*9/10 {
+		t.Fatalf("the server was killed with %d of %d bytes stored: too late to prove anything", atKill, final)
+	}
+	if report, ok, err := store.Fsck(context.Background(), filepath.Join(data, "cas"), false); err != nil || !ok {
+		t.Errorf("store check after the kill and the second push: %v\n%s", err, report)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	if n := sameTree(t, work, clone); n < 600 {
+		t.Fatalf("compared %d files, want the 600", n)
+	}
+}
+
+// buildServer builds xet-server into binDir once.
+func buildServer(t *testing.T) {
+	t.Helper()
+	p := filepath.Join(binDir, "xet-server")
+	if _, err := os.Stat(p); err == nil {
+		return
+	}
+	if out, err := exec.Command("go", "build", "-o", p, "../cmd/xet-server").CombinedOutput(); err != nil {
+		t.Fatalf("building xet-server: %v\n%s", err, out)
+	}
+}
+
+// Two pushes of overlapping small-file sets at once to one embedded remote (two branches): both
+// complete, both branches clone byte-identical, and fsck is clean.
+func TestOverlappingSmallFilePushesAtOnce(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	remote := filepath.Join(e.home, "remote.git")
+	e.git("", "init", "-q", "--bare", remote)
+	works := []string{filepath.Join(e.home, "a"), filepath.Join(e.home, "b")}
+	for i, w := range works {
+		e.newRepo(w, "*.bin")
+		writeSmallFiles(t, w, 300, 71)                                         // the same 300 files in both
+		writeSmallFiles(t, filepath.Join(w, fmt.Sprint(i)), 150, uint64(80+i)) // and 150 of their own
+		e.git(w, "add", ".")
+		e.git(w, "commit", "-q", "-m", "overlap")
+		e.git(w, "remote", "add", "origin", remote)
+	}
+	errs := make(chan error, 2)
+	for i, w := range works {
+		go func() {
+			out, err := e.cmd(w, "git", "push", "-q", "origin", fmt.Sprintf("main:branch%d", i)).CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("push %d: %v\n%s", i, err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range works {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range works {
+		clone := filepath.Join(e.home, fmt.Sprintf("clone%d", i))
+		e.git("", "clone", "-q", "-b", fmt.Sprintf("branch%d", i), remote, clone)
+		if n := sameTree(t, w, clone); n < 450 {
+			t.Fatalf("branch %d: compared %d files, want 450", i, n)
+		}
+	}
+	fsck := e.cmd(works[0], filepath.Join(binDir, "git-xet-transfer"), "fsck")
+	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
+		t.Errorf("fsck after two pushes at once: %v\n%s", err, b)
+	}
+}
