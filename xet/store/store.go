@@ -3,16 +3,17 @@
 // shards, indexes files by Xet hash and by SHA-256 per repository namespace, indexes global-dedupe
 // chunks, and plans file reconstructions in the CAS API's v2 shape.
 //
-// Layout under the directory (all blobs immutable, each written to tmp/ and linked into place):
+// Blob names (all blobs immutable; FSBackend keeps those up to 1 MiB in pack files, larger ones as
+// files of these names, written to tmp/ and linked into place):
 //
 //	xorbs/<h[0:2]>/<xorb hash>        chunk records, then the XETBLOB v1 footer
 //	files/<h[0:2]>/<file hash>        the file's reconstruction record (terms, size, SHA-256)
-//	ns/<namespace>/sha256/<hex>       SHA-256 -> file hash and size
+//	ns/<namespace>/sha256v/<hex>      SHA-256 -> file hash and size (verified)
 //	dedupe/<h[0:2]>/<chunk hash>      global-dedupe chunk -> xorb hash
 //
 // Concurrency: a Store is safe for concurrent use, and several processes may open one directory at
-// once. There is no shared mutable index and no lock: every entry is its own blob, created at most
-// once, so a reader sees an entry whole or not at all.
+// once. There is no shared mutable index: every entry is its own blob, created once (or, by two
+// processes racing, twice with the same content), and visible whole or not at all.
 package store
 
 import (
