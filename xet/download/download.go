@@ -56,7 +56,7 @@ type Request struct {
 	// NoSync skips the fsync before Download returns: for a file handed to git-lfs, which does not
 	// sync the objects it stores either (a file a crash loses is fetched again; it is verified
 	// before it is handed over either way).
-	NoSync bool
+	NoSync   bool
 	Progress func(done int64) // bytes written so far (may be nil)
 }
 

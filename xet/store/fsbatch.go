@@ -14,6 +14,9 @@ import (
 // durable with one fsync (shared with concurrent callers); a large blob is written as its own file
 // after the run before it is durable, so the batch's order holds.
 func (b *FSBackend) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, error) {
+	if b.packs == nil {
+		return CreateEach(ctx, b, blobs)
+	}
 	created := make([]bool, len(blobs))
 	for i := 0; i < len(blobs); {
 		if err := ctx.Err(); err != nil {
@@ -22,7 +25,7 @@ func (b *FSBackend) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, e
 		if _, err := b.path(blobs[i].Name); err != nil {
 			return created, err
 		}
-		if b.packs == nil || len(blobs[i].Data) > packMaxBlob {
+		if len(blobs[i].Data) > packMaxBlob {
 			c, err := b.Create(ctx, blobs[i].Name, bytes.NewReader(blobs[i].Data))
 			if err != nil {
 				return created, err

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -163,10 +162,6 @@ func (s *Store) fileRecord(ctx context.Context, file hash.Hash) (*fileRecord, er
 		return nil, fmt.Errorf("file %s: %w", file, err)
 	}
 	return parseFileRecord(name, b)
-}
-
-func (s *Store) create(ctx context.Context, name string, b []byte) (bool, error) {
-	return s.be.Create(ctx, name, bytes.NewReader(b))
 }
 
 // FileSize returns the size of a registered file (ErrNotFound when it is not registered).

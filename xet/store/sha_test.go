@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -54,7 +55,7 @@ func TestCorrectUploadRepairsUnverifiedMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	oid := hash.FromSHA256(right.sha)
-	if _, err := s.create(ctx, sha256Name("ns", oid), marshalSHA(other.hash, uint64(len(other.content)))); err != nil {
+	if _, err := s.be.Create(ctx, sha256Name("ns", oid), bytes.NewReader(marshalSHA(other.hash, uint64(len(other.content))))); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := s.LookupSHA256(ctx, "ns", oid); err != nil || got != other.hash {
