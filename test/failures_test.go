@@ -258,17 +258,7 @@ func TestInterruptedPushResumesWithoutResending(t *testing.T) {
 	if err := push.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(120*time.Second, func() bool { return len(xorbPosts(lb.String(), 200)) >= 2 }) {
-		push.Process.Kill()
-		push.Wait()
-		t.Fatalf("two xorbs were not accepted within 120 s\n%s", out.String())
-	}
-	for _, pid := range agentPIDs(work) {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	if err := push.Wait(); err == nil {
-		t.Fatalf("the push survived the kill; nothing to resume\n%s", out.String())
-	}
+	killAgentsWhen(t, push, &out, work, "two xorbs accepted", func() bool { return len(xorbPosts(lb.String(), 200)) >= 2 })
 	accepted := xorbPosts(lb.String(), 200)
 	mark := len(lb.String())
 

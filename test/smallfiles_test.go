@@ -58,6 +58,23 @@ func startPush(t *testing.T, e *env, work string) (*exec.Cmd, *strings.Builder) 
 	return push, out
 }
 
+// killAgentsWhen waits (up to 2 minutes) until cond holds, then kills the push's agents with -9 and
+// checks that the push failed (it was interrupted mid-way, not after the end).
+func killAgentsWhen(t *testing.T, push *exec.Cmd, out *strings.Builder, work, what string, cond func() bool) {
+	t.Helper()
+	if !waitFor(120*time.Second, cond) {
+		push.Process.Kill()
+		push.Wait()
+		t.Fatalf("not within 120 s: %s\n%s", what, out.String())
+	}
+	for _, pid := range agentPIDs(work) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := push.Wait(); err == nil {
+		t.Fatalf("the push survived killing its agents (after %s): nothing was interrupted\n%s", what, out.String())
+	}
+}
+
 // killPush kills a push started by startPush, with everything it started, and reaps it.
 func killPush(push *exec.Cmd) {
 	syscall.Kill(-push.Process.Pid, syscall.SIGKILL)
@@ -81,17 +98,7 @@ func TestSmallFilePushAgentsKilled(t *testing.T) {
 
 	push, out := startPush(t, e, work)
 	storeDir := filepath.Join(remote, "xet")
-	if !waitFor(60*time.Second, func() bool { return packedBytes(storeDir) > 300<<10 }) {
-		push.Process.Kill()
-		push.Wait()
-		t.Fatalf("no small objects stored within 60 s\n%s", out.String())
-	}
-	for _, pid := range agentPIDs(work) {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	if err := push.Wait(); err == nil {
-		t.Fatalf("the push survived killing its agents\n%s", out.String())
-	}
+	killAgentsWhen(t, push, out, work, "300 KB of small objects stored", func() bool { return packedBytes(storeDir) > 300<<10 })
 	e.git(work, "push", "-q", "origin", "main")
 	fsck := e.cmd(work, filepath.Join(binDir, "git-xet-transfer"), "fsck")
 	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
