@@ -205,7 +205,9 @@ func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, e
 			return [32]byte{}, err
 		}
 		start, end := int64(m.recordStart(int(t.Start))), int64(m.recordStart(int(t.End)))
-		rr := xorb.NewRecordReader(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 1<<20))
+		// The read buffer is sized to the term (a small file's is a few KB): a fixed 1 MiB per term
+		// was most of what a server allocated for a push of small files.
+		rr := xorb.NewRecordReader(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), int(min(1<<20, max(4096, end-start)))))
 		for {
 			raw, _, err := rr.Next(buf[:0])
 			if err == io.EOF {
