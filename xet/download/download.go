@@ -222,11 +222,16 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 // cfg.Retry (it rewrites the same bytes). This is the one layer that retries range fetches (see
 // package retry).
 func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cfg.Concurrency)
 	get := func(ctx context.Context, j *job) (io.ReadCloser, error) {
 		return cfg.CAS.Fetch(ctx, j.xorb, j.fetch, j.rng.Bytes)
 	}
+	if len(js) == 1 { // every small file: no goroutine to hand the one range to
+		j := js[0]
+		return cfg.Retry.Do(ctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),
+			func(ctx context.Context) error { return j.run(ctx, get, s) })
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cfg.Concurrency)
 	for _, j := range js {
 		if gctx.Err() != nil {
 			break
