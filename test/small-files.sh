@@ -10,7 +10,9 @@
 # store holds (files, bytes on disk, apparent bytes) with the ratios. With SMALL_PROFILE=1 the
 # agents of the embedded push write CPU and allocation profiles (GIT_XET_CPUPROFILE) and the script
 # prints the merged top functions (SMALL_PROFILE_NODES, SMALL_PROFILE_FLAT=1 for flat order). Runs
-# in a temp HOME; touches nothing else. Needs go, git, git-lfs, python3, curl, GNU time.
+# in a temp HOME; touches nothing else. Needs go, git, git-lfs, python3, curl, GNU time. Each way
+# starts after a pause (SMALL_PAUSE, default 35 s): ext4 scans for recently deleted inodes when it
+# creates a file, for about 30 s after a mass delete, which otherwise taxes whichever way runs next.
 #
 #   test/small-files.sh        SMALL_N=1000 SMALL_PROFILE=1 test/small-files.sh
 set -euo pipefail
@@ -62,6 +64,8 @@ start_server() { # start_server DIR: a fresh xet-server on loopback, at $server_
 declare -A R
 run() {
   local mode=$1 home="$work/home-$1" store url=""
+  sync
+  sleep "${SMALL_PAUSE:-35}"
   mkdir -p "$home"
   case $mode in
   sxet | sbasic) mkdir -p "$work/server-$mode"; start_server "$work/server-$mode"; url=$server_url; store="$work/server-$mode/cas" ;;
