@@ -155,6 +155,11 @@ func openPackReader(dir, id string) (*packReader, error) {
 	if err := repairIfIdle(dir, id); err != nil {
 		return nil, err
 	}
+	return openPackFiles(dir, id)
+}
+
+// openPackFiles opens pack id's two files for reading, its index to be read from the start.
+func openPackFiles(dir, id string) (*packReader, error) {
 	pack, err := os.Open(filepath.Join(dir, id+packExt))
 	if err != nil {
 		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
@@ -216,16 +221,10 @@ func (ps *packSet) reader(id string) (*packReader, error) {
 	if r := ps.packs[id]; r != nil {
 		return r, nil
 	}
-	pack, err := os.Open(filepath.Join(ps.dir, id+packExt))
+	r, err := openPackFiles(ps.dir, id)
 	if err != nil {
-		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
+		return nil, err
 	}
-	idx, err := os.Open(filepath.Join(ps.dir, id+idxExt))
-	if err != nil {
-		pack.Close()
-		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
-	}
-	r := &packReader{id: id, pack: pack, idx: idx, idxOff: int64(len(idxMagic))}
 	ps.packs[id] = r
 	return r, nil
 }
