@@ -14,8 +14,6 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
 // Hub mode: standalone (action null) with a network remote, which `install --hub` sets up for the
@@ -159,7 +157,7 @@ func (x *xetTransferer) hubDownload(ctx context.Context, obj Object, sha [32]byt
 	if err != nil {
 		return Result{}, err
 	}
-	return x.xetDownload(ctx, e, file, obj, sha, path, progress)
+	return x.xetDownload(ctx, e, file, obj, sha, tmp, progress)
 }
 
 // hubReadEndpoint gets the read token of route once and returns its CAS endpoint.
@@ -175,16 +173,6 @@ func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, rou
 		return nil, err
 	}
 	return x.hubTokenEndpoint(hc, route, "", tok), nil
-}
-
-// xetDownload reconstructs file into path, verified against the oid.
-func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj Object, sha [32]byte, path string, progress func(int64)) (Result, error) {
-	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !directIO()},
-		download.Request{File: file, SHA256: &sha, Size: obj.Size, Path: path, PrivatePath: true, NoSync: true, Progress: progress})
-	if err != nil {
-		return Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
-	}
-	return Result{Mode: e.mode, Path: path, NewBytes: obj.Size}, nil
 }
 
 // hubUploadAction asks the Hub's batch API for the upload of obj. A nil action: the Hub has it.

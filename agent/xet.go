@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -225,20 +226,30 @@ func (x *xetTransferer) embeddedEndpoint(r LocalRemote, create bool) (*endpoint,
 	return e, nil
 }
 
-// tmpDir is git-lfs's temp directory (.git/lfs/tmp): downloads are written there so git-lfs's
-// rename into .git/lfs/objects stays on one file system.
-func (x *xetTransferer) tmpDir(ctx context.Context) (string, error) {
+// repoGitDir is the git directory of the repository the agent serves (asked once).
+func (x *xetTransferer) repoGitDir(ctx context.Context) (string, error) {
 	x.mu.Lock()
 	gd := x.gitDir
 	x.mu.Unlock()
-	if gd == "" {
-		var err error
-		if gd, err = x.o.Git.GitDir(ctx); err != nil {
-			return "", err
-		}
-		x.mu.Lock()
-		x.gitDir = gd
-		x.mu.Unlock()
+	if gd != "" {
+		return gd, nil
+	}
+	gd, err := x.o.Git.GitDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	x.mu.Lock()
+	x.gitDir = gd
+	x.mu.Unlock()
+	return gd, nil
+}
+
+// tmpDir is git-lfs's temp directory (.git/lfs/tmp): downloads are written there so git-lfs's
+// rename into .git/lfs/objects stays on one file system.
+func (x *xetTransferer) tmpDir(ctx context.Context) (string, error) {
+	gd, err := x.repoGitDir(ctx)
+	if err != nil {
+		return "", err
 	}
 	d := filepath.Join(gd, "lfs", "tmp")
 	if err := os.MkdirAll(d, 0o755); err != nil {
@@ -299,7 +310,7 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	// Big xorbs are asked about before they are sent: a push interrupted after some were accepted
 	// resumes without sending them again (one request per xorb of 8 MiB or more is noise).
 	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: obj.Size >= GlobalDedupeMinBytes,
-		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes}
+		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: obj.Size >= localchunks.MinBytes}
 	if e.cache != nil {
 		cfg.Cache = e.cache
 	}
@@ -324,6 +335,7 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	if err := sess.Finish(ctx); err != nil {
 		return Result{}, fmt.Errorf("storing the data of %s at %s: %w", obj.Oid, e.where, err)
 	}
+	x.recordUpload(ctx, obj, sess, res)
 	if mode == "" {
 		mode = e.mode
 	}
@@ -385,6 +397,5 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 			return x.lfsFallback(ctx, *r, obj, sha, tmp, progress)
 		}
 	}
-	path := filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))
-	return x.xetDownload(ctx, e, file, obj, sha, path, progress)
+	return x.xetDownload(ctx, e, file, obj, sha, tmp, progress)
 }

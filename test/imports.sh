@@ -35,7 +35,7 @@ only() {
 }
 
 for p in $(echo "$all" | grep "^$mod/xet/" | sed "s|^$mod/||"); do
-  forbid "$p" "agent|protocol|cmd/.*|localshards|test(/.*)?" "nothing in xet/ reaches the agent, the protocol, the CLI or the client's shard cache"
+  forbid "$p" "agent|protocol|cmd/.*|localshards|localchunks|test(/.*)?" "nothing in xet/ reaches the agent, the protocol, the CLI or the client's caches"
 done
 for p in xet/hash; do only "$p" "" "the hash package stands alone"; done
 for p in xet/chunk xet/xorb xet/shard xet/casapi; do
@@ -47,7 +47,8 @@ for p in xet/upload xet/download; do
   forbid "$p" "xet/store|xet/embedded|xet/server" "transfers reach a CAS only through xet/cas"
 done
 forbid localshards "xet/cas|xet/store|xet/embedded|xet/upload|xet/download|xet/server|agent" "the shard cache holds shards, nothing else"
-forbid cmd/xet-server "localshards|agent|protocol" "the server links no client-side code"
+forbid localchunks "xet/store|xet/embedded|xet/upload|xet/server|localshards|agent|protocol" "the chunk index holds maps of local files (download's Span and Local), nothing else"
+forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only agent/credentials "" "credential lookup stands alone (git-lfs's helpers only)"

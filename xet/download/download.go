@@ -58,6 +58,18 @@ type Request struct {
 	// before it is handed over either way).
 	NoSync   bool
 	Progress func(done int64) // bytes written so far (may be nil)
+	// Local, for a whole-file download, offers chunks already on this machine: terms it covers
+	// are copied from there (each chunk verified first) instead of fetched.
+	Local Local
+	// OnTerm, for a whole-file download, is told of each term once its bytes are written and its
+	// chunk hashes verified (Span.Path ""): the verified part of the output so far. Calls are
+	// serialised.
+	OnTerm func(Span)
+	// Keep, with PrivatePath, resumes into what is already at Path: the file is not truncated
+	// (Local may name verified parts of it) and is left there when the download fails.
+	Keep bool
+	// Stats, when set, receives where the bytes came from.
+	Stats *Stats
 }
 
 // Download writes req.File (or req.Range of it) to req.Path. A whole-file download is verified: the
@@ -89,7 +101,11 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 	}
 	var f *os.File
 	if req.PrivatePath {
-		f, err = os.OpenFile(req.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		flags := os.O_RDWR | os.O_CREATE
+		if !req.Keep {
+			flags |= os.O_TRUNC
+		}
+		f, err = os.OpenFile(req.Path, flags, 0o644)
 	} else {
 		f, err = os.CreateTemp(dir, "."+base+".*.xet-tmp")
 	}
@@ -107,26 +123,28 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 		}
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
+			if !(req.PrivatePath && req.Keep) {
+				os.Remove(tmp)
+			}
 		}
 	}()
 
-	whole := req.Range == nil
-	size, sum, err := fill(ctx, cfg, req, f, df)
+	if req.Stats == nil {
+		req.Stats = new(Stats)
+	}
+	err = fillVerified(ctx, cfg, req, f, df)
+	if used := req.Stats.Local + req.Stats.InPlace; err != nil && used > 0 && errors.As(err, new(mismatch)) && ctx.Err() == nil {
+		// Every local chunk hashed right, yet the file does not verify: the local record itself is
+		// wrong (or the CAS sent bad bytes recorded as good by an earlier attempt). Start afresh.
+		cfg.Log.Warn().Err(err).Int64("local_bytes", used).Msg("download: fetching the whole file again, without local copies")
+		req.Local = nil
+		if err = f.Truncate(0); err != nil {
+			return err
+		}
+		err = fillVerified(ctx, cfg, req, f, df)
+	}
 	if err != nil {
 		return err
-	}
-	if whole && req.Size >= 0 && size != req.Size {
-		return fmt.Errorf("file is %d bytes, expected %d", size, req.Size)
-	}
-	if whole && req.SHA256 != nil {
-		if sum == nil {
-			return errors.New("internal error: no SHA-256 computed")
-		}
-		if *sum != *req.SHA256 {
-			return fmt.Errorf("SHA-256 mismatch: Xet file %s has SHA-256 %x, not %x (the LFS oid): the CAS maps that oid to the wrong file; "+
-				"pushing the right content again repairs it", req.File, *sum, *req.SHA256)
-		}
 	}
 	if !req.NoSync {
 		if err := f.Sync(); err != nil {
@@ -140,6 +158,33 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 		return nil
 	}
 	return os.Rename(tmp, req.Path)
+}
+
+// mismatch: the written bytes are not the file asked for.
+type mismatch struct{ msg string }
+
+func (m mismatch) Error() string { return m.msg }
+
+// fillVerified fills f and checks the whole file's size and SHA-256.
+func fillVerified(ctx context.Context, cfg Config, req Request, f, df *os.File) error {
+	whole := req.Range == nil
+	size, sum, err := fill(ctx, cfg, req, f, df)
+	if err != nil {
+		return err
+	}
+	if whole && req.Size >= 0 && size != req.Size {
+		return mismatch{fmt.Sprintf("file is %d bytes, expected %d", size, req.Size)}
+	}
+	if whole && req.SHA256 != nil {
+		if sum == nil {
+			return errors.New("internal error: no SHA-256 computed")
+		}
+		if *sum != *req.SHA256 {
+			return mismatch{fmt.Sprintf("SHA-256 mismatch: Xet file %s has SHA-256 %x, not %x (the LFS oid): the CAS maps that oid to the wrong file; "+
+				"pushing the right content again repairs it", req.File, *sum, *req.SHA256)}
+		}
+	}
+	return nil
 }
 
 // fill plans and writes the requested bytes into f, re-planning once when a signed URL expired.
@@ -171,7 +216,11 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		if err != nil {
 			return 0, nil, err
 		}
-		js, err := jobs(plan, l)
+		var local map[int][]piece
+		if whole && req.Local != nil {
+			local = planLocal(req.Local, l, f.Name())
+		}
+		js, err := planJobs(plan, l, local)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -179,7 +228,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 			return 0, nil, err
 		}
 		preallocate(f, l.size)
-		s := &sink{f: f, df: df, l: l, report: req.Progress}
+		s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm}
 		if whole {
 			s.merkle = newMerkleStream(len(l.terms), filepath.Dir(f.Name()), defaultWaitBudget)
 		}
@@ -190,6 +239,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		if s.merkle != nil {
 			s.merkle.close()
 		}
+		s.statsTo(req.Stats)
 		if errors.Is(err, cas.ErrURLExpired) && !replanned {
 			cfg.Log.Debug().Str("file", req.File.String()).Msg("download: signed URL expired; planning again")
 			continue
@@ -204,7 +254,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 				return 0, nil, err
 			}
 			if got != req.File {
-				return 0, nil, fmt.Errorf("content does not match the file hash: decoded data hashes to %s", got)
+				return 0, nil, mismatch{fmt.Sprintf("content does not match the file hash: decoded data hashes to %s", got)}
 			}
 		}
 		if s.sha != nil {
@@ -225,10 +275,29 @@ func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 	get := func(ctx context.Context, j *job) (io.ReadCloser, error) {
 		return cfg.CAS.Fetch(ctx, j.xorb, j.fetch, j.rng.Bytes)
 	}
-	if len(js) == 1 { // every small file: no goroutine to hand the one range to
-		j := js[0]
+	fetch := func(ctx context.Context, j *job) error {
 		return cfg.Retry.Do(ctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),
 			func(ctx context.Context) error { return j.run(ctx, get, s) })
+	}
+	one := func(ctx context.Context, j *job) error {
+		if j.local == nil {
+			return fetch(ctx, j)
+		}
+		err := j.runLocal(ctx, s)
+		if err == nil || !errors.Is(err, errLocalStale) {
+			return err
+		}
+		cfg.Log.Debug().Err(err).Int("term", j.terms[0]).Msg("download: local copy does not verify; fetching the term")
+		s.addStat(func(st *Stats) { st.LocalStale++ })
+		for _, fj := range j.fallback {
+			if err := fetch(ctx, fj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(js) == 1 { // every small file: no goroutine to hand the one range to
+		return one(ctx, js[0])
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Concurrency)
@@ -236,10 +305,7 @@ func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 		if gctx.Err() != nil {
 			break
 		}
-		g.Go(func() error {
-			return cfg.Retry.Do(gctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),
-				func(ctx context.Context) error { return j.run(ctx, get, s) })
-		})
+		g.Go(func() error { return one(gctx, j) })
 	}
 	return g.Wait()
 }

@@ -39,6 +39,41 @@ type sink struct {
 	done     int64
 	reported int64
 	report   func(int64)
+	onTerm   func(Span) // Request.OnTerm; called under mu
+	stats    Stats
+}
+
+// addStat updates the figures under the sink's lock.
+func (s *sink) addStat(f func(*Stats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
+// statsTo copies the figures to st (when not nil).
+func (s *sink) statsTo(st *Stats) {
+	if st != nil {
+		s.mu.Lock()
+		*st = s.stats
+		s.mu.Unlock()
+	}
+}
+
+// termDone hands a finished, verified term's chunk entries to the file hash and to Request.OnTerm.
+func (s *sink) termDone(ti int, ents []hash.Entry) error {
+	if s.merkle == nil {
+		return nil
+	}
+	if err := s.merkle.done(ti, ents); err != nil {
+		return err
+	}
+	if s.onTerm != nil {
+		t := s.l.terms[ti]
+		s.mu.Lock()
+		s.onTerm(Span{Pos: s.l.pos[ti], Xorb: t.Hash, Start: t.Range.Start, Chunks: ents})
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 // progressStep: progress is reported at most once per this many bytes (and at the end).
@@ -46,7 +81,7 @@ const progressStep = 1 << 20
 
 func (s *sink) progress(n int64) {
 	s.mu.Lock()
-	s.done += n
+	s.done = min(s.done+n, s.l.size) // bytes of a local copy that failed half-way are written again
 	if s.report != nil && s.done-s.reported >= progressStep {
 		s.reported = s.done
 		s.report(s.done)
@@ -300,11 +335,16 @@ func (r *jobRun) finish() error {
 	if err := r.w.flush(true); err != nil {
 		return err
 	}
+	var decoded int64
+	for _, ti := range j.terms {
+		decoded += int64(l.terms[ti].UnpackedLength)
+	}
+	r.s.addStat(func(st *Stats) { st.Fetched += int64(j.rng.Bytes.Len()); st.FetchedTerms += decoded })
 	if r.ents == nil {
 		return nil
 	}
 	for a, ti := range j.terms {
-		if err := r.s.merkle.done(ti, r.ents[a]); err != nil {
+		if err := r.s.termDone(ti, r.ents[a]); err != nil {
 			return err
 		}
 	}

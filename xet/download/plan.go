@@ -62,12 +62,35 @@ type job struct {
 	fetch casapi.XorbFetch
 	rng   casapi.XorbRange
 	terms []int // indices into layout.terms, sorted by chunk start
+	// local, when set, is where the job's one term is copied from; fallback fetches it when the
+	// local bytes do not verify.
+	local    []piece
+	fallback []*job
 }
 
-// jobs groups the terms of a plan by the fetch range that holds them, so one fetch serves every
-// term inside it; adjacent ranges of the local store (no URL) are merged into one fetch. Signed URLs
-// grant exactly their listed ranges, so those are fetched as listed.
-func jobs(p *casapi.ReconstructionV2, l *layout) ([]*job, error) {
+// planJobs returns the jobs of a plan: a local job for each term in local, with the fetch of
+// that term as its fallback, and fetches for the other terms; in output order.
+func planJobs(p *casapi.ReconstructionV2, l *layout, local map[int][]piece) ([]*job, error) {
+	js, err := jobs(p, l, func(i int) bool { return local[i] == nil })
+	if err != nil || len(local) == 0 {
+		return js, err
+	}
+	for ti, ps := range local {
+		fb, err := jobs(p, l, func(i int) bool { return i == ti })
+		if err != nil {
+			return nil, err
+		}
+		js = append(js, &job{xorb: l.terms[ti].Hash, terms: []int{ti}, local: ps, fallback: fb})
+	}
+	inOutputOrder(js, l)
+	return js, nil
+}
+
+// jobs groups the terms of a plan (those for which want says so) by the fetch range that holds
+// them, so one fetch serves every term inside it; adjacent ranges of the local store (no URL) are
+// merged into one fetch. Signed URLs grant exactly their listed ranges, so those are fetched as
+// listed.
+func jobs(p *casapi.ReconstructionV2, l *layout, want func(int) bool) ([]*job, error) {
 	type key struct {
 		x    hash.Hash
 		f, r int
@@ -77,6 +100,9 @@ func jobs(p *casapi.ReconstructionV2, l *layout) ([]*job, error) {
 	for i, t := range l.terms {
 		if l.pos[i] >= l.size {
 			break // past the requested range (the plan covers whole terms)
+		}
+		if !want(i) {
+			continue
 		}
 		fs, ok := p.Xorbs[t.Hash]
 		if !ok {
@@ -116,21 +142,27 @@ func jobs(p *casapi.ReconstructionV2, l *layout) ([]*job, error) {
 		}
 	}
 	out = mergeAdjacent(out)
-	first := make(map[*job]int64, len(out))
 	for _, j := range out {
 		sort.SliceStable(j.terms, func(a, b int) bool {
 			return l.terms[j.terms[a]].Range.Start < l.terms[j.terms[b]].Range.Start
 		})
+	}
+	inOutputOrder(out, l)
+	return out, nil
+}
+
+// inOutputOrder sorts jobs by the first output byte they write: the file is written front to back
+// (as far as concurrency allows), which the streaming SHA-256 and the page cache both like.
+func inOutputOrder(js []*job, l *layout) {
+	first := make(map[*job]int64, len(js))
+	for _, j := range js {
 		p := l.pos[j.terms[0]]
 		for _, ti := range j.terms {
 			p = min(p, l.pos[ti])
 		}
 		first[j] = p
 	}
-	// Run the jobs in output order: the file is written front to back (as far as concurrency
-	// allows), which the streaming SHA-256 and the page cache both like.
-	sort.SliceStable(out, func(a, b int) bool { return first[out[a]] < first[out[b]] })
-	return out, nil
+	sort.SliceStable(js, func(a, b int) bool { return first[js[a]] < first[js[b]] })
 }
 
 // maxMerged bounds a merged fetch.

@@ -76,6 +76,7 @@ type fileState struct {
 	lastQuery    int64
 	newBytes     int64
 	dedupedBytes int64
+	entries      []hash.Entry // with Config.KeepEntries
 }
 
 func newFileState(s *Session) *fileState {
@@ -117,7 +118,11 @@ func (f *fileState) continues(r ref, idx uint32) bool {
 
 // chunk handles the file's next chunk: continue a match, look it up, or store it as new data.
 func (f *fileState) chunk(ctx context.Context, data []byte, h hash.Hash, off int64) error {
-	f.merkle.Add(hash.Entry{Hash: h, Size: uint64(len(data))})
+	e := hash.Entry{Hash: h, Size: uint64(len(data))}
+	f.merkle.Add(e)
+	if f.s.cfg.KeepEntries {
+		f.entries = append(f.entries, e)
+	}
 	f.chunks++
 	return f.place(ctx, data, h, off)
 }

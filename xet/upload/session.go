@@ -56,6 +56,10 @@ type Config struct {
 	// small xorbs).
 	ResumeCheckBytes int64
 	Log              zerolog.Logger
+	// KeepEntries keeps each file's chunk hashes and sizes in file order (FileResult.Entries,
+	// 40 bytes per chunk): with Session.Registered they say which chunks of which xorbs lie where in
+	// the file (the agent's local chunk index).
+	KeepEntries bool
 }
 
 const (
@@ -75,6 +79,7 @@ type FileResult struct {
 	NewBytes     int64 // bytes of chunks this file added to new xorbs
 	DedupedBytes int64 // bytes of chunks found already stored (or already in this session)
 	Chunks       int
+	Entries      []hash.Entry // with Config.KeepEntries: the chunks in file order
 }
 
 // Session uploads one file or many: their new chunks go into shared xorbs, and Finish registers
@@ -104,7 +109,8 @@ type Session struct {
 	acc      *sxorb      // the accumulator: leftovers of finished files
 	newXorbs []*sxorb    // xorbs cut since the last Finish
 	files    []pendingFile
-	global   []*gshard // global-dedupe answers of this session
+	done     []shard.File // the files registered by the last Finish
+	global   []*gshard    // global-dedupe answers of this session
 	stats    struct{ xorbs int }
 	resumed  atomic.Int64 // bytes of xorbs not sent because the CAS had them (ResumeCheckBytes)
 }
@@ -259,7 +265,7 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 	}
 
 	res := &FileResult{FileHash: f.merkle.FileSum(), Size: done, NewBytes: f.newBytes,
-		DedupedBytes: f.dedupedBytes, Chunks: f.chunks}
+		DedupedBytes: f.dedupedBytes, Chunks: f.chunks, Entries: f.entries}
 	if sha256 != nil {
 		res.SHA256 = *sha256
 	} else {
@@ -354,8 +360,17 @@ func (s *Session) Finish(ctx context.Context) error {
 	if err := s.register(ctx, sh); err != nil {
 		return err
 	}
+	s.done = sh.Files
 	s.files, s.newXorbs = nil, nil
 	return nil
+}
+
+// Registered returns the shard blocks (terms with their real xorb hashes) of the files the last
+// Finish registered, sorted by file hash (as in the shard; a file uploaded twice is there once).
+func (s *Session) Registered() []shard.File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 // splitXorbs cuts xs into consecutive parts of at most max chunks each (a part holds at least one

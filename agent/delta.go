@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+)
+
+// chunkIndex returns the repository's local chunk index (.git/lfs/xet/chunks, naming objects in
+// .git/lfs/objects), or nil when the git directory is unknown.
+func (x *xetTransferer) chunkIndex(ctx context.Context) *localchunks.Index {
+	gd, err := x.repoGitDir(ctx)
+	if err != nil {
+		return nil
+	}
+	return localchunks.Open(filepath.Join(gd, "lfs", "xet", "chunks"), filepath.Join(gd, "lfs", "objects"))
+}
+
+// locals offers the spans of several sources.
+type locals []download.Local
+
+func (l locals) Spans(xs []hash.Hash) []download.Span {
+	var out []download.Span
+	for _, s := range l {
+		out = append(out, s.Spans(xs)...)
+	}
+	return out
+}
+
+// xetDownload reconstructs file into git-lfs's temp dir tmp, verified against the oid. A file of
+// 1 MiB or more copies the chunks it shares with objects already here (the chunk index) instead of
+// fetching them, resumes what an interrupted attempt verified (its partial file, named by the Xet
+// hash), and is recorded in the chunk index once complete.
+func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj Object, sha [32]byte, tmp string, progress func(int64)) (Result, error) {
+	var st download.Stats
+	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
+		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
+	var idx *localchunks.Index
+	var part *localchunks.Partial
+	var terms []download.Span
+	if obj.Size >= localchunks.MinBytes {
+		idx = x.chunkIndex(ctx)
+		path := filepath.Join(tmp, "xet-"+file.String()+".part")
+		p, err := localchunks.OpenPartial(path, file, obj.Size)
+		if err != nil {
+			x.o.Log.Debug().Err(err).Str("oid", obj.Oid).Msg("download: not resumable")
+		} else {
+			part, req.Path, req.Keep = p, path, true
+		}
+		var from locals
+		if idx != nil {
+			from = append(from, idx)
+		}
+		if part != nil {
+			from = append(from, part)
+		}
+		req.Local = from
+		req.OnTerm = func(sp download.Span) {
+			if part != nil {
+				if err := part.Add(sp); err != nil {
+					x.o.Log.Debug().Err(err).Msg("download: recording a verified part")
+				}
+			}
+			terms = append(terms, sp)
+		}
+	}
+	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !directIO()}, req)
+	if part != nil {
+		part.Close(err == nil)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
+	}
+	if idx != nil {
+		if err := idx.Record(obj.Oid, obj.Size, file, terms); err != nil {
+			x.o.Log.Warn().Err(err).Msg("download: could not record the object in the local chunk index")
+		}
+	}
+	if st.Local+st.InPlace > 0 {
+		x.o.Log.Info().Str("oid", obj.Oid).Int64("fetched", st.FetchedTerms).Int64("local", st.Local).
+			Int64("resumed", st.InPlace).Int("stale_terms", st.LocalStale).Msg("download: delta")
+	}
+	return Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
+}
+
+// recordUpload adds an uploaded object to the chunk index: its registered terms and its chunks
+// (upload.Config.KeepEntries) say where each chunk lies in it.
+func (x *xetTransferer) recordUpload(ctx context.Context, obj Object, sess *upload.Session, res *upload.FileResult) {
+	if obj.Size < localchunks.MinBytes || res.Entries == nil {
+		return
+	}
+	idx := x.chunkIndex(ctx)
+	if idx == nil {
+		return
+	}
+	for _, f := range sess.Registered() {
+		if f.Hash != res.FileHash {
+			continue
+		}
+		spans, ok := uploadSpans(f, res.Entries)
+		if !ok {
+			x.o.Log.Warn().Str("oid", obj.Oid).Msg("upload: terms and chunks disagree; not indexed")
+			return
+		}
+		if err := idx.Record(obj.Oid, obj.Size, f.Hash, spans); err != nil {
+			x.o.Log.Warn().Err(err).Msg("upload: could not record the object in the local chunk index")
+		}
+		return
+	}
+}
+
+// uploadSpans lays a file's terms over its chunks in file order.
+func uploadSpans(f shard.File, ents []hash.Entry) ([]download.Span, bool) {
+	var out []download.Span
+	var pos int64
+	k := 0
+	for _, t := range f.Terms {
+		n := int(t.ChunkEnd) - int(t.ChunkStart)
+		if n <= 0 || k+n > len(ents) {
+			return nil, false
+		}
+		sp := download.Span{Pos: pos, Xorb: t.Xorb, Start: t.ChunkStart, Chunks: ents[k : k+n]}
+		out = append(out, sp)
+		pos += sp.Bytes()
+		k += n
+	}
+	return out, k == len(ents)
+}

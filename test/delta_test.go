@@ -1,0 +1,143 @@
+package test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+)
+
+// deltaRemote is a remote to push to and clone from: the embedded store or xet-server.
+type deltaRemote struct {
+	name  string
+	setup func(t *testing.T, e *env) (work, remote string)
+}
+
+var deltaRemotes = []deltaRemote{
+	{"embedded", func(t *testing.T, e *env) (string, string) {
+		remote := filepath.Join(e.home, "remote.git")
+		work := filepath.Join(e.home, "work")
+		e.git("", "init", "-q", "--bare", remote)
+		e.newRepo(work, "*.bin")
+		e.git(work, "remote", "add", "origin", remote)
+		return work, remote
+	}},
+	{"server", func(t *testing.T, e *env) (string, string) {
+		s := startServer(t, "")
+		return batchRepo(t, e, s.url+"/team/delta.git/info/lfs")
+	}},
+}
+
+// editScattered overwrites n regions of size bytes spread over b with new random bytes.
+func editScattered(b []byte, n, size int, seed uint64) []byte {
+	out := append([]byte(nil), b...)
+	for i := 0; i < n; i++ {
+		at := (len(b) / n) * i
+		copy(out[at:], testutil.RandomBytes(size, seed+uint64(i)))
+	}
+	return out
+}
+
+// transfer is one "transfer complete" line of the agents' log.
+type transfer struct {
+	Op, Oid  string
+	Size     int64
+	NewBytes int64 `json:"new_bytes"`
+	Deduped  int64 `json:"deduped_bytes"`
+}
+
+// downloadOf returns the last logged download of oid.
+func (e *env) downloadOf(oid string) transfer {
+	e.t.Helper()
+	var tr transfer
+	for _, l := range e.logLines(`"op":"download"`, oid, "transfer complete") {
+		if err := json.Unmarshal([]byte(l), &tr); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if tr.Oid != oid {
+		e.t.Fatalf("no download of %s logged", oid)
+	}
+	return tr
+}
+
+func oidOf(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func objectPath(repo, oid string) string {
+	return filepath.Join(repo, ".git", "lfs", "objects", oid[0:2], oid[2:4], oid)
+}
+
+// A pull of a new version of a big file fetches only its changed chunks, from a previous version
+// downloaded (the clone) or uploaded (the work tree) here; a local object changed on disk is
+// never the source of a wrong byte.
+func TestDeltaPull(t *testing.T) {
+	for _, r := range deltaRemotes {
+		t.Run(r.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.install()
+			work, remote := r.setup(t, e)
+			const size = 48 << 20
+			v1 := testutil.RandomBytes(size, 71)
+			writeFile(t, filepath.Join(work, "model.bin"), v1)
+			e.git(work, "add", ".")
+			e.git(work, "commit", "-q", "-m", "v1")
+			e.git(work, "push", "-q", "origin", "main")
+			clone := filepath.Join(e.home, "clone")
+			e.git("", "clone", "-q", remote, clone)
+
+			commit := func(repo string, b []byte, msg string) {
+				writeFile(t, filepath.Join(repo, "model.bin"), b)
+				e.git(repo, "commit", "-q", "-am", msg)
+				e.git(repo, "push", "-q", "origin", "main")
+			}
+			// v2: ten scattered 64 KiB edits (1.3 %), pulled into the clone that downloaded v1.
+			v2 := editScattered(v1, 10, 64<<10, 100)
+			commit(work, v2, "v2")
+			e.git(clone, "pull", "-q")
+			sameTree(t, work, clone)
+			tr := e.downloadOf(oidOf(v2))
+			t.Logf("v2 pulled into the clone: fetched %d of %d bytes, %d local", tr.NewBytes, tr.Size, tr.Deduped)
+			// 640 KiB edited: each edit costs its chunks and about one chunk on either side.
+			if tr.NewBytes > size*5/100 || tr.NewBytes+tr.Deduped != size {
+				t.Errorf("v2: fetched %d of %d bytes, want at most 5 %%", tr.NewBytes, size)
+			}
+
+			// v3, with a byte of the clone's v2 flipped on disk: the pull fetches what it cannot trust.
+			v3 := editScattered(v2, 10, 64<<10, 200)
+			commit(work, v3, "v3")
+			obj := objectPath(clone, oidOf(v2))
+			b, err := os.ReadFile(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[size/3+12345] ^= 1
+			os.Chmod(obj, 0o644)
+			if err := os.WriteFile(obj, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.git(clone, "pull", "-q")
+			sameTree(t, work, clone)
+			if n := len(e.logLines("download: local copy does not verify")); n == 0 {
+				t.Error("the flipped byte was not noticed")
+			}
+
+			// v4 from the clone, pulled into the work tree that uploaded v3.
+			v4 := editScattered(v3, 10, 64<<10, 300)
+			commit(clone, v4, "v4")
+			e.git(work, "pull", "-q", "origin", "main")
+			sameTree(t, clone, work)
+			tr = e.downloadOf(oidOf(v4))
+			if tr.NewBytes > size*5/100 {
+				t.Errorf("v4 into the uploader: fetched %d of %d bytes", tr.NewBytes, size)
+			}
+			if !strings.Contains(e.git(work, "lfs", "fsck"), "OK") {
+				t.Error("git lfs fsck")
+			}
+		})
+	}
+}

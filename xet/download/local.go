@@ -1,0 +1,227 @@
+package download
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// Local finds chunks of xorbs that are already in files on this machine (earlier versions of a
+// file, the verified part of an interrupted download). It is a hint, never trusted: every chunk
+// read from a span is hashed and compared with the span's entry before it is written, a term whose
+// local bytes do not verify is fetched instead, and the whole file is verified (file hash, SHA-256)
+// as when nothing is local.
+type Local interface {
+	// Spans returns spans holding chunks of any of xorbs (in any order; they may overlap).
+	Spans(xorbs []hash.Hash) []Span
+}
+
+// Span says that a local file holds, from byte Pos on, chunks [Start, Start+len(Chunks)) of Xorb,
+// one after the other, with the hashes and sizes of Chunks. Path "" in Request.OnTerm means the
+// download's own output.
+type Span struct {
+	Path   string
+	Pos    int64
+	Xorb   hash.Hash
+	Start  uint32
+	Chunks []hash.Entry
+}
+
+// Bytes is the length of the span in the file.
+func (s Span) Bytes() int64 {
+	var n int64
+	for _, e := range s.Chunks {
+		n += int64(e.Size)
+	}
+	return n
+}
+
+// Stats says where a download's bytes came from.
+type Stats struct {
+	Fetched      int64 // bytes of xorb ranges fetched from the CAS (their serialized size)
+	FetchedTerms int64 // bytes of the output decoded from fetched ranges
+	Local        int64 // bytes copied from local files, verified
+	InPlace      int64 // bytes found verified where they belong (a resumed download)
+	LocalStale   int   // terms whose local bytes did not verify and were fetched instead
+}
+
+// piece is part of a local term: bytes at pos of path hold chunks with entries ents.
+type piece struct {
+	path  string
+	pos   int64
+	ents  []hash.Entry
+	bytes int64
+}
+
+// localSpan is a Span with the offsets of its chunks (off[k]: chunk k starts at Pos+off[k]).
+type localSpan struct {
+	Span
+	own bool // the span lies in the output itself
+	off []int64
+}
+
+func (s *localSpan) end() uint32 { return s.Start + uint32(len(s.Chunks)) }
+
+// planLocal returns, for each term that local spans cover entirely (every chunk, with the term's
+// unpacked length), the pieces to copy it from. Spans in the output itself are preferred (a
+// resumed download reads them where they are and writes nothing).
+func planLocal(loc Local, l *layout, out string) map[int][]piece {
+	seen := make(map[hash.Hash]bool)
+	var xs []hash.Hash
+	for _, t := range l.terms {
+		if !seen[t.Hash] {
+			seen[t.Hash] = true
+			xs = append(xs, t.Hash)
+		}
+	}
+	byXorb := make(map[hash.Hash][]*localSpan)
+	for _, sp := range loc.Spans(xs) {
+		if !seen[sp.Xorb] || len(sp.Chunks) == 0 || sp.Pos < 0 {
+			continue
+		}
+		ls := &localSpan{Span: sp, own: sp.Path == out, off: make([]int64, len(sp.Chunks)+1)}
+		for k, e := range sp.Chunks {
+			ls.off[k+1] = ls.off[k] + int64(e.Size)
+		}
+		byXorb[sp.Xorb] = append(byXorb[sp.Xorb], ls)
+	}
+	for _, ss := range byXorb {
+		sort.SliceStable(ss, func(a, b int) bool { return ss[a].own && !ss[b].own })
+	}
+	plan := make(map[int][]piece)
+	for ti, t := range l.terms {
+		if l.pos[ti] < 0 || l.pos[ti]+int64(t.UnpackedLength) > l.size {
+			continue
+		}
+		if ps, ok := cover(byXorb[t.Hash], t.Range.Start, t.Range.End, int64(t.UnpackedLength)); ok {
+			plan[ti] = ps
+		}
+	}
+	return plan
+}
+
+// cover finds pieces of spans holding chunks [start, end) in order, totalling want bytes.
+func cover(spans []*localSpan, start, end uint32, want int64) ([]piece, bool) {
+	var ps []piece
+	var total int64
+	for idx := start; idx < end; {
+		var sp *localSpan
+		for _, s := range spans {
+			if s.Start <= idx && idx < s.end() {
+				sp = s
+				break
+			}
+		}
+		if sp == nil {
+			return nil, false
+		}
+		hi := min(end, sp.end())
+		a, b := idx-sp.Start, hi-sp.Start
+		p := piece{path: sp.Path, pos: sp.Pos + sp.off[a], ents: sp.Chunks[a:b], bytes: sp.off[b] - sp.off[a]}
+		ps = append(ps, p)
+		total += p.bytes
+		idx = hi
+	}
+	return ps, total == want
+}
+
+// errLocalStale: a local file no longer holds what its span says.
+var errLocalStale = errors.New("local copy changed")
+
+// runLocal writes j's one term from its local pieces, hashing every chunk against its entry
+// before it is written; it fails with errLocalStale (and the term is fetched) when one does not
+// match or cannot be read.
+func (j *job) runLocal(ctx context.Context, s *sink) error {
+	ti := j.terms[0]
+	t := s.l.terms[ti]
+	ents := make([]hash.Entry, 0, t.Range.End-t.Range.Start)
+	bp := writePool.Get().(*[]byte)
+	defer writePool.Put(bp)
+	c := localCopy{s: s, hasher: hash.NewChunkHasher(), buf: (*bp)[:writeBuf], out: s.l.pos[ti]}
+	for _, p := range j.local {
+		if err := c.piece(ctx, p); err != nil {
+			return err
+		}
+		ents = append(ents, p.ents...)
+	}
+	s.addStat(func(st *Stats) { st.Local += c.copied; st.InPlace += c.inPlace })
+	return s.termDone(ti, ents)
+}
+
+// localCopy copies pieces of one term to the output.
+type localCopy struct {
+	s               *sink
+	hasher          *hash.ChunkHasher
+	buf             []byte
+	out             int64 // where the next byte goes in the output
+	copied, inPlace int64
+}
+
+func (c *localCopy) piece(ctx context.Context, p piece) error {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errLocalStale, err)
+	}
+	defer f.Close()
+	src := p.pos
+	for k := 0; k < len(p.ents); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, m := 0, k // a batch of whole chunks: ents[k:m], n bytes
+		for m < len(p.ents) && n+int(p.ents[m].Size) <= len(c.buf) {
+			n += int(p.ents[m].Size)
+			m++
+		}
+		if m == k {
+			return fmt.Errorf("%w: a chunk of %d bytes", errLocalStale, p.ents[k].Size)
+		}
+		b := c.buf[:n]
+		if _, err := f.ReadAt(b, src); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("%w: %v", errLocalStale, err)
+		}
+		at := 0
+		for _, e := range p.ents[k:m] {
+			if c.hasher.Sum(b[at:at+int(e.Size)]) != e.Hash {
+				return fmt.Errorf("%w: %s at byte %d does not hash to its chunk", errLocalStale, p.path, src+int64(at))
+			}
+			at += int(e.Size)
+		}
+		if err := c.emit(p.path, src, b); err != nil {
+			return err
+		}
+		src += int64(n)
+		k = m
+	}
+	return nil
+}
+
+// emit puts verified bytes b (read at src of path) at the output's next place: bytes already
+// there (a resumed download) are only hashed, others written.
+func (c *localCopy) emit(path string, src int64, b []byte) error {
+	s := c.s
+	if path == s.f.Name() && src == c.out {
+		if s.sha != nil {
+			if err := s.sha.written(c.out, b); err != nil {
+				return err
+			}
+		}
+		s.progress(int64(len(b)))
+		c.inPlace += int64(len(b))
+	} else {
+		if err := s.write(c.out, b); err != nil {
+			return err
+		}
+		c.copied += int64(len(b))
+	}
+	c.out += int64(len(b))
+	return nil
+}
