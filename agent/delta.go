@@ -62,6 +62,13 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			from = append(from, part)
 		}
 		req.Local = from
+		if part != nil {
+			req.OnPart = func(sp download.Span) {
+				if err := part.Add(sp); err != nil {
+					x.o.Log.Debug().Err(err).Msg("download: recording a written part")
+				}
+			}
+		}
 		req.OnTerm = func(sp download.Span) {
 			if part != nil {
 				if err := part.Add(sp); err != nil {

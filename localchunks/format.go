@@ -26,6 +26,7 @@ import (
 //	header: magic "XETLCM01", u64 file size, 32-byte Xet file hash
 //	records, one per span: u32 body length, u32 CRC-32C of the body, body:
 //	  u64 position in the file, 32-byte xorb hash, u32 first chunk index, u32 chunk count n,
+//	  u64 XorbEnd (where the next chunk starts in the xorb; 0: unknown),
 //	  n × (u32 chunk size, 32-byte chunk hash)
 //
 // Records are appended; a reader stops at the first one that is cut short or fails its CRC (the
@@ -34,7 +35,7 @@ const (
 	magic      = "XETLCM01"
 	headerSize = 8 + 8 + 32
 	recHead    = 8
-	spanHead   = 8 + 32 + 4 + 4
+	spanHead   = 8 + 32 + 4 + 4 + 8
 	entrySize  = 4 + 32
 	// maxChunks bounds a record: a span lies in one xorb (at most 8192 chunks).
 	maxChunks = 8192
@@ -79,6 +80,7 @@ func appendRecord(b []byte, sp download.Span) []byte {
 	b = append(b, sp.Xorb[:]...)
 	b = binary.LittleEndian.AppendUint32(b, sp.Start)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(sp.Chunks)))
+	b = binary.LittleEndian.AppendUint64(b, sp.XorbEnd)
 	for _, e := range sp.Chunks {
 		b = binary.LittleEndian.AppendUint32(b, uint32(e.Size))
 		b = append(b, e.Hash[:]...)
@@ -117,6 +119,7 @@ func parseSpan(body []byte, size int64) (download.Span, bool) {
 	copy(sp.Xorb[:], body[8:40])
 	sp.Start = binary.LittleEndian.Uint32(body[40:])
 	n := int(binary.LittleEndian.Uint32(body[44:]))
+	sp.XorbEnd = binary.LittleEndian.Uint64(body[48:])
 	if n == 0 || n != (len(body)-spanHead)/entrySize || sp.Pos < 0 || uint64(sp.Start)+uint64(n) > maxChunks {
 		return sp, false
 	}

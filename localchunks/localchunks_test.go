@@ -17,6 +17,7 @@ func testSpans(size int64, xorbs ...hash.Hash) []download.Span {
 		sp := download.Span{Pos: int64(i) * per, Xorb: x, Start: uint32(i)}
 		for n := int64(0); n < per; n += 64 << 10 {
 			sp.Chunks = append(sp.Chunks, hash.Entry{Hash: hash.Hash{byte(i), byte(n >> 16)}, Size: 64 << 10})
+			sp.XorbEnd = uint64(n + 1)
 		}
 		out = append(out, sp)
 	}
@@ -120,7 +121,7 @@ func TestPartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Spans(nil); len(got) != 2 || got[1].Xorb != (hash.Hash{2}) || got[0].Path != path {
+	if got := p.Spans(nil); len(got) != 2 || got[1].Xorb != (hash.Hash{2}) || got[0].Path != path || got[1].XorbEnd == 0 {
 		t.Fatalf("spans after a torn tail: %+v", got)
 	}
 	p.Add(testSpans(4<<20, hash.Hash{3})[0]) // appended after the good part, not after the torn bytes

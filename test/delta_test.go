@@ -4,10 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
@@ -139,5 +145,88 @@ func TestDeltaPull(t *testing.T) {
 				t.Error("git lfs fsck")
 			}
 		})
+	}
+}
+
+// throttle serves h with response bodies sent at about rate bytes per second (to interrupt a
+// download half-way).
+func throttle(t *testing.T, backend string, rate int) string {
+	u, err := url.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(r *http.Response) error {
+		r.Body = &slowBody{r: r.Body, rate: rate}
+		return nil
+	}
+	hs := httptest.NewServer(rp)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+type slowBody struct {
+	r    io.ReadCloser
+	rate int
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if len(p) > 64<<10 {
+		p = p[:64<<10]
+	}
+	n, err := b.r.Read(p)
+	time.Sleep(time.Duration(n) * time.Second / time.Duration(b.rate))
+	return n, err
+}
+
+func (b *slowBody) Close() error { return b.r.Close() }
+
+// A download killed half-way resumes: the second attempt keeps what the first wrote and fetches
+// only the rest.
+func TestDownloadResumesAfterKill(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	s := startServer(t, "")
+	work, remote := batchRepo(t, e, throttle(t, s.url, 64<<20)+"/team/resume.git/info/lfs")
+	const size = 128 << 20
+	data := testutil.RandomBytes(size, 81)
+	writeFile(t, filepath.Join(work, "big.bin"), data)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "v1")
+	e.git(work, "push", "-q", "origin", "main")
+
+	clone := filepath.Join(e.home, "clone")
+	skip := e.cmd("", "git", "clone", "-q", remote, clone)
+	skip.Env = append(skip.Env, "GIT_LFS_SKIP_SMUDGE=1")
+	if out, err := skip.CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	pull := e.cmd(clone, "git", "lfs", "pull")
+	var out strings.Builder
+	pull.Stdout, pull.Stderr = &out, &out
+	if err := pull.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A part record is ~4.7 KB per 8 MiB written (128 chunks of 36 bytes).
+	half := int64(size / 2 / (8 << 20) * 4600)
+	killAgentsWhen(t, pull, &out, clone, "half the file written", func() bool {
+		ms, _ := filepath.Glob(filepath.Join(clone, ".git", "lfs", "tmp", "xet-*.part.xetmap"))
+		for _, m := range ms {
+			if fi, err := os.Stat(m); err == nil && fi.Size() >= half {
+				return true
+			}
+		}
+		return false
+	})
+	e.git(clone, "lfs", "pull")
+	sameTree(t, work, clone)
+	tr := e.downloadOf(oidOf(data))
+	t.Logf("second attempt: fetched %d of %d bytes, kept %d", tr.NewBytes, tr.Size, tr.Deduped)
+	if tr.Deduped < size*4/10 || tr.NewBytes+tr.Deduped != size {
+		t.Errorf("second attempt fetched %d of %d bytes and kept %d, want at least 40 %% kept", tr.NewBytes, size, tr.Deduped)
+	}
+	if ms, _ := filepath.Glob(filepath.Join(clone, ".git", "lfs", "tmp", "xet-*")); len(ms) != 0 {
+		t.Errorf("left in git-lfs's temp dir: %v", ms)
 	}
 }

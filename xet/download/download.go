@@ -65,6 +65,10 @@ type Request struct {
 	// chunk hashes verified (Span.Path ""): the verified part of the output so far. Calls are
 	// serialised.
 	OnTerm func(Span)
+	// OnPart, for a whole-file download, is told of parts of terms as they are written (about
+	// every 8 MiB of a term; XorbEnd set): what an interrupted attempt's successor can keep and
+	// continue from (with Keep and Local). Calls are serialised.
+	OnPart func(Span)
 	// Keep, with PrivatePath, resumes into what is already at Path: the file is not truncated
 	// (Local may name verified parts of it) and is left there when the download fails.
 	Keep bool
@@ -216,7 +220,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		if err != nil {
 			return 0, nil, err
 		}
-		var local map[int][]piece
+		var local *localPlan
 		if whole && req.Local != nil {
 			local = planLocal(req.Local, l, f.Name())
 		}
@@ -228,7 +232,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 			return 0, nil, err
 		}
 		preallocate(f, l.size)
-		s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm}
+		s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart}
 		if whole {
 			s.merkle = newMerkleStream(len(l.terms), filepath.Dir(f.Name()), defaultWaitBudget)
 		}
@@ -280,10 +284,17 @@ func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 			func(ctx context.Context) error { return j.run(ctx, get, s) })
 	}
 	one := func(ctx context.Context, j *job) error {
-		if j.local == nil {
+		var err error
+		switch {
+		case j.local != nil:
+			err = j.runLocal(ctx, s)
+		case j.resume != nil:
+			if err = copyPieces(ctx, s, j.resume.pieces, s.l.pos[j.terms[0]]); err == nil {
+				return fetch(ctx, j)
+			}
+		default:
 			return fetch(ctx, j)
 		}
-		err := j.runLocal(ctx, s)
 		if err == nil || !errors.Is(err, errLocalStale) {
 			return err
 		}

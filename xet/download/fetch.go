@@ -40,6 +40,7 @@ type sink struct {
 	reported int64
 	report   func(int64)
 	onTerm   func(Span) // Request.OnTerm; called under mu
+	onPart   func(Span) // Request.OnPart; called under mu
 	stats    Stats
 }
 
@@ -179,7 +180,18 @@ type jobRun struct {
 	active  []int   // terms (positions in j.terms) containing the current chunk
 	targets []target
 	ents    [][]hash.Entry // per term of j, per chunk: the entries for the file hash; nil when not verifying
+	read    uint64         // bytes of the range's records read so far
+	ck      []checkpoint   // per term of j: the end of its last reported part (Request.OnPart)
 }
+
+// checkpoint is where a term's last reported part ended: chunk (from the term's start) and bytes.
+type checkpoint struct {
+	chunk uint32
+	bytes int64
+}
+
+// partBytes: a term's written chunks are reported (Request.OnPart) about this often.
+const partBytes = 8 << 20
 
 func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
 	r := &jobRun{j: j, s: s, l: s.l, in: in, w: w, hasher: hash.NewChunkHasher(),
@@ -189,8 +201,42 @@ func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
 		for a, ti := range j.terms {
 			r.ents[a] = make([]hash.Entry, r.l.terms[ti].Range.End-r.l.terms[ti].Range.Start)
 		}
+		r.ck = make([]checkpoint, len(j.terms))
+	}
+	if rs := j.resume; rs != nil && r.ents != nil { // its one term's first chunks are in place
+		r.cursor[0] = rs.bytes
+		copy(r.ents[0], rs.ents)
+		r.ck[0] = checkpoint{chunk: uint32(len(rs.ents)), bytes: rs.bytes}
 	}
 	return r
+}
+
+// report tells Request.OnPart of the chunks of the active terms written since their last part,
+// when that is partBytes or more, after writing out the run buffer.
+func (r *jobRun) report(ci uint32) error {
+	flushed := false
+	for _, a := range r.active {
+		c := r.ck[a]
+		if r.cursor[a]-c.bytes < partBytes {
+			continue
+		}
+		if !flushed {
+			if err := r.w.flush(true); err != nil {
+				return err
+			}
+			flushed = true
+		}
+		ti := r.j.terms[a]
+		t := r.l.terms[ti]
+		end := ci + 1 - t.Range.Start
+		sp := Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
+			Chunks: append([]hash.Entry(nil), r.ents[a][c.chunk:end]...), XorbEnd: r.j.rng.Bytes.Start + r.read}
+		r.s.mu.Lock()
+		r.s.onPart(sp)
+		r.s.mu.Unlock()
+		r.ck[a] = checkpoint{chunk: end, bytes: r.cursor[a]}
+	}
+	return nil
 }
 
 // chunk reads record k of the range (of n), decodes it where it belongs and writes it to every
@@ -219,7 +265,11 @@ func (r *jobRun) chunk(k, n uint32) error {
 			r.ents[a][ci-r.l.terms[j.terms[a]].Range.Start] = e
 		}
 	}
-	return r.emit(raw, inPlace)
+	r.read += uint64(len(rec))
+	if err := r.emit(raw, inPlace); err != nil || r.s.onPart == nil || r.ents == nil {
+		return err
+	}
+	return r.report(ci)
 }
 
 // place updates the terms containing chunk ci (size raw bytes) and where each wants it (targets).
@@ -338,6 +388,9 @@ func (r *jobRun) finish() error {
 	var decoded int64
 	for _, ti := range j.terms {
 		decoded += int64(l.terms[ti].UnpackedLength)
+	}
+	if j.resume != nil {
+		decoded -= j.resume.bytes
 	}
 	r.s.addStat(func(st *Stats) { st.Fetched += int64(j.rng.Bytes.Len()); st.FetchedTerms += decoded })
 	if r.ents == nil {

@@ -30,6 +30,9 @@ type Span struct {
 	Xorb   hash.Hash
 	Start  uint32
 	Chunks []hash.Entry
+	// XorbEnd, when not 0, is where the chunk after the span starts in the xorb's serialized
+	// chunks: a resumed download fetches the rest of the term from there (Request.OnPart).
+	XorbEnd uint64
 }
 
 // Bytes is the length of the span in the file.
@@ -67,10 +70,18 @@ type localSpan struct {
 
 func (s *localSpan) end() uint32 { return s.Start + uint32(len(s.Chunks)) }
 
-// planLocal returns, for each term that local spans cover entirely (every chunk, with the term's
-// unpacked length), the pieces to copy it from. Spans in the output itself are preferred (a
-// resumed download reads them where they are and writes nothing).
-func planLocal(loc Local, l *layout, out string) map[int][]piece {
+// localPlan: the terms that local spans cover whole (the pieces to copy each from), and the
+// spans by xorb (for resumed terms).
+type localPlan struct {
+	whole   map[int][]piece
+	byXorb  map[hash.Hash][]*localSpan
+	resumes map[hash.Hash]bool // xorbs with spans of an earlier attempt to resume from
+}
+
+// planLocal finds the terms that local spans cover entirely (every chunk, with the term's
+// unpacked length). Spans in the output itself are preferred (a resumed download reads them where
+// they are and writes nothing).
+func planLocal(loc Local, l *layout, out string) *localPlan {
 	seen := make(map[hash.Hash]bool)
 	var xs []hash.Hash
 	for _, t := range l.terms {
@@ -79,7 +90,7 @@ func planLocal(loc Local, l *layout, out string) map[int][]piece {
 			xs = append(xs, t.Hash)
 		}
 	}
-	byXorb := make(map[hash.Hash][]*localSpan)
+	lp := &localPlan{whole: make(map[int][]piece), byXorb: make(map[hash.Hash][]*localSpan), resumes: make(map[hash.Hash]bool)}
 	for _, sp := range loc.Spans(xs) {
 		if !seen[sp.Xorb] || len(sp.Chunks) == 0 || sp.Pos < 0 {
 			continue
@@ -88,21 +99,21 @@ func planLocal(loc Local, l *layout, out string) map[int][]piece {
 		for k, e := range sp.Chunks {
 			ls.off[k+1] = ls.off[k] + int64(e.Size)
 		}
-		byXorb[sp.Xorb] = append(byXorb[sp.Xorb], ls)
+		lp.byXorb[sp.Xorb] = append(lp.byXorb[sp.Xorb], ls)
+		lp.resumes[sp.Xorb] = lp.resumes[sp.Xorb] || (ls.own && sp.XorbEnd != 0)
 	}
-	for _, ss := range byXorb {
+	for _, ss := range lp.byXorb {
 		sort.SliceStable(ss, func(a, b int) bool { return ss[a].own && !ss[b].own })
 	}
-	plan := make(map[int][]piece)
 	for ti, t := range l.terms {
 		if l.pos[ti] < 0 || l.pos[ti]+int64(t.UnpackedLength) > l.size {
 			continue
 		}
-		if ps, ok := cover(byXorb[t.Hash], t.Range.Start, t.Range.End, int64(t.UnpackedLength)); ok {
-			plan[ti] = ps
+		if ps, ok := cover(lp.byXorb[t.Hash], t.Range.Start, t.Range.End, int64(t.UnpackedLength)); ok {
+			lp.whole[ti] = ps
 		}
 	}
-	return plan
+	return lp
 }
 
 // cover finds pieces of spans holding chunks [start, end) in order, totalling want bytes.
@@ -138,19 +149,29 @@ var errLocalStale = errors.New("local copy changed")
 // match or cannot be read.
 func (j *job) runLocal(ctx context.Context, s *sink) error {
 	ti := j.terms[0]
+	if err := copyPieces(ctx, s, j.local, s.l.pos[ti]); err != nil {
+		return err
+	}
 	t := s.l.terms[ti]
 	ents := make([]hash.Entry, 0, t.Range.End-t.Range.Start)
+	for _, p := range j.local {
+		ents = append(ents, p.ents...)
+	}
+	return s.termDone(ti, ents)
+}
+
+// copyPieces copies pieces to the output from out on, each chunk hash-checked first.
+func copyPieces(ctx context.Context, s *sink, ps []piece, out int64) error {
 	bp := writePool.Get().(*[]byte)
 	defer writePool.Put(bp)
-	c := localCopy{s: s, hasher: hash.NewChunkHasher(), buf: (*bp)[:writeBuf], out: s.l.pos[ti]}
-	for _, p := range j.local {
+	c := localCopy{s: s, hasher: hash.NewChunkHasher(), buf: (*bp)[:writeBuf], out: out}
+	for _, p := range ps {
 		if err := c.piece(ctx, p); err != nil {
 			return err
 		}
-		ents = append(ents, p.ents...)
 	}
 	s.addStat(func(st *Stats) { st.Local += c.copied; st.InPlace += c.inPlace })
-	return s.termDone(ti, ents)
+	return nil
 }
 
 // localCopy copies pieces of one term to the output.
@@ -224,4 +245,49 @@ func (c *localCopy) emit(path string, src int64, b []byte) error {
 	}
 	c.out += int64(len(b))
 	return nil
+}
+
+// resumeState: the first chunks of a job's one term are already in place (an interrupted
+// attempt wrote and recorded them); the job checks them and fetches the rest.
+type resumeState struct {
+	pieces []piece
+	ents   []hash.Entry // of the chunks in place
+	bytes  int64
+}
+
+// planResume finds, for a term not copied whole, a prefix of it in place in the output (spans of
+// an earlier attempt that say where the rest starts in the xorb) and returns the job fetching only
+// the rest, with fb (the fetch of the whole term) as its fallback.
+func planResume(byXorb map[hash.Hash][]*localSpan, l *layout, ti int, fb []*job) *job {
+	t := l.terms[ti]
+	if len(fb) != 1 || len(fb[0].terms) != 1 {
+		return nil
+	}
+	var rs resumeState
+	var xorbEnd uint64
+	idx := t.Range.Start
+	for idx < t.Range.End {
+		var next *localSpan
+		for _, sp := range byXorb[t.Hash] {
+			if sp.own && sp.Start == idx && sp.XorbEnd != 0 && sp.end() <= t.Range.End && sp.Pos == l.pos[ti]+rs.bytes &&
+				(next == nil || sp.end() > next.end()) {
+				next = sp
+			}
+		}
+		if next == nil {
+			break
+		}
+		n := int64(len(next.Chunks))
+		rs.pieces = append(rs.pieces, piece{path: next.Path, pos: next.Pos, ents: next.Chunks, bytes: next.off[n]})
+		rs.ents = append(rs.ents, next.Chunks...)
+		rs.bytes += next.off[n]
+		idx, xorbEnd = next.end(), next.XorbEnd
+	}
+	r := fb[0].rng
+	if idx == t.Range.Start || idx >= t.Range.End || idx < r.Chunks.Start || xorbEnd <= r.Bytes.Start || xorbEnd > r.Bytes.End {
+		return nil
+	}
+	j := &job{xorb: t.Hash, fetch: fb[0].fetch, rng: r, terms: []int{ti}, resume: &rs, fallback: fb}
+	j.rng.Chunks.Start, j.rng.Bytes.Start = idx, xorbEnd
+	return j
 }

@@ -157,3 +157,39 @@ func TestWrongLocalRecordFetchesAgain(t *testing.T) {
 		t.Fatalf("after the wrong local record: %+v", st)
 	}
 }
+
+// A download interrupted inside a term resumes from its last reported part: the parts are
+// checked in place and only the rest of the term is fetched.
+func TestResumeInsideATerm(t *testing.T) {
+	c := &countingCAS{Client: embeddedtest.New(t)}
+	data := testutil.RandomBytes(40<<20, 9) // one xorb, one term
+	res := uploadAll(t, c, data)[0]
+	path := filepath.Join(t.TempDir(), "part")
+	sum := res.SHA256
+	ctx, cancel := context.WithCancel(context.Background())
+	var parts spans
+	err := download.Download(ctx, download.Config{CAS: c, Concurrency: 1}, download.Request{
+		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: path, PrivatePath: true, Keep: true,
+		OnPart: func(s download.Span) {
+			s.Path = path
+			parts = append(parts, s)
+			if len(parts) == 2 {
+				cancel()
+			}
+		}})
+	if err == nil || len(parts) != 2 || parts[1].XorbEnd == 0 {
+		t.Fatalf("interrupted download: %v, %d parts", err, len(parts))
+	}
+	kept := parts[1].Pos + parts[1].Bytes()
+	var st download.Stats
+	err = download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: path, PrivatePath: true, Keep: true,
+		Local: parts, Stats: &st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, path, data)
+	if st.InPlace != kept || st.FetchedTerms != int64(len(data))-kept || st.Fetched > int64(len(data))-kept+64<<10 {
+		t.Fatalf("resumed after %d bytes: %+v", kept, st)
+	}
+}

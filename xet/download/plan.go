@@ -62,26 +62,47 @@ type job struct {
 	fetch casapi.XorbFetch
 	rng   casapi.XorbRange
 	terms []int // indices into layout.terms, sorted by chunk start
-	// local, when set, is where the job's one term is copied from; fallback fetches it when the
-	// local bytes do not verify.
+	// local, when set, is where the job's one term is copied from; resume, when set, says which
+	// first chunks of its one term are in place already (rng starts after them). fallback fetches
+	// the whole term when the local bytes do not verify.
 	local    []piece
+	resume   *resumeState
 	fallback []*job
 }
 
-// planJobs returns the jobs of a plan: a local job for each term in local, with the fetch of
-// that term as its fallback, and fetches for the other terms; in output order.
-func planJobs(p *casapi.ReconstructionV2, l *layout, local map[int][]piece) ([]*job, error) {
-	js, err := jobs(p, l, func(i int) bool { return local[i] == nil })
-	if err != nil || len(local) == 0 {
-		return js, err
+// planJobs returns the jobs of a plan, in output order: a local job for each term lp covers, a
+// resumed fetch for each term partly in place, and fetches for the other terms.
+func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, error) {
+	if lp == nil {
+		return jobs(p, l, func(int) bool { return true })
 	}
-	for ti, ps := range local {
+	resumed := make(map[int]*job)
+	var extra []*job
+	for ti, t := range l.terms {
+		if lp.whole[ti] != nil || !lp.resumes[t.Hash] {
+			continue
+		}
+		fb, err := jobs(p, l, func(i int) bool { return i == ti })
+		if err != nil {
+			return nil, err
+		}
+		if j := planResume(lp.byXorb, l, ti, fb); j != nil {
+			resumed[ti] = j
+			extra = append(extra, j)
+		}
+	}
+	js, err := jobs(p, l, func(i int) bool { return lp.whole[i] == nil && resumed[i] == nil })
+	if err != nil {
+		return nil, err
+	}
+	for ti, ps := range lp.whole {
 		fb, err := jobs(p, l, func(i int) bool { return i == ti })
 		if err != nil {
 			return nil, err
 		}
 		js = append(js, &job{xorb: l.terms[ti].Hash, terms: []int{ti}, local: ps, fallback: fb})
 	}
+	js = append(js, extra...)
 	inOutputOrder(js, l)
 	return js, nil
 }
