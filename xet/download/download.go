@@ -238,6 +238,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		}
 		if wantSHA {
 			s.sha = newSHAStream(f)
+			defer s.sha.stop()
 		}
 		err = runJobs(ctx, cfg, js, s)
 		if s.merkle != nil {
