@@ -69,14 +69,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 				}
 			}
 		}
-		req.OnTerm = func(sp download.Span) {
-			if part != nil {
-				if err := part.Add(sp); err != nil {
-					x.o.Log.Debug().Err(err).Msg("download: recording a verified part")
-				}
-			}
-			terms = append(terms, sp)
-		}
+		req.OnTerm = func(sp download.Span) { terms = append(terms, sp) }
 	}
 	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !directIO()}, req)
 	if part != nil {

@@ -65,9 +65,11 @@ type Request struct {
 	// chunk hashes verified (Span.Path ""): the verified part of the output so far. Calls are
 	// serialised.
 	OnTerm func(Span)
-	// OnPart, for a whole-file download, is told of parts of terms as they are written (about
-	// every 8 MiB of a term; XorbEnd set): what an interrupted attempt's successor can keep and
-	// continue from (with Keep and Local). Calls are serialised.
+	// OnPart, for a whole-file download, is told of the parts of fetched terms as they are
+	// written (about every 8 MiB of a term, XorbEnd set; then the rest of the term): what an
+	// interrupted attempt's successor can keep and continue from (with Keep and Local). Terms
+	// copied from local files are not reported (copying them again is cheap). Calls are
+	// serialised.
 	OnPart func(Span)
 	// Keep, with PrivatePath, resumes into what is already at Path: the file is not truncated
 	// (Local may name verified parts of it) and is left there when the download fails.

@@ -211,6 +211,21 @@ func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
 	return r
 }
 
+// lastParts reports the chunks of each term written since its last part (the run buffer is
+// written out by now): the parts of a term cover it whole.
+func (r *jobRun) lastParts() {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	for a, ti := range r.j.terms {
+		c := r.ck[a]
+		t := r.l.terms[ti]
+		if n := t.Range.End - t.Range.Start; c.chunk < n {
+			r.s.onPart(Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
+				Chunks: append([]hash.Entry(nil), r.ents[a][c.chunk:n]...)})
+		}
+	}
+}
+
 // report tells Request.OnPart of the chunks of the active terms written since their last part,
 // when that is partBytes or more, after writing out the run buffer.
 func (r *jobRun) report(ci uint32) error {
@@ -395,6 +410,9 @@ func (r *jobRun) finish() error {
 	r.s.addStat(func(st *Stats) { st.Fetched += int64(j.rng.Bytes.Len()); st.FetchedTerms += decoded })
 	if r.ents == nil {
 		return nil
+	}
+	if r.s.onPart != nil {
+		r.lastParts()
 	}
 	for a, ti := range j.terms {
 		if err := r.s.termDone(ti, r.ents[a]); err != nil {
