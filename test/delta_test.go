@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -228,5 +229,51 @@ func TestDownloadResumesAfterKill(t *testing.T) {
 	}
 	if ms, _ := filepath.Glob(filepath.Join(clone, ".git", "lfs", "tmp", "xet-*")); len(ms) != 0 {
 		t.Errorf("left in git-lfs's temp dir: %v", ms)
+	}
+}
+
+// Two pulls at once in two clones sharing one cache (one HOME) both take their delta and both
+// give the right file.
+func TestParallelDeltaPulls(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	work, remote := deltaRemotes[0].setup(t, e)
+	const size = 32 << 20
+	v1 := testutil.RandomBytes(size, 91)
+	writeFile(t, filepath.Join(work, "model.bin"), v1)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "v1")
+	e.git(work, "push", "-q", "origin", "main")
+	clones := []string{filepath.Join(e.home, "a"), filepath.Join(e.home, "b")}
+	for _, c := range clones {
+		e.git("", "clone", "-q", remote, c)
+	}
+	v2 := editScattered(v1, 8, 64<<10, 400)
+	writeFile(t, filepath.Join(work, "model.bin"), v2)
+	e.git(work, "commit", "-q", "-am", "v2")
+	e.git(work, "push", "-q", "origin", "main")
+	errs := make(chan error, len(clones))
+	for _, c := range clones {
+		go func() {
+			out, err := e.cmd(c, "git", "pull", "-q").CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("pull in %s: %v\n%s", c, err, out)
+			}
+			errs <- err
+		}()
+	}
+	for range clones {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range clones {
+		sameTree(t, work, c)
+	}
+	if n := len(e.logLines(`"op":"download"`, oidOf(v2), "transfer complete")); n != 2 {
+		t.Fatalf("%d downloads of v2 logged, want 2", n)
+	}
+	if n := len(e.logLines("download: delta", oidOf(v2))); n != 2 {
+		t.Errorf("%d of the 2 pulls took a delta", n)
 	}
 }
