@@ -158,6 +158,21 @@ func TestServerErrorIsRetried(t *testing.T) {
 	}
 }
 
+// A full disk (507) is said at once: not retried (it was, 5 times over ~12 s).
+func TestDiskFullNotRetried(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(t)
+	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 10, Kind: faultproxy.Status, Code: 507, Message: "server out of storage space"})
+	start := time.Now()
+	_, err := put(t, c, testutil.RandomBytes(100<<10, 3))
+	if err == nil || !strings.Contains(err.Error(), "out of storage space") {
+		t.Fatalf("want the server's 507 message, got %v", err)
+	}
+	if n := e.proxy.Hits("POST /v1/xorbs/"); n != 1 || time.Since(start) > 5*time.Second {
+		t.Fatalf("a 507 was sent %d times (%v)", n, time.Since(start))
+	}
+}
+
 func TestClientErrorNotRetried(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)

@@ -133,9 +133,10 @@ func Sleep(ctx context.Context, d time.Duration) error {
 type Class int
 
 const (
-	// Fatal: the answer stands; trying again would get it again (4xx, 501).
+	// Fatal: the answer stands; trying again would get it again (4xx, 501, and 507: a full disk
+	// is not freed in the seconds a retry waits, and the user must see it at once).
 	Fatal Class = iota
-	// Retryable: the server or the path to it failed for now (5xx but 501, 408, 429).
+	// Retryable: the server or the path to it failed for now (5xx but 501 and 507, 408, 429).
 	Retryable
 	// Refresh: the credential was refused (401); get a new one and send again, once.
 	Refresh
@@ -148,7 +149,7 @@ func Classify(code int) Class {
 	switch {
 	case code == http.StatusUnauthorized:
 		return Refresh
-	case code == http.StatusNotImplemented:
+	case code == http.StatusNotImplemented, code == http.StatusInsufficientStorage:
 		return Fatal
 	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
 		return Retryable

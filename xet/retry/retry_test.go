@@ -93,6 +93,7 @@ func TestClassify(t *testing.T) {
 	for code, want := range map[int]Class{
 		400: Fatal, 401: Refresh, 403: Fatal, 404: Fatal, 408: Retryable, 409: Fatal, 413: Fatal,
 		429: Retryable, 500: Retryable, 501: Fatal, 502: Retryable, 503: Retryable, 504: Retryable,
+		507: Fatal, // a full disk: said at once, not after 5 tries (issue 19, defect 6)
 	} {
 		if got := Classify(code); got != want {
 			t.Errorf("Classify(%d) = %v, want %v", code, got, want)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
 // pathHash parses the path wildcard name as a Xet hash string, answering 400 when it is not one.
@@ -190,6 +191,12 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, _ Claims)
 		s.fail(w, r, "xorb upload", err)
 		return
 	}
+	if !inserted {
+		// The store had it and read none of the body. Answering before the body is read makes
+		// net/http close the connection, which some proxies turn into a 502 for a request they are
+		// still sending: read it to the end (within the limit) first.
+		_, _ = io.Copy(io.Discard, body)
+	}
 	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: inserted})
 }
 
@@ -313,7 +320,7 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 				if status >= 500 {
 					s.log.Error().Err(o.err).Str("path", r.URL.Path).Msg("shard upload")
 				}
-				send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: status >= 500})
+				send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: retry.Classify(status) == retry.Retryable})
 				return
 			}
 			send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one})

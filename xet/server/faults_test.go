@@ -68,7 +68,8 @@ func (b *fullBackend) CreateBatch(ctx context.Context, blobs []store.NewBlob) ([
 	return store.CreateEach(ctx, b, blobs)
 }
 
-// A full disk answers 507 (v2 shards: a retryable error frame) and registers nothing.
+// A full disk answers 507 (v2 shards: an error frame, not retryable: a full disk is not freed in
+// the seconds a retry waits) and registers nothing.
 func TestDiskFull(t *testing.T) {
 	var fs *faultStore
 	full := &fullBackend{}
@@ -108,7 +109,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("v1 shard on a full disk: %v", res)
 	}
 	frames := shardV2(t, e, r.shard)
-	if last := frames[len(frames)-1]; last.Type != "error" || !last.Retryable {
+	if last := frames[len(frames)-1]; last.Type != "error" || last.Retryable {
 		t.Fatalf("v2 shard on a full disk: %+v", frames)
 	}
 	if res := e.do("HEAD", "/v1/files/"+r.fileHash.String(), nil); res.status != 404 {

@@ -4,10 +4,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -110,5 +118,40 @@ func BenchmarkPutXorbHTTP(b *testing.B) {
 		if res.StatusCode != http.StatusOK {
 			b.Fatalf("status %d", res.StatusCode)
 		}
+	}
+}
+
+// An upload of a xorb the store already holds is answered after its body is read, so the
+// connection stays open and a reverse proxy in front keeps using it (it was answered at once and
+// the connection closed: a new connection per duplicate upload, and a 502 from proxies that were
+// still sending the body).
+func TestExistingXorbThroughReverseProxy(t *testing.T) {
+	e := newEnv(t, nil)
+	var chunks [][]byte
+	for i := range 96 {
+		chunks = append(chunks, testutil.RandomBytes(64<<10, uint64(i)+1))
+	}
+	of := testutil.NewOneXorbFile(chunks)
+	var conns atomic.Int32
+	backend := httptest.NewUnstartedServer(e.srv.Handler())
+	backend.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	backend.Start()
+	t.Cleanup(backend.Close)
+	u, _ := url.Parse(backend.URL)
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(u))
+	t.Cleanup(proxy.Close)
+	for i := range 4 {
+		res := e.do("POST", proxy.URL+"/v1/xorbs/default/"+of.Xorb.String(), of.Body)
+		want := `"was_inserted":` + strconv.FormatBool(i == 0)
+		if res.status != http.StatusOK || !strings.Contains(string(res.body), want) {
+			t.Fatalf("upload %d through the proxy: %v", i, res)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("the proxy opened %d connections to the server for 4 uploads, want 1 (the server closed them)", n)
 	}
 }
