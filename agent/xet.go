@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -335,29 +336,58 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	if d, err := x.tmpDir(ctx); err == nil {
 		cfg.TempDir = d // the spill of the session's chunk lists; else the system's temp dir
 	}
-	sess := upload.NewSession(cfg)
-	defer sess.Close()
-	// The SHA-256 is computed while chunking (no second read), never taken from the oid: a file
-	// registered under a wrong oid would make that oid undownloadable.
-	res, err := sess.Upload(ctx, f, nil, progress)
+	res, sess, err := x.uploadFile(ctx, cfg, e, obj, sha, f, progress)
+	var stale *upload.StaleError
+	if errors.As(err, &stale) && cfg.Cache != nil {
+		// The cache listed xorbs this remote does not hold (recreated, or restored from an older
+		// backup); the session made it forget them. Once more without it: the data is sent again.
+		x.o.Log.Warn().Err(err).Str("oid", obj.Oid).Msg("upload: the shard cache is stale for this remote; uploading again without it")
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return Result{}, fmt.Errorf("reading the file to upload: %w", err)
+		}
+		cfg.Cache = nil
+		res, sess, err = x.uploadFile(ctx, cfg, e, obj, sha, f, progress)
+	}
 	if err != nil {
-		return Result{}, fmt.Errorf("uploading to %s: %w", e.where, err)
+		return Result{}, err
 	}
-	if res.Size != obj.Size {
-		return Result{}, fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, obj.Path, obj.Size)
-	}
-	if res.SHA256 != sha {
-		return Result{}, fmt.Errorf("%s has SHA-256 %x, not the oid %s git-lfs gave: refusing to register it under that oid (was the file changed during the upload? run `git lfs fsck`)",
-			obj.Path, res.SHA256, obj.Oid)
-	}
-	if err := sess.Finish(ctx); err != nil {
-		return Result{}, fmt.Errorf("storing the data of %s at %s: %w", obj.Oid, e.where, err)
-	}
+	defer sess.Close()
 	x.recordUpload(ctx, obj, sess, res)
 	if mode == "" {
 		mode = e.mode
 	}
 	return Result{Mode: mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}, nil
+}
+
+// uploadFile uploads f (obj) in a session of its own and registers it; the session is returned
+// open (the caller closes it), or closed on error.
+func (x *xetTransferer) uploadFile(ctx context.Context, cfg upload.Config, e *endpoint, obj Object, sha [32]byte, f io.Reader,
+	progress func(int64)) (*upload.FileResult, *upload.Session, error) {
+	sess := upload.NewSession(cfg)
+	ok := false
+	defer func() {
+		if !ok {
+			sess.Close()
+		}
+	}()
+	// The SHA-256 is computed while chunking (no second read), never taken from the oid: a file
+	// registered under a wrong oid would make that oid undownloadable.
+	res, err := sess.Upload(ctx, f, nil, progress)
+	if err != nil {
+		return nil, nil, fmt.Errorf("uploading to %s: %w", e.where, err)
+	}
+	if res.Size != obj.Size {
+		return nil, nil, fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, obj.Path, obj.Size)
+	}
+	if res.SHA256 != sha {
+		return nil, nil, fmt.Errorf("%s has SHA-256 %x, not the oid %s git-lfs gave: refusing to register it under that oid (was the file changed during the upload? run `git lfs fsck`)",
+			obj.Path, res.SHA256, obj.Oid)
+	}
+	if err := sess.Finish(ctx); err != nil {
+		return nil, nil, fmt.Errorf("storing the data of %s at %s: %w", obj.Oid, e.where, err)
+	}
+	ok = true
+	return res, sess, nil
 }
 
 // Download reconstructs one file from Xet into git-lfs's temp dir, verified (chunk hashes, size,

@@ -93,6 +93,7 @@ type Cache struct {
 
 	view   atomic.Pointer[view]
 	closed atomic.Bool
+	stale  atomic.Bool // Forget was called: this process's index lists xorbs the CAS lacks
 
 	mu           sync.Mutex       // writers: first load, Add*, refresh
 	known        map[string]int32 // file name -> shard index, or -1 (expired, corrupt, skipped)
@@ -204,6 +205,9 @@ func (c *Cache) Entries() int {
 // the index. A miss may re-list the directory for shards other processes added. err is only for
 // I/O failures other than a missing or malformed file (those are skipped).
 func (c *Cache) Lookup(chunk hash.Hash) (shard.Match, bool, error) {
+	if c.stale.Load() {
+		return shard.Match{}, false, nil // after Forget this process's index is not trusted
+	}
 	v, err := c.ready()
 	if err != nil {
 		return shard.Match{}, false, err

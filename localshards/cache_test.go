@@ -553,3 +553,32 @@ func TestMaxEntriesIndexesNewestFirst(t *testing.T) {
 	mustMiss(t, c, shards[1].Xorbs[0].Chunks[0].Hash)
 	mustFind(t, c, shards[2].Xorbs[0].Chunks[29].Hash, shards[2].Xorbs[0].Hash, 29)
 }
+
+// Forget removes the shards naming a xorb the CAS lacks, and this process stops answering hits.
+func TestForget(t *testing.T) {
+	dir := t.TempDir()
+	c := openTest(t, dir, Options{})
+	a, b := testShard(901, 1, 4), testShard(902, 1, 4)
+	for _, s := range []*shard.Shard{a, b} {
+		if err := c.AddOwn(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, _ := c.Lookup(a.Xorbs[0].Chunks[0].Hash); !ok {
+		t.Fatal("no hit before Forget")
+	}
+	n, err := c.Forget([]hash.Hash{a.Xorbs[0].Hash})
+	if err != nil || n != 1 {
+		t.Fatalf("Forget: %d shards, %v", n, err)
+	}
+	if _, ok, _ := c.Lookup(b.Xorbs[0].Chunks[0].Hash); ok {
+		t.Fatal("a hit after Forget in the same process")
+	}
+	c2 := openTest(t, dir, Options{})
+	if _, ok, _ := c2.Lookup(a.Xorbs[0].Chunks[0].Hash); ok {
+		t.Fatal("a forgotten xorb is still found by a new process")
+	}
+	if _, ok, _ := c2.Lookup(b.Xorbs[0].Chunks[0].Hash); !ok {
+		t.Fatal("another shard was forgotten too")
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -27,6 +28,60 @@ type ShardCache interface {
 	Lookup(chunk hash.Hash) (shard.Match, bool, error)
 	AddOwn(s *shard.Shard) error
 	AddDedupe(data []byte) error
+	// Forget drops the cached shards listing any of xorbs (the CAS does not hold them).
+	Forget(xorbs []hash.Hash) (int, error)
+}
+
+// StaleError: the CAS refused a shard because it does not hold xorbs the session deduplicated
+// against (the shard cache promised them; the remote was recreated or restored from an older
+// backup). The session has told the cache to forget them; uploading the files again in a new
+// session without the cache succeeds.
+type StaleError struct {
+	Missing []hash.Hash
+	Err     error
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("the CAS does not hold %d xorb(s) the shard cache listed (first %s): %v", len(e.Missing), e.Missing[0], e.Err)
+}
+
+func (e *StaleError) Unwrap() error { return e.Err }
+
+// maxStaleChecks bounds the xorbs asked about after a refused shard.
+const maxStaleChecks = 256
+
+// stale asks the CAS about the xorbs sh's files use but sh does not list, after the CAS refused
+// sh with err; it returns a *StaleError (the cache told to forget them) when some are missing,
+// else nil.
+func (s *Session) stale(ctx context.Context, sh *shard.Shard, err error) error {
+	if retry.IsRetryable(err) || ctx.Err() != nil {
+		return nil
+	}
+	listed := make(map[hash.Hash]bool, len(sh.Xorbs))
+	for _, x := range sh.Xorbs {
+		listed[x.Hash] = true
+	}
+	var missing []hash.Hash
+	for _, f := range sh.Files {
+		for _, t := range f.Terms {
+			if listed[t.Xorb] || len(listed) > len(sh.Xorbs)+maxStaleChecks {
+				continue
+			}
+			listed[t.Xorb] = true
+			if has, herr := s.cfg.CAS.HasXorb(ctx, t.Xorb); herr == nil && !has {
+				missing = append(missing, t.Xorb)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if s.cfg.Cache != nil {
+		if _, ferr := s.cfg.Cache.Forget(missing); ferr != nil {
+			s.log.Warn().Err(ferr).Msg("upload: could not drop stale entries from the shard cache")
+		}
+	}
+	return &StaleError{Missing: missing, Err: err}
 }
 
 // Config configures a Session. Zero fields take defaults.
@@ -406,6 +461,9 @@ func (s *Session) register(ctx context.Context, sh *shard.Shard) error {
 	sh.Sort()
 	body := sh.AppendUpload(nil)
 	if err := s.cfg.CAS.PutShard(ctx, body); err != nil {
+		if serr := s.stale(ctx, sh, err); serr != nil {
+			return serr
+		}
 		if len(sh.Files) == 0 {
 			return fmt.Errorf("upload: register %d xorbs: %w", len(sh.Xorbs), err)
 		}

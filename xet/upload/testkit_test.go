@@ -249,6 +249,7 @@ type fakeCache struct {
 	dedupe  [][]byte
 	plain   map[hash.Hash]shard.Match
 	keyed   []*shard.Shard
+	forgot  []hash.Hash
 }
 
 func newFakeCache() *fakeCache { return &fakeCache{plain: make(map[hash.Hash]shard.Match)} }
@@ -370,4 +371,21 @@ func chunkBoundaries(data []byte) []int {
 		out = append(out, pos)
 	}
 	return out
+}
+
+// Forget records the xorbs it is asked to drop and drops the hits naming them.
+func (c *fakeCache) Forget(xs []hash.Hash) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgot = append(c.forgot, xs...)
+	n := 0
+	for h, m := range c.plain {
+		for _, x := range xs {
+			if m.Xorb == x {
+				delete(c.plain, h)
+				n++
+			}
+		}
+	}
+	return n, nil
 }
