@@ -115,7 +115,7 @@ func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string
 	})
 	client := cas.NewHTTP(cas.HTTPOptions{
 		Endpoint: initial.CasURL, Token: ts, SessionID: sessionID,
-		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log,
+		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: stallTimeout(),
 	})
 	e := &endpoint{mode: "hub", cas: client, where: initial.CasURL}
 	x.endpoints[key] = e

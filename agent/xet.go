@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -39,6 +40,16 @@ type XetOptions struct {
 	StoreDir string
 	// SetProcs lowers GOMAXPROCS to the process's share (Tune); off in tests that share a process.
 	SetProcs bool
+}
+
+// stallTimeout is GIT_XET_STALL_TIMEOUT (a Go duration, e.g. 30s), else the CAS client's default
+// (2 minutes): how long an answer may send nothing before it is abandoned and fetched again.
+func stallTimeout() time.Duration {
+	d, err := time.ParseDuration(os.Getenv("GIT_XET_STALL_TIMEOUT"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // AllCoresBytes: a transfer of at least this many bytes runs with GOMAXPROCS = NumCPU while it
@@ -156,12 +167,13 @@ func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
 	}
 	ts := cas.NewRefreshingToken(ba.Token, ba.Exp, x.batchRefresher(ba))
 	client := cas.NewHTTP(cas.HTTPOptions{
-		Endpoint:   ba.CasURL,
-		Token:      ts,
-		SessionID:  ba.SessionID,
-		UserAgent:  x.o.UserAgent,
-		HTTPClient: x.o.HTTPClient,
-		Log:        x.o.Log,
+		Endpoint:     ba.CasURL,
+		Token:        ts,
+		SessionID:    ba.SessionID,
+		UserAgent:    x.o.UserAgent,
+		HTTPClient:   x.o.HTTPClient,
+		Log:          x.o.Log,
+		StallTimeout: stallTimeout(),
 	})
 	e := &endpoint{mode: "batch", cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL}
 	x.endpoints[ba.CasURL] = e

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,5 +276,66 @@ func TestParallelDeltaPulls(t *testing.T) {
 	}
 	if n := len(e.logLines("download: delta", oidOf(v2))); n != 2 {
 		t.Errorf("%d of the 2 pulls took a delta", n)
+	}
+}
+
+// stallFirst serves backend, but the first answer for a path starting with prefix sends 64 KiB of
+// its body and then nothing until the client gives up.
+func stallFirst(t *testing.T, backend, prefix string) string {
+	u, err := url.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if strings.HasPrefix(r.Request.URL.Path, prefix) {
+			once.Do(func() { r.Body = &stalledBody{r: r.Body, left: 64 << 10, done: r.Request.Context().Done()} })
+		}
+		return nil
+	}
+	hs := httptest.NewServer(rp)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+type stalledBody struct {
+	r    io.ReadCloser
+	left int
+	done <-chan struct{}
+}
+
+func (b *stalledBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		<-b.done
+		return 0, io.ErrUnexpectedEOF
+	}
+	n, err := b.r.Read(p[:min(len(p), b.left)])
+	b.left -= n
+	return n, err
+}
+
+func (b *stalledBody) Close() error { return b.r.Close() }
+
+// A clone whose xorb download stalls mid-body goes on after the stall timeout (it hung for ever).
+func TestStalledDownloadIsRetried(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	s := startServer(t, "")
+	work, _ := batchRepo(t, e, stallFirst(t, s.url, "/xorbs/")+"/team/stall.git/info/lfs")
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(4<<20, 8))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "a")
+	e.git(work, "push", "-q", "origin", "main")
+	e.vars = append(e.vars, "GIT_XET_STALL_TIMEOUT=1s")
+	start := time.Now()
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", filepath.Join(e.home, "remote.git"), clone)
+	sameTree(t, work, clone)
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("the clone took %v", d)
+	}
+	if len(e.logLines("the answer stalled")) == 0 {
+		t.Error("no stall was logged: the fault did not happen")
 	}
 }

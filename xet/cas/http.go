@@ -40,6 +40,9 @@ type HTTPOptions struct {
 	// retries ranges; see package retry).
 	Retry retry.Policy
 	Log   zerolog.Logger
+	// StallTimeout abandons an answer whose body yields no byte for this long (retryably);
+	// default DefaultStallTimeout.
+	StallTimeout time.Duration
 }
 
 // HTTP is the Client of a CAS server reached over HTTP. It keeps one connection pool (the
@@ -78,6 +81,9 @@ func NewHTTP(o HTTPOptions) *HTTP {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: NewTransport()}
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
 	}
 	return &HTTP{o: o, client: o.HTTPClient, log: o.Log}
 }
@@ -145,8 +151,11 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	case c.body != nil:
 		body = bytes.NewReader(c.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
+	// The request's own context: the stall guard of its answer's body cancels it.
+	rctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(rctx, c.method, c.url, body)
 	if err != nil {
+		cancel()
 		if tb != nil {
 			tb.closeAll()
 		}
@@ -166,6 +175,7 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	if c.auth {
 		if h.o.Token != nil {
 			if token, err = h.o.Token.Token(ctx); err != nil {
+				cancel()
 				return fmt.Errorf("%s: %w", c.op, err)
 			}
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -176,11 +186,13 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
+		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return retry.Mark(fmt.Errorf("%s: %w", c.op, withoutQuery(err)))
 	}
+	resp.Body = newStallBody(resp.Body, h.o.StallTimeout, cancel, c.op) // closed by drain or by the taker
 	defer func() { drain(resp.Body) }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := statusError(c.op, resp, token)

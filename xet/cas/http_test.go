@@ -376,3 +376,25 @@ func TestHasXorb(t *testing.T) {
 		t.Errorf("unknown xorb: %v, %v", ok, err)
 	}
 }
+
+// An answer that stops sending mid-body is abandoned after the stall timeout and the range is
+// fetched again; the download completes (it hung for ever).
+func TestStalledBodyIsRetried(t *testing.T) {
+	e := newEnv(t)
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: e.url, Token: cas.NewRefreshingToken(e.token(t, time.Now().Add(time.Hour)), time.Time{}, nil),
+		StallTimeout: 300 * time.Millisecond})
+	data := testutil.RandomBytes(2<<20, 4)
+	res, err := put(t, c, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: faultproxy.Stall, Offset: 100 << 10})
+	start := time.Now()
+	_, got, err := get(t, c, res[0], nil)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("download through a stalled answer: %v", err)
+	}
+	if d, n := time.Since(start), e.proxy.Hits("GET /xorbs/"); d > 10*time.Second || n < 2 {
+		t.Fatalf("took %v, %d range requests (want the stalled one and its retry)", d, n)
+	}
+}

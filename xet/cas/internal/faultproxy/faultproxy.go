@@ -21,6 +21,7 @@ const (
 	Reset                // hijack the connection and close it
 	Truncate             // pass the answer but cut its body after Offset bytes (connection closed)
 	Flip                 // pass the answer with the byte at Offset inverted
+	Stall                // pass the answer's first Offset bytes, then send nothing until the client gives up
 )
 
 // Rule injects a fault into the next Times requests whose method is Method (any when empty) and
@@ -130,9 +131,33 @@ func (p *Proxy) modify(resp *http.Response) error {
 		resp.Body = &cutBody{rc: resp.Body, left: rule.Offset}
 	case Flip:
 		resp.Body = &flipBody{rc: resp.Body, at: rule.Offset}
+	case Stall:
+		resp.Body = &stallBody{rc: resp.Body, left: rule.Offset, done: resp.Request.Context().Done()}
 	}
 	return nil
 }
+
+// stallBody passes left bytes, then blocks until the request ends (the client went away).
+type stallBody struct {
+	rc   io.ReadCloser
+	left int64
+	done <-chan struct{}
+}
+
+func (s *stallBody) Read(b []byte) (int, error) {
+	if s.left <= 0 {
+		<-s.done
+		return 0, io.ErrUnexpectedEOF
+	}
+	if int64(len(b)) > s.left {
+		b = b[:s.left]
+	}
+	n, err := s.rc.Read(b)
+	s.left -= int64(n)
+	return n, err
+}
+
+func (s *stallBody) Close() error { return s.rc.Close() }
 
 // cutBody ends with an error after left bytes, which makes the reverse proxy abort the answer.
 type cutBody struct {

@@ -1,0 +1,53 @@
+package cas
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+)
+
+// DefaultStallTimeout: a response body that yields no byte for this long is abandoned, with a
+// retryable error (the download fetches the range again). Without it a server or proxy that stops
+// sending mid-body hangs a clone for ever: the transport's timeouts end with the headers.
+const DefaultStallTimeout = 2 * time.Minute
+
+// stallBody passes a response body through and cancels its request when no byte arrived for d.
+type stallBody struct {
+	rc      io.ReadCloser
+	d       time.Duration
+	t       *time.Timer
+	stalled atomic.Bool
+	cancel  context.CancelFunc
+	what    string
+}
+
+// newStallBody guards rc; cancel ends its request (and is called by Close).
+func newStallBody(rc io.ReadCloser, d time.Duration, cancel context.CancelFunc, what string) *stallBody {
+	s := &stallBody{rc: rc, d: d, cancel: cancel, what: what}
+	s.t = time.AfterFunc(d, func() {
+		s.stalled.Store(true)
+		cancel()
+	})
+	return s
+}
+
+func (s *stallBody) Read(p []byte) (int, error) {
+	n, err := s.rc.Read(p)
+	if n > 0 && !s.stalled.Load() {
+		s.t.Reset(s.d)
+	}
+	if err != nil && err != io.EOF && s.stalled.Load() {
+		err = retry.Mark(fmt.Errorf("%s: no data for %v: the answer stalled", s.what, s.d))
+	}
+	return n, err
+}
+
+func (s *stallBody) Close() error {
+	s.t.Stop()
+	s.cancel()
+	return s.rc.Close()
+}
