@@ -52,6 +52,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusBadRequest, err.Error()
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, "request body too large"
+	case errors.Is(err, errSlowBody):
+		return http.StatusRequestTimeout, err.Error()
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, "not found"
 	case errors.Is(err, store.ErrRangeNotSatisfiable), errors.Is(err, errUnsatisfiable):

@@ -62,6 +62,11 @@ type Limits struct {
 	Shard  int64 // POST /v1|v2/shards body; default store.MaxShardBytes (64 MiB)
 	JSON   int64 // LFS batch request; default 16 MiB
 	Object int64 // basic-transfer PUT of one LFS object; default 64 GiB
+	// A request body must arrive at BodyMinRate bytes per second or faster, measured over
+	// windows of BodyWindow: a slower one is cut (408) and its upload slot freed, so a few stalled
+	// or trickling clients cannot hold every slot. Defaults: 16 KiB/s over 30 s.
+	BodyMinRate int64
+	BodyWindow  time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -76,6 +81,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Object <= 0 {
 		l.Object = 64 << 30
+	}
+	if l.BodyMinRate <= 0 {
+		l.BodyMinRate = 16 << 10
+	}
+	if l.BodyWindow <= 0 {
+		l.BodyWindow = 30 * time.Second
 	}
 	return l
 }
@@ -175,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
-func (s *Server) Handler() http.Handler { return s.logged(s.recovered(s.mux)) }
+func (s *Server) Handler() http.Handler { return s.logged(s.recovered(s.paced(s.mux))) }
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
@@ -189,6 +200,7 @@ func (s *Server) routes() {
 	m.HandleFunc("HEAD /v1/files/{file}", s.cas(scopeRead, s.handleHeadFile))
 	m.HandleFunc("GET /xorbs/{prefix}/{xorb}", s.handleSignedXorb)
 	m.HandleFunc("GET /api/", s.handleTokenRoute)
+	m.HandleFunc("GET /healthz", handleHealth)
 	if s.cfg.Hub != nil {
 		m.HandleFunc("GET /xet-bridge-us/{id}/{file}", s.handleBridge)
 		m.HandleFunc("GET /cdn-lfs/{id}/{oid}", s.handleCDN)

@@ -155,3 +155,55 @@ func TestExistingXorbThroughReverseProxy(t *testing.T) {
 		t.Fatalf("the proxy opened %d connections to the server for 4 uploads, want 1 (the server closed them)", n)
 	}
 }
+
+// Request bodies that trickle in slower than the minimum rate are cut with 408 and free their
+// upload slot: with every slot held by a stalled upload, another upload still goes through once
+// the window has passed, and the health route answers all along.
+func TestSlowBodiesAreCut(t *testing.T) {
+	e := newEnv(t, func(c *Config) {
+		c.MaxXorbPuts = 2
+		c.Limits.BodyMinRate, c.Limits.BodyWindow = 64<<10, 300*time.Millisecond
+	})
+	r := loadRef(t)
+	path := "/v1/xorbs/default/" + r.xorbHash.String()
+	type answer struct {
+		status int
+		err    error
+	}
+	stalled := make(chan answer, 2)
+	for range 2 { // hold both slots: a body that sends 1 KB and then nothing
+		pr, pw := io.Pipe()
+		go func() {
+			pw.Write(r.xorbBody[:1000])
+			time.Sleep(5 * time.Second)
+			pw.Close()
+		}()
+		go func() {
+			req, _ := http.NewRequest("POST", e.base+path, pr)
+			req.ContentLength = int64(len(r.xorbBody))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				stalled <- answer{err: err}
+				return
+			}
+			res.Body.Close()
+			stalled <- answer{status: res.StatusCode}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if res := e.do("GET", "/healthz", nil); res.status != 200 || time.Since(start) > time.Second {
+		t.Fatalf("health during the stall: %v after %v", res, time.Since(start))
+	}
+	if res := e.do("POST", path, r.xorbBody); res.status != 200 {
+		t.Fatalf("upload while the slots were held: %v", res)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the upload waited %v for a slot", d)
+	}
+	for range 2 {
+		if a := <-stalled; a.err == nil && a.status != http.StatusRequestTimeout {
+			t.Fatalf("a stalled body was answered %d, want 408", a.status)
+		}
+	}
+}

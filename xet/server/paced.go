@@ -1,0 +1,70 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+)
+
+// paced holds request bodies to Limits.BodyMinRate: each body's reads run under a connection read
+// deadline that moves one window on each time the window's quota of bytes has arrived. A client
+// that sends slower (or stops) gets its read failed with errSlowBody (408), and the handler returns,
+// freeing whatever slot it held. The deadline starts at the first read, not when the request
+// arrives, so a body that waits for an upload slot is not timed while it waits.
+func (s *Server) paced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			l := s.cfg.Limits
+			quota := max(1, int64(float64(l.BodyMinRate)*l.BodyWindow.Seconds()))
+			r.Body = &pacedBody{rc: r.Body, ctl: http.NewResponseController(w), window: l.BodyWindow, quota: quota}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// errSlowBody: a request body arrived slower than the server accepts.
+var errSlowBody = errors.New("request body arrived too slowly")
+
+type pacedBody struct {
+	rc      io.ReadCloser
+	ctl     *http.ResponseController
+	window  time.Duration
+	quota   int64 // bytes each window must bring
+	got     int64 // bytes in the current window
+	started bool
+	noDeadl bool // the connection takes no deadlines (HTTP/2 test transports): pass through
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		b.noDeadl = b.ctl.SetReadDeadline(time.Now().Add(b.window)) != nil
+	}
+	n, err := b.rc.Read(p)
+	b.got += int64(n)
+	if b.got >= b.quota && !b.noDeadl {
+		b.got = 0
+		_ = b.ctl.SetReadDeadline(time.Now().Add(b.window))
+	}
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("%w: less than %d bytes in %v", errSlowBody, b.quota, b.window)
+	}
+	return n, err
+}
+
+func (b *pacedBody) Close() error {
+	if b.started && !b.noDeadl {
+		_ = b.ctl.SetReadDeadline(time.Time{})
+	}
+	return b.rc.Close()
+}
+
+// handleHealth answers GET /healthz: 200 while the server serves requests (no store access, so it
+// answers during any load on the store or the upload slots).
+func handleHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, "ok\n")
+}
