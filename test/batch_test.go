@@ -29,7 +29,12 @@ type xetServer struct {
 // startServer starts xet-server; usersFile text ("" = open mode) lists the users.
 func startServer(t *testing.T, usersText string, mods ...func(*server.Config)) *xetServer {
 	t.Helper()
-	data := t.TempDir()
+	return startServerAt(t, t.TempDir(), usersText, mods...)
+}
+
+// startServerAt starts a server on the store in data (a restart keeps its data).
+func startServerAt(t *testing.T, data, usersText string, mods ...func(*server.Config)) *xetServer {
+	t.Helper()
 	st, err := store.Open(data, store.Options{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

@@ -154,6 +154,46 @@ func TestCorruptXorbOnServer(t *testing.T) {
 	}
 }
 
+// The repair of a corrupt xorb: fsck --verify-data finds it, --repair moves it aside, and pushing
+// the file again stores it again (the push was a no-op before: the store said it had the file).
+func TestCorruptXorbRepairedByPush(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	s := startServer(t, "")
+	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(3<<20, 32))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	e.git(work, "push", "-q", "origin", "main")
+	for _, p := range xorbFiles(s.data) {
+		b, _ := os.ReadFile(p)
+		b[len(b)/3] ^= 0x40
+		os.Chmod(p, 0o644)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, _ := store.Fsck(context.Background(), s.data, store.FsckOptions{}); !ok {
+		t.Fatal("the footer-only check already fails: the damage is not where this test wants it")
+	}
+	s.srv.Close() // repair with the server stopped
+	report, ok, err := store.Fsck(context.Background(), s.data, store.FsckOptions{VerifyData: true, Repair: true})
+	if err != nil || ok || !strings.Contains(report, "moved aside") {
+		t.Fatalf("fsck --verify-data --repair: ok=%v err=%v\n%s", ok, err, report)
+	}
+	s2 := startServerAt(t, s.data, "")
+	writeFile(t, filepath.Join(work, ".lfsconfig"), []byte(fmt.Sprintf("[lfs]\n\turl = %s/team/repo.git/info/lfs\n\tlocksverify = false\n", s2.url)))
+	e.git(work, "commit", "-q", "-am", "restarted server")
+	e.git(work, "push", "-q", "origin", "main")
+	e.git(work, "lfs", "push", "--all", "origin")
+	if report, ok, err := store.Fsck(context.Background(), s.data, store.FsckOptions{VerifyData: true}); err != nil || !ok {
+		t.Fatalf("after the push: %v\n%s", err, report)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
+}
+
 // Wrong credentials: git push fails and says the credentials were refused.
 func TestBadCredentials(t *testing.T) {
 	e := newEnv(t)
@@ -272,7 +312,7 @@ func TestInterruptedPushResumesWithoutResending(t *testing.T) {
 		}
 	}
 	t.Logf("before the kill: %d xorbs accepted; the second push sent %d", len(accepted), len(second))
-	if report, ok, err := store.Fsck(context.Background(), s.data, false); err != nil || !ok {
+	if report, ok, err := store.Fsck(context.Background(), s.data, store.FsckOptions{}); err != nil || !ok {
 		t.Errorf("store check after the kill: %v\n%s", err, report)
 	}
 	clone := filepath.Join(e.home, "clone")

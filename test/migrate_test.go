@@ -351,7 +351,7 @@ func TestMigrateKilledAndResumed(t *testing.T) {
 			// The run switched the repository to this target; the next subtest starts from the old server.
 			e.git(work, "config", "lfs.url", lts.url+"/")
 			e.git(work, "config", "--unset", "remote.origin.lfsurl")
-			if report, ok, err := store.Fsck(context.Background(), s.data, false); err != nil || !ok {
+			if report, ok, err := store.Fsck(context.Background(), s.data, store.FsckOptions{}); err != nil || !ok {
 				t.Errorf("store check after the kill and the rerun: %v\n%s", err, report)
 			}
 			if point == "xorb" && !strings.Contains(out, "not sent again") {

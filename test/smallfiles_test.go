@@ -179,7 +179,7 @@ func TestSmallFilePushServerKilled(t *testing.T) {
 	if final := packedBytes(data); atKill > final*9/10 {
 		t.Fatalf("the server was killed with %d of %d bytes stored: too late to prove anything", atKill, final)
 	}
-	if report, ok, err := store.Fsck(context.Background(), filepath.Join(data, "cas"), false); err != nil || !ok {
+	if report, ok, err := store.Fsck(context.Background(), filepath.Join(data, "cas"), store.FsckOptions{}); err != nil || !ok {
 		t.Errorf("store check after the kill and the second push: %v\n%s", err, report)
 	}
 	clone := filepath.Join(e.home, "clone")

@@ -16,7 +16,10 @@ func runFsck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl.SetOutput(stderr)
 	dir := fl.String("store", "", "the store directory (default: <remote git dir>/xet of --remote)")
 	remote := fl.String("remote", "origin", "the local remote whose embedded store is checked")
-	clean := fl.Bool("clean-temp", false, "also remove temp files older than an hour (left by killed writers)")
+	var o store.FsckOptions
+	fl.BoolVar(&o.CleanTemp, "clean-temp", false, "also remove temp files older than an hour (left by killed writers)")
+	fl.BoolVar(&o.VerifyData, "verify-data", false, "read every xorb whole and check its chunks, not only its footer")
+	fl.BoolVar(&o.Repair, "repair", false, "with --verify-data: move damaged xorbs aside; pushing the files that use them stores them again")
 	if err := fl.Parse(args); err != nil || fl.NArg() > 0 {
 		return 2
 	}
@@ -29,7 +32,7 @@ func runFsck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		*dir = r.StoreDir()
 	}
-	report, ok, err := store.Fsck(ctx, *dir, *clean)
+	report, ok, err := store.Fsck(ctx, *dir, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "git-xet-transfer fsck: %v\n", err)
 		return 1

@@ -25,7 +25,7 @@ func commands() []command {
 		{"uninstall", "remove what install wrote [--local|--global|--system]", runUninstall},
 		{"status", "show the configuration, caches, stores and versions", runStatus},
 		{"migrate", "move this repository's LFS objects to Xet, without rewriting history (see migrate --help)", runMigrate},
-		{"fsck", "check an embedded Xet store: no entry naming a missing xorb or file [--store DIR] [--clean-temp]", runFsck},
+		{"fsck", "check an embedded Xet store: no entry naming a missing xorb or file [--store DIR] [--clean-temp] [--verify-data [--repair]]", runFsck},
 		{"track", "same as `git lfs track` (choose the files stored through LFS/Xet)", runTrack},
 		{"transfer", "run the transfer agent (what git-lfs runs; same as no command)", runAgent},
 		{"version", "print the version", runVersion},

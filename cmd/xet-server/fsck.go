@@ -15,13 +15,18 @@ import (
 func runFsck(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("xet-server fsck", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	clean := fl.Bool("clean-temp", false, "also remove temp files older than an hour (left by writers that were killed)")
-	fl.Usage = func() { fmt.Fprintln(stderr, "usage: xet-server fsck [--clean-temp] DATA-DIR") }
+	var o store.FsckOptions
+	fl.BoolVar(&o.CleanTemp, "clean-temp", false, "also remove temp files older than an hour (left by writers that were killed)")
+	fl.BoolVar(&o.VerifyData, "verify-data", false, "read every xorb whole and check its chunks, not only its footer")
+	fl.BoolVar(&o.Repair, "repair", false, "with --verify-data: move damaged xorbs aside (run with the server stopped); pushing the files that use them stores them again")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: xet-server fsck [--clean-temp] [--verify-data [--repair]] DATA-DIR")
+	}
 	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {
 		fl.Usage()
 		return 2
 	}
-	report, ok, err := store.Fsck(context.Background(), filepath.Join(fl.Arg(0), "cas"), *clean)
+	report, ok, err := store.Fsck(context.Background(), filepath.Join(fl.Arg(0), "cas"), o)
 	if err != nil {
 		fmt.Fprintln(stderr, "xet-server fsck:", err)
 		return 1

@@ -4,7 +4,7 @@
 //
 //	xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]
 //	xet-server hash-password < password
-//	xet-server fsck [--clean-temp] DIR
+//	xet-server fsck [--clean-temp] [--verify-data [--repair]] DIR
 //
 // Without --users it runs open (no authentication) and refuses non-loopback addresses.
 package main
@@ -40,5 +40,5 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage:
   xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]   run the server (serve -h: flags)
   xet-server hash-password                                            read a password on stdin, print its hash
-  xet-server fsck [--clean-temp] DIR                                  check the store of a data directory`)
+  xet-server fsck [--clean-temp] [--verify-data [--repair]] DIR       check the store of a data directory`)
 }

@@ -253,6 +253,13 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return res, err
 	}
+	if known && g.write {
+		// "Already stored" only when its data is: a file whose xorb was moved aside as damaged
+		// (fsck --repair) is asked for again, which is how pushing it repairs the store.
+		if known, err = s.cfg.Store.FileComplete(ctx, file); err != nil {
+			return res, err
+		}
+	}
 	if g.hub {
 		return s.answerHubObject(g, o, res, file, size, known), nil
 	}

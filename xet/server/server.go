@@ -45,6 +45,8 @@ type Store interface {
 	LookupVerifiedSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
 	OpenXorb(ctx context.Context, h hash.Hash) (f store.ReadAtCloser, recordsLen int64, err error)
 	GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error)
+	// FileComplete reports whether every xorb of a registered file is stored.
+	FileComplete(ctx context.Context, file hash.Hash) (bool, error)
 }
 
 var _ Store = (*store.Store)(nil)

@@ -44,6 +44,10 @@ type Backend interface {
 	Exists(ctx context.Context, name string) (bool, error)
 	// List returns the names under prefix (a "dir/" form), sorted.
 	List(ctx context.Context, prefix string) ([]string, error)
+	// Quarantine moves a damaged blob out of the way (kept for inspection, no longer listed or
+	// opened), so that its name can be written again; ErrNotFound when there is none. A backend may
+	// refuse for blobs it cannot move (FSBackend: packed ones).
+	Quarantine(ctx context.Context, name string) error
 }
 
 // Blob is an open blob: ranged reads and its size.

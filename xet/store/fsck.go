@@ -202,9 +202,16 @@ func (r *CheckReport) String() string {
 	return b.String()
 }
 
-// Fsck checks the store at dir (Check) and, with cleanTemp, removes temp files older than an hour
-// that killed writers left. ok is false when problems were found.
-func Fsck(ctx context.Context, dir string, cleanTemp bool) (report string, ok bool, err error) {
+// FsckOptions: what Fsck does besides Check.
+type FsckOptions struct {
+	CleanTemp  bool // remove temp files older than an hour that killed writers left
+	VerifyData bool // read every xorb whole and check its chunks (VerifyXorb), not only footers
+	Repair     bool // with VerifyData: move damaged xorbs aside (quarantine/), so that pushing the files that use them stores them again
+}
+
+// Fsck checks the store at dir (Check, and what opts asks for). ok is false when problems were
+// found. Run Repair with the server stopped (a running one keeps the footers it read in memory).
+func Fsck(ctx context.Context, dir string, opts FsckOptions) (report string, ok bool, err error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", false, fmt.Errorf("no Xet store at %s", dir)
 	}
@@ -213,7 +220,7 @@ func Fsck(ctx context.Context, dir string, cleanTemp bool) (report string, ok bo
 		return "", false, err
 	}
 	var b strings.Builder
-	if fb, ok := s.be.(*FSBackend); ok && cleanTemp {
+	if fb, ok := s.be.(*FSBackend); ok && opts.CleanTemp {
 		n, err := fb.CleanTemp(time.Hour)
 		if err != nil {
 			return "", false, err
@@ -224,6 +231,41 @@ func Fsck(ctx context.Context, dir string, cleanTemp bool) (report string, ok bo
 	if err != nil {
 		return "", false, err
 	}
+	if opts.VerifyData {
+		if err := s.verifyData(ctx, r, opts.Repair); err != nil {
+			return "", false, err
+		}
+	}
 	b.WriteString(dir + ": " + r.String())
 	return b.String(), len(r.Problems) == 0, nil
+}
+
+// verifyData checks every stored xorb whole (VerifyXorb) and reports the damaged ones; with repair
+// it moves them aside.
+func (s *Store) verifyData(ctx context.Context, r *CheckReport, repair bool) error {
+	names, err := s.be.List(ctx, "xorbs/")
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		kind, h, ok := classify(name)
+		if !ok || kind != "xorbs" {
+			continue
+		}
+		verr := s.VerifyXorb(ctx, h)
+		if verr == nil {
+			continue
+		}
+		what := "data: " + verr.Error()
+		if repair {
+			if qerr := s.be.Quarantine(ctx, name); qerr != nil {
+				what += "; not moved aside: " + qerr.Error()
+			} else {
+				s.meta.drop(h)
+				what += "; moved aside to quarantine/: push the files that use it again to store it again"
+			}
+		}
+		r.add(name, what)
+	}
+	return nil
 }

@@ -151,3 +151,14 @@ func (c *metaCache) put(m *xorbMeta) {
 		c.used -= old.cost()
 	}
 }
+
+// drop forgets h (its stored copy was moved aside).
+func (c *metaCache) drop(h hash.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[h]; ok {
+		c.ll.Remove(e)
+		delete(c.items, h)
+		c.used -= e.Value.(*xorbMeta).cost()
+	}
+}

@@ -19,17 +19,28 @@ const MaxXorbBodyBytes = xorb.MaxBytes + xorb.MaxChunks*xorb.RecordHeaderSize + 
 // replaced). Every chunk is decoded and hashed, and the xorb hash recomputed; a mismatch, a record over
 // the limits, more than 8192 chunks or 64 MiB of raw data, or a truncated body is an *InvalidError.
 // The stored object is the records followed by a rebuilt v1 footer. inserted=false when the xorb was
-// already stored (then body is not read).
+// already stored. A valid upload of a xorb already stored is also the moment to check the stored
+// copy (VerifyXorb): a damaged one is moved aside and replaced by the upload (the repair a user
+// gets by pushing the data again), and the upload reports inserted=true.
 //
 // Concurrency: safe for concurrent and cross-process use; of several puts of one xorb exactly one
 // reports inserted=true (on filesystems with hard links).
 func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool, error) {
-	if ok, err := s.be.Exists(ctx, xorbName(h)); err != nil || ok {
+	exists, err := s.be.Exists(ctx, xorbName(h))
+	if err != nil {
 		return false, err
 	}
 	data, err := readBounded(body, MaxXorbBodyBytes)
 	if err != nil {
 		return false, fmt.Errorf("xorb %s: %w", h, err)
+	}
+	if exists {
+		if _, err := ValidateXorb(h, data); err != nil {
+			return false, err
+		}
+		if replaced, err := s.replaceDamaged(ctx, h); err != nil || !replaced {
+			return false, err
+		}
 	}
 	return s.validateAndStoreXorb(ctx, h, data)
 }
