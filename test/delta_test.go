@@ -59,14 +59,22 @@ type transfer struct {
 	Deduped  int64 `json:"deduped_bytes"`
 }
 
+// parseTransfer parses a "transfer complete" log line.
+func parseTransfer(t *testing.T, line string) transfer {
+	t.Helper()
+	var tr transfer
+	if err := json.Unmarshal([]byte(line), &tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // downloadOf returns the last logged download of oid.
 func (e *env) downloadOf(oid string) transfer {
 	e.t.Helper()
 	var tr transfer
 	for _, l := range e.logLines(`"op":"download"`, oid, "transfer complete") {
-		if err := json.Unmarshal([]byte(l), &tr); err != nil {
-			e.t.Fatal(err)
-		}
+		tr = parseTransfer(e.t, l)
 	}
 	if tr.Oid != oid {
 		e.t.Fatalf("no download of %s logged", oid)

@@ -111,6 +111,10 @@ func TestSmallFilePushAgentsKilled(t *testing.T) {
 	}
 }
 
+// serverEnv is added to the environment of the servers startServerProcess starts (the S3 test's
+// AWS variables).
+var serverEnv []string
+
 // xetServerProcess is xet-server as a process of its own (so that it can be killed with -9).
 type xetServerProcess struct {
 	cmd  *exec.Cmd
@@ -119,10 +123,12 @@ type xetServerProcess struct {
 	log  *strings.Builder
 }
 
-func startServerProcess(t *testing.T, addr, data string) *xetServerProcess {
+func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetServerProcess {
 	t.Helper()
 	s := &xetServerProcess{addr: addr, data: data, log: &strings.Builder{}}
-	s.cmd = exec.Command(filepath.Join(binDir, "xet-server"), "--listen", addr, "--data", data, "--log-level", "warn")
+	args := append([]string{"--listen", addr, "--data", data, "--log-level", "warn"}, extra...)
+	s.cmd = exec.Command(filepath.Join(binDir, "xet-server"), args...)
+	s.cmd.Env = append(os.Environ(), serverEnv...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

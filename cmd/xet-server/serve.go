@@ -27,6 +27,7 @@ import (
 
 type serveFlags struct {
 	listen, data, users, secretFile, publicURL string
+	storage                                    string
 	tlsCert, tlsKey, logFile, logLevel         string
 	tokenTTL, urlTTL, refreshTTL, shutdown     time.Duration
 	maxObject                                  int64
@@ -41,6 +42,7 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.SetOutput(stderr)
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port)")
 	fl.StringVar(&f.data, "data", "", "data directory (required): the CAS under DIR/cas, the secret in DIR/secret")
+	fl.StringVar(&f.storage, "storage", "", "where the CAS keeps its data: a directory (default DIR/cas) or s3://BUCKET[/PREFIX] (endpoint, region and keys from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or ~/.aws/credentials; path-style addressing unless the endpoint is AWS)")
 	fl.StringVar(&f.users, "users", "", "users file (name:hash[:read|write[:repo-patterns]]); without it the server is open and loopback-only")
 	fl.StringVar(&f.secretFile, "secret-file", "", "file holding the token/URL signing secret (default DIR/secret, generated when absent)")
 	fl.StringVar(&f.publicURL, "public-url", "", "base URL clients reach the server at (default http://<request Host>); set it behind a proxy")
@@ -192,7 +194,7 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(filepath.Join(f.data, "cas"), store.Options{Log: log})
+	st, err := openStorage(&f, log)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -313,4 +315,26 @@ func loadSecret(path string, generate bool, log zerolog.Logger) ([]byte, error) 
 		return nil, fmt.Errorf("secret file %s: %d bytes, need at least 32", path, len(s))
 	}
 	return s, nil
+}
+
+// openStorage opens the store --storage names: a directory (default DATA/cas) or an S3 bucket.
+func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, error) {
+	switch {
+	case f.storage == "":
+		return store.Open(filepath.Join(f.data, "cas"), store.Options{Log: log})
+	case strings.HasPrefix(f.storage, "s3://"):
+		bucket, prefix, err := store.ParseS3URL(f.storage)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		be, err := store.NewS3Backend(ctx, store.S3Config{}, bucket, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return store.Open("", store.Options{Backend: be, Log: log})
+	default:
+		return store.Open(f.storage, store.Options{Log: log})
+	}
 }

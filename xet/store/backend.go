@@ -103,18 +103,27 @@ func newFSBackend(root string, packs bool) (*FSBackend, error) {
 }
 
 func (b *FSBackend) path(name string) (string, error) {
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
-		return "", fmt.Errorf("store: bad blob name %q", name)
-	}
-	if len(name) > maxNameLen {
-		return "", fmt.Errorf("store: blob name of %d bytes", len(name))
-	}
-	for i, part := range strings.Split(name, "/") {
-		if part == "" || part == "." || part == ".." || (i == 0 && (part == "tmp" || part == packDir)) {
-			return "", fmt.Errorf("store: bad blob name %q", name)
-		}
+	if err := checkName(name); err != nil {
+		return "", err
 	}
 	return filepath.Join(b.root, filepath.FromSlash(name)), nil
+}
+
+// checkName refuses blob names that could leave the store's namespace or collide with its own
+// directories (every backend checks names with it).
+func checkName(name string) error {
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
+		return fmt.Errorf("store: bad blob name %q", name)
+	}
+	if len(name) > maxNameLen {
+		return fmt.Errorf("store: blob name of %d bytes", len(name))
+	}
+	for i, part := range strings.Split(name, "/") {
+		if part == "" || part == "." || part == ".." || (i == 0 && (part == "tmp" || part == packDir || part == "quarantine")) {
+			return fmt.Errorf("store: bad blob name %q", name)
+		}
+	}
+	return nil
 }
 
 // Create implements Backend.
