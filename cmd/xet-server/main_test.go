@@ -191,3 +191,36 @@ func TestServeWithUsers(t *testing.T) {
 		t.Fatal("password in logs")
 	}
 }
+
+// The server removes the temp files of writes killed over an hour ago when it starts (and hourly),
+// and leaves younger ones (a live writer's) alone.
+func TestServeCleansOldTempFiles(t *testing.T) {
+	data := t.TempDir()
+	tmp := filepath.Join(data, "cas", "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, young := filepath.Join(tmp, "blob-old"), filepath.Join(tmp, "blob-young")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(old, past, past)
+	_, _, stop := startServer(t, "--data", data)
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(old); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the old temp file is still there")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Fatalf("a young temp file was removed: %v", err)
+	}
+}

@@ -321,7 +321,7 @@ func loadSecret(path string, generate bool, log zerolog.Logger) ([]byte, error) 
 func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, error) {
 	switch {
 	case f.storage == "":
-		return store.Open(filepath.Join(f.data, "cas"), store.Options{Log: log})
+		return openFS(filepath.Join(f.data, "cas"), log)
 	case strings.HasPrefix(f.storage, "s3://"):
 		bucket, prefix, err := store.ParseS3URL(f.storage)
 		if err != nil {
@@ -335,6 +335,28 @@ func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, error) {
 		}
 		return store.Open("", store.Options{Backend: be, Log: log})
 	default:
-		return store.Open(f.storage, store.Options{Log: log})
+		return openFS(f.storage, log)
 	}
+}
+
+// openFS opens a store on a directory and starts removing, at once and then hourly, the temp
+// files and stray packs that writers killed mid-write left there over an hour ago.
+func openFS(dir string, log zerolog.Logger) (*store.Store, error) {
+	st, err := store.Open(dir, store.Options{Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if fb, ok := st.Backend().(*store.FSBackend); ok {
+		go func() {
+			for {
+				if n, err := fb.CleanTemp(time.Hour); err != nil {
+					log.Warn().Err(err).Msg("cleaning temp files")
+				} else if n > 0 {
+					log.Info().Int("removed", n).Msg("removed temp files of interrupted writes")
+				}
+				time.Sleep(time.Hour)
+			}
+		}()
+	}
+	return st, nil
 }
