@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -14,8 +15,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
-// roundRobin is a load balancer in front of backends: each request goes to the next one.
-func roundRobin(t *testing.T, backends []string) string {
+// roundRobin is a load balancer in front of backends: each request goes to the next one. It counts
+// the requests for signed xorb ranges (/xorbs/) in *ranges.
+func roundRobin(t *testing.T, backends []string, ranges *atomic.Int64) string {
 	var n atomic.Uint64
 	var proxies []*httputil.ReverseProxy
 	for _, b := range backends {
@@ -26,6 +28,9 @@ func roundRobin(t *testing.T, backends []string) string {
 		proxies = append(proxies, httputil.NewSingleHostReverseProxy(u))
 	}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/xorbs/") {
+			ranges.Add(1)
+		}
 		proxies[n.Add(1)%uint64(len(proxies))].ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
@@ -35,7 +40,8 @@ func roundRobin(t *testing.T, backends []string) string {
 // Two xet-server processes over one S3 bucket (a real S3 server, versitygw), sharing only the
 // bucket and the signing secret, behind a round-robin load balancer: every request of a push or a
 // clone may reach either, so a token, a signed URL or an upload of one is good at the other at
-// once. A push clones, and an edited version sends only its changed chunks.
+// once. A push clones (the xorb ranges fetched straight from the bucket with presigned URLs), and
+// an edited version sends only its changed chunks.
 func TestTwoServersOneBucket(t *testing.T) {
 	buildServer(t)
 	s3 := s3test.Start(t)
@@ -53,7 +59,8 @@ func TestTwoServersOneBucket(t *testing.T) {
 	}
 	e := newEnv(t)
 	e.install()
-	work, remote := batchRepo(t, e, roundRobin(t, backends)+"/team/s3.git/info/lfs")
+	var viaServer atomic.Int64
+	work, remote := batchRepo(t, e, roundRobin(t, backends, &viaServer)+"/team/s3.git/info/lfs")
 	data := testutil.RandomBytes(24<<20, 51)
 	writeFile(t, filepath.Join(work, "model.bin"), data)
 	e.git(work, "add", ".")
@@ -77,6 +84,9 @@ func TestTwoServersOneBucket(t *testing.T) {
 	clone = filepath.Join(e.home, "clone-2")
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
+	if n := viaServer.Load(); n != 0 {
+		t.Errorf("%d xorb range requests went through the servers; with presigned URLs they go to the bucket", n)
+	}
 	if n, err := os.ReadDir(filepath.Join(s3.Dir, s3.Bucket, "cas", "xorbs")); err != nil || len(n) == 0 {
 		t.Errorf("no xorbs in the bucket: %v", err)
 	}

@@ -28,6 +28,7 @@ import (
 type serveFlags struct {
 	listen, data, users, secretFile, publicURL string
 	storage                                    string
+	s3Direct                                   bool
 	tlsCert, tlsKey, logFile, logLevel         string
 	tokenTTL, urlTTL, refreshTTL, shutdown     time.Duration
 	maxObject                                  int64
@@ -42,6 +43,7 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.SetOutput(stderr)
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port)")
 	fl.StringVar(&f.data, "data", "", "data directory (required): the CAS under DIR/cas, the secret in DIR/secret")
+	fl.BoolVar(&f.s3Direct, "s3-direct", true, "with --storage s3://: hand clients presigned GETs straight to the bucket for xorb ranges (false: every download goes through the server's own signed route, for buckets clients cannot reach)")
 	fl.StringVar(&f.storage, "storage", "", "where the CAS keeps its data: a directory (default DIR/cas) or s3://BUCKET[/PREFIX] (endpoint, region and keys from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or ~/.aws/credentials; path-style addressing unless the endpoint is AWS)")
 	fl.StringVar(&f.users, "users", "", "users file (name:hash[:read|write[:repo-patterns]]); without it the server is open and loopback-only")
 	fl.StringVar(&f.secretFile, "secret-file", "", "file holding the token/URL signing secret (default DIR/secret, generated when absent)")
@@ -194,7 +196,7 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStorage(&f, log)
+	st, direct, err := openStorage(&f, log)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -205,6 +207,7 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 	return server.New(server.Config{
 		Hub:        hub,
 		Store:      st,
+		Direct:     direct,
 		Ingest:     &server.UploadIngester{Store: st, Policy: policy, Log: log},
 		Secret:     secret,
 		Users:      users,
@@ -317,25 +320,32 @@ func loadSecret(path string, generate bool, log zerolog.Logger) ([]byte, error) 
 	return s, nil
 }
 
-// openStorage opens the store --storage names: a directory (default DATA/cas) or an S3 bucket.
-func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, error) {
+// openStorage opens the store --storage names: a directory (default DATA/cas) or an S3 bucket,
+// whose presigned URLs are handed to clients unless --s3-direct=false.
+func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, server.XorbURLs, error) {
 	switch {
 	case f.storage == "":
-		return openFS(filepath.Join(f.data, "cas"), log)
+		st, err := openFS(filepath.Join(f.data, "cas"), log)
+		return st, nil, err
 	case strings.HasPrefix(f.storage, "s3://"):
 		bucket, prefix, err := store.ParseS3URL(f.storage)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		be, err := store.NewS3Backend(ctx, store.S3Config{}, bucket, prefix)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return store.Open("", store.Options{Backend: be, Log: log})
+		st, err := store.Open("", store.Options{Backend: be, Log: log})
+		if err != nil || !f.s3Direct {
+			return st, nil, err
+		}
+		return st, be, nil
 	default:
-		return openFS(f.storage, log)
+		st, err := openFS(f.storage, log)
+		return st, nil, err
 	}
 }
 

@@ -74,6 +74,14 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 		Xorbs:                make(map[hash.Hash][]casapi.XorbFetch, len(p.Xorbs)),
 	}
 	for h, fetches := range p.Xorbs {
+		if url, ok := s.directURL(r, h); ok {
+			var all []casapi.XorbRange
+			for _, f := range fetches {
+				all = append(all, f.Ranges...)
+			}
+			out.Xorbs[h] = []casapi.XorbFetch{{URL: url, Ranges: all}}
+			continue
+		}
 		for _, f := range fetches {
 			for len(f.Ranges) > 0 {
 				n := min(len(f.Ranges), maxSignedRanges)
@@ -93,6 +101,19 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 	writeJSON(w, http.StatusOK, out)
 }
 
+// directURL is the URL of xorb h at its storage (Config.Direct), when there is one.
+func (s *Server) directURL(r *http.Request, h hash.Hash) (string, bool) {
+	if s.cfg.Direct == nil {
+		return "", false
+	}
+	url, err := s.cfg.Direct.XorbURL(r.Context(), h, s.cfg.URLTTL)
+	if err != nil {
+		s.log.Warn().Err(err).Str("xorb", h.String()).Msg("no direct URL; handing out the server's own route")
+		return "", false
+	}
+	return url, true
+}
+
 // handleReconstructionV1 answers GET /v1/reconstructions/{file}: fetch_info holds one signed URL per
 // range.
 func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, _ Claims) {
@@ -107,11 +128,16 @@ func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, 
 		FetchInfo:            make(map[hash.Hash][]casapi.FetchInfoV1, len(p.Xorbs)),
 	}
 	for h, fetches := range p.Xorbs {
+		direct, isDirect := s.directURL(r, h)
 		for _, f := range fetches {
 			for _, xr := range f.Ranges {
+				url := direct
+				if !isDirect {
+					url = s.urls.Sign(base, h, []casapi.ByteRange{xr.Bytes}, s.cfg.URLTTL)
+				}
 				out.FetchInfo[h] = append(out.FetchInfo[h], casapi.FetchInfoV1{
 					Range:    xr.Chunks,
-					URL:      s.urls.Sign(base, h, []casapi.ByteRange{xr.Bytes}, s.cfg.URLTTL),
+					URL:      url,
 					URLRange: xr.Bytes,
 				})
 			}

@@ -51,6 +51,11 @@ type Store interface {
 
 var _ Store = (*store.Store)(nil)
 
+// XorbURLs gives URLs that fetch a stored xorb's bytes (with a Range header) without the server.
+type XorbURLs interface {
+	XorbURL(ctx context.Context, h hash.Hash, ttl time.Duration) (string, error)
+}
+
 // Ingester turns a plain byte stream (a basic-transfer LFS upload) into xorbs and a shard registered
 // under namespace ns. It must not register anything (no shard) unless the stream's SHA-256 equals
 // wantSHA256 and its length equals size; it then returns the Xet file hash.
@@ -107,6 +112,10 @@ type Config struct {
 	PublicURL string
 	TokenTTL  time.Duration // CAS access tokens; default 15 minutes
 	URLTTL    time.Duration // signed xorb URLs; default 1 hour
+	// Direct, when set, gives the URL of a xorb straight at its storage (a presigned S3 GET, good
+	// for any byte range until it expires); reconstructions hand those out instead of the
+	// server's own signed route, which stays the fallback when Direct fails.
+	Direct XorbURLs
 	// RefreshTTL is the lifetime of the refresh credential a batch answer gives Xet clients (the
 	// Authorization header of a xet action, accepted only by the token route); default 12 hours.
 	RefreshTTL time.Duration

@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -212,6 +214,16 @@ func (b *S3Backend) Quarantine(ctx context.Context, name string) error {
 		return fmt.Errorf("store: quarantine %s: %w", name, err)
 	}
 	return nil
+}
+
+// XorbURL returns a presigned GET of the stored xorb h, valid for ttl: its records start at byte 0,
+// so the byte ranges of a reconstruction apply to it as they are (the Range header is not signed).
+func (b *S3Backend) XorbURL(ctx context.Context, h hash.Hash, ttl time.Duration) (string, error) {
+	u, err := b.c.PresignedGetObject(ctx, b.bucket, b.prefix+xorbName(h), ttl, nil)
+	if err != nil {
+		return "", fmt.Errorf("presigning xorb %s: %w", h, err)
+	}
+	return u.String(), nil
 }
 
 // s3Blob is an open object: its bytes when small, else ranged GETs.
