@@ -83,7 +83,11 @@ func NewXet(o XetOptions) Opener {
 			runtime.GOMAXPROCS(t.Procs)
 		}
 		if o.HTTPClient == nil {
-			o.HTTPClient = &http.Client{Transport: cas.NewTransport()}
+			tr := cas.NewTransport()
+			if d := stallTimeout(); d > 0 {
+				tr.ResponseHeaderTimeout = d // an answer whose headers do not come is a stall too
+			}
+			o.HTTPClient = &http.Client{Transport: tr}
 		}
 		if o.UserAgent == "" {
 			o.UserAgent = cas.DefaultUserAgent()

@@ -68,7 +68,7 @@ func NewTransport() *http.Transport {
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       60 * time.Second,
 		TLSHandshakeTimeout:   30 * time.Second,
-		ResponseHeaderTimeout: 300 * time.Second,
+		ResponseHeaderTimeout: DefaultStallTimeout, // an answer that does not start is a stall too
 		ExpectContinueTimeout: time.Second,
 	}
 }

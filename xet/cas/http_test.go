@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/chaos"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/internal/faultproxy"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
@@ -26,7 +26,7 @@ import (
 
 type env struct {
 	tokens *server.Tokens // issues tokens the server accepts (same secret)
-	proxy  *faultproxy.Proxy
+	proxy  *chaos.Proxy
 	url    string // the proxy's
 }
 
@@ -43,7 +43,7 @@ func newEnv(t *testing.T) *env {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	p, err := faultproxy.New(hs.URL)
+	p, err := chaos.New(hs.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +143,8 @@ func TestHTTPRoundTrip(t *testing.T) {
 func TestServerErrorIsRetried(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 1, Kind: faultproxy.Status, Code: 500, Message: "boom"})
-	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/v2/reconstructions/", Times: 2, Kind: faultproxy.Status, Code: 503, Message: "busy"})
+	e.proxy.Add(chaos.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 1, Kind: chaos.Status, Code: 500, Message: "boom"})
+	e.proxy.Add(chaos.Rule{Method: "GET", Prefix: "/v2/reconstructions/", Times: 2, Kind: chaos.Status, Code: 503, Message: "busy"})
 	data := testutil.RandomBytes(300<<10, 1)
 	res, err := put(t, c, data)
 	if err != nil {
@@ -162,7 +162,7 @@ func TestServerErrorIsRetried(t *testing.T) {
 func TestDiskFullNotRetried(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 10, Kind: faultproxy.Status, Code: 507, Message: "server out of storage space"})
+	e.proxy.Add(chaos.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 10, Kind: chaos.Status, Code: 507, Message: "server out of storage space"})
 	start := time.Now()
 	_, err := put(t, c, testutil.RandomBytes(100<<10, 3))
 	if err == nil || !strings.Contains(err.Error(), "out of storage space") {
@@ -176,7 +176,7 @@ func TestDiskFullNotRetried(t *testing.T) {
 func TestClientErrorNotRetried(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 10, Kind: faultproxy.Status, Code: 400, Message: "xorb hash does not match its chunks"})
+	e.proxy.Add(chaos.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 10, Kind: chaos.Status, Code: 400, Message: "xorb hash does not match its chunks"})
 	_, err := put(t, c, testutil.RandomBytes(100<<10, 2))
 	if err == nil || !strings.Contains(err.Error(), "xorb hash does not match its chunks") || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("want the server's 400 message, got %v", err)
@@ -224,14 +224,14 @@ func TestBrokenTransfersAreRetried(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
 	data := testutil.RandomBytes(2<<20, 4)
-	e.proxy.Add(faultproxy.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 1, Kind: faultproxy.Reset})
+	e.proxy.Add(chaos.Rule{Method: "POST", Prefix: "/v1/xorbs/", Times: 1, Kind: chaos.Reset})
 	res, err := put(t, c, data)
 	if err != nil {
 		t.Fatalf("upload through a reset connection: %v", err)
 	}
-	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/v2/reconstructions/", Times: 1, Kind: faultproxy.Reset})
-	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: faultproxy.Truncate, Offset: 1000})
-	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: faultproxy.Reset})
+	e.proxy.Add(chaos.Rule{Method: "GET", Prefix: "/v2/reconstructions/", Times: 1, Kind: chaos.Reset})
+	e.proxy.Add(chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: chaos.Truncate, Offset: 1000})
+	e.proxy.Add(chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: chaos.Reset})
 	if _, got, err := get(t, c, res[0], nil); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("download through a truncated body and a reset: %v", err)
 	}
@@ -248,7 +248,7 @@ func TestExpiredURLReplans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: faultproxy.Status, Code: 403, Message: "signed URL expired"})
+	e.proxy.Add(chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: chaos.Status, Code: 403, Message: "signed URL expired"})
 	if _, got, err := get(t, c, res[0], nil); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("download after a 403: %v", err)
 	}
@@ -265,7 +265,7 @@ func TestFlippedByteFailsCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/xorbs/", Times: 100, Kind: faultproxy.Flip, Offset: 5000})
+	e.proxy.Add(chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 100, Kind: chaos.Flip, Offset: 5000})
 	dir, _, err := get(t, c, res[0], nil)
 	if err == nil {
 		t.Fatal("a corrupted xorb range was accepted")
@@ -282,7 +282,7 @@ func TestFlippedByteFailsCleanly(t *testing.T) {
 func TestV1Fallback(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(t)
-	e.proxy.Add(faultproxy.Rule{Prefix: "/v2/", Times: 100, Kind: faultproxy.Status, Code: 404, Message: "no such route"})
+	e.proxy.Add(chaos.Rule{Prefix: "/v2/", Times: 100, Kind: chaos.Status, Code: 404, Message: "no such route"})
 	data := testutil.RandomBytes(100<<10, 7)
 	for range 2 {
 		res, err := put(t, c, data)
@@ -320,10 +320,10 @@ func TestNotFound(t *testing.T) {
 // fetched exactly the download's budget of attempts in all, not the product of the CAS client's and
 // the download's budgets; and the error names the range without the signed URL's signature.
 func TestRangeRetriesAreOneBudget(t *testing.T) {
-	for name, rule := range map[string]faultproxy.Rule{
-		"503":       {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: faultproxy.Status, Code: 503, Message: "busy"},
-		"truncated": {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: faultproxy.Truncate, Offset: 1000},
-		"reset":     {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: faultproxy.Reset},
+	for name, rule := range map[string]chaos.Rule{
+		"503":       {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: chaos.Status, Code: 503, Message: "busy"},
+		"truncated": {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: chaos.Truncate, Offset: 1000},
+		"reset":     {Method: "GET", Prefix: "/xorbs/", Times: 1000, Kind: chaos.Reset},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -388,7 +388,7 @@ func TestStalledBodyIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.proxy.Add(faultproxy.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: faultproxy.Stall, Offset: 100 << 10})
+	e.proxy.Add(chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: chaos.Stall, Offset: 100 << 10})
 	start := time.Now()
 	_, got, err := get(t, c, res[0], nil)
 	if err != nil || !bytes.Equal(got, data) {

@@ -190,13 +190,20 @@ func Mark(err error) error {
 }
 
 // IsRetryable reports whether err is worth another attempt: some error in its chain says so (a
-// Retryable() bool method: Error, or a status error). Context cancellation and deadlines are not.
+// Retryable() bool method: Error, or a status error). Cancellation never is; a deadline only when
+// marked (a transport timeout the caller marked, not the caller's own deadline).
 func IsRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
+	// A deadline is decided by the mark: net/http's "timeout awaiting response headers" matches
+	// context.DeadlineExceeded, but it is the server's stall, not the caller's deadline (Do checks
+	// the caller's context itself).
 	var r interface{ Retryable() bool }
-	return errors.As(err, &r) && r.Retryable()
+	if errors.As(err, &r) {
+		return r.Retryable()
+	}
+	return false
 }
 
 // After returns the wait a server asked for with Retry-After, when an error in err's chain carries

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -130,5 +131,23 @@ func TestRetriesAreLoggedOnceAtDebug(t *testing.T) {
 	}
 	if !strings.Contains(out, `"level":"debug"`) || !strings.Contains(out, "fetch thing") {
 		t.Fatalf("retry log line is not at debug level or does not name the op:\n%s", out)
+	}
+}
+
+// A transport timeout marked retryable is retried although it matches context.DeadlineExceeded
+// (net/http's "timeout awaiting response headers" does): a stalled server, not the caller's
+// deadline.
+func TestMarkedTimeoutIsRetried(t *testing.T) {
+	n := 0
+	err := Policy{Attempts: 3, BaseDelay: time.Microsecond}.Do(context.Background(), zerolog.Nop(), "op",
+		func(context.Context) error {
+			n++
+			if n == 1 {
+				return Mark(fmt.Errorf("post: %w", context.DeadlineExceeded))
+			}
+			return nil
+		})
+	if err != nil || n != 2 {
+		t.Fatalf("%d calls, %v", n, err)
 	}
 }

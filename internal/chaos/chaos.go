@@ -1,39 +1,67 @@
-// Package faultproxy is a reverse proxy for tests that injects faults into chosen requests: an
-// error status, a reset connection, a body cut short, a flipped byte.
-package faultproxy
+// Package chaos is a reverse proxy that injects faults into chosen requests, for tests (in process)
+// and for the test/chaos command (a proxy process of its own): an error status (with Retry-After),
+// a reset connection, a body cut short under its full Content-Length, a stall, a trickle, a flipped
+// byte, a wrong Content-Range, a body of another length than asked.
+package chaos
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Kind of fault.
 type Kind int
 
 const (
-	Status   Kind = iota // answer Code with a {"error": Message} body, without asking the target
-	Reset                // hijack the connection and close it
-	Truncate             // pass the answer but cut its body after Offset bytes (connection closed)
-	Flip                 // pass the answer with the byte at Offset inverted
-	Stall                // pass the answer's first Offset bytes, then send nothing until the client gives up
+	Status      Kind = iota // answer Code with a {"error": Message} body, without asking the target
+	Reset                   // hijack the connection and close it
+	Truncate                // pass the answer but cut its body after Offset bytes (connection closed)
+	Flip                    // pass the answer with the byte at Offset inverted
+	Stall                   // pass the answer's first Offset bytes, then send nothing until the client gives up
+	Trickle                 // pass the answer at Rate bytes per second
+	WrongRange              // pass the answer with a Content-Range that names other bytes
+	OtherLength             // pass the answer's first Offset bytes only, with Content-Length saying so
 )
+
+var kindNames = map[string]Kind{"status": Status, "reset": Reset, "truncate": Truncate, "flip": Flip,
+	"stall": Stall, "trickle": Trickle, "wrong-range": WrongRange, "other-length": OtherLength}
+
+// UnmarshalJSON reads a kind by name ("status", "reset", "truncate", "flip", "stall", "trickle",
+// "wrong-range", "other-length").
+func (k *Kind) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	v, ok := kindNames[name]
+	if !ok {
+		return fmt.Errorf("unknown fault kind %q", name)
+	}
+	*k = v
+	return nil
+}
 
 // Rule injects a fault into the next Times requests whose method is Method (any when empty) and
 // whose path starts with Prefix.
 type Rule struct {
-	Method  string
-	Prefix  string
-	Times   int
-	Kind    Kind
-	Code    int
-	Message string
-	Offset  int64
+	Method     string `json:"method"`
+	Prefix     string `json:"prefix"`
+	Times      int    `json:"times"`
+	Kind       Kind   `json:"kind"`
+	Code       int    `json:"code"`
+	Message    string `json:"message"`
+	Offset     int64  `json:"offset"`
+	Rate       int64  `json:"rate"`        // Trickle: bytes per second
+	RetryAfter int    `json:"retry_after"` // Status: a Retry-After header (seconds) when > 0
 }
 
 // Proxy forwards to a target, applying its rules. Safe for concurrent use.
@@ -100,6 +128,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rule != nil {
 		switch rule.Kind {
 		case Status:
+			if rule.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(rule.RetryAfter))
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(rule.Code)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": rule.Message})
@@ -133,9 +164,35 @@ func (p *Proxy) modify(resp *http.Response) error {
 		resp.Body = &flipBody{rc: resp.Body, at: rule.Offset}
 	case Stall:
 		resp.Body = &stallBody{rc: resp.Body, left: rule.Offset, done: resp.Request.Context().Done()}
+	case Trickle:
+		resp.Body = &trickleBody{rc: resp.Body, rate: max(rule.Rate, 1)}
+	case WrongRange:
+		if cr := resp.Header.Get("Content-Range"); cr != "" {
+			resp.Header.Set("Content-Range", "bytes 1-"+strconv.FormatInt(resp.ContentLength, 10)+"/*")
+		}
+	case OtherLength:
+		if resp.ContentLength > rule.Offset {
+			resp.Body = &cutBody{rc: resp.Body, left: rule.Offset, clean: true}
+			resp.ContentLength = rule.Offset
+			resp.Header.Set("Content-Length", strconv.FormatInt(rule.Offset, 10))
+		}
 	}
 	return nil
 }
+
+// trickleBody passes the body at rate bytes per second.
+type trickleBody struct {
+	rc   io.ReadCloser
+	rate int64
+}
+
+func (t *trickleBody) Read(p []byte) (int, error) {
+	n := int(min(int64(len(p)), max(t.rate/10, 1)))
+	time.Sleep(time.Duration(n) * time.Second / time.Duration(t.rate))
+	return t.rc.Read(p[:n])
+}
+
+func (t *trickleBody) Close() error { return t.rc.Close() }
 
 // stallBody passes left bytes, then blocks until the request ends (the client went away).
 type stallBody struct {
@@ -159,14 +216,19 @@ func (s *stallBody) Read(b []byte) (int, error) {
 
 func (s *stallBody) Close() error { return s.rc.Close() }
 
-// cutBody ends with an error after left bytes, which makes the reverse proxy abort the answer.
+// cutBody ends after left bytes: with an error, which makes the reverse proxy abort the answer,
+// or (clean) with EOF.
 type cutBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc    io.ReadCloser
+	left  int64
+	clean bool
 }
 
 func (c *cutBody) Read(b []byte) (int, error) {
 	if c.left <= 0 {
+		if c.clean {
+			return 0, io.EOF
+		}
 		return 0, io.ErrUnexpectedEOF
 	}
 	if int64(len(b)) > c.left {
@@ -198,4 +260,11 @@ func (f *flipBody) Close() error { return f.rc.Close() }
 
 func contextWith(r *http.Request, rule *Rule) context.Context {
 	return context.WithValue(r.Context(), ctxKey{}, rule)
+}
+
+// Clear drops every rule.
+func (p *Proxy) Clear() {
+	p.mu.Lock()
+	p.rules = nil
+	p.mu.Unlock()
 }
