@@ -319,3 +319,60 @@ func TestInterruptedPushResumesWithoutResending(t *testing.T) {
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
 }
+
+// xet-server killed -9 in the middle of a download and started again on its data directory: the
+// interrupted pull fails, the next one succeeds (and keeps what the first wrote), and the store
+// checks clean.
+func TestServerKilledMidDownload(t *testing.T) {
+	needLinux(t)
+	buildServer(t)
+	data, addr := t.TempDir(), freeAddr(t)
+	s := startServerProcess(t, addr, data)
+	e := newEnv(t)
+	e.install()
+	work, remote := batchRepo(t, e, throttle(t, "http://"+addr, 16<<20)+"/team/kill.git/info/lfs")
+	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(64<<20, 91))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "big")
+	e.git(work, "push", "-q", "origin", "main")
+
+	clone := filepath.Join(e.home, "clone")
+	skip := e.cmd("", "git", "clone", "-q", remote, clone)
+	skip.Env = append(skip.Env, "GIT_LFS_SKIP_SMUDGE=1")
+	if out, err := skip.CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	pull := e.cmd(clone, "git", "lfs", "pull")
+	var out strings.Builder
+	pull.Stdout, pull.Stderr = &out, &out
+	if err := pull.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(60*time.Second, func() bool {
+		ms, _ := filepath.Glob(filepath.Join(clone, ".git", "lfs", "tmp", "xet-*.part.xetmap"))
+		for _, m := range ms {
+			if fi, err := os.Stat(m); err == nil && fi.Size() > 4000 { // a part (8 MiB) recorded
+				return true
+			}
+		}
+		return false
+	}) {
+		pull.Process.Kill()
+		pull.Wait()
+		t.Fatalf("the download did not start\n%s", out.String())
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	if err := pull.Wait(); err == nil {
+		t.Fatalf("the pull survived the server's death\n%s", out.String())
+	}
+	startServerProcess(t, addr, data)
+	e.git(clone, "lfs", "pull")
+	sameTree(t, work, clone)
+	if tr := e.downloadOf(oidOf(testutil.RandomBytes(64<<20, 91))); tr.Deduped == 0 {
+		t.Errorf("the second pull kept nothing of the first: %+v", tr)
+	}
+	if report, ok, err := store.Fsck(context.Background(), filepath.Join(data, "cas"), store.FsckOptions{VerifyData: true}); err != nil || !ok {
+		t.Errorf("fsck after the kill: %v\n%s", err, report)
+	}
+}
