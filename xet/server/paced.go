@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// paced holds request bodies to Limits.BodyMinRate: each body's reads run under a connection read
+// paced holds request bodies to Limits.BodyMinRate (and names a body cut short, errShortBody): each body's reads run under a connection read
 // deadline that moves one window on each time the window's quota of bytes has arrived. A client
 // that sends slower (or stops) gets its read failed with errSlowBody (408), and the handler returns,
 // freeing whatever slot it held. The deadline starts at the first read, not when the request
@@ -27,6 +27,9 @@ func (s *Server) paced(next http.Handler) http.Handler {
 
 // errSlowBody: a request body arrived slower than the server accepts.
 var errSlowBody = errors.New("request body arrived too slowly")
+
+// errShortBody: the client ended a request body before its Content-Length.
+var errShortBody = errors.New("request body ended before its Content-Length")
 
 type pacedBody struct {
 	rc      io.ReadCloser
@@ -49,8 +52,12 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 		b.got = 0
 		_ = b.ctl.SetReadDeadline(time.Now().Add(b.window))
 	}
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	switch {
+	case err == nil || err == io.EOF:
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = fmt.Errorf("%w: less than %d bytes in %v", errSlowBody, b.quota, b.window)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		err = errShortBody
 	}
 	return n, err
 }
