@@ -1,6 +1,7 @@
 package test
 
 import (
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -90,4 +92,66 @@ func TestTwoServersOneBucket(t *testing.T) {
 	if n, err := os.ReadDir(filepath.Join(s3.Dir, s3.Bucket, "cas", "xorbs")); err != nil || len(n) == 0 {
 		t.Errorf("no xorbs in the bucket: %v", err)
 	}
+}
+
+// An instance killed -9 in the middle of a push: the push fails, the same push through the other
+// instance succeeds without sending again the xorbs the first accepted, and clones.
+func TestS3InstanceKilledMidPush(t *testing.T) {
+	needLinux(t)
+	buildServer(t)
+	s3 := s3test.Start(t)
+	serverEnv = s3.Env()
+	t.Cleanup(func() { serverEnv = nil })
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var servers []*xetServerProcess
+	for range 2 {
+		servers = append(servers, startServerProcess(t, freeAddr(t), t.TempDir(), "--storage", s3.URL("cas"), "--secret-file", secret))
+	}
+	e := newEnv(t)
+	e.install()
+	work, remote := batchRepo(t, e, "http://"+servers[0].addr+"/team/kill.git/info/lfs")
+	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(200<<20, 61)) // four xorbs
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "big")
+	push := e.cmd(work, "git", "push", "-q", "origin", "main")
+	var out strings.Builder
+	push.Stdout, push.Stderr = &out, &out
+	if err := push.Start(); err != nil {
+		t.Fatal(err)
+	}
+	xorbs := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(s3.Dir, s3.Bucket, "cas", "xorbs"), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	if !waitFor(120*time.Second, func() bool { return xorbs() >= 1 }) {
+		push.Process.Kill()
+		push.Wait()
+		t.Fatalf("no xorb reached the bucket\n%s", out.String())
+	}
+	servers[0].cmd.Process.Kill()
+	servers[0].cmd.Wait()
+	if err := push.Wait(); err == nil {
+		t.Fatalf("the push survived its server's death\n%s", out.String())
+	}
+	before := xorbs()
+	writeFile(t, filepath.Join(work, ".lfsconfig"), []byte("[lfs]\n\turl = http://"+servers[1].addr+"/team/kill.git/info/lfs\n\tlocksverify = false\n"))
+	e.git(work, "commit", "-q", "-am", "the other instance")
+	e.git(work, "push", "-q", "origin", "main")
+	skipped := len(e.logLines("xorb already stored (an interrupted upload resumed)"))
+	t.Logf("%d xorbs in the bucket at the kill; the second push did not send %d of them", before, skipped)
+	if skipped < before {
+		t.Errorf("the second push sent again xorbs the killed instance had stored (%d of %d not sent)", skipped, before)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
 }
