@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -191,6 +192,36 @@ func (b *slowBody) Read(p []byte) (int, error) {
 
 func (b *slowBody) Close() error { return b.r.Close() }
 
+// startPull clones remote into clone without LFS objects, then starts `git lfs pull` there; the
+// pull's output goes to the returned builder.
+func (e *env) startPull(remote, clone string) (*exec.Cmd, *strings.Builder) {
+	e.t.Helper()
+	skip := e.cmd("", "git", "clone", "-q", remote, clone)
+	skip.Env = append(skip.Env, "GIT_LFS_SKIP_SMUDGE=1")
+	if out, err := skip.CombinedOutput(); err != nil {
+		e.t.Fatalf("clone: %v\n%s", err, out)
+	}
+	pull := e.cmd(clone, "git", "lfs", "pull")
+	out := &strings.Builder{}
+	pull.Stdout, pull.Stderr = out, out
+	if err := pull.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	return pull, out
+}
+
+// partRecorded reports whether a download in progress in clone recorded at least n bytes of parts
+// (its .part.xetmap).
+func partRecorded(clone string, n int64) bool {
+	ms, _ := filepath.Glob(filepath.Join(clone, ".git", "lfs", "tmp", "xet-*.part.xetmap"))
+	for _, m := range ms {
+		if fi, err := os.Stat(m); err == nil && fi.Size() >= n {
+			return true
+		}
+	}
+	return false
+}
+
 // A download killed half-way resumes: the second attempt keeps what the first wrote and fetches
 // only the rest.
 func TestDownloadResumesAfterKill(t *testing.T) {
@@ -207,28 +238,9 @@ func TestDownloadResumesAfterKill(t *testing.T) {
 	e.git(work, "push", "-q", "origin", "main")
 
 	clone := filepath.Join(e.home, "clone")
-	skip := e.cmd("", "git", "clone", "-q", remote, clone)
-	skip.Env = append(skip.Env, "GIT_LFS_SKIP_SMUDGE=1")
-	if out, err := skip.CombinedOutput(); err != nil {
-		t.Fatalf("clone: %v\n%s", err, out)
-	}
-	pull := e.cmd(clone, "git", "lfs", "pull")
-	var out strings.Builder
-	pull.Stdout, pull.Stderr = &out, &out
-	if err := pull.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pull, out := e.startPull(remote, clone)
 	// A part record is ~4.7 KB per 8 MiB written (128 chunks of 36 bytes).
-	half := int64(size / 2 / (8 << 20) * 4600)
-	killAgentsWhen(t, pull, &out, clone, "half the file written", func() bool {
-		ms, _ := filepath.Glob(filepath.Join(clone, ".git", "lfs", "tmp", "xet-*.part.xetmap"))
-		for _, m := range ms {
-			if fi, err := os.Stat(m); err == nil && fi.Size() >= half {
-				return true
-			}
-		}
-		return false
-	})
+	killAgentsWhen(t, pull, out, clone, "half the file written", func() bool { return partRecorded(clone, size/2/(8<<20)*4600) })
 	e.git(clone, "lfs", "pull")
 	sameTree(t, work, clone)
 	tr := e.downloadOf(oidOf(data))

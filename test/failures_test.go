@@ -337,26 +337,8 @@ func TestServerKilledMidDownload(t *testing.T) {
 	e.git(work, "push", "-q", "origin", "main")
 
 	clone := filepath.Join(e.home, "clone")
-	skip := e.cmd("", "git", "clone", "-q", remote, clone)
-	skip.Env = append(skip.Env, "GIT_LFS_SKIP_SMUDGE=1")
-	if out, err := skip.CombinedOutput(); err != nil {
-		t.Fatalf("clone: %v\n%s", err, out)
-	}
-	pull := e.cmd(clone, "git", "lfs", "pull")
-	var out strings.Builder
-	pull.Stdout, pull.Stderr = &out, &out
-	if err := pull.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(60*time.Second, func() bool {
-		ms, _ := filepath.Glob(filepath.Join(clone, ".git", "lfs", "tmp", "xet-*.part.xetmap"))
-		for _, m := range ms {
-			if fi, err := os.Stat(m); err == nil && fi.Size() > 4000 { // a part (8 MiB) recorded
-				return true
-			}
-		}
-		return false
-	}) {
+	pull, out := e.startPull(remote, clone)
+	if !waitFor(60*time.Second, func() bool { return partRecorded(clone, 4000) }) { // a part (8 MiB) recorded
 		pull.Process.Kill()
 		pull.Wait()
 		t.Fatalf("the download did not start\n%s", out.String())
