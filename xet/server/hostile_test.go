@@ -13,8 +13,10 @@ import (
 	"time"
 )
 
-// rawRequest sends req as written on a fresh connection (the Go client would refuse or clean it),
-// closes the write side, and returns the status code of the answer (0: none).
+// rawRequest sends req as written on a fresh connection (the Go client would refuse or clean it)
+// and returns the status code of the answer (0: none). A request with a body closes its write side
+// after it (a body shorter than its Content-Length then ends); one without keeps it open (a
+// half-closed connection cancels the request, which would answer 503 "canceled").
 func rawRequest(t *testing.T, addr, req string) int {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
@@ -26,7 +28,9 @@ func rawRequest(t *testing.T, addr, req string) int {
 	if _, err := c.Write([]byte(req)); err != nil {
 		t.Fatal(err)
 	}
-	c.(*net.TCPConn).CloseWrite()
+	if strings.Contains(req, "Content-Length:") {
+		c.(*net.TCPConn).CloseWrite()
+	}
 	res, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		return 0
