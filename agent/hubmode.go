@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,7 +223,7 @@ func ActionCAS(a *protocol.Action, remote, operation string, o XetOptions) (cas.
 		return nil, err
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: cas.NewTransport()}
+		o.HTTPClient = newHTTPClient()
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = cas.DefaultUserAgent()

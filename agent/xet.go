@@ -52,6 +52,16 @@ func stallTimeout() time.Duration {
 	return d
 }
 
+// newHTTPClient is the agent's HTTP client: the CAS transport, whose wait for headers is the stall
+// timeout too (an answer whose headers do not come is a stall).
+func newHTTPClient() *http.Client {
+	tr := cas.NewTransport()
+	if d := stallTimeout(); d > 0 {
+		tr.ResponseHeaderTimeout = d
+	}
+	return &http.Client{Transport: tr}
+}
+
 // AllCoresBytes: a transfer of at least this many bytes runs with GOMAXPROCS = NumCPU while it
 // lasts. The share Tune gives each process (1 of 2 cores under 8 transfers) suits many objects
 // moving at once; a single big file would get one core for its chunk hashing, SHA-256, decoding
@@ -83,11 +93,7 @@ func NewXet(o XetOptions) Opener {
 			runtime.GOMAXPROCS(t.Procs)
 		}
 		if o.HTTPClient == nil {
-			tr := cas.NewTransport()
-			if d := stallTimeout(); d > 0 {
-				tr.ResponseHeaderTimeout = d // an answer whose headers do not come is a stall too
-			}
-			o.HTTPClient = &http.Client{Transport: tr}
+			o.HTTPClient = newHTTPClient()
 		}
 		if o.UserAgent == "" {
 			o.UserAgent = cas.DefaultUserAgent()

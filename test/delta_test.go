@@ -5,19 +5,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"math"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/chaos"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -159,38 +156,25 @@ func TestDeltaPull(t *testing.T) {
 	}
 }
 
-// throttle serves h with response bodies sent at about rate bytes per second (to interrupt a
-// download half-way).
+// throttle serves backend with response bodies sent at about rate bytes per second (to interrupt a
+// download half-way): the chaos proxy's trickle, on every answer.
 func throttle(t *testing.T, backend string, rate int) string {
-	u, err := url.Parse(backend)
+	return chaosProxy(t, backend, chaos.Rule{Times: math.MaxInt, Kind: chaos.Trickle, Rate: int64(rate)})
+}
+
+// chaosProxy serves backend through an in-process chaos proxy with rules.
+func chaosProxy(t *testing.T, backend string, rules ...chaos.Rule) string {
+	p, err := chaos.New(backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(r *http.Response) error {
-		r.Body = &slowBody{r: r.Body, rate: rate}
-		return nil
+	for _, r := range rules {
+		p.Add(r)
 	}
-	hs := httptest.NewServer(rp)
+	hs := httptest.NewServer(p)
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
-
-type slowBody struct {
-	r    io.ReadCloser
-	rate int
-}
-
-func (b *slowBody) Read(p []byte) (int, error) {
-	if len(p) > 64<<10 {
-		p = p[:64<<10]
-	}
-	n, err := b.r.Read(p)
-	time.Sleep(time.Duration(n) * time.Second / time.Duration(b.rate))
-	return n, err
-}
-
-func (b *slowBody) Close() error { return b.r.Close() }
 
 // startPull clones remote into clone without LFS objects, then starts `git lfs pull` there; the
 // pull's output goes to the returned builder.
@@ -299,50 +283,12 @@ func TestParallelDeltaPulls(t *testing.T) {
 	}
 }
 
-// stallFirst serves backend, but the first answer for a path starting with prefix sends 64 KiB of
-// its body and then nothing until the client gives up.
-func stallFirst(t *testing.T, backend, prefix string) string {
-	u, err := url.Parse(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(r *http.Response) error {
-		if strings.HasPrefix(r.Request.URL.Path, prefix) {
-			once.Do(func() { r.Body = &stalledBody{r: r.Body, left: 64 << 10, done: r.Request.Context().Done()} })
-		}
-		return nil
-	}
-	hs := httptest.NewServer(rp)
-	t.Cleanup(hs.Close)
-	return hs.URL
-}
-
-type stalledBody struct {
-	r    io.ReadCloser
-	left int
-	done <-chan struct{}
-}
-
-func (b *stalledBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		<-b.done
-		return 0, io.ErrUnexpectedEOF
-	}
-	n, err := b.r.Read(p[:min(len(p), b.left)])
-	b.left -= n
-	return n, err
-}
-
-func (b *stalledBody) Close() error { return b.r.Close() }
-
 // A clone whose xorb download stalls mid-body goes on after the stall timeout (it hung for ever).
 func TestStalledDownloadIsRetried(t *testing.T) {
 	e := newEnv(t)
 	e.install()
 	s := startServer(t, "")
-	work, _ := batchRepo(t, e, stallFirst(t, s.url, "/xorbs/")+"/team/stall.git/info/lfs")
+	work, _ := batchRepo(t, e, chaosProxy(t, s.url, chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1, Kind: chaos.Stall, Offset: 64 << 10})+"/team/stall.git/info/lfs")
 	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(4<<20, 8))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "a")

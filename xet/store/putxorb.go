@@ -34,15 +34,16 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 	if err != nil {
 		return false, fmt.Errorf("xorb %s: %w", h, err)
 	}
+	info, err := ValidateXorb(h, data)
+	if err != nil {
+		return false, err
+	}
 	if exists {
-		if _, err := ValidateXorb(h, data); err != nil {
-			return false, err
-		}
 		if replaced, err := s.replaceDamaged(ctx, h); err != nil || !replaced {
 			return false, err
 		}
 	}
-	return s.validateAndStoreXorb(ctx, h, data)
+	return s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
 }
 
 // validateAndStoreXorb fully validates a xorb body (ValidateXorb) and stores it with its footer.
