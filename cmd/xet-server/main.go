@@ -28,6 +28,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runHashPassword(args[1:], stdin, stdout, stderr)
 		case "fsck":
 			return runFsck(args[1:], stdout, stderr)
+		case "gc":
+			return runGC(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			usage(stdout)
 			return 0
@@ -40,5 +42,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage:
   xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]   run the server (serve -h: flags)
   xet-server hash-password                                            read a password on stdin, print its hash
-  xet-server fsck [--clean-temp] [--verify-data [--repair]] DIR       check the store of a data directory`)
+  xet-server fsck [--clean-temp] [--verify-data [--repair]] DIR       check the store of a data directory
+  xet-server gc [--dry-run] [--grace 24h] (DIR | --storage URL)       delete xorbs no file names (uploads never finished); safe while serving`)
 }

@@ -200,6 +200,7 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	go cleanTempHourly(context.Background(), st, log)
 	hub, err := hubCompat(f)
 	if err != nil {
 		return nil, err
@@ -349,24 +350,29 @@ func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, server.XorbUR
 	}
 }
 
-// openFS opens a store on a directory and starts removing, at once and then hourly, the temp
-// files and stray packs that writers killed mid-write left there over an hour ago.
+// openFS opens a store on a directory.
 func openFS(dir string, log zerolog.Logger) (*store.Store, error) {
-	st, err := store.Open(dir, store.Options{Log: log})
-	if err != nil {
-		return nil, err
+	return store.Open(dir, store.Options{Log: log})
+}
+
+// cleanTempHourly removes, at once and then hourly, what writers killed mid-write left in the
+// storage over an hour ago: temp files and stray packs of a directory, unfinished multipart
+// uploads of a bucket.
+func cleanTempHourly(ctx context.Context, st *store.Store, log zerolog.Logger) {
+	c, ok := st.Backend().(tempCleaner)
+	if !ok {
+		return
 	}
-	if fb, ok := st.Backend().(*store.FSBackend); ok {
-		go func() {
-			for {
-				if n, err := fb.CleanTemp(time.Hour); err != nil {
-					log.Warn().Err(err).Msg("cleaning temp files")
-				} else if n > 0 {
-					log.Info().Int("removed", n).Msg("removed temp files of interrupted writes")
-				}
-				time.Sleep(time.Hour)
-			}
-		}()
+	for {
+		if n, err := c.CleanTemp(time.Hour); err != nil {
+			log.Warn().Err(err).Msg("cleaning temp files")
+		} else if n > 0 {
+			log.Info().Int("removed", n).Msg("removed temp files of interrupted writes")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Hour):
+		}
 	}
-	return st, nil
 }

@@ -40,6 +40,8 @@ func TestBackendConformance(t *testing.T) {
 			t.Run("blobs", func(t *testing.T) { conformBlobs(t, open(t)) })
 			t.Run("concurrent", func(t *testing.T) { conformConcurrent(t, open(t)) })
 			t.Run("store", func(t *testing.T) { conformStore(t, open(t)) })
+			t.Run("sweep", func(t *testing.T) { conformSweep(t, open(t)) })
+			t.Run("gc", func(t *testing.T) { conformGC(t, open(t)) })
 		})
 	}
 }

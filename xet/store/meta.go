@@ -92,9 +92,9 @@ func (s *Store) xorbMeta(ctx context.Context, h hash.Hash) (*xorbMeta, error) {
 	if m := s.meta.get(h); m != nil {
 		return m, nil
 	}
-	b, err := s.be.Open(ctx, xorbName(h))
+	b, err := s.openXorbBlob(ctx, h)
 	if err != nil {
-		return nil, fmt.Errorf("xorb %s: %w", h, err)
+		return nil, err
 	}
 	defer b.Close()
 	return s.xorbMetaFrom(h, b)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -87,6 +88,14 @@ func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bo
 		if err := s.checkSHA256s(ctx, ns, plans); err != nil {
 			return false, err
 		}
+	}
+	confirmed, err := s.confirmXorbs(ctx, plans, v.pending)
+	if err != nil {
+		return false, err
+	}
+	if time.Since(confirmed) > RegisterWithin {
+		return false, fmt.Errorf("registering a shard: %v since its xorbs were confirmed, over %v (gc may have moved them since): try again",
+			time.Since(confirmed).Round(time.Second), RegisterWithin)
 	}
 	existed, err := s.register(ctx, ns, xorbs, plans)
 	if err != nil {
@@ -169,6 +178,34 @@ func (s *Store) register(ctx context.Context, ns string, xorbs []NewBlob, plans 
 		return false, fmt.Errorf("registering %d files: %w", len(plans), err)
 	}
 	return !slices.Contains(created[first:indexed], true), nil
+}
+
+// confirmXorbs asks the backend itself (no cache) whether every xorb the plans' terms name is
+// stored, restoring it from gc's trash when it is there, and returns when it started: the records
+// must follow within RegisterWithin (see Collect). Xorbs stored with the shard are not asked for.
+func (s *Store) confirmXorbs(ctx context.Context, plans []filePlan, pending map[hash.Hash]*xorbMeta) (time.Time, error) {
+	start := time.Now()
+	seen := map[hash.Hash]bool{}
+	for _, p := range plans {
+		for _, t := range p.rec.Terms {
+			if seen[t.Xorb] || pending[t.Xorb] != nil {
+				continue
+			}
+			seen[t.Xorb] = true
+			ok, err := s.be.Exists(ctx, xorbName(t.Xorb))
+			if err == nil && !ok {
+				ok, err = s.restoreXorb(ctx, t.Xorb)
+			}
+			if err != nil {
+				return start, fmt.Errorf("xorb %s: %w", t.Xorb, err)
+			}
+			if !ok {
+				s.meta.drop(t.Xorb)
+				return start, invalid("xorb %s is not stored (upload xorbs before the shard)", t.Xorb)
+			}
+		}
+	}
+	return start, nil
 }
 
 // checkSHA256s hashes the content of each planned file whose oid has no verified mapping in ns yet,

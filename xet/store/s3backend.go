@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
 // S3Backend keeps blobs as objects of an S3-compatible bucket, under a prefix. It assumes of the
@@ -194,26 +195,13 @@ func (b *S3Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	return out, nil
 }
 
-// Quarantine implements Backend: the object is copied under quarantine/ and removed.
+// Quarantine implements Backend: the object is moved under quarantine/.
 func (b *S3Backend) Quarantine(ctx context.Context, name string) error {
 	k, err := b.key(name)
 	if err != nil {
 		return err
 	}
-	if ok, err := b.Exists(ctx, name); err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("store: %s: %w", name, ErrNotFound)
-		}
-		return err
-	}
-	dst := minio.CopyDestOptions{Bucket: b.bucket, Object: b.prefix + "quarantine/" + strings.ReplaceAll(name, "/", "_")}
-	if _, err := b.c.CopyObject(ctx, dst, minio.CopySrcOptions{Bucket: b.bucket, Object: k}); err != nil {
-		return fmt.Errorf("store: quarantine %s: %w", name, err)
-	}
-	if err := b.c.RemoveObject(ctx, b.bucket, k, minio.RemoveObjectOptions{}); err != nil {
-		return fmt.Errorf("store: quarantine %s: %w", name, err)
-	}
-	return nil
+	return b.moveKey(ctx, name, k, b.prefix+"quarantine/"+strings.ReplaceAll(name, "/", "_"))
 }
 
 // XorbURL returns a presigned GET of the stored xorb h, valid for ttl: its records start at byte 0,

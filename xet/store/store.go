@@ -156,12 +156,26 @@ func (s *Store) HasXorb(ctx context.Context, h hash.Hash) (bool, error) {
 	return s.be.Exists(ctx, xorbName(h))
 }
 
+// openXorbBlob opens the stored xorb h, moving it back from gc's trash when it is there (Collect).
+func (s *Store) openXorbBlob(ctx context.Context, h hash.Hash) (Blob, error) {
+	b, err := s.be.Open(ctx, xorbName(h))
+	if errors.Is(err, ErrNotFound) {
+		if ok, rerr := s.restoreXorb(ctx, h); ok && rerr == nil {
+			b, err = s.be.Open(ctx, xorbName(h))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("xorb %s: %w", h, err)
+	}
+	return b, nil
+}
+
 // OpenXorb returns the stored xorb object (chunk records first, footer after) for ranged reads. The
 // records region is [0, recordsLen).
 func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64, error) {
-	b, err := s.be.Open(ctx, xorbName(h))
+	b, err := s.openXorbBlob(ctx, h)
 	if err != nil {
-		return nil, 0, fmt.Errorf("xorb %s: %w", h, err)
+		return nil, 0, err
 	}
 	m, err := s.xorbMetaFrom(h, b)
 	if err != nil {

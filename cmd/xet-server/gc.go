@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// runGC collects the xorbs no file record names (store.Collect): exit 0 when done, 1 on an
+// error, 2 on bad usage. It is safe while servers run on the same storage.
+func runGC(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("xet-server gc", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var f serveFlags
+	var o store.GCOptions
+	fl.StringVar(&f.storage, "storage", "", "the CAS's storage, as serve's --storage (s3://BUCKET[/PREFIX] or a directory); default DATA-DIR/cas")
+	fl.DurationVar(&o.Grace, "grace", store.DefaultGrace, fmt.Sprintf("keep unreferenced xorbs younger than this (uploads whose shard is still to come), and trash this long before deleting; above %v", store.RegisterWithin))
+	fl.BoolVar(&o.DryRun, "dry-run", false, "report what would be moved and deleted; change nothing")
+	fl.BoolVar(&o.Unsafe, "unsafe-grace", false, "allow a grace period at or under the registration bound (tests only: a registration slower than the grace period could then name a deleted xorb)")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: xet-server gc [--dry-run] [--grace DURATION] (DATA-DIR | --storage URL)")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case fl.NArg() == 1 && f.storage == "":
+		f.data = fl.Arg(0)
+	case fl.NArg() == 0 && f.storage != "":
+	default:
+		fl.Usage()
+		return 2
+	}
+	if f.data != "" {
+		if fi, err := os.Stat(f.data); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "xet-server gc: no data directory at %s\n", f.data)
+			return 1
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := zerolog.New(stderr).Level(zerolog.WarnLevel)
+	st, _, err := openStorage(&f, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "xet-server gc:", err)
+		return 1
+	}
+	r, err := st.Collect(ctx, o)
+	if r != nil {
+		fmt.Fprintln(stdout, r)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "xet-server gc:", err)
+		return 1
+	}
+	if c, ok := st.Backend().(tempCleaner); ok && !o.DryRun {
+		n, err := c.CleanTemp(time.Hour)
+		if err != nil {
+			fmt.Fprintln(stderr, "xet-server gc:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "removed %d temp files or unfinished uploads older than an hour\n", n)
+	}
+	return 0
+}
+
+// tempCleaner is a backend that can remove what writers killed mid-write left (both backends).
+type tempCleaner interface {
+	CleanTemp(age time.Duration) (int, error)
+}

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// Garbage collection removes xorbs no file record names: the uploads of clients that died (or were
+// cut off) between their xorbs and their shard. File records, SHA-256 mappings and dedupe entries
+// are never removed (a dedupe entry only names xorbs a file record names), so a xorb once
+// referenced stays referenced, and only never-registered xorbs are garbage.
+//
+// Deleting is in two steps, each at least the grace period after the blob's last write, so that it
+// is safe while uploads go on, from any number of server instances:
+//  1. a xorb unreferenced and older than the grace period is moved to trash/ (not deleted);
+//  2. a later run deletes a trash entry older than the grace period that is still unreferenced, and
+//     moves back any that a file record names by then.
+//
+// A registration confirms each xorb its files name with the backend (not a cache), restoring it
+// from trash/ if needed, and writes its records within RegisterWithin of that confirmation (else it
+// fails, retryably). So a record naming a xorb that step 1 moved was written at most RegisterWithin
+// after the move, and the next step 2 (a grace period later, with grace > RegisterWithin) sees it
+// and restores the xorb; readers that miss a xorb look in trash/ too (restoreXorb). The grace
+// period also protects a xorb uploaded for a shard still in flight.
+//
+// FSBackend's small blobs live in pack files that are not rewritten: unreferenced packed xorbs
+// (at most 1 MiB each) are counted in the report and kept.
+
+// RegisterWithin bounds the time from a registration's check that its xorbs exist to the write of
+// its records (see Collect). The grace period of gc must exceed it.
+const RegisterWithin = 10 * time.Minute
+
+// DefaultGrace is gc's default grace period.
+const DefaultGrace = 24 * time.Hour
+
+const trashPrefix = "trash/"
+
+// GCOptions configures Collect.
+type GCOptions struct {
+	Grace  time.Duration // default DefaultGrace; must exceed RegisterWithin unless Unsafe
+	DryRun bool          // report only
+	Unsafe bool          // allow a grace at or under RegisterWithin (tests whose registrations are quick)
+}
+
+// GCReport is what Collect did (or, with DryRun, would do).
+type GCReport struct {
+	Xorbs, Referenced int
+	Young             int   // unreferenced, within the grace period: kept for now
+	Trashed           int   // unreferenced and old: moved to trash/
+	TrashedBytes      int64 //
+	Deleted           int   // trash entries deleted for good
+	DeletedBytes      int64 //
+	Restored          int   // trash entries a file record names again: moved back
+	Packed            int   // unreferenced packed xorbs: kept (packs are not rewritten)
+	PackedBytes       int64 //
+	DryRun            bool
+}
+
+// String is the report for people.
+func (r *GCReport) String() string {
+	verb := ""
+	if r.DryRun {
+		verb = " (dry run: nothing changed)"
+	}
+	return fmt.Sprintf("%d xorbs, %d referenced, %d unreferenced within the grace period; moved to trash %d (%d bytes); "+
+		"deleted from trash %d (%d bytes); restored from trash %d; unreferenced in packs, kept %d (%d bytes)%s",
+		r.Xorbs, r.Referenced, r.Young, r.Trashed, r.TrashedBytes, r.Deleted, r.DeletedBytes, r.Restored,
+		r.Packed, r.PackedBytes, verb)
+}
+
+// Collect runs garbage collection (see above). The store's backend must be a Sweeper. An
+// unreadable file record stops it before anything is moved: what it names cannot be known.
+func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) {
+	sw, ok := s.be.(Sweeper)
+	if !ok {
+		return nil, errors.New("gc: this storage backend cannot delete blobs")
+	}
+	if opts.Grace == 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Grace <= RegisterWithin && !opts.Unsafe {
+		return nil, fmt.Errorf("gc: a grace period of %v is not above the %v a registration may take", opts.Grace, RegisterWithin)
+	}
+	start := s.now()
+	cutoff := start.Add(-opts.Grace)
+	trash, err := sw.ListInfo(ctx, trashPrefix+"xorbs/")
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	refs, err := s.referencedXorbs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &GCReport{DryRun: opts.DryRun}
+	if err := s.emptyTrash(ctx, sw, trash, refs, cutoff, r); err != nil {
+		return r, err
+	}
+	xorbs, err := sw.ListInfo(ctx, "xorbs/")
+	if err != nil {
+		return r, fmt.Errorf("gc: %w", err)
+	}
+	for _, x := range xorbs {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		kind, h, ok := classify(x.Name)
+		if !ok || kind != "xorbs" {
+			continue // fsck reports foreign names
+		}
+		r.Xorbs++
+		switch {
+		case refs[h]:
+			r.Referenced++
+		case x.Packed:
+			r.Packed++
+			r.PackedBytes += x.Size
+		case !x.ModTime.Before(cutoff):
+			r.Young++
+		default:
+			if !opts.DryRun {
+				err := sw.Move(ctx, x.Name, trashPrefix+x.Name)
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return r, fmt.Errorf("gc: %w", err)
+				}
+				s.meta.drop(h)
+			}
+			r.Trashed++
+			r.TrashedBytes += x.Size
+		}
+	}
+	s.log.Info().Str("report", r.String()).Msg("gc done")
+	return r, nil
+}
+
+// emptyTrash is step 2: trash entries older than cutoff are deleted, or moved back when referenced.
+func (s *Store) emptyTrash(ctx context.Context, sw Sweeper, trash []BlobInfo, refs map[hash.Hash]bool, cutoff time.Time, r *GCReport) error {
+	for _, t := range trash {
+		name := strings.TrimPrefix(t.Name, trashPrefix)
+		kind, h, ok := classify(name)
+		if !ok || kind != "xorbs" {
+			continue
+		}
+		var err error
+		switch {
+		case refs[h]:
+			if !r.DryRun {
+				err = sw.Move(ctx, t.Name, name)
+			}
+			r.Restored++
+		case t.ModTime.Before(cutoff):
+			if !r.DryRun {
+				err = sw.Delete(ctx, t.Name)
+			}
+			r.Deleted++
+			r.DeletedBytes += t.Size
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) { // gone: a reader restored it meanwhile
+			return fmt.Errorf("gc: %w", err)
+		}
+	}
+	return nil
+}
+
+// referencedXorbs reads every file record and returns the xorbs their terms name.
+func (s *Store) referencedXorbs(ctx context.Context) (map[hash.Hash]bool, error) {
+	files, err := s.be.List(ctx, "files/")
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	var mu sync.Mutex
+	refs := map[hash.Hash]bool{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16) // object stores answer one GET per record: keep a few in flight
+	for _, name := range files {
+		if _, _, ok := classify(name); !ok {
+			continue
+		}
+		g.Go(func() error {
+			b, err := s.readEntry(gctx, name)
+			if errors.Is(err, ErrNotFound) {
+				return nil // listed, then gone: records are never removed, so a foreign file
+			}
+			if err != nil {
+				return fmt.Errorf("gc: reading %s (nothing was collected): %w", name, err)
+			}
+			rec, err := parseFileRecord(name, b)
+			if err != nil {
+				return fmt.Errorf("gc: %s (nothing was collected): %w", name, err)
+			}
+			mu.Lock()
+			for _, t := range rec.Terms {
+				refs[t.Xorb] = true
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
+// restoreXorb moves xorb h back from trash/ (a reader or a registration needs it); false when it
+// is not there either.
+func (s *Store) restoreXorb(ctx context.Context, h hash.Hash) (bool, error) {
+	sw, ok := s.be.(Sweeper)
+	if !ok {
+		return false, nil
+	}
+	err := sw.Move(ctx, trashPrefix+xorbName(h), xorbName(h))
+	switch {
+	case err == nil:
+		s.log.Warn().Str("xorb", h.String()).Msg("xorb restored from gc's trash")
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		// Another reader may have restored it a moment ago.
+		return s.be.Exists(ctx, xorbName(h))
+	}
+	return false, err
+}
