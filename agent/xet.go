@@ -360,10 +360,11 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	}
 	res, sess, err := x.uploadFile(ctx, cfg, e, obj, sha, f, progress)
 	var stale *upload.StaleError
-	if errors.As(err, &stale) && cfg.Cache != nil {
-		// The cache listed xorbs this remote does not hold (recreated, or restored from an older
-		// backup); the session made it forget them. Once more without it: the data is sent again.
-		x.o.Log.Warn().Err(err).Str("oid", obj.Oid).Msg("upload: the shard cache is stale for this remote; uploading again without it")
+	if errors.As(err, &stale) {
+		// The shard named xorbs this remote does not hold: the cache listed them (the remote was
+		// recreated, or restored from an older backup), or the remote's gc removed ones this upload
+		// sent before its shard came. Once more without the cache: the data is sent again.
+		x.o.Log.Warn().Err(err).Str("oid", obj.Oid).Msg("upload: the remote lacks xorbs the shard names; uploading again without the shard cache")
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return Result{}, fmt.Errorf("reading the file to upload: %w", err)
 		}

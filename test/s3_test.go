@@ -1,13 +1,17 @@
 package test
 
 import (
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,4 +158,170 @@ func TestS3InstanceKilledMidPush(t *testing.T) {
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
+	collectOrphans(t, e, s3, work, remote, xorbs)
+}
+
+// collectOrphans leaves orphaned xorbs in the bucket (a push killed -9 after its first xorb, never
+// retried), then runs `xet-server gc` twice past a short grace period: the orphans are moved to
+// the trash, then deleted, and nothing referenced is; the store checks clean, everything pushed
+// clones, and pushing the killed version again stores its xorbs anew.
+func collectOrphans(t *testing.T, e *env, s3 *s3test.Server, work, remote string, xorbs func() int) {
+	referenced := xorbs()
+	writeFile(t, filepath.Join(work, "orphan.bin"), testutil.RandomBytes(150<<20, 62))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "killed")
+	push, out := startPush(t, e, work)
+	if !waitFor(120*time.Second, func() bool { return xorbs() > referenced }) {
+		killPush(push)
+		t.Fatalf("no xorb of the second file reached the bucket\n%s", out.String())
+	}
+	killPush(push)
+	orphans := xorbs() - referenced
+	gc := func() string {
+		time.Sleep(2 * time.Second) // past the grace period
+		cmd := exec.Command(filepath.Join(binDir, "xet-server"), "gc", "--storage", s3.URL("cas"), "--grace", "1s", "--unsafe-grace")
+		cmd.Env = append(os.Environ(), serverEnv...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("gc: %v\n%s", err, b)
+		}
+		t.Logf("gc: %s", b)
+		return string(b)
+	}
+	if rep := gc(); !strings.Contains(rep, fmt.Sprintf("moved to trash %d ", orphans)) {
+		t.Fatalf("the first gc did not move the %d orphaned xorbs to the trash", orphans)
+	}
+	if rep := gc(); !strings.Contains(rep, fmt.Sprintf("deleted from trash %d ", orphans)) {
+		t.Fatalf("the second gc did not delete the %d orphaned xorbs", orphans)
+	}
+	if n := xorbs(); n != referenced {
+		t.Fatalf("%d xorbs left after gc, want the %d referenced", n, referenced)
+	}
+	fsck := exec.Command(filepath.Join(binDir, "xet-server"), "fsck", "--storage", s3.URL("cas"))
+	fsck.Env = append(os.Environ(), serverEnv...)
+	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
+		t.Fatalf("fsck after gc: %v\n%s", err, b)
+	}
+	e.git(work, "push", "-q", "origin", "main")
+	clone := filepath.Join(e.home, "clone-after-gc")
+	e.git("", "clone", "-q", remote, clone)
+	if n := sameTree(t, work, clone); n != 4 { // big.bin, orphan.bin, .gitattributes, .lfsconfig
+		t.Fatalf("compared %d files after gc, want 4", n)
+	}
+}
+
+// gc running in a loop (a 1 s grace period) while 3 pushers push new versions in a loop for 60 s
+// through two instances over one bucket: every push succeeds, every version of every repository
+// clones byte-identical, and the store checks clean. Versions share a block, so pushes dedupe
+// against each other's xorbs while gc moves and deletes what is not yet referenced.
+func TestGCDuringPushes(t *testing.T) {
+	needLinux(t)
+	buildServer(t)
+	s3 := s3test.Start(t)
+	serverEnv = s3.Env()
+	t.Cleanup(func() { serverEnv = nil })
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("5a4b3c2d1e0f5a4b3c2d1e0f5a4b3c2d1e0f5a4b3c2d1e0f5a4b3c2d1e0f5a4b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var backends []string
+	for range 2 {
+		addr := freeAddr(t)
+		startServerProcess(t, addr, t.TempDir(), "--storage", s3.URL("cas"), "--secret-file", secret)
+		backends = append(backends, "http://"+addr)
+	}
+	var ranges atomic.Int64
+	lb := roundRobin(t, backends, &ranges)
+	e := newEnv(t)
+	e.install()
+	shared := testutil.RandomBytes(3<<20, 70)
+	type pusher struct{ work, remote string }
+	var pushers []pusher
+	for i := range 3 {
+		work, remote := filepath.Join(e.home, fmt.Sprintf("work%d", i)), filepath.Join(e.home, fmt.Sprintf("remote%d.git", i))
+		e.git("", "init", "-q", "--bare", remote)
+		e.newRepo(work, "*.bin")
+		writeFile(t, filepath.Join(work, ".lfsconfig"), []byte(fmt.Sprintf("[lfs]\n\turl = %s/team/gc%d.git/info/lfs\n\tlocksverify = false\n", lb, i)))
+		e.git(work, "remote", "add", "origin", remote)
+		pushers = append(pushers, pusher{work, remote})
+	}
+	stop := time.Now().Add(60 * time.Second)
+	errs := make(chan error, 4)
+	var pushes, gcs atomic.Int64
+	for i, p := range pushers {
+		go func() {
+			errs <- pushLoop(e, p.work, i, shared, stop, &pushes)
+		}()
+	}
+	var gcOut strings.Builder
+	go func() {
+		errs <- gcLoop(s3, stop, &gcs, &gcOut)
+	}()
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("%d pushes and %d gc runs in 60 s; gc moved/deleted/restored %s xorbs; %d uploads sent again because gc had removed their xorbs",
+		pushes.Load(), gcs.Load(), gcOut.String(), len(e.logLines("the remote lacks xorbs the shard names")))
+	if t.Failed() {
+		return
+	}
+	if pushes.Load() < 6 || gcs.Load() < 5 {
+		t.Fatalf("%d pushes and %d gc runs: too few to show anything", pushes.Load(), gcs.Load())
+	}
+	for i, p := range pushers {
+		clone := filepath.Join(e.home, fmt.Sprintf("clone%d", i))
+		e.git("", "clone", "-q", p.remote, clone)
+		sameTree(t, p.work, clone)
+	}
+	fsck := exec.Command(filepath.Join(binDir, "xet-server"), "fsck", "--storage", s3.URL("cas"))
+	fsck.Env = append(os.Environ(), serverEnv...)
+	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
+		t.Fatalf("fsck after the pushes and gc: %v\n%s", err, b)
+	}
+}
+
+// pushLoop adds a version (a new file: the shared block, then its own bytes) and pushes it, until
+// stop.
+func pushLoop(e *env, work string, id int, shared []byte, stop time.Time, pushes *atomic.Int64) error {
+	for v := 0; time.Now().Before(stop); v++ {
+		data := append(append([]byte(nil), shared...), testutil.RandomBytes(2<<20+v*4096, uint64(1000*id+v))...)
+		if err := os.WriteFile(filepath.Join(work, fmt.Sprintf("v%03d.bin", v)), data, 0o644); err != nil {
+			return err
+		}
+		for _, args := range [][]string{{"add", "."}, {"commit", "-q", "-m", fmt.Sprint(v)}, {"push", "-q", "origin", "main"}} {
+			if out, err := e.cmd(work, "git", args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("pusher %d, version %d: git %s: %v\n%s", id, v, args[0], err, out)
+			}
+		}
+		pushes.Add(1)
+	}
+	return nil
+}
+
+var gcReport = regexp.MustCompile(`moved to trash (\d+) .* deleted from trash (\d+) .* restored from trash (\d+)`)
+
+// gcLoop runs `xet-server gc` with a 1 s grace period, back to back, until stop, and sums the lines
+// of its reports that moved, deleted or restored anything.
+func gcLoop(s3 *s3test.Server, stop time.Time, runs *atomic.Int64, out *strings.Builder) error {
+	var trashed, deleted, restored int
+	for time.Now().Before(stop) {
+		cmd := exec.Command(filepath.Join(binDir, "xet-server"), "gc", "--storage", s3.URL("cas"), "--grace", "1s", "--unsafe-grace")
+		cmd.Env = append(os.Environ(), serverEnv...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("gc: %v\n%s", err, b)
+		}
+		if m := gcReport.FindStringSubmatch(string(b)); m != nil {
+			tr, _ := strconv.Atoi(m[1])
+			d, _ := strconv.Atoi(m[2])
+			r, _ := strconv.Atoi(m[3])
+			trashed, deleted, restored = trashed+tr, deleted+d, restored+r
+		}
+		runs.Add(1)
+		time.Sleep(500 * time.Millisecond)
+	}
+	fmt.Fprintf(out, "%d/%d/%d", trashed, deleted, restored)
+	return nil
 }

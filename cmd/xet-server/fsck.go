@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/rs/zerolog"
+
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -16,17 +18,29 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("xet-server fsck", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var o store.FsckOptions
+	var f serveFlags
+	fl.StringVar(&f.storage, "storage", "", "check this storage (as serve's --storage, e.g. s3://BUCKET/PREFIX) instead of DATA-DIR/cas")
 	fl.BoolVar(&o.CleanTemp, "clean-temp", false, "also remove temp files older than an hour (left by writers that were killed)")
 	fl.BoolVar(&o.VerifyData, "verify-data", false, "read every xorb whole and check its chunks, not only its footer")
 	fl.BoolVar(&o.Repair, "repair", false, "with --verify-data: move damaged xorbs aside (run with the server stopped); pushing the files that use them stores them again")
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: xet-server fsck [--clean-temp] [--verify-data [--repair]] DATA-DIR")
+		fmt.Fprintln(stderr, "usage: xet-server fsck [--clean-temp] [--verify-data [--repair]] (DATA-DIR | --storage URL)")
 	}
-	if err := fl.Parse(args); err != nil || fl.NArg() != 1 {
+	if err := fl.Parse(args); err != nil || (fl.NArg() == 1) == (f.storage != "") || fl.NArg() > 1 {
 		fl.Usage()
 		return 2
 	}
-	report, ok, err := store.Fsck(context.Background(), filepath.Join(fl.Arg(0), "cas"), o)
+	var report string
+	var ok bool
+	var err error
+	if f.storage == "" {
+		report, ok, err = store.Fsck(context.Background(), filepath.Join(fl.Arg(0), "cas"), o)
+	} else {
+		var st *store.Store
+		if st, _, err = openStorage(&f, zerolog.New(stderr).Level(zerolog.WarnLevel)); err == nil {
+			report, ok, err = st.Fsck(context.Background(), f.storage, o)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "xet-server fsck:", err)
 		return 1

@@ -219,9 +219,14 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (report string, ok 
 	if err != nil {
 		return "", false, err
 	}
+	return s.Fsck(ctx, dir, opts)
+}
+
+// Fsck is the package's Fsck on an open store (any backend); label names it in the report.
+func (s *Store) Fsck(ctx context.Context, label string, opts FsckOptions) (report string, ok bool, err error) {
 	var b strings.Builder
-	if fb, ok := s.be.(*FSBackend); ok && opts.CleanTemp {
-		n, err := fb.CleanTemp(time.Hour)
+	if c, ok := s.be.(interface{ CleanTemp(time.Duration) (int, error) }); ok && opts.CleanTemp {
+		n, err := c.CleanTemp(time.Hour)
 		if err != nil {
 			return "", false, err
 		}
@@ -236,7 +241,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (report string, ok 
 			return "", false, err
 		}
 	}
-	b.WriteString(dir + ": " + r.String())
+	b.WriteString(label + ": " + r.String())
 	return b.String(), len(r.Problems) == 0, nil
 }
 

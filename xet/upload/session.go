@@ -32,17 +32,19 @@ type ShardCache interface {
 	Forget(xorbs []hash.Hash) (int, error)
 }
 
-// StaleError: the CAS refused a shard because it does not hold xorbs the session deduplicated
-// against (the shard cache promised them; the remote was recreated or restored from an older
-// backup). The session has told the cache to forget them; uploading the files again in a new
-// session without the cache succeeds.
+// StaleError: the CAS refused a shard because it does not hold xorbs the shard names: ones the
+// session deduplicated against (the shard cache promised them; the remote was recreated or
+// restored from an older backup), or ones it uploaded itself that are gone by the time the shard
+// came (the CAS's garbage collection removed them: an upload resumed after its grace period). The
+// session has told the cache to forget them; uploading the files again in a new session without
+// the cache succeeds.
 type StaleError struct {
 	Missing []hash.Hash
 	Err     error
 }
 
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("the CAS does not hold %d xorb(s) the shard cache listed (first %s): %v", len(e.Missing), e.Missing[0], e.Err)
+	return fmt.Sprintf("the CAS does not hold %d xorb(s) the shard names (first %s): %v", len(e.Missing), e.Missing[0], e.Err)
 }
 
 func (e *StaleError) Unwrap() error { return e.Err }
@@ -50,24 +52,20 @@ func (e *StaleError) Unwrap() error { return e.Err }
 // maxStaleChecks bounds the xorbs asked about after a refused shard.
 const maxStaleChecks = 256
 
-// stale asks the CAS about the xorbs sh's files use but sh does not list, after the CAS refused
-// sh with err; it returns a *StaleError (the cache told to forget them) when some are missing,
-// else nil.
+// stale asks the CAS about the xorbs sh's files use, after the CAS refused sh with err; it returns
+// a *StaleError (the cache told to forget them) when some are missing, else nil.
 func (s *Session) stale(ctx context.Context, sh *shard.Shard, err error) error {
 	if retry.IsRetryable(err) || ctx.Err() != nil {
 		return nil
 	}
-	listed := make(map[hash.Hash]bool, len(sh.Xorbs))
-	for _, x := range sh.Xorbs {
-		listed[x.Hash] = true
-	}
+	asked := make(map[hash.Hash]bool)
 	var missing []hash.Hash
 	for _, f := range sh.Files {
 		for _, t := range f.Terms {
-			if listed[t.Xorb] || len(listed) > len(sh.Xorbs)+maxStaleChecks {
+			if asked[t.Xorb] || len(asked) >= maxStaleChecks {
 				continue
 			}
-			listed[t.Xorb] = true
+			asked[t.Xorb] = true
 			if has, herr := s.cfg.CAS.HasXorb(ctx, t.Xorb); herr == nil && !has {
 				missing = append(missing, t.Xorb)
 			}
