@@ -81,8 +81,10 @@ type FSBackend struct {
 	root  string
 	packs *packSet // nil where packs are unsupported (no flock)
 
-	wmu sync.Mutex
-	w   *packWriter // claimed on the first packed write
+	wmu    sync.Mutex
+	w      *packWriter // claimed on the first packed write, given up after writerIdle unused
+	wUsers int         // writes between writer() and doneWriter()
+	wIdle  *time.Timer
 }
 
 // NewFSBackend returns a backend on root, creating root and root/tmp.
@@ -298,6 +300,9 @@ func (b *FSBackend) Open(ctx context.Context, name string) (Blob, error) {
 		return nil, err
 	}
 	if b.packs != nil {
+		if err := b.packs.fresh(); err != nil {
+			return nil, err
+		}
 		if l, ok := b.packs.get(name); ok {
 			return l.blob(), nil
 		}

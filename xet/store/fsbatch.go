@@ -67,41 +67,66 @@ func (b *FSBackend) createPacked(blobs []NewBlob) ([]bool, error) {
 		if err == nil {
 			err = w.sync(seq)
 		}
+		b.doneWriter(w, err != nil)
 		if err == nil {
 			return created, nil
 		}
-		b.dropWriter(w)
 		if attempt > 0 {
 			return nil, err
 		}
 	}
 }
 
-// writer returns the pack writer, claiming a pack when there is none or the last one is full.
+// writerIdle: a pack writer unused this long gives its pack up (so that gc can rewrite it); the
+// next write claims a pack again.
+const writerIdle = 10 * time.Second
+
+// writer returns the pack writer, claiming a pack when there is none or the last one is full. The
+// caller calls doneWriter when its write is durable or failed.
 func (b *FSBackend) writer() (*packWriter, error) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	if b.w != nil && !b.w.done() {
-		return b.w, nil
-	}
-	if b.w != nil {
+	if b.w != nil && b.w.done() {
 		b.w.close()
 		b.w = nil
 	}
-	w, err := claimPack(b.packs)
-	if err != nil {
-		return nil, err
+	if b.w == nil {
+		w, err := claimPack(b.packs)
+		if err != nil {
+			return nil, err
+		}
+		b.w = w
 	}
-	b.w = w
-	return w, nil
+	b.wUsers++
+	return b.w, nil
 }
 
-// dropWriter gives up a writer whose write failed (the next claim of its pack cuts what it left).
-func (b *FSBackend) dropWriter(w *packWriter) {
+// doneWriter ends a use of writer w; failed gives w up (the next claim of its pack cuts what it
+// left). The last user starts the idle countdown.
+func (b *FSBackend) doneWriter(w *packWriter, failed bool) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	if b.w == w {
+	b.wUsers--
+	if failed && b.w == w {
 		w.close()
+		b.w = nil
+	}
+	if b.wUsers > 0 || b.w == nil {
+		return
+	}
+	if b.wIdle == nil {
+		b.wIdle = time.AfterFunc(writerIdle, b.releaseIdle)
+	} else {
+		b.wIdle.Reset(writerIdle)
+	}
+}
+
+// releaseIdle gives up the pack of a writer no one used for writerIdle.
+func (b *FSBackend) releaseIdle() {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	if b.wUsers == 0 && b.w != nil {
+		b.w.close()
 		b.w = nil
 	}
 }
@@ -109,6 +134,9 @@ func (b *FSBackend) dropWriter(w *packWriter) {
 // existing reports which blobs are stored, packed or as files, reading the packs' new index entries
 // at most once.
 func (b *FSBackend) existing(blobs []NewBlob) ([]bool, error) {
+	if err := b.packs.fresh(); err != nil {
+		return nil, err
+	}
 	stored := make([]bool, len(blobs))
 	missing := 0
 	for i, nb := range blobs {
@@ -142,6 +170,9 @@ func (b *FSBackend) existing(blobs []NewBlob) ([]bool, error) {
 // exists reports whether name is stored, packed or as a file.
 func (b *FSBackend) exists(name string) (bool, error) {
 	if b.packs != nil {
+		if err := b.packs.fresh(); err != nil {
+			return false, err
+		}
 		if _, ok := b.packs.get(name); ok {
 			return true, nil
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +32,8 @@ import (
 // and restores the xorb; readers that miss a xorb look in trash/ too (restoreXorb). The grace
 // period also protects a xorb uploaded for a shard still in flight.
 //
-// FSBackend's small blobs live in pack files that are not rewritten: unreferenced packed xorbs
-// (at most 1 MiB each) are counted in the report and kept.
+// FSBackend's small blobs live in pack files: gc moves and deletes them by rewriting their packs
+// (SweepPacked). A pack a running writer holds is left for a later run (counted as Busy).
 
 // RegisterWithin bounds the time from a registration's check that its xorbs exist to the write of
 // its records (see Collect). The grace period of gc must exceed it.
@@ -59,8 +60,7 @@ type GCReport struct {
 	Deleted           int   // trash entries deleted for good
 	DeletedBytes      int64 //
 	Restored          int   // trash entries a file record names again: moved back
-	Packed            int   // unreferenced packed xorbs: kept (packs are not rewritten)
-	PackedBytes       int64 //
+	Busy              int   // due, but in a pack a running writer holds: left for a later run
 	DryRun            bool
 }
 
@@ -71,10 +71,22 @@ func (r *GCReport) String() string {
 		verb = " (dry run: nothing changed)"
 	}
 	return fmt.Sprintf("%d xorbs, %d referenced, %d unreferenced within the grace period; moved to trash %d (%d bytes); "+
-		"deleted from trash %d (%d bytes); restored from trash %d; unreferenced in packs, kept %d (%d bytes)%s",
-		r.Xorbs, r.Referenced, r.Young, r.Trashed, r.TrashedBytes, r.Deleted, r.DeletedBytes, r.Restored,
-		r.Packed, r.PackedBytes, verb)
+		"deleted from trash %d (%d bytes); restored from trash %d; left in packs in use %d%s",
+		r.Xorbs, r.Referenced, r.Young, r.Trashed, r.TrashedBytes, r.Deleted, r.DeletedBytes, r.Restored, r.Busy, verb)
 }
+
+// gcStep is one thing a run does to one blob.
+type gcStep struct {
+	blob BlobInfo
+	to   string // new name; "" deletes
+	kind int    // stepTrash, stepDelete, stepRestore
+}
+
+const (
+	stepTrash = iota
+	stepDelete
+	stepRestore
+)
 
 // Collect runs garbage collection (see above). The store's backend must be a Sweeper. An
 // unreadable file record stops it before anything is moved: what it names cannot be known.
@@ -89,8 +101,7 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 	if opts.Grace <= RegisterWithin && !opts.Unsafe {
 		return nil, fmt.Errorf("gc: a grace period of %v is not above the %v a registration may take", opts.Grace, RegisterWithin)
 	}
-	start := s.now()
-	cutoff := start.Add(-opts.Grace)
+	cutoff := s.now().Add(-opts.Grace)
 	trash, err := sw.ListInfo(ctx, trashPrefix+"xorbs/")
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
@@ -100,7 +111,8 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 		return nil, err
 	}
 	r := &GCReport{DryRun: opts.DryRun}
-	if err := s.emptyTrash(ctx, sw, trash, refs, cutoff, r); err != nil {
+	steps, err := s.trashSteps(ctx, trash, refs, cutoff)
+	if err != nil {
 		return r, err
 	}
 	xorbs, err := sw.ListInfo(ctx, "xorbs/")
@@ -108,9 +120,6 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 		return r, fmt.Errorf("gc: %w", err)
 	}
 	for _, x := range xorbs {
-		if err := ctx.Err(); err != nil {
-			return r, err
-		}
 		kind, h, ok := classify(x.Name)
 		if !ok || kind != "xorbs" {
 			continue // fsck reports foreign names
@@ -119,57 +128,113 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 		switch {
 		case refs[h]:
 			r.Referenced++
-		case x.Packed:
-			r.Packed++
-			r.PackedBytes += x.Size
 		case !x.ModTime.Before(cutoff):
 			r.Young++
 		default:
-			if !opts.DryRun {
-				err := sw.Move(ctx, x.Name, trashPrefix+x.Name)
-				if errors.Is(err, ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return r, fmt.Errorf("gc: %w", err)
-				}
-				s.meta.drop(h)
-			}
+			steps = append(steps, gcStep{x, trashPrefix + x.Name, stepTrash})
+		}
+	}
+	if !opts.DryRun {
+		if steps, err = s.applySteps(ctx, sw, steps, r); err != nil {
+			return r, err
+		}
+	}
+	for _, st := range steps {
+		switch st.kind {
+		case stepTrash:
 			r.Trashed++
-			r.TrashedBytes += x.Size
+			r.TrashedBytes += st.blob.Size
+		case stepDelete:
+			r.Deleted++
+			r.DeletedBytes += st.blob.Size
+		case stepRestore:
+			r.Restored++
 		}
 	}
 	s.log.Info().Str("report", r.String()).Msg("gc done")
 	return r, nil
 }
 
-// emptyTrash is step 2: trash entries older than cutoff are deleted, or moved back when referenced.
-func (s *Store) emptyTrash(ctx context.Context, sw Sweeper, trash []BlobInfo, refs map[hash.Hash]bool, cutoff time.Time, r *GCReport) error {
+// trashSteps is step 2: trash entries older than cutoff are deleted, and referenced ones moved back
+// (or dropped, when the xorb was stored again meanwhile).
+func (s *Store) trashSteps(ctx context.Context, trash []BlobInfo, refs map[hash.Hash]bool, cutoff time.Time) ([]gcStep, error) {
+	var steps []gcStep
 	for _, t := range trash {
 		name := strings.TrimPrefix(t.Name, trashPrefix)
 		kind, h, ok := classify(name)
 		if !ok || kind != "xorbs" {
 			continue
 		}
-		var err error
 		switch {
 		case refs[h]:
-			if !r.DryRun {
-				err = sw.Move(ctx, t.Name, name)
+			stored, err := s.be.Exists(ctx, name)
+			if err != nil {
+				return nil, fmt.Errorf("gc: %w", err)
 			}
-			r.Restored++
+			to := name
+			if stored {
+				to = ""
+			}
+			steps = append(steps, gcStep{t, to, stepRestore})
 		case t.ModTime.Before(cutoff):
-			if !r.DryRun {
-				err = sw.Delete(ctx, t.Name)
-			}
-			r.Deleted++
-			r.DeletedBytes += t.Size
-		}
-		if err != nil && !errors.Is(err, ErrNotFound) { // gone: a reader restored it meanwhile
-			return fmt.Errorf("gc: %w", err)
+			steps = append(steps, gcStep{t, "", stepDelete})
 		}
 	}
-	return nil
+	return steps, nil
+}
+
+// applySteps moves and deletes; it returns the steps done (packed ones in a busy pack are not).
+func (s *Store) applySteps(ctx context.Context, sw Sweeper, steps []gcStep, r *GCReport) ([]gcStep, error) {
+	var done []gcStep
+	packed := map[string]gcStep{}
+	var changes []PackChange
+	for _, st := range steps {
+		if st.blob.Packed {
+			packed[st.blob.Name] = st
+			changes = append(changes, PackChange{st.blob.Name, st.to})
+			continue
+		}
+		var err error
+		if st.to == "" {
+			err = sw.Delete(ctx, st.blob.Name)
+		} else {
+			err = sw.Move(ctx, st.blob.Name, st.to)
+		}
+		if errors.Is(err, ErrNotFound) {
+			continue // a reader restored it, or another gc run got there first
+		}
+		if err != nil {
+			return done, fmt.Errorf("gc: %w", err)
+		}
+		done = append(done, st)
+		s.dropMeta(st.blob.Name)
+	}
+	if len(changes) == 0 {
+		return done, nil
+	}
+	ps, ok := sw.(interface {
+		SweepPacked(context.Context, []PackChange) ([]PackChange, error)
+	})
+	if !ok {
+		return done, errors.New("gc: packed blobs on a backend that cannot rewrite packs")
+	}
+	applied, err := ps.SweepPacked(ctx, changes)
+	for _, c := range applied {
+		done = append(done, packed[c.Name])
+		s.dropMeta(c.Name)
+	}
+	r.Busy = len(changes) - len(applied)
+	if err != nil {
+		return done, fmt.Errorf("gc: %w", err)
+	}
+	return done, nil
+}
+
+// dropMeta forgets the cached footer of a xorb gc moved.
+func (s *Store) dropMeta(name string) {
+	if kind, h, ok := classify(strings.TrimPrefix(name, trashPrefix)); ok && kind == "xorbs" {
+		s.meta.drop(h)
+	}
 }
 
 // referencedXorbs reads every file record and returns the xorbs their terms name.
@@ -220,6 +285,12 @@ func (s *Store) restoreXorb(ctx context.Context, h hash.Hash) (bool, error) {
 		return false, nil
 	}
 	err := sw.Move(ctx, trashPrefix+xorbName(h), xorbName(h))
+	if errors.Is(err, ErrPacked) { // copied back; the next gc drops the trash copy
+		var b []byte
+		if b, err = s.readEntry(ctx, trashPrefix+xorbName(h)); err == nil {
+			_, err = s.be.Create(ctx, xorbName(h), bytes.NewReader(b))
+		}
+	}
 	switch {
 	case err == nil:
 		s.log.Warn().Str("xorb", h.String()).Msg("xorb restored from gc's trash")

@@ -124,7 +124,7 @@ func TestPackTornTail(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, dir)
 	writeBlobs(t, b, 0, 50)
-	b.dropWriter(b.w) // the "process" dies: its lock goes
+	b.releaseIdle() // the "process" dies: its lock goes
 	pack, idx := packFiles(t, dir, packExt)[0], packFiles(t, dir, idxExt)[0]
 	before, _ := os.Stat(pack)
 	appendFile(t, pack, appendRecord(nil, blobName(50), blobData(50))[:30])
@@ -150,7 +150,7 @@ func TestPackIndexLagsRecords(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, dir)
 	writeBlobs(t, b, 0, 40)
-	b.dropWriter(b.w)
+	b.releaseIdle()
 	idx := packFiles(t, dir, idxExt)[0]
 	ib, _ := os.ReadFile(idx)
 	es, _ := parseIndex(ib[len(idxMagic):])

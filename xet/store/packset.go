@@ -134,6 +134,23 @@ func (ps *packSet) openNew() error {
 	if err != nil {
 		return fmt.Errorf("store: packs: %w", err)
 	}
+	listed := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), idxExt); ok {
+			listed[id] = true
+		}
+	}
+	var gone []string
+	for id := range ps.packs {
+		if !listed[id] {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		if err := ps.dropLocked(gone); err != nil {
+			return err
+		}
+	}
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), idxExt)
 		if !ok || ps.packs[id] != nil {
@@ -150,6 +167,45 @@ func (ps *packSet) openNew() error {
 	}
 	return nil
 }
+
+// dropLocked forgets packs gc removed (their blobs were written to other packs first) and indexes
+// the remaining packs again from the start, so that every name points at a pack that exists. The
+// dropped packs' files are closed a minute later, after reads in flight. ps.mu is held.
+func (ps *packSet) dropLocked(ids []string) error {
+	var old []*packReader
+	for _, id := range ids {
+		if r := ps.packs[id]; r != nil {
+			old = append(old, r)
+			delete(ps.packs, id)
+		}
+	}
+	ps.entries = make(map[string]packLoc, len(ps.entries))
+	for _, r := range ps.packs {
+		r.idxOff = int64(len(idxMagic))
+		if err := ps.tail(r); err != nil {
+			return err
+		}
+	}
+	time.AfterFunc(time.Minute, func() {
+		for _, r := range old {
+			r.pack.Close()
+			r.idx.Close()
+		}
+	})
+	return nil
+}
+
+// fresh refreshes when the last refresh is over packStaleness old: a process notices packs gc
+// removed (and what they held) within that time, even when all its lookups hit.
+func (ps *packSet) fresh() error {
+	if time.Now().UnixNano()-ps.refreshedAt.Load() < int64(packStaleness) {
+		return nil
+	}
+	return ps.refresh()
+}
+
+// packStaleness bounds how long a process may go on finding a blob gc removed from a pack.
+const packStaleness = time.Second
 
 func openPackReader(dir, id string) (*packReader, error) {
 	if err := repairIfIdle(dir, id); err != nil {

@@ -150,6 +150,12 @@ func newPack(set *packSet) (*packWriter, error) {
 // and returns, per blob, whether this call wrote it, and the sequence number to sync up to before
 // any of them may be reported.
 func (w *packWriter) append(blobs []NewBlob, stored []bool) ([]bool, uint64, error) {
+	return w.appendRecords(blobs, stored, false)
+}
+
+// appendRecords is append; with force it also writes blobs indexed already (gc moving them out of
+// a pack it rewrites), but still not a name another caller is writing.
+func (w *packWriter) appendRecords(blobs []NewBlob, stored []bool, force bool) ([]bool, uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -164,7 +170,7 @@ func (w *packWriter) append(blobs []NewBlob, stored []bool) ([]bool, uint64, err
 			wait = max(wait, seq)
 			continue
 		}
-		if _, ok := w.set.get(b.Name); ok || stored[i] { // get: another caller's batch just published it
+		if _, ok := w.set.get(b.Name); (ok || stored[i]) && !force { // get: another caller's batch just published it
 			continue
 		}
 		start := int64(len(buf))

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// PackChange is what gc does to one packed blob: rename it (To) or drop it (To empty).
+type PackChange struct {
+	Name, To string
+}
+
+// sweepBatchBytes bounds the live data a pack rewrite holds in memory at once.
+const sweepBatchBytes = 64 << 20
+
+// SweepPacked applies changes to packed blobs by rewriting the packs that hold them: every other
+// blob of such a pack, and the renamed ones under their new names, are written to this process's
+// pack and made durable, then the old pack is removed. A pack another writer holds (a running
+// server's current pack) is left for a later run; applied lists the changes made. Other processes notice a
+// removed pack within packStaleness (their reads of it go on working meanwhile: the files stay
+// open). A crash part-way leaves blobs in two packs (harmless) or a .pack without its index,
+// which CleanTemp removes.
+func (b *FSBackend) SweepPacked(ctx context.Context, changes []PackChange) (applied []PackChange, err error) {
+	if b.packs == nil || len(changes) == 0 {
+		return nil, nil
+	}
+	byPack := map[string]map[string]string{}
+	for _, c := range changes {
+		l, ok, err := b.packs.lookup(c.Name)
+		if err != nil {
+			return applied, err
+		}
+		if !ok {
+			continue
+		}
+		if byPack[l.r.id] == nil {
+			byPack[l.r.id] = map[string]string{}
+		}
+		byPack[l.r.id][c.Name] = c.To
+	}
+	// Every pack to rewrite is locked before anything is written, so that the writer this process
+	// claims for the rewritten blobs is none of them.
+	var locked []*lockedPack
+	defer func() {
+		for _, lp := range locked {
+			lp.pack.Close()
+			lp.idx.Close() // the lock goes with idx
+		}
+	}()
+	for id, change := range byPack {
+		pack, idx, _, idxEnd, err := lockAndRecover(b.packs.dir, id)
+		if err != nil {
+			return nil, err
+		}
+		if pack != nil {
+			locked = append(locked, &lockedPack{id, pack, idx, idxEnd, change})
+		}
+	}
+	for _, lp := range locked {
+		if err := ctx.Err(); err != nil {
+			return applied, err
+		}
+		done, err := b.rewritePack(ctx, lp)
+		if err != nil {
+			return applied, err
+		}
+		applied = append(applied, done...)
+	}
+	return applied, nil
+}
+
+// lockedPack is a pack SweepPacked holds, and what to change in it.
+type lockedPack struct {
+	id        string
+	pack, idx *os.File
+	idxEnd    int64
+	change    map[string]string
+}
+
+// rewritePack rewrites a locked pack without the blobs its change drops and with those it renames
+// under their new names.
+func (b *FSBackend) rewritePack(ctx context.Context, lp *lockedPack) ([]PackChange, error) {
+	id, pack, change := lp.id, lp.pack, lp.change
+	ib := make([]byte, lp.idxEnd)
+	if _, err := lp.idx.ReadAt(ib, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("store: rewriting pack %s: %w", id, err)
+	}
+	es, _ := parseIndex(ib[len(idxMagic):])
+	var applied []PackChange
+	seen := map[string]bool{}
+	var batch []NewBlob
+	var batchBytes int64
+	for i, e := range es {
+		if seen[e.name] {
+			continue
+		}
+		seen[e.name] = true
+		name := e.name
+		if to, ok := change[e.name]; ok {
+			applied = append(applied, PackChange{e.name, to})
+			if to == "" {
+				continue
+			}
+			name = to
+		}
+		data := make([]byte, e.n)
+		if _, err := pack.ReadAt(data, e.off); err != nil {
+			return nil, fmt.Errorf("store: rewriting pack %s: %s: %w", id, e.name, err)
+		}
+		if crc32.Checksum(data, crcTable) != e.crc {
+			return nil, fmt.Errorf("store: rewriting pack %s: %s is damaged on disk (run fsck); the pack was kept", id, e.name)
+		}
+		batch, batchBytes = append(batch, NewBlob{name, data}), batchBytes+e.n
+		if batchBytes >= sweepBatchBytes || i == len(es)-1 {
+			if err := b.writeForced(ctx, batch); err != nil {
+				return nil, err
+			}
+			batch, batchBytes = batch[:0], 0
+		}
+	}
+	if err := b.writeForced(ctx, batch); err != nil {
+		return nil, err
+	}
+	for _, p := range []string{filepath.Join(b.packs.dir, id+idxExt), filepath.Join(b.packs.dir, id+packExt)} {
+		if err := os.Remove(p); err != nil {
+			return nil, fmt.Errorf("store: removing rewritten pack %s: %w", id, err)
+		}
+	}
+	if err := syncDir(b.packs.dir, "packs/"+id); err != nil {
+		return nil, err
+	}
+	b.packs.mu.Lock()
+	defer b.packs.mu.Unlock()
+	return applied, b.packs.dropLocked([]string{id})
+}
+
+// writeForced writes blobs to this process's pack, indexed already or not, and waits until they
+// are durable.
+func (b *FSBackend) writeForced(ctx context.Context, blobs []NewBlob) error {
+	if len(blobs) == 0 {
+		return ctx.Err()
+	}
+	w, err := b.writer()
+	if err != nil {
+		return err
+	}
+	_, seq, err := w.appendRecords(blobs, make([]bool, len(blobs)), true)
+	if err == nil {
+		err = w.sync(seq)
+	}
+	b.doneWriter(w, err != nil)
+	return err
+}
