@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -223,4 +227,60 @@ func TestServeCleansOldTempFiles(t *testing.T) {
 	if _, err := os.Stat(young); err != nil {
 		t.Fatalf("a young temp file was removed: %v", err)
 	}
+}
+
+// Bad S3 settings stop the server at start-up with one line saying what to fix, within seconds:
+// a missing bucket, refused credentials, an endpoint that does not answer, and a clock the
+// service refuses (from a stand-in answering as S3 does: versitygw cannot be told to).
+func TestS3BadConfiguration(t *testing.T) {
+	srv := s3test.Start(t)
+	skewed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>RequestTimeTooSkewed</Code>`+
+			`<Message>The difference between the request time and the current time is too large.</Message></Error>`)
+	}))
+	defer skewed.Close()
+	closed := "http://" + freePort(t)
+	for _, c := range []struct {
+		name, endpoint, secret, bucket, want string
+	}{
+		{"missing bucket", srv.Endpoint, srv.SecretKey, "nosuchbucket", "does not exist (create it first)"},
+		{"bad credentials", srv.Endpoint, "wrong-secret", srv.Bucket, "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
+		{"unreachable endpoint", closed, srv.SecretKey, srv.Bucket, "cannot be reached (check AWS_ENDPOINT_URL)"},
+		{"clock skew", skewed.URL, srv.SecretKey, srv.Bucket, "set the clock"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("AWS_ENDPOINT_URL", c.endpoint)
+			t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", c.secret)
+			secret := filepath.Join(t.TempDir(), "secret")
+			os.WriteFile(secret, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+			var stderr bytes.Buffer
+			start := time.Now()
+			code := run([]string{"--listen", "127.0.0.1:0", "--data", t.TempDir(), "--secret-file", secret, "--storage", "s3://" + c.bucket + "/cas"},
+				nil, &bytes.Buffer{}, &stderr)
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if code == 0 || len(lines) != 1 || !strings.Contains(lines[0], c.want) || !strings.HasPrefix(lines[0], "xet-server: ") {
+				t.Fatalf("exit %d; stderr (want one line with %q):\n%s", code, c.want, stderr.String())
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("took %v to say so", d)
+			}
+			if strings.Contains(stderr.String(), c.secret) {
+				t.Error("the secret key is in the message")
+			}
+		})
+	}
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }

@@ -74,7 +74,9 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	}
 	defer closeLog()
 	if err := serve(f, log, ready); err != nil {
-		log.Error().Err(err).Msg("xet-server stopped")
+		if f.logFile != "" { // on stderr, the line below says it once
+			log.Error().Err(err).Msg("xet-server stopped")
+		}
 		fmt.Fprintln(stderr, "xet-server:", err)
 		return 1
 	}

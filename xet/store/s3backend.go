@@ -87,18 +87,53 @@ func NewS3Backend(ctx context.Context, cfg S3Config, bucket, prefix string) (*S3
 		&credentials.EnvAWS{},
 		&credentials.FileAWSCredentials{},
 	})
-	c, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup, Transport: cfg.Transport})
+	opts := &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup, Transport: cfg.Transport}
+	c, err := minio.New(host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("S3 client: %w", err)
 	}
-	ok, err := c.BucketExists(ctx, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("S3 bucket %s at %s: %w", bucket, host, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("S3 bucket %s at %s does not exist (create it first)", bucket, host)
+	if err := probeBucket(ctx, *opts, host, bucket); err != nil {
+		return nil, err
 	}
 	return &S3Backend{c: c, bucket: bucket, prefix: prefix}, nil
+}
+
+// probeBucket checks at start-up that the bucket is there and answers with these credentials, with
+// one retry and a deadline (the client's own retries are for a service that worked), and says
+// what to fix: the endpoint, the credentials, the clock or the bucket.
+func probeBucket(ctx context.Context, opts minio.Options, host, bucket string) error {
+	opts.MaxRetries = 1
+	c, err := minio.New(host, &opts)
+	if err != nil {
+		return fmt.Errorf("S3 client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	ok, err := c.BucketExists(ctx, bucket)
+	var er minio.ErrorResponse
+	if errors.As(err, &er) && (er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized) {
+		// A HEAD's refusal has no body: a GET says whether it was the credentials or the clock.
+		for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{MaxKeys: 1}) {
+			if o.Err != nil {
+				err = o.Err
+			}
+			break
+		}
+	}
+	switch {
+	case err == nil && !ok:
+		return fmt.Errorf("S3 bucket %s at %s does not exist (create it first)", bucket, host)
+	case err == nil:
+		return nil
+	case errors.As(err, &er) && er.Code == "RequestTimeTooSkewed":
+		return fmt.Errorf("S3 at %s refuses this machine's clock as too far from its own (%s): set the clock (NTP)", host, er.Message)
+	case errors.As(err, &er) && (er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized):
+		return fmt.Errorf("S3 at %s refused the credentials for bucket %s (%s %s): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or ~/.aws/credentials)",
+			host, bucket, er.Code, strings.TrimSuffix(er.Message, "."))
+	case errors.As(err, &er):
+		return fmt.Errorf("S3 bucket %s at %s: %s (%d %s)", bucket, host, er.Message, er.StatusCode, er.Code)
+	}
+	return fmt.Errorf("S3 endpoint %s cannot be reached (check AWS_ENDPOINT_URL): %v", host, err)
 }
 
 func (b *S3Backend) key(name string) (string, error) {
