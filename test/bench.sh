@@ -6,8 +6,14 @@
 # proxy in front of the server), and the server's store growth. Runs in a temp HOME; touches nothing
 # else. Needs go, git, git-lfs.
 #
-#   test/bench.sh            BENCH_MB=256 test/bench.sh
+# With --s3, the second run is not plain git-lfs but Xet again, against a xet-server whose CAS is
+# in an S3 bucket (a versitygw on loopback, as in the tests) instead of its data directory, and the
+# S3/filesystem ratios of push and clone are printed (needs versitygw: see .ci/run).
+#
+#   test/bench.sh            BENCH_MB=256 test/bench.sh            test/bench.sh --s3
 set -euo pipefail
+S3=""
+[ "${1:-}" = --s3 ] && S3=1
 cd "$(dirname "$0")/.."
 root=$(pwd)
 MB=${BENCH_MB:-1024}
@@ -32,17 +38,27 @@ git config --global init.defaultBranch main
 (cd "$work" && git-xet-transfer install >/dev/null)
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-proxy="" server_data=""
+if [ -n "$S3" ]; then # a real S3 server on loopback, one bucket
+  command -v versitygw >/dev/null || { echo "--s3 needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"; exit 1; }
+  s3port=$(freeport)
+  mkdir -p "$work/s3/bench"
+  versitygw --access benchkey --secret benchsecret --port "127.0.0.1:$s3port" posix "$work/s3" >"$work/s3.log" 2>&1 & pids+=($!)
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$s3port" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=benchkey AWS_SECRET_ACCESS_KEY=benchsecret
+  for _ in $(seq 100); do curl -s -o /dev/null "$AWS_ENDPOINT_URL" && break; sleep 0.1; done
+fi
+proxy="" server_data="" store_dir=""
 start_server() { # start_server NAME: a fresh xet-server (data in $work/server-NAME) behind a counting proxy
   local sport pport; sport=$(freeport); pport=$(freeport)
-  proxy="http://127.0.0.1:$pport" server_data="$work/server-$1"
-  xet-server --listen "127.0.0.1:$sport" --data "$server_data" --public-url "$proxy" --log-level error 2>"$work/server-$1.log" & pids+=($!)
+  proxy="http://127.0.0.1:$pport" server_data="$work/server-$1" store_dir="$work/server-$1/cas"
+  local storage=()
+  if [ "$1" = s3 ]; then storage=(--storage "s3://bench/$1"); store_dir="$work/s3/bench/$1"; fi
+  xet-server --listen "127.0.0.1:$sport" --data "$server_data" "${storage[@]}" --public-url "$proxy" --log-level error 2>"$work/server-$1.log" & pids+=($!)
   countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy-$1.log" & pids+=($!)
   for _ in $(seq 100); do curl -fs "$proxy/__count" >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "xet-server for $1 did not start"; cat "$work/server-$1.log"; exit 1
 }
 count() { curl -fs "$proxy/__count"; }
-storebytes() { du -sb "$server_data/cas" 2>/dev/null | cut -f1 || echo 0; }
+storebytes() { du -sb "$store_dir" 2>/dev/null | cut -f1 || echo 0; }
 
 echo "making $MB MiB of random data in $FILES files"
 mkdir -p "$work/data"
@@ -50,19 +66,21 @@ per=$((MB / FILES))
 for i in $(seq $FILES); do head -c $((per << 20)) /dev/urandom > "$work/data/f$i.bin"; done
 
 declare -a rows=()
+declare -A walls=()
 measure() { # measure LABEL COMMAND...: time it, count the proxy's bytes and the store growth
   local label=$1; shift
   read -r up0 down0 < <(count); local s0; s0=$(storebytes)
   local t0; t0=$(date +%s.%N)
   "$@" >"$work/last.log" 2>&1 || { echo "FAILED: $label"; cat "$work/last.log"; exit 1; }
   local t1; t1=$(date +%s.%N)
+  walls[$label]=$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')
   read -r up1 down1 < <(count); local s1; s1=$(storebytes)
   rows+=("$(awk -v l="$label" -v t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}') -v u=$((up1-up0)) -v d=$((down1-down0)) -v s=$((s1-s0)) \
     'BEGIN { printf "%-34s %8.2f s %10.1f MB %10.1f MB %10.1f MB %8.1f MB/s", l, t, u/1e6, d/1e6, s/1e6, (u+d)/1e6/t }')")
   echo "${rows[-1]}"
 }
 
-run() { # run MODE: xet or basic
+run() { # run MODE: xet, basic (plain git-lfs) or s3 (xet, the server's CAS on S3)
   local mode=$1 gitc=()
   [ "$mode" = basic ] && gitc=(-c lfs.basictransfersonly=true)
   local repo="$work/$mode"
@@ -93,8 +111,14 @@ run() { # run MODE: xet or basic
 
 printf '%-34s %10s %13s %13s %13s %13s\n' "" "wall" "sent" "received" "store grew" "throughput"
 run xet
-run basic
+if [ -n "$S3" ]; then run s3; else run basic; fi
 echo
 echo "summary ($(nproc) cores; bytes counted at a proxy in front of a fresh xet-server per mode on loopback):"
 printf '%-34s %10s %13s %13s %13s %13s\n' "" "wall" "sent" "received" "store grew" "throughput"
 printf '%s\n' "${rows[@]}"
+if [ -n "$S3" ]; then
+  echo "(with S3 the clone's xorb ranges go straight to the bucket with presigned URLs, past the counting proxy)"
+  for step in "push $MB MiB" clone "re-push after 1% edit"; do
+    awk -v s="${walls[s3: $step]}" -v f="${walls[xet: $step]}" -v l="$step" 'BEGIN { printf "S3 / filesystem, %-24s %.2f (%.2f s vs %.2f s)\n", l":", s/f, s, f }'
+  done
+fi

@@ -233,33 +233,51 @@ func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, e
 	h := sha256.New()
 	var buf []byte
 	for _, t := range rec.Terms {
-		m, err := s.xorbMeta(ctx, t.Xorb)
-		if err != nil {
+		var err error
+		if buf, err = s.hashTerm(ctx, h, t, buf); err != nil {
 			return [32]byte{}, err
 		}
-		f, _, err := s.OpenXorb(ctx, t.Xorb)
-		if err != nil {
-			return [32]byte{}, err
-		}
-		start, end := int64(m.recordStart(int(t.Start))), int64(m.recordStart(int(t.End)))
-		// The read buffer is sized to the term (a small file's is a few KB): a fixed 1 MiB per term
-		// was most of what a server allocated for a push of small files.
-		rr := xorb.NewRecordReader(bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), int(min(1<<20, max(4096, end-start)))))
-		for {
-			raw, _, err := rr.Next(buf[:0])
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return [32]byte{}, fmt.Errorf("xorb %s: %w", t.Xorb, err)
-			}
-			h.Write(raw)
-			buf = raw
-		}
-		f.Close()
 	}
 	return [32]byte(h.Sum(nil)), nil
+}
+
+// hashTerm writes the content of one term to h; buf is a record buffer to reuse (returned grown).
+func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byte) ([]byte, error) {
+	m, err := s.xorbMeta(ctx, t.Xorb)
+	if err != nil {
+		return buf, err
+	}
+	f, _, err := s.OpenXorb(ctx, t.Xorb)
+	if err != nil {
+		return buf, err
+	}
+	defer f.Close()
+	start, end := int64(m.recordStart(int(t.Start))), int64(m.recordStart(int(t.End)))
+	var src io.Reader = io.NewSectionReader(f, start, end-start)
+	if sec, ok := f.(interface {
+		Section(off, n int64) (io.ReadCloser, error)
+	}); ok { // an object store: one streamed GET for the term, not one per read
+		rc, err := sec.Section(start, end-start)
+		if err != nil {
+			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
+		}
+		defer rc.Close()
+		src = rc
+	}
+	// The read buffer is sized to the term (a small file's is a few KB): a fixed 1 MiB per term
+	// was most of what a server allocated for a push of small files.
+	rr := xorb.NewRecordReader(bufio.NewReaderSize(src, int(min(1<<20, max(4096, end-start)))))
+	for {
+		raw, _, err := rr.Next(buf[:0])
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
+		}
+		h.Write(raw)
+		buf = raw
+	}
 }
 
 type dedupeChunk struct{ chunk, xorb hash.Hash }

@@ -168,8 +168,12 @@ func (b *S3Backend) Create(ctx context.Context, name string, r io.Reader) (bool,
 		}
 		r, size = bytes.NewReader(data), int64(len(data))
 	}
+	// One PUT (a xorb is at most MaxXorbBodyBytes, far under S3's 5 GiB): multipart made the
+	// service assemble the parts, a second copy of every xorb. The payload stays signed (its
+	// SHA-256 in the signature): a service that keeps a body cut short by a dropped connection (an
+	// instance killed mid-PUT) then refuses it, as versitygw does not with UNSIGNED-PAYLOAD.
 	if _, err := b.c.PutObject(ctx, b.bucket, k, r, size, minio.PutObjectOptions{ContentType: "application/octet-stream",
-		DisableMultipart: size <= 64<<20 || size < 0, SendContentMd5: false}); err != nil {
+		DisableMultipart: true}); err != nil {
 		return false, fmt.Errorf("store: writing %s: %w", name, err)
 	}
 	return true, nil
@@ -304,4 +308,24 @@ func (o *s3Blob) get(off, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s at %d: %w", o.key, off, err)
 	}
 	return buf, nil
+}
+
+// Section streams n bytes at off with one ranged GET (a sequential reader of a large range, such
+// as the content check of a registration, would otherwise make one GET per ReadAt).
+func (o *s3Blob) Section(off, n int64) (io.ReadCloser, error) {
+	if o.data != nil || n == 0 {
+		return io.NopCloser(io.NewSectionReader(o, off, n)), nil
+	}
+	opts := minio.GetObjectOptions{}
+	if err := opts.SetRange(off, off+n-1); err != nil {
+		return nil, err
+	}
+	obj, err := o.b.c.GetObject(o.ctx, o.b.bucket, o.key, opts)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(obj, n), obj}, nil
 }
