@@ -89,7 +89,7 @@ func parseStoredFooter(want hash.Hash, b io.ReaderAt, size int64) (*xorbMeta, er
 // xorbMeta returns the chunk index of a stored xorb (ErrNotFound when missing), from the cache or
 // from the footer.
 func (s *Store) xorbMeta(ctx context.Context, h hash.Hash) (*xorbMeta, error) {
-	if m := s.meta.get(h); m != nil {
+	if m, ok := s.meta.get(h); ok {
 		return m, nil
 	}
 	b, err := s.openXorbBlob(ctx, h)
@@ -101,64 +101,71 @@ func (s *Store) xorbMeta(ctx context.Context, h hash.Hash) (*xorbMeta, error) {
 }
 
 func (s *Store) xorbMetaFrom(h hash.Hash, b Blob) (*xorbMeta, error) {
-	if m := s.meta.get(h); m != nil {
+	if m, ok := s.meta.get(h); ok {
 		return m, nil
 	}
 	m, err := parseStoredFooter(h, b, b.Size())
 	if err != nil {
 		return nil, err
 	}
-	s.meta.put(m)
+	s.meta.put(h, m)
 	return m, nil
 }
 
-// metaCache is a byte-bounded LRU of parsed xorb footers. Safe for concurrent use.
-type metaCache struct {
+// lru is a byte-bounded LRU cache (parsed xorb footers, stored entries). Safe for concurrent use.
+type lru[K comparable, V any] struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
-	ll    *list.List // front = most recent; values *xorbMeta
-	items map[hash.Hash]*list.Element
+	cost  func(V) int64
+	ll    *list.List // front = most recent; values lruItem
+	items map[K]*list.Element
 }
 
-func newMetaCache(limit int64) *metaCache {
-	return &metaCache{limit: limit, ll: list.New(), items: make(map[hash.Hash]*list.Element)}
+type lruItem[K comparable, V any] struct {
+	key K
+	val V
 }
 
-func (c *metaCache) get(h hash.Hash) *xorbMeta {
+func newLRU[K comparable, V any](limit int64, cost func(V) int64) *lru[K, V] {
+	return &lru[K, V]{limit: limit, cost: cost, ll: list.New(), items: make(map[K]*list.Element)}
+}
+
+func (c *lru[K, V]) get(k K) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[h]; ok {
+	if e, ok := c.items[k]; ok {
 		c.ll.MoveToFront(e)
-		return e.Value.(*xorbMeta)
+		return e.Value.(lruItem[K, V]).val, true
 	}
-	return nil
+	var zero V
+	return zero, false
 }
 
-func (c *metaCache) put(m *xorbMeta) {
+func (c *lru[K, V]) put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[m.hash]; ok || m.cost() > c.limit {
+	if _, ok := c.items[k]; ok || c.cost(v) > c.limit {
 		return
 	}
-	c.items[m.hash] = c.ll.PushFront(m)
-	c.used += m.cost()
+	c.items[k] = c.ll.PushFront(lruItem[K, V]{k, v})
+	c.used += c.cost(v)
 	for c.used > c.limit {
 		e := c.ll.Back()
-		old := e.Value.(*xorbMeta)
+		old := e.Value.(lruItem[K, V])
 		c.ll.Remove(e)
-		delete(c.items, old.hash)
-		c.used -= old.cost()
+		delete(c.items, old.key)
+		c.used -= c.cost(old.val)
 	}
 }
 
-// drop forgets h (its stored copy was moved aside).
-func (c *metaCache) drop(h hash.Hash) {
+// drop forgets k (a xorb whose stored copy was moved aside).
+func (c *lru[K, V]) drop(k K) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[h]; ok {
+	if e, ok := c.items[k]; ok {
 		c.ll.Remove(e)
-		delete(c.items, h)
-		c.used -= e.Value.(*xorbMeta).cost()
+		delete(c.items, k)
+		c.used -= c.cost(e.Value.(lruItem[K, V]).val)
 	}
 }

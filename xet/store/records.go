@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
@@ -138,7 +139,25 @@ func parseDedupe(name string, b []byte) (hash.Hash, error) {
 }
 
 // readEntry reads a whole small blob (ErrNotFound when missing).
+// Entries of the indexes (file records, SHA-256 mappings, dedupe entries) are immutable and never
+// removed, so what was read is kept in the entry cache (object stores only); a miss is never
+// cached, so a write through another instance is found at once. Callers do not modify the bytes.
 func (s *Store) readEntry(ctx context.Context, name string) ([]byte, error) {
+	cacheable := s.entries != nil && (strings.HasPrefix(name, "files/") || strings.HasPrefix(name, "ns/") || strings.HasPrefix(name, "dedupe/"))
+	if cacheable {
+		if b, ok := s.entries.get(name); ok {
+			return b, nil
+		}
+	}
+	b, err := s.readBlob(ctx, name)
+	if err == nil && cacheable {
+		s.entries.put(name, b)
+	}
+	return b, err
+}
+
+// readBlob reads a whole small blob (ErrNotFound when missing).
+func (s *Store) readBlob(ctx context.Context, name string) ([]byte, error) {
 	b, err := s.be.Open(ctx, name)
 	if err != nil {
 		return nil, err

@@ -68,14 +68,19 @@ type Options struct {
 	// MetaCacheBytes bounds the in-memory cache of parsed xorb footers (default 64 MiB; an
 	// embedded store in a client process should use EmbeddedMetaCacheBytes).
 	MetaCacheBytes int64
+	// EntryCacheBytes bounds the in-memory cache of index entries read (file records, SHA-256
+	// mappings, dedupe entries). Default: 32 MiB on an object store, off on the filesystem (the
+	// page cache serves those reads); negative turns it off.
+	EntryCacheBytes int64
 }
 
 // Store is a Xet CAS on a Backend. Safe for concurrent use; see the package doc.
 type Store struct {
-	be   Backend
-	log  zerolog.Logger
-	now  func() time.Time
-	meta *metaCache
+	be      Backend
+	log     zerolog.Logger
+	now     func() time.Time
+	meta    *lru[hash.Hash, *xorbMeta]
+	entries *lru[string, []byte] // nil: off
 }
 
 // ReadAtCloser is an open stored xorb object.
@@ -102,7 +107,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if limit <= 0 {
 		limit = 64 << 20
 	}
-	return &Store{be: be, log: opts.Log, now: now, meta: newMetaCache(limit)}, nil
+	s := &Store{be: be, log: opts.Log, now: now, meta: newLRU[hash.Hash](limit, (*xorbMeta).cost)}
+	entryLimit := opts.EntryCacheBytes
+	if _, fs := be.(*FSBackend); entryLimit == 0 && !fs {
+		entryLimit = 32 << 20
+	}
+	if entryLimit > 0 {
+		s.entries = newLRU[string](entryLimit, func(b []byte) int64 { return int64(len(b)) + 64 })
+	}
+	return s, nil
 }
 
 // EmbeddedMetaCacheBytes is the footer cache for a store embedded in a client (the agent): enough
