@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,5 +27,27 @@ func TestFsckCommand(t *testing.T) {
 	}
 	if code := run([]string{"fsck"}, nil, &out, &errb); code != 2 {
 		t.Errorf("no directory: exit %d", code)
+	}
+}
+
+// gc on a data directory: a report; a grace period a registration could outlast is refused with
+// the reason; bad usage is exit 2.
+func TestGCCommand(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"gc", "--dry-run", dir}, nil, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "0 xorbs") || !strings.Contains(stdout.String(), "dry run") {
+		t.Fatalf("gc --dry-run: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"gc", "--grace", "1m", dir}, nil, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "registration") {
+		t.Fatalf("gc --grace 1m: exit %d\n%s", code, stderr.String())
+	}
+	for _, args := range [][]string{{"gc"}, {"gc", dir, dir}, {"gc", "--storage", "s3://b/p", dir}} {
+		if code := run(args, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code := run([]string{"gc", filepath.Join(dir, "missing")}, nil, &bytes.Buffer{}, &stderr); code != 1 {
+		t.Errorf("gc of a missing directory: exit %d", code)
 	}
 }

@@ -42,6 +42,20 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage:
   xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]   run the server (serve -h: flags)
   xet-server hash-password                                            read a password on stdin, print its hash
-  xet-server fsck [--clean-temp] [--verify-data [--repair]] DIR       check the store of a data directory
-  xet-server gc [--dry-run] [--grace 24h] (DIR | --storage URL)       delete xorbs no file names (uploads never finished); safe while serving`)
+  xet-server fsck [--clean-temp] [--verify-data [--repair]] (DIR | --storage URL)
+                                                                      check a store
+  xet-server gc [--dry-run] [--grace 24h] (DIR | --storage URL)       delete xorbs no file names (uploads never
+                                                                      finished), two runs a grace period apart;
+                                                                      safe while servers run
+
+On S3 (AWS, MinIO, Ceph RGW, R2, versitygw), any number of instances over one bucket behind any
+HTTP load balancer; they share only the bucket and the signing secret:
+
+  export AWS_ENDPOINT_URL=http://minio.internal:9000 AWS_REGION=us-east-1 \
+         AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=...           # or ~/.aws/credentials
+  head -c 32 /dev/urandom | xxd -p -c 64 > /etc/xet/secret          # once; copy it to every instance
+  xet-server --listen 10.0.0.1:8080 --data /var/lib/xet --storage s3://xet/cas \
+    --secret-file /etc/xet/secret --users /etc/xet/users --public-url https://xet.example.com
+  xet-server --listen 10.0.0.2:8080 ...same flags...                # a second instance
+  xet-server gc --storage s3://xet/cas                             # daily, from one machine (cron)`)
 }
