@@ -87,6 +87,9 @@ func TestTwoServersOneBucket(t *testing.T) {
 	if tr.NewBytes == 0 || tr.NewBytes > int64(len(v2))/10 {
 		t.Errorf("the edited version sent %d new bytes of %d", tr.NewBytes, len(v2))
 	}
+	if fs := newBytesOfSecond(t, data, v2); fs != tr.NewBytes {
+		t.Errorf("the edited version sent %d new bytes over S3 and %d to a filesystem xet-server: dedupe differs", tr.NewBytes, fs)
+	}
 	clone = filepath.Join(e.home, "clone-2")
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
@@ -96,6 +99,26 @@ func TestTwoServersOneBucket(t *testing.T) {
 	if n, err := os.ReadDir(filepath.Join(s3.Dir, s3.Bucket, "cas", "xorbs")); err != nil || len(n) == 0 {
 		t.Errorf("no xorbs in the bucket: %v", err)
 	}
+}
+
+// newBytesOfSecond pushes v1 then v2 of model.bin to a fresh filesystem xet-server, from a fresh
+// HOME, and returns the new bytes the agent sent for v2.
+func newBytesOfSecond(t *testing.T, v1, v2 []byte) int64 {
+	srv := startServerProcess(t, freeAddr(t), t.TempDir())
+	e := newEnv(t)
+	e.install()
+	work, _ := batchRepo(t, e, "http://"+srv.addr+"/team/fs.git/info/lfs")
+	for i, data := range [][]byte{v1, v2} {
+		writeFile(t, filepath.Join(work, "model.bin"), data)
+		e.git(work, "add", ".")
+		e.git(work, "commit", "-q", "-m", fmt.Sprint(i))
+		e.git(work, "push", "-q", "origin", "main")
+	}
+	var tr transfer
+	for _, l := range e.logLines(`"op":"upload"`, oidOf(v2), "transfer complete") {
+		tr = parseTransfer(t, l)
+	}
+	return tr.NewBytes
 }
 
 // An instance killed -9 in the middle of a push: the push fails, the same push through the other
