@@ -82,8 +82,12 @@ func (h *holdingReader) Read(b []byte) (int, error) {
 func isXorbPut(r *http.Request) bool {
 	return r.Method == "POST" && strings.HasPrefix(r.URL.Path, "/v1/xorbs/")
 }
-func isShardPut(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/shards") }
-func isXorbGet(r *http.Request) bool  { return r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/xorbs/") }
+func isShardPut(r *http.Request) bool {
+	return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/shards")
+}
+func isXorbGet(r *http.Request) bool {
+	return r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/xorbs/")
+}
 
 // The agent killed -9 at each point of a push (before its first xorb is sent, half-way through a
 // xorb, between its xorbs and its shard, after the shard is registered but before `complete`) and
@@ -119,10 +123,18 @@ func TestAgentKilledAtEachPoint(t *testing.T) {
 				e.git(work, "push", "-q", "origin", "main")
 				dir = filepath.Join(e.home, "clone")
 				pull, out := e.startPull(remote, dir)
-				cmd = func() error { err := pull.Wait(); t.Logf("killed pull: %v\n%s", err, lastLines(out.String(), 3)); return err }
+				cmd = func() error {
+					err := pull.Wait()
+					t.Logf("killed pull: %v\n%s", err, lastLines(out.String(), 3))
+					return err
+				}
 			} else {
 				push, out := startPush(t, e, work)
-				cmd = func() error { err := push.Wait(); t.Logf("killed push: %v\n%s", err, lastLines(out.String(), 3)); return err }
+				cmd = func() error {
+					err := push.Wait()
+					t.Logf("killed push: %v\n%s", err, lastLines(out.String(), 3))
+					return err
+				}
 			}
 			killAt(t, p, dir, cmd)
 			if dir == work {

@@ -21,6 +21,26 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
+// s3Pair starts a real S3 server (versitygw) and two xet-server processes over one of its buckets,
+// sharing the signing secret; it returns the S3 server, the instances and their base URLs.
+func s3Pair(t *testing.T) (*s3test.Server, []*xetServerProcess, []string) {
+	t.Helper()
+	s3 := s3test.Start(t)
+	serverEnv = s3.Env()
+	t.Cleanup(func() { serverEnv = nil })
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("6b1f0c2d9e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var servers []*xetServerProcess
+	var urls []string
+	for range 2 {
+		servers = append(servers, startServerProcess(t, freeAddr(t), t.TempDir(), "--storage", s3.URL("cas"), "--secret-file", secret))
+		urls = append(urls, "http://"+servers[len(servers)-1].addr)
+	}
+	return s3, servers, urls
+}
+
 // roundRobin is a load balancer in front of backends: each request goes to the next one. It counts
 // the requests for signed xorb ranges (/xorbs/) in *ranges.
 func roundRobin(t *testing.T, backends []string, ranges *atomic.Int64) string {
@@ -50,19 +70,7 @@ func roundRobin(t *testing.T, backends []string, ranges *atomic.Int64) string {
 // an edited version sends only its changed chunks.
 func TestTwoServersOneBucket(t *testing.T) {
 	buildServer(t)
-	s3 := s3test.Start(t)
-	serverEnv = s3.Env()
-	t.Cleanup(func() { serverEnv = nil })
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("6b1f0c2d9e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var backends []string
-	for range 2 {
-		addr := freeAddr(t)
-		startServerProcess(t, addr, t.TempDir(), "--storage", s3.URL("cas"), "--secret-file", secret)
-		backends = append(backends, "http://"+addr)
-	}
+	s3, _, backends := s3Pair(t)
 	e := newEnv(t)
 	e.install()
 	var viaServer atomic.Int64
@@ -126,17 +134,7 @@ func newBytesOfSecond(t *testing.T, v1, v2 []byte) int64 {
 func TestS3InstanceKilledMidPush(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	s3 := s3test.Start(t)
-	serverEnv = s3.Env()
-	t.Cleanup(func() { serverEnv = nil })
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var servers []*xetServerProcess
-	for range 2 {
-		servers = append(servers, startServerProcess(t, freeAddr(t), t.TempDir(), "--storage", s3.URL("cas"), "--secret-file", secret))
-	}
+	s3, servers, _ := s3Pair(t)
 	e := newEnv(t)
 	e.install()
 	work, remote := batchRepo(t, e, "http://"+servers[0].addr+"/team/kill.git/info/lfs")
@@ -240,19 +238,7 @@ func collectOrphans(t *testing.T, e *env, s3 *s3test.Server, work, remote string
 func TestGCDuringPushes(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	s3 := s3test.Start(t)
-	serverEnv = s3.Env()
-	t.Cleanup(func() { serverEnv = nil })
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("5a4b3c2d1e0f5a4b3c2d1e0f5a4b3c2d1e0f5a4b3c2d1e0f5a4b3c2d1e0f5a4b\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var backends []string
-	for range 2 {
-		addr := freeAddr(t)
-		startServerProcess(t, addr, t.TempDir(), "--storage", s3.URL("cas"), "--secret-file", secret)
-		backends = append(backends, "http://"+addr)
-	}
+	s3, _, backends := s3Pair(t)
 	var ranges atomic.Int64
 	lb := roundRobin(t, backends, &ranges)
 	e := newEnv(t)

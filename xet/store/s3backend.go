@@ -294,11 +294,7 @@ func (o *s3Blob) get(off, n int64) ([]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	opts := minio.GetObjectOptions{}
-	if err := opts.SetRange(off, off+n-1); err != nil {
-		return nil, err
-	}
-	obj, err := o.b.c.GetObject(o.ctx, o.b.bucket, o.key, opts)
+	obj, err := o.ranged(off, n)
 	if err != nil {
 		return nil, err
 	}
@@ -310,17 +306,22 @@ func (o *s3Blob) get(off, n int64) ([]byte, error) {
 	return buf, nil
 }
 
+// ranged starts a GET of n > 0 bytes at off.
+func (o *s3Blob) ranged(off, n int64) (*minio.Object, error) {
+	opts := minio.GetObjectOptions{}
+	if err := opts.SetRange(off, off+n-1); err != nil {
+		return nil, err
+	}
+	return o.b.c.GetObject(o.ctx, o.b.bucket, o.key, opts)
+}
+
 // Section streams n bytes at off with one ranged GET (a sequential reader of a large range, such
 // as the content check of a registration, would otherwise make one GET per ReadAt).
 func (o *s3Blob) Section(off, n int64) (io.ReadCloser, error) {
 	if o.data != nil || n == 0 {
 		return io.NopCloser(io.NewSectionReader(o, off, n)), nil
 	}
-	opts := minio.GetObjectOptions{}
-	if err := opts.SetRange(off, off+n-1); err != nil {
-		return nil, err
-	}
-	obj, err := o.b.c.GetObject(o.ctx, o.b.bucket, o.key, opts)
+	obj, err := o.ranged(off, n)
 	if err != nil {
 		return nil, err
 	}
