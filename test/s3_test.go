@@ -231,7 +231,7 @@ func collectOrphans(t *testing.T, e *env, s3 *s3test.Server, work, remote string
 	}
 }
 
-// gc running in a loop (a 1 s grace period) while 3 pushers push new versions in a loop for 60 s
+// Two gc loops (a 1 s grace period) racing each other while 3 pushers push new versions in a loop for 60 s
 // through two instances over one bucket: every push succeeds, every version of every repository
 // clones byte-identical, and the store checks clean. Versions share a block, so pushes dedupe
 // against each other's xorbs while gc moves and deletes what is not yet referenced.
@@ -255,24 +255,26 @@ func TestGCDuringPushes(t *testing.T) {
 		pushers = append(pushers, pusher{work, remote})
 	}
 	stop := time.Now().Add(60 * time.Second)
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	var pushes, gcs atomic.Int64
 	for i, p := range pushers {
 		go func() {
 			errs <- pushLoop(e, p.work, i, shared, stop, &pushes)
 		}()
 	}
-	var gcOut strings.Builder
-	go func() {
-		errs <- gcLoop(s3, stop, &gcs, &gcOut)
-	}()
-	for range 4 {
+	var gcOut [2]strings.Builder
+	for i := range gcOut { // two gc loops, racing each other as well as the pushes
+		go func() {
+			errs <- gcLoop(s3, stop, &gcs, &gcOut[i])
+		}()
+	}
+	for range 5 {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
 	}
 	t.Logf("%d pushes and %d gc runs in 60 s; gc moved/deleted/restored %s xorbs; %d uploads sent again because gc had removed their xorbs",
-		pushes.Load(), gcs.Load(), gcOut.String(), len(e.logLines("the remote lacks xorbs the shard names")))
+		pushes.Load(), gcs.Load(), gcOut[0].String()+" and "+gcOut[1].String(), len(e.logLines("the remote lacks xorbs the shard names")))
 	if t.Failed() {
 		return
 	}
