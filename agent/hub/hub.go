@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/rs/zerolog"
+
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -146,9 +148,24 @@ type Request struct {
 
 // Do sends req, adding the credential as the request kind wants, and returns a 2xx response (the
 // caller closes its body) or an *HTTPError. A 401 without a credential is tried again with one; a
-// 401 with one rejects it (git credential reject). Transport errors and 5xx/429 are marked
-// retryable.
+// 401 with one rejects it (git credential reject). Transport errors, 5xx and 429 are tried again
+// under the default retry.Policy (a Retry-After is obeyed); the error returned after the last
+// attempt says how many there were, and is no longer retryable.
 func (c *API) Do(ctx context.Context, req Request) (*http.Response, error) {
+	var resp *http.Response
+	err := retry.Policy{}.Do(ctx, zerolog.Nop(), req.Method+" "+Where(req.URL), func(ctx context.Context) error {
+		var err error
+		resp, err = c.doOnce(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, retry.Final(err) // retried here already: a caller's own loop must not multiply it
+	}
+	return resp, nil
+}
+
+// doOnce is one attempt of Do.
+func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 	var cred credentials.Credential
 	if !req.Anonymous || c.authed.Load() {
 		var err error

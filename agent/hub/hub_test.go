@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
 const oid = "4ee3c8d0b7e2f2c14b73f6ca4ec0b1a5bd4b65e9eb4ec0df50e27d07a09a1f3b"
@@ -162,5 +163,33 @@ func TestGetVerified(t *testing.T) {
 				t.Errorf("err %v; file left behind: %v", err, statErr == nil)
 			}
 		})
+	}
+}
+
+// A batch answered 503 twice, then properly, succeeds on the third attempt (the Hub's routes are
+// retried like the CAS's); a 400 is not tried again; what Do returns after its attempts is not
+// retryable, so a caller's loop does not multiply them.
+func TestBatchRetries(t *testing.T) {
+	calls := 0
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls <= 2 {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"message":"busy"}`, http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{"objects":[{"oid":"` + oid + `","size":10}]}`))
+	})
+	if _, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []Object{{Oid: oid, Size: 10}}); err != nil || calls != 3 {
+		t.Fatalf("after two 503s: %v (%d calls)", err, calls)
+	}
+	calls = 0
+	c, _ = client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		http.Error(w, `{"message":"bad"}`, http.StatusBadRequest)
+	})
+	_, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []Object{{Oid: oid, Size: 10}})
+	if err == nil || calls != 1 || retry.IsRetryable(err) {
+		t.Fatalf("a 400: %v after %d calls (retryable %v)", err, calls, retry.IsRetryable(err))
 	}
 }
