@@ -76,7 +76,7 @@ func kindName(k chaos.Kind) string {
 // faultCase is one row of the matrix: a fault on a route during a command, and what must happen.
 type faultCase struct {
 	fault string
-	op    string // push or clone
+	op    string // push, clone or pull
 	rule  chaos.Rule
 	ok    bool   // the command must succeed (by retrying); else it must fail with a clear message:
 	msg   string // what that message must say
@@ -96,7 +96,8 @@ func faultCases() []faultCase {
 		{"connection reset", chaos.Rule{Kind: chaos.Reset, Times: 1}},
 		{"answer stalled", chaos.Rule{Kind: chaos.Stall, Times: 1, Offset: 10}},
 	} {
-		cs = append(cs, faultCase{c.fault, "push", up(c.rule), true, ""}, faultCase{c.fault, "clone", down(c.rule), true, ""})
+		cs = append(cs, faultCase{c.fault, "push", up(c.rule), true, ""}, faultCase{c.fault, "clone", down(c.rule), true, ""},
+			faultCase{c.fault, "pull", down(c.rule), true, ""})
 	}
 	return append(cs,
 		faultCase{"body cut short (full Content-Length)", "clone", down(chaos.Rule{Kind: chaos.Truncate, Times: 1, Offset: 100 << 10}), true, ""},
@@ -127,15 +128,26 @@ func TestFaultMatrix(t *testing.T) {
 		e.git(work, "add", ".")
 		e.git(work, "commit", "-q", "-m", "a")
 		args := []string{"push", "-q", "origin", "main"}
-		if c.op == "clone" {
+		dir := work
+		switch c.op {
+		case "clone":
 			e.git(work, "push", "-q", "origin", "main")
 			args = []string{"clone", "-q", remote, filepath.Join(e.home, "clone")}
+		case "pull": // a clone without the LFS objects, then `git lfs pull` under the fault
+			e.git(work, "push", "-q", "origin", "main")
+			dir = filepath.Join(e.home, "clone")
+			skip := e.cmd("", "git", "clone", "-q", remote, dir)
+			skip.Env = append(skip.Env, "GIT_LFS_SKIP_SMUDGE=1")
+			if out, err := skip.CombinedOutput(); err != nil {
+				t.Fatalf("clone: %v\n%s", err, out)
+			}
+			args = []string{"lfs", "pull"}
 		}
 		set(c.rule)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir, cmd.Env = work, e.vars
+		cmd.Dir, cmd.Env = dir, e.vars
 		cmd.WaitDelay = 5 * time.Second // git-lfs's children may hold the output open
 		out, err := cmd.CombinedOutput()
 		took := time.Since(start)
@@ -158,7 +170,7 @@ func TestFaultMatrix(t *testing.T) {
 		case strings.Contains(string(out), "sig="):
 			t.Errorf("%s during %s: a signed URL in the output:\n%s", c.fault, c.op, out)
 		}
-		if c.op == "clone" && err == nil {
+		if c.op != "push" && err == nil {
 			sameTree(t, work, filepath.Join(e.home, "clone"))
 		}
 	}
