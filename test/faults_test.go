@@ -80,6 +80,7 @@ type faultCase struct {
 	rule  chaos.Rule
 	ok    bool   // the command must succeed (by retrying); else it must fail with a clear message:
 	msg   string // what that message must say
+	size  int    // of the file; 0: 2 MiB
 }
 
 func faultCases() []faultCase {
@@ -96,17 +97,18 @@ func faultCases() []faultCase {
 		{"connection reset", chaos.Rule{Kind: chaos.Reset, Times: 1}},
 		{"answer stalled", chaos.Rule{Kind: chaos.Stall, Times: 1, Offset: 10}},
 	} {
-		cs = append(cs, faultCase{c.fault, "push", up(c.rule), true, ""}, faultCase{c.fault, "clone", down(c.rule), true, ""},
-			faultCase{c.fault, "pull", down(c.rule), true, ""})
+		cs = append(cs, faultCase{c.fault, "push", up(c.rule), true, "", 0}, faultCase{c.fault, "clone", down(c.rule), true, "", 0},
+			faultCase{c.fault, "pull", down(c.rule), true, "", 0})
 	}
 	return append(cs,
-		faultCase{"body cut short (full Content-Length)", "clone", down(chaos.Rule{Kind: chaos.Truncate, Times: 1, Offset: 100 << 10}), true, ""},
-		faultCase{"trickle 1 MB/s", "clone", down(chaos.Rule{Kind: chaos.Trickle, Times: 1, Rate: 1 << 20}), true, ""},
-		faultCase{"body of another length", "clone", down(chaos.Rule{Kind: chaos.OtherLength, Times: 1, Offset: 100 << 10}), true, ""},
-		faultCase{"wrong Content-Range", "clone", down(chaos.Rule{Kind: chaos.WrongRange, Times: 1}), true, ""},
-		faultCase{"403 on a signed URL (expired)", "clone", down(chaos.Rule{Kind: chaos.Status, Code: 403, Times: 1, Message: "expired"}), true, ""},
-		faultCase{"flipped byte, every time", "clone", down(chaos.Rule{Kind: chaos.Flip, Times: 100, Offset: 5000}), false, "content does not match the file hash"},
-		faultCase{"400 on every xorb upload", "push", up(chaos.Rule{Kind: chaos.Status, Code: 400, Times: 100, Message: "xorb rejected"}), false, "upload xorb"},
+		faultCase{"body cut short (full Content-Length)", "clone", down(chaos.Rule{Kind: chaos.Truncate, Times: 1, Offset: 100 << 10}), true, "", 0},
+		faultCase{"trickle 1 MB/s", "clone", down(chaos.Rule{Kind: chaos.Trickle, Times: 1, Rate: 1 << 20}), true, "", 0},
+		faultCase{"trickle 10 KB/s (a 96 KiB file)", "clone", down(chaos.Rule{Kind: chaos.Trickle, Times: 1, Rate: 10 << 10}), true, "", 96 << 10},
+		faultCase{"body of another length", "clone", down(chaos.Rule{Kind: chaos.OtherLength, Times: 1, Offset: 100 << 10}), true, "", 0},
+		faultCase{"wrong Content-Range", "clone", down(chaos.Rule{Kind: chaos.WrongRange, Times: 1}), true, "", 0},
+		faultCase{"403 on a signed URL (expired)", "clone", down(chaos.Rule{Kind: chaos.Status, Code: 403, Times: 1, Message: "expired"}), true, "", 0},
+		faultCase{"flipped byte, every time", "clone", down(chaos.Rule{Kind: chaos.Flip, Times: 100, Offset: 5000}), false, "content does not match the file hash", 0},
+		faultCase{"400 on every xorb upload", "push", up(chaos.Rule{Kind: chaos.Status, Code: 400, Times: 100, Message: "xorb rejected"}), false, "upload xorb", 0},
 	)
 }
 
@@ -124,7 +126,11 @@ func TestFaultMatrix(t *testing.T) {
 		e.vars = append(e.vars, "GIT_XET_STALL_TIMEOUT=1s")
 		ns := fmt.Sprintf("team/m%02d", i)
 		work, remote := batchRepo(t, e, proxy+"/"+ns+".git/info/lfs")
-		writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(2<<20, uint64(100+i)))
+		size := 2 << 20
+		if c.size > 0 {
+			size = c.size
+		}
+		writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(size, uint64(100+i)))
 		e.git(work, "add", ".")
 		e.git(work, "commit", "-q", "-m", "a")
 		args := []string{"push", "-q", "origin", "main"}
