@@ -261,6 +261,7 @@ func recoverPack(id string, pack, idx *os.File) (end, idxEnd int64, err error) {
 	if err != nil {
 		return fail(err)
 	}
+	onDisk := len(ib)
 	if len(ib) < len(idxMagic) || string(ib[:len(idxMagic)]) != idxMagic {
 		if len(ib) > len(idxMagic) || (len(ib) > 0 && !strings.HasPrefix(idxMagic, string(ib))) {
 			return fail(errors.New("index does not start with " + idxMagic))
@@ -281,8 +282,8 @@ func recoverPack(id string, pack, idx *os.File) (end, idxEnd int64, err error) {
 	for _, e := range found {
 		buf = appendIndexEntry(buf, e)
 	}
-	if int64(len(buf)) != int64(len(ib)) || len(found) > 0 {
-		if err := rewriteTail(idx, buf, idxEnd); err != nil {
+	if len(buf) != onDisk || len(found) > 0 {
+		if err := rewriteTail(idx, buf, min(idxEnd, int64(onDisk))); err != nil {
 			return fail(err)
 		}
 	}
