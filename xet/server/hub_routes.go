@@ -102,6 +102,13 @@ func (s *Server) handleHubTokenRoute(w http.ResponseWriter, r *http.Request, ns 
 		return
 	}
 	needWrite := scope == scopeWrite && r.URL.Query().Get("create_pr") != "1" && !strings.HasPrefix(dec, "refs/pr/")
+	if tok, ok := bearer(r); ok {
+		if _, err := s.tokens.Verify(tok); err == nil { // a CAS token mints no others: a leaked one dies when it expires
+			w.Header().Set("WWW-Authenticate", `Basic realm="Hugging Face"`)
+			writeHubError(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+			return
+		}
+	}
 	who, ok := s.authHub(w, r, ns, needWrite)
 	if !ok {
 		return

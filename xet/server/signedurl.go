@@ -73,7 +73,7 @@ func (u *URLSigner) Check(h hash.Hash, q url.Values) ([]casapi.ByteRange, error)
 	if exp == "" || rs == "" || sigText == "" {
 		return nil, fmt.Errorf("%w: exp, ranges and sig are required", ErrURLInvalid)
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(sigText)
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(sigText)
 	if err != nil || !hmac.Equal(sig, u.mac(h.String(), rs, exp)) {
 		return nil, ErrURLInvalid
 	}
@@ -119,7 +119,7 @@ func (u *URLSigner) pathMAC(p, exp string) []byte {
 // CheckPath verifies a URL SignPath made for path p.
 func (u *URLSigner) CheckPath(p string, q url.Values) error {
 	exp, sigText := q.Get("Expires"), q.Get("X-Amz-Signature")
-	sig, err := base64.RawURLEncoding.DecodeString(sigText)
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(sigText)
 	if exp == "" || err != nil || !hmac.Equal(sig, u.pathMAC(p, exp)) {
 		return ErrURLInvalid
 	}

@@ -108,11 +108,11 @@ func (t *Tokens) Verify(tok string) (Claims, error) {
 		return c, ErrTokenInvalid
 	}
 	body, sigText := tok[:dot], tok[dot+1:]
-	sig, err := base64.RawURLEncoding.DecodeString(sigText)
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(sigText)
 	if err != nil || !hmac.Equal(sig, t.mac(body)) {
 		return c, ErrTokenInvalid
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(body[len(tokenPrefix):])
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(body[len(tokenPrefix):])
 	if err != nil {
 		return c, ErrTokenInvalid
 	}
