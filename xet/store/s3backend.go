@@ -113,11 +113,9 @@ func probeBucket(ctx context.Context, opts minio.Options, host, bucket string) e
 	var er minio.ErrorResponse
 	if errors.As(err, &er) && (er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized) {
 		// A HEAD's refusal has no body: a GET says whether it was the credentials or the clock.
-		for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{MaxKeys: 1}) {
-			if o.Err != nil {
-				err = o.Err
-			}
-			break
+		// The first item is enough; the deferred cancel stops the listing.
+		if o, ok := <-c.ListObjects(ctx, bucket, minio.ListObjectsOptions{MaxKeys: 1}); ok && o.Err != nil {
+			err = o.Err
 		}
 	}
 	switch {
