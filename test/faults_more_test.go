@@ -39,6 +39,7 @@ func TestFaultMatrixMigrateAndHub(t *testing.T) {
 	}
 	migrateRows(t, row)
 	hubRows(t, row)
+	hubBridgeRows(t, row)
 	t.Logf("fault matrix, migrate and Hub:\n| fault | command | outcome | time |\n|---|---|---|---|\n%s", strings.Join(table, "\n"))
 }
 
@@ -140,4 +141,42 @@ func chaosHits(t *testing.T, url, prefix string) int {
 	var n int
 	fmt.Fscan(resp.Body, &n)
 	return n
+}
+
+// hubBridgeRows: in batch mode (no `install --hub`), a Hub download is git-lfs's own basic GET of a
+// bridge URL; faults on the bridge route must be retried too.
+func hubBridgeRows(t *testing.T, row matrixRow) {
+	h := startHub(t, time.Hour)
+	proxy, set := startChaos(t, h.url)
+	front := &hubServer{xetServer: &xetServer{url: proxy, data: h.data, srv: h.srv}, log: h.log}
+	for i, c := range []struct {
+		fault string
+		rule  chaos.Rule
+	}{
+		{"500 once on the bridge", chaos.Rule{Method: "GET", Prefix: "/xet-bridge-us/", Kind: chaos.Status, Code: 500, Times: 1, Message: "boom"}},
+		{"connection reset on the bridge", chaos.Rule{Method: "GET", Prefix: "/xet-bridge-us/", Kind: chaos.Reset, Times: 1}},
+		{"body cut short on the bridge", chaos.Rule{Method: "GET", Prefix: "/xet-bridge-us/", Kind: chaos.Truncate, Times: 1, Offset: 100 << 10}},
+	} {
+		e := newEnv(t)
+		e.vars = append(e.vars, "HF_ENDPOINT="+proxy)
+		e.install()
+		e.git("", "config", "--global", "credential.helper", "store")
+		writeFile(t, filepath.Join(e.home, ".git-credentials"), []byte(strings.Replace(proxy, "://", "://hf_user:"+hubWriteToken+"@", 1)+"\n"))
+		work, remote := hubRepo(t, e, front, fmt.Sprintf("org/bridge%d", i))
+		writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(2<<20, uint64(400+i)))
+		e.git(work, "add", ".")
+		e.git(work, "commit", "-q", "-m", "a")
+		e.git(work, "push", "-q", "origin", "main")
+		before := chaosHits(t, proxy, c.rule.Prefix)
+		set(c.rule)
+		out, took, err := runBounded(work, e.vars, "git", "clone", "-q", remote, filepath.Join(e.home, "clone"))
+		set()
+		row(c.fault, "Hub clone (batch mode)", true, "", took, out, err)
+		if chaosHits(t, proxy, c.rule.Prefix) == before {
+			t.Errorf("%s: no request went to %s", c.fault, c.rule.Prefix)
+		}
+		if err == nil {
+			sameTree(t, work, filepath.Join(e.home, "clone"))
+		}
+	}
 }
