@@ -26,11 +26,14 @@ import (
 //     moves back any that a file record names by then.
 //
 // A registration confirms each xorb its files name with the backend (not a cache), restoring it
-// from trash/ if needed, and writes its records within RegisterWithin of that confirmation (else it
-// fails, retryably). So a record naming a xorb that step 1 moved was written at most RegisterWithin
-// after the move, and the next step 2 (a grace period later, with grace > RegisterWithin) sees it
-// and restores the xorb; readers that miss a xorb look in trash/ too (restoreXorb). The grace
-// period also protects a xorb uploaded for a shard still in flight.
+// from trash/ if needed, writes its records within RegisterWithin of that confirmation (else it
+// fails, retryably), and then confirms them again, moving back any that gc moved meanwhile. gc,
+// after its moves, reads the records written since its mark and moves back what they name. So no
+// record names a xorb only the trash holds for longer than one of those steps (a client fetching
+// straight from a bucket cannot restore one); readers that miss a xorb look in trash/ too
+// (restoreXorb), and the next step 2 (a grace period later, with grace > RegisterWithin) restores
+// whatever a record names. The grace period also protects a xorb uploaded for a shard still in
+// flight.
 //
 // FSBackend's small blobs live in pack files: gc moves and deletes them by rewriting their packs
 // (SweepPacked). A pack a running writer holds is left for a later run (counted as Busy).
@@ -106,7 +109,8 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
-	refs, err := s.referencedXorbs(ctx)
+	seen := map[string]bool{}
+	refs, err := s.referencedXorbs(ctx, seen)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +140,9 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 	}
 	if !opts.DryRun {
 		if steps, err = s.applySteps(ctx, sw, steps, r); err != nil {
+			return r, err
+		}
+		if steps, err = s.recheckMoved(ctx, sw, steps, seen, r); err != nil {
 			return r, err
 		}
 	}
@@ -230,6 +237,30 @@ func (s *Store) applySteps(ctx context.Context, sw Sweeper, steps []gcStep, r *G
 	return done, nil
 }
 
+// recheckMoved reads the file records written since the mark and moves back at once what they
+// name among the xorbs just moved to the trash: a registration that confirmed a xorb before the
+// move and wrote its records before this listing (one writing after it finds the xorb gone when
+// it checks again, and restores it itself). It returns the steps that still stand.
+func (s *Store) recheckMoved(ctx context.Context, sw Sweeper, steps []gcStep, seen map[string]bool, r *GCReport) ([]gcStep, error) {
+	late, err := s.referencedXorbs(ctx, seen)
+	if err != nil || len(late) == 0 {
+		return steps, err
+	}
+	var kept []gcStep
+	for _, st := range steps {
+		_, h, _ := classify(strings.TrimPrefix(st.blob.Name, trashPrefix))
+		if st.kind != stepTrash || !late[h] {
+			kept = append(kept, st)
+			continue
+		}
+		if _, err := s.restoreXorb(ctx, h); err != nil {
+			return kept, fmt.Errorf("gc: moving back xorb %s, named by a record written meanwhile: %w", h, err)
+		}
+		r.Restored++
+	}
+	return kept, nil
+}
+
 // dropMeta forgets the cached footer of a xorb gc moved.
 func (s *Store) dropMeta(name string) {
 	if kind, h, ok := classify(strings.TrimPrefix(name, trashPrefix)); ok && kind == "xorbs" {
@@ -237,8 +268,9 @@ func (s *Store) dropMeta(name string) {
 	}
 }
 
-// referencedXorbs reads every file record and returns the xorbs their terms name.
-func (s *Store) referencedXorbs(ctx context.Context) (map[hash.Hash]bool, error) {
+// referencedXorbs reads every file record not in seen (adding it there) and returns the xorbs
+// their terms name.
+func (s *Store) referencedXorbs(ctx context.Context, seen map[string]bool) (map[hash.Hash]bool, error) {
 	files, err := s.be.List(ctx, "files/")
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
@@ -248,9 +280,10 @@ func (s *Store) referencedXorbs(ctx context.Context) (map[hash.Hash]bool, error)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16) // object stores answer one GET per record: keep a few in flight
 	for _, name := range files {
-		if _, _, ok := classify(name); !ok {
+		if _, _, ok := classify(name); !ok || seen[name] {
 			continue
 		}
+		seen[name] = true
 		g.Go(func() error {
 			b, err := s.readEntry(gctx, name)
 			if errors.Is(err, ErrNotFound) {

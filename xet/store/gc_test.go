@@ -242,3 +242,43 @@ func TestGCBusyPack(t *testing.T) {
 		f.Close()
 	}
 }
+
+// movesOnWrite is a backend on which "gc" moves a xorb to the trash just before the next batch
+// write: between a registration's check of its xorbs and the write of its records.
+type movesOnWrite struct {
+	*FSBackend
+	name string
+}
+
+func (m *movesOnWrite) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, error) {
+	if m.name != "" {
+		if err := m.Move(ctx, m.name, trashPrefix+m.name); err != nil {
+			return nil, err
+		}
+		m.name = ""
+	}
+	return m.FSBackend.CreateBatch(ctx, blobs)
+}
+
+// A xorb gc moves between a registration's check and its write is moved back by the
+// registration itself, so no record names a xorb only the trash holds (a client fetching straight
+// from a bucket could not restore it).
+func TestRegistrationRechecksItsXorbs(t *testing.T) {
+	ctx := context.Background()
+	be := &movesOnWrite{FSBackend: looseBackend(t, t.TempDir()).(*FSBackend)}
+	s, err := Open("", Options{Backend: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := loadRef(t)
+	x := r.xorb(0, 1)
+	f := r.file(seg{x, 0, 2})
+	mustPutXorb(t, s, x)
+	be.name = xorbName(x.hash)
+	if _, err := s.PutShard(ctx, "", r.shardBytes([]*testFile{f}, x)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := be.Exists(ctx, xorbName(x.hash)); err != nil || !ok {
+		t.Fatalf("the xorb gc moved during the registration is not back: %v %v", ok, err)
+	}
+}

@@ -101,6 +101,11 @@ func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bo
 	if err != nil {
 		return false, err
 	}
+	// gc may have moved a xorb between the confirmation and the records' write: look again, and
+	// move back what it moved (it deletes nothing for a grace period).
+	if _, err := s.confirmXorbs(ctx, plans, v.pending); err != nil {
+		return false, fmt.Errorf("registering a shard: after its records were written: %w", err)
+	}
 	s.log.Debug().Int("files", len(plans)).Int("xorbs", len(sh.Xorbs)).Bool("existed", existed).
 		Str("ns", ns).Msg("shard registered")
 	return existed, nil
