@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,8 +74,8 @@ func (c *Client) Batch(ctx context.Context, operation string, transfers []string
 		return nil, err
 	}
 	u := c.lfs.String() + "/objects/batch"
-	resp, err := c.Do(ctx, Request{Method: http.MethodPost, URL: u, Body: body, Anonymous: operation == "download", LFS: true,
-		Header: map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}})
+	answer, err := c.DoRead(ctx, Request{Method: http.MethodPost, URL: u, Body: body, Anonymous: operation == "download", LFS: true,
+		Header: map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}}, 16<<20)
 	if err != nil {
 		var he *HTTPError
 		if operation == "upload" && errors.As(err, &he) && he.Status == http.StatusForbidden {
@@ -82,8 +83,7 @@ func (c *Client) Batch(ctx context.Context, operation string, transfers []string
 		}
 		return nil, fmt.Errorf("LFS batch %s: %w", operation, err)
 	}
-	defer resp.Body.Close()
-	return readBatch(resp.Body, Where(u), objs)
+	return readBatch(bytes.NewReader(answer), Where(u), objs)
 }
 
 // readBatch decodes and checks a batch answer (at most 16 MiB).

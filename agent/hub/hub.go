@@ -164,6 +164,27 @@ func (c *API) Do(ctx context.Context, req Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// DoRead is Do for an answer read whole (at most limit bytes): a body cut short (a connection
+// reset mid-answer) is tried again like a failed request.
+func (c *API) DoRead(ctx context.Context, req Request, limit int64) ([]byte, error) {
+	var body []byte
+	err := retry.Policy{}.Do(ctx, zerolog.Nop(), req.Method+" "+Where(req.URL), func(ctx context.Context) error {
+		resp, err := c.doOnce(ctx, req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if body, err = io.ReadAll(io.LimitReader(resp.Body, limit)); err != nil {
+			return retry.Mark(fmt.Errorf("%s %s: reading the answer: %w", req.Method, Where(req.URL), err))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, retry.Final(err)
+	}
+	return body, nil
+}
+
 // doOnce is one attempt of Do.
 func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 	var cred credentials.Credential

@@ -193,3 +193,26 @@ func TestBatchRetries(t *testing.T) {
 		t.Fatalf("a 400: %v after %d calls (retryable %v)", err, calls, retry.IsRetryable(err))
 	}
 }
+
+// A batch answer cut short (the connection closed mid-body) is asked for again.
+func TestBatchAnswerCutShort(t *testing.T) {
+	calls := 0
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls == 1 {
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 500\r\nContent-Type: application/json\r\n\r\n{\"objects\":[")
+			buf.Flush()
+			conn.Close()
+			return
+		}
+		w.Write([]byte(`{"objects":[{"oid":"` + oid + `","size":10}]}`))
+	})
+	if _, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []Object{{Oid: oid, Size: 10}}); err != nil || calls != 2 {
+		t.Fatalf("after an answer cut short: %v (%d calls)", err, calls)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -131,15 +130,14 @@ func batch(ctx context.Context, api *hub.API, lfsURL, op string, transfers []str
 	if err != nil {
 		return nil, err
 	}
-	resp, err := api.Do(ctx, hub.Request{Method: http.MethodPost, URL: lfsURL + "/objects/batch", Body: b, LFS: true,
+	answer, err := api.DoRead(ctx, hub.Request{Method: http.MethodPost, URL: lfsURL + "/objects/batch", Body: b, LFS: true,
 		Anonymous: true,
-		Header:    map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}})
+		Header:    map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}}, 16<<20)
 	if err != nil {
 		return nil, fmt.Errorf("LFS batch %s: %w", op, err)
 	}
-	defer resp.Body.Close()
 	var a batchAns
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&a); err != nil {
+	if err := json.Unmarshal(answer, &a); err != nil {
 		return nil, fmt.Errorf("LFS batch %s at %s: the answer is not JSON: %w", op, hub.Where(lfsURL), err)
 	}
 	return &a, nil
