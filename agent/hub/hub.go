@@ -153,36 +153,37 @@ type Request struct {
 // attempt says how many there were, and is no longer retryable.
 func (c *API) Do(ctx context.Context, req Request) (*http.Response, error) {
 	var resp *http.Response
-	err := retry.Policy{}.Do(ctx, zerolog.Nop(), req.Method+" "+Where(req.URL), func(ctx context.Context) error {
-		var err error
-		resp, err = c.doOnce(ctx, req)
-		return err
-	})
-	if err != nil {
-		return nil, retry.Final(err) // retried here already: a caller's own loop must not multiply it
-	}
-	return resp, nil
+	err := c.retried(ctx, req, func(r *http.Response) error { resp = r; return nil })
+	return resp, err
 }
 
 // DoRead is Do for an answer read whole (at most limit bytes): a body cut short (a connection
 // reset mid-answer) is tried again like a failed request.
 func (c *API) DoRead(ctx context.Context, req Request, limit int64) ([]byte, error) {
 	var body []byte
-	err := retry.Policy{}.Do(ctx, zerolog.Nop(), req.Method+" "+Where(req.URL), func(ctx context.Context) error {
-		resp, err := c.doOnce(ctx, req)
-		if err != nil {
-			return err
-		}
+	err := c.retried(ctx, req, func(resp *http.Response) error {
 		defer resp.Body.Close()
+		var err error
 		if body, err = io.ReadAll(io.LimitReader(resp.Body, limit)); err != nil {
 			return retry.Mark(fmt.Errorf("%s %s: reading the answer: %w", req.Method, Where(req.URL), err))
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, retry.Final(err)
-	}
-	return body, nil
+	return body, err
+}
+
+// retried makes attempts of req under the default retry.Policy, handing each 2xx answer to use
+// (whose error may be retryable too). What it returns after the last attempt is final: retried
+// here already, a caller's own loop must not multiply it.
+func (c *API) retried(ctx context.Context, req Request, use func(*http.Response) error) error {
+	err := retry.Policy{}.Do(ctx, zerolog.Nop(), req.Method+" "+Where(req.URL), func(ctx context.Context) error {
+		resp, err := c.doOnce(ctx, req)
+		if err != nil {
+			return err
+		}
+		return use(resp)
+	})
+	return retry.Final(err)
 }
 
 // doOnce is one attempt of Do.

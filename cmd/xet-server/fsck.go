@@ -26,7 +26,7 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, "usage: xet-server fsck [--clean-temp] [--verify-data [--repair]] (DATA-DIR | --storage URL)")
 	}
-	if err := fl.Parse(args); err != nil || (fl.NArg() == 1) == (f.storage != "") || fl.NArg() > 1 {
+	if err := fl.Parse(args); err != nil || !storeArg(fl, &f) {
 		fl.Usage()
 		return 2
 	}
@@ -34,7 +34,7 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	var ok bool
 	var err error
 	if f.storage == "" {
-		report, ok, err = store.Fsck(context.Background(), filepath.Join(fl.Arg(0), "cas"), o)
+		report, ok, err = store.Fsck(context.Background(), filepath.Join(f.data, "cas"), o)
 	} else {
 		var st *store.Store
 		if st, _, err = openStorage(&f, zerolog.New(stderr).Level(zerolog.WarnLevel)); err == nil {

@@ -33,11 +33,7 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	switch {
-	case fl.NArg() == 1 && f.storage == "":
-		f.data = fl.Arg(0)
-	case fl.NArg() == 0 && f.storage != "":
-	default:
+	if !storeArg(fl, &f) {
 		fl.Usage()
 		return 2
 	}
@@ -63,7 +59,7 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "xet-server gc:", err)
 		return 1
 	}
-	if c, ok := st.Backend().(tempCleaner); ok && !o.DryRun {
+	if c, ok := st.Backend().(store.TempCleaner); ok && !o.DryRun {
 		n, err := c.CleanTemp(time.Hour)
 		if err != nil {
 			fmt.Fprintln(stderr, "xet-server gc:", err)
@@ -74,7 +70,15 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// tempCleaner is a backend that can remove what writers killed mid-write left (both backends).
-type tempCleaner interface {
-	CleanTemp(age time.Duration) (int, error)
+// storeArg takes the store a maintenance command works on: a data directory as the one argument
+// (f.data), or --storage (f.storage), not both. false: neither or both.
+func storeArg(fl *flag.FlagSet, f *serveFlags) bool {
+	switch {
+	case fl.NArg() == 1 && f.storage == "":
+		f.data = fl.Arg(0)
+		return true
+	case fl.NArg() == 0 && f.storage != "":
+		return true
+	}
+	return false
 }

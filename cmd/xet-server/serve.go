@@ -361,7 +361,7 @@ func openFS(dir string, log zerolog.Logger) (*store.Store, error) {
 // storage over an hour ago: temp files and stray packs of a directory, unfinished multipart
 // uploads of a bucket.
 func cleanTempHourly(ctx context.Context, st *store.Store, log zerolog.Logger) {
-	c, ok := st.Backend().(tempCleaner)
+	c, ok := st.Backend().(store.TempCleaner)
 	if !ok {
 		return
 	}

@@ -225,9 +225,7 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (report string, ok 
 // Fsck is the package's Fsck on an open store (any backend); label names it in the report.
 func (s *Store) Fsck(ctx context.Context, label string, opts FsckOptions) (report string, ok bool, err error) {
 	var b strings.Builder
-	if c, ok := s.be.(interface {
-		CleanTemp(time.Duration) (int, error)
-	}); ok && opts.CleanTemp {
+	if c, ok := s.be.(TempCleaner); ok && opts.CleanTemp {
 		n, err := c.CleanTemp(time.Hour)
 		if err != nil {
 			return "", false, err

@@ -95,7 +95,7 @@ func (b *FSBackend) rewritePack(ctx context.Context, lp *lockedPack) ([]PackChan
 	seen := map[string]bool{}
 	var batch []NewBlob
 	var batchBytes int64
-	for i, e := range es {
+	for _, e := range es {
 		if seen[e.name] {
 			continue
 		}
@@ -116,7 +116,7 @@ func (b *FSBackend) rewritePack(ctx context.Context, lp *lockedPack) ([]PackChan
 			return nil, fmt.Errorf("store: rewriting pack %s: %s is damaged on disk (run fsck); the pack was kept", id, e.name)
 		}
 		batch, batchBytes = append(batch, NewBlob{name, data}), batchBytes+e.n
-		if batchBytes >= sweepBatchBytes || i == len(es)-1 {
+		if batchBytes >= sweepBatchBytes {
 			if err := b.writeForced(ctx, batch); err != nil {
 				return nil, err
 			}

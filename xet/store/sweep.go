@@ -28,6 +28,12 @@ type Sweeper interface {
 	Delete(ctx context.Context, name string) error
 }
 
+// TempCleaner is a backend that removes what writers killed mid-write left: FSBackend's temp files
+// and stray packs, S3Backend's unfinished multipart uploads.
+type TempCleaner interface {
+	CleanTemp(age time.Duration) (removed int, err error)
+}
+
 // BlobInfo is one listed blob.
 type BlobInfo struct {
 	Name    string
