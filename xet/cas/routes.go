@@ -2,13 +2,13 @@ package cas
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -128,7 +128,7 @@ func readShardFrames(r io.Reader) error {
 	sc.Buffer(make([]byte, 0, 4096), casapi.MaxShardFrameLength)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var f casapi.ShardFrame

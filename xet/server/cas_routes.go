@@ -307,7 +307,10 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 
 // handlePutShardV2 answers POST /v2/shards with 200 and NDJSON frames: validating, committing, then
 // result, or an error frame {message, retryable}. While the store works the last frame is repeated every
-// HeartbeatInterval so proxies and clients see the connection alive.
+// HeartbeatInterval so proxies and clients see the connection alive. Frames are flushed together:
+// the first one waits up to firstFrameDelay, so the registration of a small shard (most of them)
+// answers in one write, headers and all frames, instead of one write and one client wake-up per
+// frame.
 func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Claims) {
 	body, ok := s.readShard(w, r)
 	if !ok {
@@ -316,13 +319,15 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	w.Header().Set("Content-Type", contentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	send := func(f casapi.ShardFrame) {
-		_ = casapi.Encode(w, f)
+	send := func(fs ...casapi.ShardFrame) {
+		for _, f := range fs {
+			_ = casapi.Encode(w, f)
+		}
 		_ = rc.Flush()
 	}
 	zero, one := 0, 1
 	last := casapi.ShardFrame{Type: "validating", Verified: &zero, Total: &one}
-	send(last)
+	_ = casapi.Encode(w, last) // flushed by the first tick or with the outcome
 
 	type outcome struct {
 		existed bool
@@ -333,10 +338,15 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 		existed, err := s.cfg.Store.PutShard(r.Context(), c.Namespace, body)
 		done <- outcome{existed, err}
 	}()
+	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
+	defer first.Stop()
 	tick := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer tick.Stop()
 	for {
 		select {
+		case <-first.C:
+			send()
+			continue
 		case <-tick.C:
 			send(last)
 			continue
@@ -349,17 +359,21 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 				send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: retry.Classify(status) == retry.Retryable})
 				return
 			}
-			send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one})
-			send(casapi.ShardFrame{Type: "committing", Stage: "syncing"})
 			res := casapi.ShardSyncPerformed
 			if o.existed {
 				res = casapi.ShardExists
 			}
-			send(casapi.ShardFrame{Type: "result", Result: &res})
+			send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one},
+				casapi.ShardFrame{Type: "committing", Stage: "syncing"},
+				casapi.ShardFrame{Type: "result", Result: &res})
 			return
 		}
 	}
 }
+
+// firstFrameDelay is how long POST /v2/shards holds its first frame back, hoping to send it with the
+// outcome: longer than a small shard's registration, far shorter than any client's read timeout.
+const firstFrameDelay = 250 * time.Millisecond
 
 // handleHeadFile answers HEAD /v1/files/{file}: 200 with Content-Length = the file's size, or 404.
 func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, _ Claims) {
