@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -127,6 +128,7 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	logListening(f, users, ln.Addr().String(), log)
+	defer cpuProfile(os.Getenv("XET_SERVER_CPUPROFILE"), log)()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -376,5 +378,26 @@ func cleanTempHourly(ctx context.Context, st *store.Store, log zerolog.Logger) {
 			return
 		case <-time.After(time.Hour):
 		}
+	}
+}
+
+// cpuProfile writes a CPU profile of the server to path (XET_SERVER_CPUPROFILE, for the benchmark
+// scripts: client and server share the cores, so both are profiled) until the returned function
+// runs at shutdown; "" profiles nothing.
+func cpuProfile(path string, log zerolog.Logger) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("cpu profile not written")
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
