@@ -70,6 +70,9 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			}
 		}
 		req.OnTerm = func(sp download.Span) { terms = append(terms, sp) }
+		if idx != nil {
+			x.rebuildIndex(ctx, e, idx)
+		}
 	}
 	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !directIO()}, req)
 	if part != nil {
@@ -118,15 +121,35 @@ func (x *xetTransferer) recordUpload(ctx context.Context, obj Object, sess *uplo
 
 // uploadSpans lays a file's terms over its chunks in file order.
 func uploadSpans(f shard.File, ents []hash.Entry) ([]download.Span, bool) {
+	terms := make([]termRef, len(f.Terms))
+	for i, t := range f.Terms {
+		terms[i] = termRef{xorb: t.Xorb, start: t.ChunkStart, end: t.ChunkEnd, bytes: -1}
+	}
+	return spansOver(terms, ents)
+}
+
+// termRef is one term of a file: chunks [start, end) of xorb, bytes long (-1: not known).
+type termRef struct {
+	xorb       hash.Hash
+	start, end uint32
+	bytes      int64
+}
+
+// spansOver lays terms over a file's chunks in file order; false when they do not cover the chunks
+// exactly or a term's length disagrees with its chunks'.
+func spansOver(terms []termRef, ents []hash.Entry) ([]download.Span, bool) {
 	var out []download.Span
 	var pos int64
 	k := 0
-	for _, t := range f.Terms {
-		n := int(t.ChunkEnd) - int(t.ChunkStart)
+	for _, t := range terms {
+		n := int(t.end) - int(t.start)
 		if n <= 0 || k+n > len(ents) {
 			return nil, false
 		}
-		sp := download.Span{Pos: pos, Xorb: t.Xorb, Start: t.ChunkStart, Chunks: ents[k : k+n]}
+		sp := download.Span{Pos: pos, Xorb: t.xorb, Start: t.start, Chunks: ents[k : k+n]}
+		if t.bytes >= 0 && sp.Bytes() != t.bytes {
+			return nil, false
+		}
 		out = append(out, sp)
 		pos += sp.Bytes()
 		k += n

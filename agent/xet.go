@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -126,6 +127,8 @@ type xetTransferer struct {
 	hubClient *hub.Client           // hub mode
 	network   *bool                 // standalone mode with a network remote (hub mode); found once
 	ref       string                // hub mode: the revision of the token routes; found once
+
+	indexChecked atomic.Bool // the chunk index was rebuilt if it needed to be (rebuildIndex)
 }
 
 func (x *xetTransferer) Close() error {

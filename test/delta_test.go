@@ -86,74 +86,112 @@ func objectPath(repo, oid string) string {
 	return filepath.Join(repo, ".git", "lfs", "objects", oid[0:2], oid[2:4], oid)
 }
 
-// A pull of a new version of a big file fetches only its changed chunks, from a previous version
-// downloaded (the clone) or uploaded (the work tree) here; a local object changed on disk is
-// never the source of a wrong byte.
-func TestDeltaPull(t *testing.T) {
+// forDeltaRemotes runs fn as a subtest per kind of remote, with the agent installed and a work tree
+// whose origin is the remote.
+func forDeltaRemotes(t *testing.T, fn func(t *testing.T, e *env, work, remote string)) {
 	for _, r := range deltaRemotes {
 		t.Run(r.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.install()
 			work, remote := r.setup(t, e)
-			const size = 48 << 20
-			v1 := testutil.RandomBytes(size, 71)
-			writeFile(t, filepath.Join(work, "model.bin"), v1)
-			e.git(work, "add", ".")
-			e.git(work, "commit", "-q", "-m", "v1")
-			e.git(work, "push", "-q", "origin", "main")
-			clone := filepath.Join(e.home, "clone")
-			e.git("", "clone", "-q", remote, clone)
-
-			commit := func(repo string, b []byte, msg string) {
-				writeFile(t, filepath.Join(repo, "model.bin"), b)
-				e.git(repo, "commit", "-q", "-am", msg)
-				e.git(repo, "push", "-q", "origin", "main")
-			}
-			// v2: ten scattered 64 KiB edits (1.3 %), pulled into the clone that downloaded v1.
-			v2 := editScattered(v1, 10, 64<<10, 100)
-			commit(work, v2, "v2")
-			e.git(clone, "pull", "-q")
-			sameTree(t, work, clone)
-			tr := e.downloadOf(oidOf(v2))
-			t.Logf("v2 pulled into the clone: fetched %d of %d bytes, %d local", tr.NewBytes, tr.Size, tr.Deduped)
-			// 640 KiB edited: each edit costs its chunks and about one chunk on either side.
-			if tr.NewBytes > size*5/100 || tr.NewBytes+tr.Deduped != size {
-				t.Errorf("v2: fetched %d of %d bytes, want at most 5 %%", tr.NewBytes, size)
-			}
-
-			// v3, with a byte of the clone's v2 flipped on disk: the pull fetches what it cannot trust.
-			v3 := editScattered(v2, 10, 64<<10, 200)
-			commit(work, v3, "v3")
-			obj := objectPath(clone, oidOf(v2))
-			b, err := os.ReadFile(obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b[size/3+12345] ^= 1
-			os.Chmod(obj, 0o644)
-			if err := os.WriteFile(obj, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			e.git(clone, "pull", "-q")
-			sameTree(t, work, clone)
-			if n := len(e.logLines("download: local copy does not verify")); n == 0 {
-				t.Error("the flipped byte was not noticed")
-			}
-
-			// v4 from the clone, pulled into the work tree that uploaded v3.
-			v4 := editScattered(v3, 10, 64<<10, 300)
-			commit(clone, v4, "v4")
-			e.git(work, "pull", "-q", "origin", "main")
-			sameTree(t, clone, work)
-			tr = e.downloadOf(oidOf(v4))
-			if tr.NewBytes > size*5/100 {
-				t.Errorf("v4 into the uploader: fetched %d of %d bytes", tr.NewBytes, size)
-			}
-			if !strings.Contains(e.git(work, "lfs", "fsck"), "OK") {
-				t.Error("git lfs fsck")
-			}
+			fn(t, e, work, remote)
 		})
 	}
+}
+
+// pushAndClone commits b as model.bin in work, pushes it, and, when clone is set, clones remote
+// there.
+func (e *env) pushAndClone(work, remote, clone string, b []byte, msg string) {
+	e.t.Helper()
+	writeFile(e.t, filepath.Join(work, "model.bin"), b)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", msg)
+	e.git(work, "push", "-q", "origin", "main")
+	if clone != "" {
+		e.git("", "clone", "-q", remote, clone)
+	}
+}
+
+// A pull of a new version of a big file fetches only its changed chunks, from a previous version
+// downloaded (the clone) or uploaded (the work tree) here; a local object changed on disk is
+// never the source of a wrong byte.
+func TestDeltaPull(t *testing.T) {
+	forDeltaRemotes(t, func(t *testing.T, e *env, work, remote string) {
+		const size = 48 << 20
+		v1 := testutil.RandomBytes(size, 71)
+		clone := filepath.Join(e.home, "clone")
+		e.pushAndClone(work, remote, clone, v1, "v1")
+		commit := func(repo string, b []byte, msg string) { e.pushAndClone(repo, remote, "", b, msg) }
+		// v2: ten scattered 64 KiB edits (1.3 %), pulled into the clone that downloaded v1.
+		v2 := editScattered(v1, 10, 64<<10, 100)
+		commit(work, v2, "v2")
+		e.git(clone, "pull", "-q")
+		sameTree(t, work, clone)
+		tr := e.downloadOf(oidOf(v2))
+		t.Logf("v2 pulled into the clone: fetched %d of %d bytes, %d local", tr.NewBytes, tr.Size, tr.Deduped)
+		// 640 KiB edited: each edit costs its chunks and about one chunk on either side.
+		if tr.NewBytes > size*5/100 || tr.NewBytes+tr.Deduped != size {
+			t.Errorf("v2: fetched %d of %d bytes, want at most 5 %%", tr.NewBytes, size)
+		}
+
+		// v3, with a byte of the clone's v2 flipped on disk: the pull fetches what it cannot trust.
+		v3 := editScattered(v2, 10, 64<<10, 200)
+		commit(work, v3, "v3")
+		obj := objectPath(clone, oidOf(v2))
+		b, err := os.ReadFile(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[size/3+12345] ^= 1
+		os.Chmod(obj, 0o644)
+		if err := os.WriteFile(obj, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.git(clone, "pull", "-q")
+		sameTree(t, work, clone)
+		if n := len(e.logLines("download: local copy does not verify")); n == 0 {
+			t.Error("the flipped byte was not noticed")
+		}
+
+		// v4 from the clone, pulled into the work tree that uploaded v3.
+		v4 := editScattered(v3, 10, 64<<10, 300)
+		commit(clone, v4, "v4")
+		e.git(work, "pull", "-q", "origin", "main")
+		sameTree(t, clone, work)
+		tr = e.downloadOf(oidOf(v4))
+		if tr.NewBytes > size*5/100 {
+			t.Errorf("v4 into the uploader: fetched %d of %d bytes", tr.NewBytes, size)
+		}
+		if !strings.Contains(e.git(work, "lfs", "fsck"), "OK") {
+			t.Error("git lfs fsck")
+		}
+	})
+}
+
+// A clone whose chunk index was lost rebuilds it from the objects it holds, at the next download of
+// a big file, and that pull still fetches only the changed chunks.
+func TestDeltaAfterIndexLost(t *testing.T) {
+	forDeltaRemotes(t, func(t *testing.T, e *env, work, remote string) {
+		const size = 24 << 20
+		v1 := testutil.RandomBytes(size, 81)
+		clone := filepath.Join(e.home, "clone")
+		e.pushAndClone(work, remote, clone, v1, "v1")
+		if err := os.RemoveAll(filepath.Join(clone, ".git", "lfs", "xet")); err != nil {
+			t.Fatal(err)
+		}
+		v2 := editScattered(v1, 10, 64<<10, 400)
+		e.pushAndClone(work, remote, "", v2, "v2")
+		e.git(clone, "pull", "-q")
+		sameTree(t, work, clone)
+		if n := len(e.logLines("chunk index rebuilt from the objects here", `"objects":1`)); n != 1 {
+			t.Errorf("%d rebuilds of one object logged, want 1", n)
+		}
+		tr := e.downloadOf(oidOf(v2))
+		t.Logf("v2 pulled after the index was lost: fetched %d of %d bytes, %d local", tr.NewBytes, tr.Size, tr.Deduped)
+		if tr.NewBytes > size*8/100 || tr.NewBytes+tr.Deduped != size {
+			t.Errorf("v2: fetched %d of %d bytes, want at most 8 %%", tr.NewBytes, size)
+		}
+	})
 }
 
 // throttle serves backend with response bodies sent at about rate bytes per second (to interrupt a
