@@ -88,11 +88,13 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
+	served := 0
 	for r := range reqs {
-		done, err := serveRequest(ctx, r, init, t, enc, o)
+		done, err := serveRequest(ctx, r, init, t, enc, o, served)
 		if done || err != nil {
 			return err
 		}
+		served++
 	}
 	// Input ended without terminate: git-lfs went away, which is not this process's failure
 	// unless our own caller cancelled.
@@ -136,9 +138,9 @@ func openTransfer(ctx context.Context, reqs <-chan readResult, enc *protocol.Enc
 	return init, t, nil
 }
 
-// serveRequest answers one request after init. done: the conversation is over (terminate, or an
-// error, returned).
-func serveRequest(ctx context.Context, r readResult, init Init, t Transferer, enc *protocol.Encoder, o Options) (done bool, err error) {
+// serveRequest answers one request after init (served: the requests answered before it). done: the
+// conversation is over (terminate, or an error, returned).
+func serveRequest(ctx context.Context, r readResult, init Init, t Transferer, enc *protocol.Encoder, o Options, served int) (done bool, err error) {
 	if r.err != nil {
 		var me *protocol.MalformedError
 		if errors.As(r.err, &me) && me.Oid != "" {
@@ -157,7 +159,7 @@ func serveRequest(ctx context.Context, r readResult, init Init, t Transferer, en
 		if req.Event != init.Operation {
 			return false, enc.CompleteError(req.Oid, fmt.Sprintf("%s request on an agent started for %s", req.Event, init.Operation))
 		}
-		return false, transfer(ctx, t, enc, req, o)
+		return false, transfer(ctx, t, enc, req, o, served == 0)
 	}
 	return false, nil
 }
@@ -195,12 +197,12 @@ func readRequests(ctx context.Context, cancel context.CancelFunc, d *protocol.De
 	}
 }
 
-// transfer runs one request and answers it with progress and complete. It returns an error only
-// when writing to git-lfs fails.
-func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *protocol.Request, o Options) error {
+// transfer runs one request and answers it with progress and complete (first: the process's first
+// request, see progress.start). It returns an error only when writing to git-lfs fails.
+func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *protocol.Request, o Options, first bool) error {
 	obj := Object{Oid: req.Oid, Size: req.Size, Path: req.Path, Action: req.Action}
 	p := newProgress(enc, obj.Oid, obj.Size, o.ProgressInterval)
-	p.start()
+	p.start(first)
 	began := time.Now()
 	var res Result
 	var err error
@@ -221,7 +223,8 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 			Dur("elapsed_ms", elapsed).Err(err).Msg("transfer failed")
 		return enc.CompleteError(obj.Oid, err.Error())
 	}
-	if err := p.finish(); err != nil {
+	last, err := p.finish()
+	if err != nil {
 		return err
 	}
 	ev := o.Log.Info().Str("op", req.Event).Str("mode", res.Mode).Str("oid", obj.Oid).
@@ -231,5 +234,5 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 		ev = ev.Float64("MBps", float64(obj.Size)/1e6/secs)
 	}
 	ev.Msg("transfer complete")
-	return enc.Complete(obj.Oid, res.Path)
+	return enc.Complete(obj.Oid, res.Path, last...)
 }

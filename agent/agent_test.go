@@ -375,3 +375,31 @@ func TestProgressNeverPastSize(t *testing.T) {
 	ps, _ := s.untilComplete(oidN(2))
 	checkProgress(t, ps, 50)
 }
+
+// A small object after the process's first gets no message before its transfer is done: its one
+// progress message (the full size) comes with its complete. The first object's early message
+// (bytesSoFar 1) is what frees git-lfs's other workers; a big object's keeps the meter moving.
+func TestSmallObjectsProgressWithComplete(t *testing.T) {
+	release := make(chan struct{})
+	f := &fake{upload: func(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+		<-release
+		return Result{Mode: "fake"}, nil
+	}}
+	s := start(t, f, nil)
+	s.send(initUpload)
+	s.recv()
+	for i, size := range []int64{100, 200, 2 << 20} {
+		s.send(uploadLine(oidN(i), size))
+		early := i != 1 // the first object, and the big one
+		if early {
+			if r := s.recv(); r.Event != "progress" || r.BytesSoFar != 1 {
+				t.Fatalf("object %d: first message %+v, want progress 1 before the transfer ends", i, r)
+			}
+		}
+		release <- struct{}{}
+		ps, c := s.untilComplete(oidN(i))
+		if c.Error != nil || len(ps) != 1 || ps[0].BytesSoFar != size {
+			t.Fatalf("object %d: %+v then %+v, want one progress at %d then complete", i, ps, c, size)
+		}
+	}
+}

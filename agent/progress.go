@@ -28,9 +28,16 @@ func newProgress(enc *protocol.Encoder, oid string, size int64, interval time.Du
 	return &progress{enc: enc, oid: oid, size: size, interval: interval}
 }
 
-// start sends the first message. Objects of size 0 get none (their complete frees the workers).
-func (p *progress) start() {
-	if p.size <= 0 {
+// startProgressMin: objects this big get a first message at once (bytesSoFar 1) even when they
+// are not the process's first object, so the progress meter moves while they transfer.
+const startProgressMin = 1 << 20
+
+// start sends the first message for the process's first object, which frees git-lfs's other
+// workers (it waits for a first progress or complete of one worker before it starts the others),
+// and for objects of startProgressMin or more; a small object's progress goes with its complete.
+// Objects of size 0 get none (their complete frees the workers).
+func (p *progress) start(first bool) {
+	if p.size <= 0 || !first && p.size < startProgressMin {
 		return
 	}
 	p.mu.Lock()
@@ -55,14 +62,17 @@ func (p *progress) update(done int64) {
 	}
 }
 
-// finish sends bytesSoFar = size if that was not the last message.
-func (p *progress) finish() error {
+// finish returns the last message, bytesSoFar = size, when that was not sent yet, for the caller to
+// send with complete (Encoder.Complete); later updates send nothing.
+func (p *progress) finish() ([]protocol.Progress, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.size > 0 && p.sent < p.size {
-		p.sendLocked(p.size, time.Now())
+	if p.werr != nil || p.size <= 0 || p.sent >= p.size {
+		return nil, p.werr
 	}
-	return p.werr
+	last := protocol.Progress{Event: protocol.EventProgress, Oid: p.oid, BytesSoFar: p.size, BytesSinceLast: p.size - p.sent}
+	p.sent = p.size
+	return []protocol.Progress{last}, nil
 }
 
 // err returns the first error writing to git-lfs.

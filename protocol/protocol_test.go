@@ -292,3 +292,27 @@ func TestMalformedKeepsOidWhenValid(t *testing.T) {
 		t.Fatalf("err = %#v", err)
 	}
 }
+
+// writeCounter records each Write.
+type writeCounter struct{ writes []string }
+
+func (w *writeCounter) Write(b []byte) (int, error) {
+	w.writes = append(w.writes, string(b))
+	return len(b), nil
+}
+
+// Complete with progress before it sends both lines in one Write (git-lfs reads whole lines, and a
+// write per line woke it once per line).
+func TestCompleteWithProgressIsOneWrite(t *testing.T) {
+	var w writeCounter
+	enc := NewEncoder(&w)
+	oid := strings.Repeat("ab", 32)
+	if err := enc.Complete(oid, "/tmp/x", Progress{Event: EventProgress, Oid: oid, BytesSoFar: 5, BytesSinceLast: 5}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"event":"progress","oid":"` + oid + `","bytesSoFar":5,"bytesSinceLast":5}` + "\n" +
+		`{"event":"complete","oid":"` + oid + `","path":"/tmp/x"}` + "\n"
+	if len(w.writes) != 1 || w.writes[0] != want {
+		t.Fatalf("writes %q, want one: %q", w.writes, want)
+	}
+}

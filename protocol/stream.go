@@ -85,12 +85,15 @@ type Encoder struct {
 // NewEncoder writes responses to w (the agent's stdout).
 func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
 
-func (e *Encoder) write(v any) error {
-	b, err := json.Marshal(v)
+func (e *Encoder) write(v any) error { return e.writeAfter(nil, v) }
+
+// writeAfter writes the lines in pre, then v as a line, with a single Write.
+func (e *Encoder) writeAfter(pre []byte, v any) error {
+	line, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding %T: %w", v, err)
 	}
-	b = append(b, '\n')
+	b := append(append(pre, line...), '\n')
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.err != nil {
@@ -116,9 +119,18 @@ func (e *Encoder) Progress(oid string, bytesSoFar, bytesSinceLast int64) error {
 	return e.write(Progress{Event: EventProgress, Oid: oid, BytesSoFar: bytesSoFar, BytesSinceLast: bytesSinceLast})
 }
 
-// Complete reports oid done; path is the downloaded file ("" for uploads).
-func (e *Encoder) Complete(oid, path string) error {
-	return e.write(Complete{Event: EventComplete, Oid: oid, Path: path})
+// Complete reports oid done; path is the downloaded file ("" for uploads). Progress messages in
+// before go first, in the same Write (one wake-up of git-lfs's reader per object, not one per line).
+func (e *Encoder) Complete(oid, path string, before ...Progress) error {
+	var b []byte
+	for _, p := range before {
+		line, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("encoding progress: %w", err)
+		}
+		b = append(append(b, line...), '\n')
+	}
+	return e.writeAfter(b, Complete{Event: EventComplete, Oid: oid, Path: path})
 }
 
 // CompleteError reports that oid failed; the process goes on with the next request.
