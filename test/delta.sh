@@ -9,7 +9,8 @@
 #      bytes the second attempt fetched. A push of another one killed when half of it was sent,
 #      then run again: bytes the second push sent. (xet-server.)
 #   3. `git lfs fetch` of DELTA_MB as 4 files from the embedded store against `cp` of the same
-#      files on the same disk (each followed by sync; best of 2), with the agents' CPU per byte and
+#      files on the same disk (each followed by sync; best of 2), with the agents' CPU per byte (and
+#      the floor under it: BenchmarkVerifyFloor, the chunk hashes and SHA-256 every download computes) and
 #      peak RSS.
 # Runs in a temp HOME; touches nothing else. Needs go, git, git-lfs, python3, curl, GNU time.
 #
@@ -27,6 +28,9 @@ mkdir -p "$work/bin" "$work/home"
 go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
 go build -o "$work/bin/xet-server" ./cmd/xet-server
 go build -o "$work/bin/countproxy" ./test/countproxy
+# The floor under any verified download's CPU per byte: chunk hashes (keyed BLAKE3) and SHA-256 of
+# every byte, on one core, no I/O (measured before HOME moves, with the user's build cache).
+floor=$(GOMAXPROCS=1 go test ./xet/download -run '^$' -bench '^BenchmarkVerifyFloor$' -benchtime 10x | awk '$NF == "ns/B" { print $(NF-1) }')
 export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 XDG_CACHE_HOME="$work/home/.cache"
 unset GIT_DIR GIT_WORK_TREE GIT_TRACE GIT_XET_CPUPROFILE
 export GIT_XET_LOG="$work/agent.log" GIT_XET_LOG_LEVEL=info
@@ -166,6 +170,7 @@ for round in 1 2; do
 done
 row "embedded: git lfs fetch, best of 2" "$(printf '%8s s   %s × cp (%s s)   agents %s s CPU = %s ns/B, peak RSS %s MiB' "$best_fetch" \
   "$(ratio "$best_fetch" "$best_cp")" "$best_cp" "$cpu" "$(awk -v c="$cpu" -v b="$size" 'BEGIN { printf "%.2f", c * 1e9 / b }')" "$rss")"
+row "verification alone (BLAKE3 + SHA-256, 1 core)" "$(printf '%s ns/B, no I/O: the floor under the agents'"'"' CPU per byte' "$floor")"
 cd "$work"
 
 echo

@@ -468,3 +468,23 @@ func TestLargeRoundTrip(t *testing.T) {
 }
 
 var _ cas.Client = (*embedded.CAS)(nil)
+
+// BenchmarkVerifyFloor measures what every verified download must compute, with no I/O: the chunk
+// hash (keyed BLAKE3) of every chunk and the SHA-256 of the whole file, on one core. Its ns/B is
+// the floor under any download's CPU per byte on this machine (test/delta.sh prints it beside the
+// agents' figure).
+func BenchmarkVerifyFloor(b *testing.B) {
+	data := testutil.RandomBytes(64<<20, 9)
+	ch := hash.NewChunkHasher()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		sha := sha256.New()
+		for off := 0; off < len(data); off += 64 << 10 {
+			ch.Sum(data[off : off+64<<10])
+		}
+		sha.Write(data)
+		sha.Sum(nil)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*int64(len(data))), "ns/B")
+}
