@@ -129,6 +129,7 @@ type xetTransferer struct {
 	ref       string                // hub mode: the revision of the token routes; found once
 
 	indexChecked atomic.Bool // the chunk index was rebuilt if it needed to be (rebuildIndex)
+	tmpMade      atomic.Bool // git-lfs's temp directory exists (made once per process)
 }
 
 func (x *xetTransferer) Close() error {
@@ -295,9 +296,13 @@ func (x *xetTransferer) tmpDir(ctx context.Context) (string, error) {
 		return "", err
 	}
 	d := filepath.Join(gd, "lfs", "tmp")
+	if x.tmpMade.Load() {
+		return d, nil
+	}
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return "", fmt.Errorf("creating git-lfs's temp directory: %w", err)
 	}
+	x.tmpMade.Store(true)
 	return d, nil
 }
 

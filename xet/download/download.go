@@ -166,6 +166,11 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 	return os.Rename(tmp, req.Path)
 }
 
+// sizeUpFront: outputs this big are sized and their blocks reserved before the jobs write. A smaller
+// one (most files of a dataset) is written whole into its new, empty file, which sets its size, and
+// skips the two calls.
+const sizeUpFront = 1 << 20
+
 // mismatch: the written bytes are not the file asked for.
 type mismatch struct{ msg string }
 
@@ -230,10 +235,12 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := f.Truncate(l.size); err != nil {
-			return 0, nil, err
+		if req.Keep || l.size >= sizeUpFront {
+			if err := f.Truncate(l.size); err != nil {
+				return 0, nil, err
+			}
+			preallocate(f, l.size)
 		}
-		preallocate(f, l.size)
 		s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart}
 		if whole {
 			s.merkle = newMerkleStream(len(l.terms), filepath.Dir(f.Name()), defaultWaitBudget)
