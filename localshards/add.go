@@ -74,7 +74,7 @@ type pending struct {
 // scanPending scans a shard's xorb section (sec) into fresh arrays.
 func scanPending(name string, m meta, sec []byte) (*pending, error) {
 	p := &pending{name: name, m: m, keys: make([]uint64, m.maxChunk), refs: make([]uint32, m.maxChunk)}
-	n, xorbs, err := scanXorbs(sec, m.xorbOff, 0, 0, p.keys, p.refs, nil)
+	n, xorbs, err := scanSection(name, sec, m.xorbOff, 0, 0, p.keys, p.refs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +82,9 @@ func scanPending(name string, m meta, sec []byte) (*pending, error) {
 	return p, nil
 }
 
-// add validates data with the cache's own reader, writes it under its content name, and indexes it.
+// add validates a shard (data) with the cache's own reader, writes it under its content name, and
+// indexes it.
 func (c *Cache) add(data []byte, what string) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
 	size := int64(len(data))
 	if size < minShardSize {
 		return fmt.Errorf("shard cache: %s: %w", what, formatErr("%d bytes, too short for a shard with footer", size))
@@ -95,7 +93,27 @@ func (c *Cache) add(data []byte, what string) error {
 	if err != nil {
 		return fmt.Errorf("shard cache: %s: %w", what, err)
 	}
-	name := shardFileName(data)
+	return c.addFile(shardFileName(data), m, data, what)
+}
+
+// writeSingles writes the one-chunk xorbs xs of our own uploads as a singles file and indexes it.
+func (c *Cache) writeSingles(xs []shard.Xorb) error {
+	now := c.now()
+	created := uint64(max(now.Unix(), 0))
+	expires := uint64(max(now.Add(OwnShardLifetime).Unix(), 0))
+	data := marshalSingles(xs, created, expires)
+	m, err := parseSinglesHead(data, int64(len(data)))
+	if err != nil {
+		return fmt.Errorf("shard cache: singles: %w", err)
+	}
+	return c.addFile(hash.Chunk(data).String()+singlesExt, m, data, "singles")
+}
+
+// addFile scans data (the file name, with meta m), writes it and indexes it.
+func (c *Cache) addFile(name string, m meta, data []byte, what string) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
 	p, err := scanPending(name, m, data[m.xorbOff:m.xorbEnd])
 	if err != nil {
 		return fmt.Errorf("shard cache: %s: %w", what, err)

@@ -3,8 +3,10 @@
 // It is what lets the second push of a changed model upload only the changed chunks without asking
 // the network, and what the 8 agent processes git-lfs starts share with each other.
 //
-// Layout (xet-core's): <root>/<endpoint folder>/shard-cache/<hash>.mdb, hash = hash.Chunk(file bytes).
-// Files are written to .<random>.mdb_temp and renamed, so a reader never sees half a shard. Our own
+// Layout (xet-core's): <root>/<endpoint folder>/shard-cache/<hash>.mdb, hash = hash.Chunk(file bytes);
+// beside them our own singles files, <hash>.singles, the one-chunk xorbs of merged small uploads in
+// 40 bytes each (singles.go; xet-core ignores the name). Files are written to .<random>.mdb_temp and
+// renamed, so a reader never sees half a file. Our own
 // shards are kept three weeks; dedupe answers until the server's expiry (footer ExpiresAt; 0 or past
 // means expired); expired shards are ignored and deleted a week after expiry; a soft size limit prunes
 // the oldest (footer CreatedAt) first when the index is first loaded. Malformed files are renamed to
@@ -20,7 +22,7 @@
 // is verified against the full hash in the shard file before it is returned, so no damaged or stale
 // input can produce a wrong answer. The first load reads only the xorb sections (scan.go) and builds the table; it is
 // then persisted as shard-cache/chunk-index.v1 (snapshot.go), which later processes load in one read
-// and reconcile with the directory listing. LookupBatch overlaps the memory accesses of many lookups.
+// and reconcile with the directory listing.
 package localshards
 
 import (

@@ -69,7 +69,12 @@ func (c *Cache) xorbChunks(sh *shardInfo, x *xorbInfo, xi uint32) ([]shard.XorbC
 		return ch, nil
 	}
 	path := filepath.Join(c.dir, sh.name)
-	buf, err := readAt(path, x.off, (int(x.n)+1)*shard.EntrySize)
+	single := isSinglesName(sh.name)
+	size := (int(x.n) + 1) * shard.EntrySize
+	if single {
+		size = singleSize
+	}
+	buf, err := readAt(path, x.off, size)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			sh.dead.Store(true)
@@ -82,7 +87,12 @@ func (c *Cache) xorbChunks(sh *shardInfo, x *xorbInfo, xi uint32) ([]shard.XorbC
 		}
 		return nil, err
 	}
-	ch, err := decodeXorb(buf, x.hash, x.n)
+	var ch []shard.XorbChunk
+	if single {
+		ch, err = decodeSingle(buf, x.hash)
+	} else {
+		ch, err = decodeXorb(buf, x.hash, x.n)
+	}
 	if err != nil {
 		c.setAside(sh.name, err)
 		sh.dead.Store(true)

@@ -10,7 +10,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 
-// Forget removes from the cache every shard that lists one of xorbs, because the CAS said it
+// Forget removes from the cache every shard (and singles file) that lists one of xorbs, because the CAS said it
 // does not hold them (the remote was recreated, or its data restored from an older backup): no
 // process dedupes against them again once it reloads, and this one stops at once. It returns the
 // number of shard files removed. The shards merged in memory are written out first, so they are
@@ -45,7 +45,7 @@ func (c *Cache) Forget(xorbs []hash.Hash) (int, error) {
 		if buf, err = c.readSection(cd, buf); err != nil {
 			continue
 		}
-		if !listsAny(buf, gone) {
+		if isSinglesName(name) && !singlesListAny(buf, gone) || !isSinglesName(name) && !listsAny(buf, gone) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(c.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -65,7 +65,12 @@ func (c *Cache) ready() (*view, error) {
 // isShardName reports whether name is <64 lowercase hex>.mdb.
 func isShardName(name string) bool {
 	base, ok := strings.CutSuffix(name, shardExt)
-	if !ok || len(base) != 64 {
+	return ok && isHexName(base)
+}
+
+// isHexName reports whether base is 64 lowercase hex digits.
+func isHexName(base string) bool {
+	if len(base) != 64 {
 		return false
 	}
 	for i := 0; i < len(base); i++ {
@@ -91,7 +96,8 @@ type candidate struct {
 	unindexed bool
 }
 
-// list reads the directory and cleans up stale temp and corrupt files. It returns the shard names.
+// list reads the directory and cleans up stale temp and corrupt files. It returns the names of the
+// shard and singles files.
 func (c *Cache) list() ([]string, time.Time, error) {
 	st, err := os.Stat(c.dir)
 	if err != nil {
@@ -105,7 +111,7 @@ func (c *Cache) list() ([]string, time.Time, error) {
 	for _, e := range ents {
 		name := e.Name()
 		switch {
-		case isShardName(name):
+		case isShardName(name), isSinglesName(name):
 			names = append(names, name)
 		case strings.HasSuffix(name, tempExt) || strings.HasSuffix(name, corruptExt):
 			keep := staleTemp
@@ -120,7 +126,7 @@ func (c *Cache) list() ([]string, time.Time, error) {
 	return names, st.ModTime(), nil
 }
 
-// readMeta opens a shard file and parses its header and footer.
+// readMeta opens a shard file and parses its header and footer (a singles file: its head).
 func (c *Cache) readMeta(name string) (meta, error) {
 	f, err := os.Open(filepath.Join(c.dir, name))
 	if err != nil {
@@ -132,6 +138,13 @@ func (c *Cache) readMeta(name string) (meta, error) {
 		return meta{}, err
 	}
 	size := st.Size()
+	if isSinglesName(name) {
+		var head [singlesHeadSize]byte
+		if _, err := f.ReadAt(head[:], 0); err != nil {
+			return meta{}, shortRead(err)
+		}
+		return parseSinglesHead(head[:], size)
+	}
 	if size < minShardSize {
 		return meta{}, formatErr("%d bytes, shorter than the smallest shard with footer (%d)", size, minShardSize)
 	}
@@ -247,6 +260,7 @@ func (c *Cache) loadLocked() (*view, error) {
 	}
 	listed := time.Now()
 	c.known = make(map[string]int32, len(names))
+	names, singles := splitNames(names)
 	v, ok := c.loadSnapshot(names)
 	c.fromSnapshot = ok
 	if !ok {
@@ -255,8 +269,25 @@ func (c *Cache) loadLocked() (*view, error) {
 		v, skipped = c.buildFull(names)
 		c.writeSnapshotAsync(v, skipped, listed)
 	}
+	// Singles files are scanned on every load, after the snapshot was taken of the shards alone.
+	// The size limit prunes them among themselves.
+	if ps := c.scanNew(c.classify(singles, true)); len(ps) > 0 {
+		v = c.extendLocked(v, ps)
+	}
 	c.dirMtime, c.listedAt = mtime, listed
 	return v, nil
+}
+
+// splitNames splits a listing into shard files and singles files.
+func splitNames(names []string) (shards, singles []string) {
+	for _, name := range names {
+		if isSinglesName(name) {
+			singles = append(singles, name)
+		} else {
+			shards = append(shards, name)
+		}
+	}
+	return shards, singles
 }
 
 // buildFull indexes every live shard of names, reading their xorb sections on Options.Workers
@@ -345,7 +376,7 @@ func (c *Cache) scanAll(cands []*candidate, keys []uint64, refs []uint32) {
 					continue
 				}
 				end := cd.start + uint64(cd.m.maxChunk)
-				cd.n, cd.xorbs, cd.err = scanXorbs(buf, cd.m.xorbOff, uint32(cd.start), 0, keys[cd.start:end], refs[cd.start:end], nil)
+				cd.n, cd.xorbs, cd.err = scanSection(cd.name, buf, cd.m.xorbOff, uint32(cd.start), 0, keys[cd.start:end], refs[cd.start:end], nil)
 			}
 		}()
 	}

@@ -1,6 +1,7 @@
 package localshards
 
 import (
+	"errors"
 	"slices"
 	"sync"
 
@@ -43,7 +44,11 @@ func (b *ownBuffer) add(s *shard.Shard, limit int64) bool {
 	// one-chunk file's section (header, term, verification, SHA-256 entry: 192 bytes) was two thirds
 	// of what a small upload added to the cache.
 	for i := range s.Xorbs {
-		b.bytes += int64(1+len(s.Xorbs[i].Chunks)) * shard.EntrySize
+		if isSingle(&s.Xorbs[i]) {
+			b.bytes += singleSize
+		} else {
+			b.bytes += int64(1+len(s.Xorbs[i].Chunks)) * shard.EntrySize
+		}
 	}
 	return b.bytes >= limit
 }
@@ -73,12 +78,19 @@ func (b *ownBuffer) take() *shard.Shard {
 	return &s
 }
 
-// Flush writes the merged shard of buffered small uploads (see Options.MergeOwnBytes) as one shard
-// file and indexes it. It does nothing when nothing is buffered.
+// Flush writes the buffered small uploads (see Options.MergeOwnBytes), their one-chunk xorbs as one
+// singles file and the other xorbs as one shard file, and indexes them. It does nothing when nothing is buffered.
 func (c *Cache) Flush() error {
 	s := c.own.take()
 	if s == nil {
 		return nil
 	}
-	return c.writeOwn(s)
+	var err error
+	if singles := splitSingles(s); len(singles) > 0 {
+		err = c.writeSingles(singles)
+	}
+	if len(s.Xorbs) > 0 {
+		err = errors.Join(err, c.writeOwn(s))
+	}
+	return err
 }

@@ -92,6 +92,14 @@ func scanXorbs(sec []byte, secOff int64, base uint32, sh uint32, keys []uint64, 
 	return n, xorbs, nil
 }
 
+// scanSection is scanXorbs for the section of the file name, shard or singles file.
+func scanSection(name string, sec []byte, secOff int64, base uint32, sh uint32, keys []uint64, refs []uint32, xorbs []xorbInfo) (int, []xorbInfo, error) {
+	if isSinglesName(name) {
+		return scanSingles(sec, secOff, base, sh, keys, refs, xorbs)
+	}
+	return scanXorbs(sec, secOff, base, sh, keys, refs, xorbs)
+}
+
 // decodeXorb decodes a xorb block read from a shard file (header then n entries) after checking that
 // it is the xorb the index expects.
 func decodeXorb(b []byte, want hash.Hash, n uint32) ([]shard.XorbChunk, error) {
