@@ -7,7 +7,8 @@
 #   sbasic  plain git-lfs basic transfers against xet-server on loopback
 # (SMALL_SERVER=0 skips the last two.) It prints, per pair, wall and CPU (user+sys: git, git-lfs,
 # the agents) of each push, the agents' own CPU per object, the clone's wall time, and what each
-# store holds (files, bytes on disk, apparent bytes) with the ratios. With SMALL_PROFILE=1 the
+# store holds (files, bytes on disk, apparent bytes) with the ratios, and the bytes of the client's
+# cache files under HOME/.cache (per object: against the 32-byte chunk hash it indexes). With SMALL_PROFILE=1 the
 # agents of the embedded push write CPU and allocation profiles (GIT_XET_CPUPROFILE) and the script
 # prints the merged top functions (SMALL_PROFILE_NODES, SMALL_PROFILE_FLAT=1 for flat order). Runs
 # in a temp HOME; touches nothing else. Needs go, git, git-lfs, python3, curl, GNU time. Each way
@@ -109,11 +110,13 @@ run() {
   R[$mode.files]=$(find "$store" -type f | wc -l)
   R[$mode.disk]=$(du -s --block-size=1 "$store" | cut -f1)
   R[$mode.apparent]=$(du -sb "$store" | cut -f1)
-  R[$mode.cache]=$(du -sb "$home/.cache" 2>/dev/null | cut -f1 || echo 0)
+  R[$mode.cache]=$( (find "$home/.cache" -type f -printf '%s\n' 2>/dev/null || true) | awk '{ s += $1 } END { print s + 0 }')
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+kb() { awk -v b="$1" 'BEGIN { printf "%.1f KB", b / 1e3 }'; }
+perobjb() { awk -v b="$1" -v n="$N" 'BEGIN { printf "%.1f B", b / n }'; }
 perobj() { awk -v c="$1" -v n="$N" 'BEGIN { printf "%.2f ms", 1000 * c / n }'; }
 row() { printf '%-30s %22s %22s %10s\n' "$@"; }
 table() { # table A B TITLE_A TITLE_B
@@ -129,7 +132,8 @@ table() { # table A B TITLE_A TITLE_B
   row "store files" "${R[$a.files]}" "${R[$b.files]}" "$(ratio "${R[$a.files]}" "${R[$b.files]}")"
   row "store on disk" "$(mb "${R[$a.disk]}")" "$(mb "${R[$b.disk]}")" "$(ratio "${R[$a.disk]}" "${R[$b.disk]}")"
   row "store apparent" "$(mb "${R[$a.apparent]}")" "$(mb "${R[$b.apparent]}")" "$(ratio "${R[$a.apparent]}" "${R[$b.apparent]}")"
-  row "client cache (HOME/.cache)" "$(mb "${R[$a.cache]}")" "$(mb "${R[$b.cache]}")" ""
+  row "client cache (file bytes)" "$(kb "${R[$a.cache]}")" "$(kb "${R[$b.cache]}")" ""
+  row "  per object (hash: 32 B)" "$(perobjb "${R[$a.cache]}")" "$(perobjb "${R[$b.cache]}")" ""
 }
 
 echo "pushing and cloning through xet (embedded store)"; run xet
