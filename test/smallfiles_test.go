@@ -251,3 +251,47 @@ func TestOverlappingSmallFilePushesAtOnce(t *testing.T) {
 		t.Errorf("fsck after two pushes at once: %v\n%s", err, b)
 	}
 }
+
+// A push of many small files through the agents git-lfs starts leaves a shard cache of at most
+// twice the chunk hashes it indexes: each agent merges its uploads' one-chunk xorbs into a singles
+// file on exit (40 bytes per upload, against a 32-byte hash), not a shard per file.
+func TestSmallFilePushCacheFootprint(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	remote := filepath.Join(e.home, "remote.git")
+	work := filepath.Join(e.home, "work")
+	e.git("", "init", "-q", "--bare", remote)
+	e.newRepo(work, "*.bin")
+	const n = 500
+	writeSmallFiles(t, work, n, 71)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+	e.git(work, "remote", "add", "origin", remote)
+	e.git(work, "push", "-q", "origin", "main")
+
+	cacheDir := filepath.Join(e.home, ".cache", "huggingface", "xet")
+	var total int64
+	kinds := map[string]int{}
+	filepath.WalkDir(cacheDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+				kinds[filepath.Ext(p)]++
+			}
+		}
+		return nil
+	})
+	// A file over 8 KiB is sometimes cut in two chunks: those few go to a merged shard.
+	if kinds[".singles"] == 0 || kinds[".mdb"] > kinds[".singles"] {
+		t.Errorf("cache files by kind %v: want the one-chunk uploads in singles files", kinds)
+	}
+	if per := float64(total) / n; per > 64 {
+		t.Errorf("the cache holds %.1f bytes per small upload (%d in all), want at most 64 (twice its chunk hash)", per, total)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	if got := sameTree(t, work, clone); got < n {
+		t.Fatalf("compared %d files, want %d", got, n)
+	}
+}
