@@ -271,7 +271,11 @@ func (c *Cache) loadLocked() (*view, error) {
 	}
 	// Singles files are scanned on every load, after the snapshot was taken of the shards alone.
 	// The size limit prunes them among themselves.
-	if ps := c.scanNew(c.classify(singles, true)); len(ps) > 0 {
+	live := c.classify(singles, true)
+	if len(live) > maxSinglesFiles {
+		live = c.compactSingles(live)
+	}
+	if ps := c.scanNew(live); len(ps) > 0 {
 		v = c.extendLocked(v, ps)
 	}
 	c.dirMtime, c.listedAt = mtime, listed

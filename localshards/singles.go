@@ -2,6 +2,8 @@ package localshards
 
 import (
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -22,7 +24,8 @@ import (
 // Singles files take part in everything shard files do (listing, expiry, the size limit, refresh,
 // Forget, set-aside when malformed) through meta, scanSection, xorbChunks and listsAny, but never
 // enter the index snapshot: every load scans them (40 bytes per chunk, what a snapshot record of
-// the same xorb would cost), so the snapshot holds no copy of them.
+// the same xorb would cost), so the snapshot holds no copy of them. Each agent process writes one
+// per run; past maxSinglesFiles a load merges them (compactSingles).
 const (
 	singlesExt      = ".singles"
 	singlesMagic    = "XGTONE01"
@@ -93,12 +96,9 @@ func parseSinglesHead(head []byte, size int64) (meta, error) {
 // scanSingles is scanXorbs for the section of a singles file (records then CRC): each record is one
 // xorb of one chunk.
 func scanSingles(sec []byte, secOff int64, base uint32, sh uint32, keys []uint64, refs []uint32, xorbs []xorbInfo) (int, []xorbInfo, error) {
-	if len(sec) < 4 || (len(sec)-4)%singleSize != 0 {
-		return 0, xorbs, formatErr("singles file: section of %d bytes", len(sec))
-	}
-	recs := sec[:len(sec)-4]
-	if crc32.Checksum(recs, castagnoli) != le.Uint32(sec[len(recs):]) {
-		return 0, xorbs, formatErr("singles file: CRC mismatch")
+	recs, err := singlesRecords(sec)
+	if err != nil {
+		return 0, xorbs, err
 	}
 	n := len(recs) / singleSize
 	if len(keys) < n || len(refs) < n {
@@ -139,4 +139,98 @@ func singlesListAny(sec []byte, set map[hash.Hash]bool) bool {
 		}
 	}
 	return false
+}
+
+// maxSinglesFiles: a load that finds more live singles files than this merges those that expire on
+// the same day, so that the number of files every load opens stays bounded (about one per day of
+// OwnShardLifetime) however many agent processes wrote one.
+const maxSinglesFiles = 64
+
+// compactSingles merges the singles files of cands (live, listed by this load) that expire on the
+// same UTC day into one file each, created at the newest and expiring at the earliest of the group,
+// so that no record outlives the file it came from. The inputs are removed once the merged file is
+// durable. It returns the candidates to index: the merged files and the ones left alone (on any
+// error the inputs stay and are indexed as they are). Several processes may compact at once: the
+// same inputs make the same file (sorted records, the same name), and an input removed under a
+// process that had indexed it costs that process a miss, never a wrong answer.
+func (c *Cache) compactSingles(cands []*candidate) []*candidate {
+	groups := map[uint64][]*candidate{}
+	var days []uint64
+	for _, cd := range cands {
+		d := cd.m.expires / 86400
+		if groups[d] == nil {
+			days = append(days, d)
+		}
+		groups[d] = append(groups[d], cd)
+	}
+	var out []*candidate
+	for _, d := range days {
+		g := groups[d]
+		if len(g) < 2 {
+			out = append(out, g...)
+			continue
+		}
+		merged, err := c.mergeSingles(g)
+		if err != nil {
+			c.log.Debug().Err(err).Int("files", len(g)).Msg("shard cache: singles files not merged")
+			out = append(out, g...)
+			continue
+		}
+		out = append(out, merged)
+	}
+	return out
+}
+
+// mergeSingles writes the records of the singles files g as one file and removes g.
+func (c *Cache) mergeSingles(g []*candidate) (*candidate, error) {
+	var xs []shard.Xorb
+	created, expires := uint64(0), ^uint64(0)
+	var buf []byte
+	for _, cd := range g {
+		var err error
+		if buf, err = c.readSection(cd, buf); err != nil {
+			return nil, err
+		}
+		recs, err := singlesRecords(buf)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < len(recs); i += singleSize {
+			h := hash.Hash(recs[i : i+32])
+			ch, err := decodeSingle(recs[i:i+singleSize], h)
+			if err != nil {
+				return nil, err
+			}
+			xs = append(xs, shard.Xorb{Hash: h, Chunks: ch})
+		}
+		created, expires = max(created, cd.m.created), min(expires, cd.m.expires)
+	}
+	data := marshalSingles(xs, created, expires)
+	m, err := parseSinglesHead(data, int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	name := hash.Chunk(data).String() + singlesExt
+	if err := writeAtomic(c.dir, name, data); err != nil {
+		return nil, err
+	}
+	for _, cd := range g {
+		if cd.name != name {
+			_ = os.Remove(filepath.Join(c.dir, cd.name))
+		}
+	}
+	c.log.Debug().Int("files", len(g)).Int("records", m.maxChunk).Msg("shard cache: singles files merged")
+	return &candidate{name: name, m: m, snap: -1}, nil
+}
+
+// singlesRecords checks a singles section (records then CRC) and returns its records.
+func singlesRecords(sec []byte) ([]byte, error) {
+	if len(sec) < 4 || (len(sec)-4)%singleSize != 0 {
+		return nil, formatErr("singles file: section of %d bytes", len(sec))
+	}
+	recs := sec[:len(sec)-4]
+	if crc32.Checksum(recs, castagnoli) != le.Uint32(sec[len(recs):]) {
+		return nil, formatErr("singles file: CRC mismatch")
+	}
+	return recs, nil
 }

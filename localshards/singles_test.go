@@ -204,3 +204,87 @@ func FuzzSingles(f *testing.F) {
 		}
 	})
 }
+
+// Past maxSinglesFiles, a load merges the singles files that expire on the same day into one (the
+// earliest expiry of the group), so later loads open few files; every chunk is still found, by
+// this process and the next.
+func TestSinglesFilesAreCompacted(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock(t0)
+	var all []*shard.Shard
+	for i := 0; i < maxSinglesFiles+6; i++ { // one day: t0 (noon) plus i minutes
+		clk.Set(t0.Add(time.Duration(i) * time.Minute))
+		ss, _ := singlesOf(t, dir, clk, uint64(10000+10*i), 3)
+		all = append(all, ss...)
+	}
+	later := t0.Add(48 * time.Hour)
+	for i := 0; i < 2; i++ { // another day
+		clk.Set(later.Add(time.Duration(i) * time.Minute))
+		ss, _ := singlesOf(t, dir, clk, uint64(20000+10*i), 3)
+		all = append(all, ss...)
+	}
+	c := openTest(t, dir, Options{Now: clk.Now})
+	if err := c.Load(); err != nil {
+		t.Fatal(err)
+	}
+	files := shardFiles(t, c, singlesExt)
+	if len(files) != 2 {
+		t.Fatalf("%d singles files after the load, want 2 (one per expiry day)", len(files))
+	}
+	var expiries []uint64
+	for _, f := range files {
+		m, err := c.readMeta(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiries = append(expiries, m.expires)
+	}
+	want := map[uint64]bool{uint64(t0.Add(OwnShardLifetime).Unix()): true, uint64(later.Add(OwnShardLifetime).Unix()): true}
+	for _, e := range expiries {
+		if !want[e] {
+			t.Errorf("merged file expires at %d, want the earliest of its day: %v", e, want)
+		}
+	}
+	next := openTest(t, dir, Options{Now: clk.Now})
+	for _, s := range all {
+		ch, x := firstChunk(s)
+		mustFind(t, c, ch, x, 0)
+		mustFind(t, next, ch, x, 0)
+	}
+}
+
+// Several processes loading at once may compact the same files: each ends up finding every chunk
+// (after a refresh, for the inputs another one removed under it), and the directory holds one
+// merged file.
+func TestSinglesCompactionRace(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock(t0)
+	var all []*shard.Shard
+	for i := 0; i < maxSinglesFiles+2; i++ {
+		ss, _ := singlesOf(t, dir, clk, uint64(30000+10*i), 2)
+		all = append(all, ss...)
+	}
+	caches := make([]*Cache, 4)
+	errs := make(chan error, len(caches))
+	for i := range caches {
+		caches[i] = openTest(t, dir, Options{Now: clk.Now})
+		go func(c *Cache) { errs <- c.Load() }(caches[i])
+	}
+	for range caches {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range caches {
+		if err := c.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range all {
+			ch, x := firstChunk(s)
+			mustFind(t, c, ch, x, 0)
+		}
+	}
+	if files := shardFiles(t, caches[0], singlesExt); len(files) != 1 {
+		t.Fatalf("singles files %v, want the one merged file", files)
+	}
+}
