@@ -38,10 +38,14 @@ const mergeSmallFraction = 64
 
 // writeOwn writes an own shard in the local form and indexes it.
 func (c *Cache) writeOwn(s *shard.Shard) error {
-	now := c.now()
-	created := uint64(max(now.Unix(), 0))
-	expires := uint64(max(now.Add(OwnShardLifetime).Unix(), 0))
+	created, expires := c.ownLifetime()
 	return c.add(s.AppendLocal(nil, created, expires), "own shard")
+}
+
+// ownLifetime returns the created and expires times (Unix seconds) of an own file written now.
+func (c *Cache) ownLifetime() (created, expires uint64) {
+	now := c.now()
+	return uint64(max(now.Unix(), 0)), uint64(max(now.Add(OwnShardLifetime).Unix(), 0))
 }
 
 // AddDedupe stores a global-dedupe answer byte for byte (it must be a well-formed shard with a
@@ -98,9 +102,7 @@ func (c *Cache) add(data []byte, what string) error {
 
 // writeSingles writes the one-chunk xorbs xs of our own uploads as a singles file and indexes it.
 func (c *Cache) writeSingles(xs []shard.Xorb) error {
-	now := c.now()
-	created := uint64(max(now.Unix(), 0))
-	expires := uint64(max(now.Add(OwnShardLifetime).Unix(), 0))
+	created, expires := c.ownLifetime()
 	data := marshalSingles(xs, created, expires)
 	m, err := parseSinglesHead(data, int64(len(data)))
 	if err != nil {

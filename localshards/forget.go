@@ -10,10 +10,10 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 
-// Forget removes from the cache every shard (and singles file) that lists one of xorbs, because the CAS said it
-// does not hold them (the remote was recreated, or its data restored from an older backup): no
-// process dedupes against them again once it reloads, and this one stops at once. It returns the
-// number of shard files removed. The shards merged in memory are written out first, so they are
+// Forget removes from the cache every shard (and singles file) that lists one of xorbs, because
+// the CAS said it does not hold them (the remote was recreated, or its data restored from an older
+// backup): no process dedupes against them again once it reloads, and this one stops at once. It
+// returns the number of files removed. The shards merged in memory are written out first, so they are
 // looked at too. This process's Lookup answers misses from then on (its index still lists the
 // removed shards; agent processes are short-lived, and the next one loads without them).
 //
@@ -45,7 +45,7 @@ func (c *Cache) Forget(xorbs []hash.Hash) (int, error) {
 		if buf, err = c.readSection(cd, buf); err != nil {
 			continue
 		}
-		if isSinglesName(name) && !singlesListAny(buf, gone) || !isSinglesName(name) && !listsAny(buf, gone) {
+		if !sectionListsAny(name, buf, gone) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(c.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

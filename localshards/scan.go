@@ -100,6 +100,15 @@ func scanSection(name string, sec []byte, secOff int64, base uint32, sh uint32, 
 	return scanXorbs(sec, secOff, base, sh, keys, refs, xorbs)
 }
 
+// sectionListsAny reports whether the section of the file name, shard or singles file, lists one of
+// the xorbs in set.
+func sectionListsAny(name string, sec []byte, set map[hash.Hash]bool) bool {
+	if isSinglesName(name) {
+		return singlesListAny(sec, set)
+	}
+	return listsAny(sec, set)
+}
+
 // decodeXorb decodes a xorb block read from a shard file (header then n entries) after checking that
 // it is the xorb the index expects.
 func decodeXorb(b []byte, want hash.Hash, n uint32) ([]shard.XorbChunk, error) {

@@ -22,7 +22,7 @@ import (
 // {hash[32], raw length u32, flags u32}, ascending by hash; CRC-32C u32 of the records.
 //
 // Singles files take part in everything shard files do (listing, expiry, the size limit, refresh,
-// Forget, set-aside when malformed) through meta, scanSection, xorbChunks and listsAny, but never
+// Forget, set-aside when malformed) through readMeta, scanSection, xorbChunks and sectionListsAny, but never
 // enter the index snapshot: every load scans them (40 bytes per chunk, what a snapshot record of
 // the same xorb would cost), so the snapshot holds no copy of them. Each agent process writes one
 // per run; past maxSinglesFiles a load merges them (compactSingles).

@@ -31,6 +31,21 @@ func writeSmallFiles(t *testing.T, dir string, n int, seed uint64) {
 	}
 }
 
+// smallFilesRepo makes a repository (work) of n small files committed, with origin a new local
+// bare remote (the embedded store).
+func smallFilesRepo(t *testing.T, e *env, n int, seed uint64) (work, remote string) {
+	t.Helper()
+	remote = filepath.Join(e.home, "remote.git")
+	work = filepath.Join(e.home, "work")
+	e.git("", "init", "-q", "--bare", remote)
+	e.newRepo(work, "*.bin")
+	writeSmallFiles(t, work, n, seed)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+	e.git(work, "remote", "add", "origin", remote)
+	return work, remote
+}
+
 // packedBytes is the size of the pack files under root: how much a store of small objects holds.
 func packedBytes(root string) int64 {
 	var n int64
@@ -87,14 +102,7 @@ func TestSmallFilePushAgentsKilled(t *testing.T) {
 	needLinux(t)
 	e := newEnv(t)
 	e.install()
-	remote := filepath.Join(e.home, "remote.git")
-	work := filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
-	writeSmallFiles(t, work, 600, 61)
-	e.git(work, "add", ".")
-	e.git(work, "commit", "-q", "-m", "small")
-	e.git(work, "remote", "add", "origin", remote)
+	work, remote := smallFilesRepo(t, e, 600, 61)
 
 	push, out := startPush(t, e, work)
 	storeDir := filepath.Join(remote, "xet")
@@ -259,15 +267,8 @@ func TestSmallFilePushCacheFootprint(t *testing.T) {
 	needLinux(t)
 	e := newEnv(t)
 	e.install()
-	remote := filepath.Join(e.home, "remote.git")
-	work := filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
 	const n = 500
-	writeSmallFiles(t, work, n, 71)
-	e.git(work, "add", ".")
-	e.git(work, "commit", "-q", "-m", "small")
-	e.git(work, "remote", "add", "origin", remote)
+	work, remote := smallFilesRepo(t, e, n, 71)
 	e.git(work, "push", "-q", "origin", "main")
 
 	cacheDir := filepath.Join(e.home, ".cache", "huggingface", "xet")
