@@ -290,6 +290,14 @@ type fsBlob struct {
 
 func (f fsBlob) Size() int64 { return f.size }
 
+// Section streams n bytes at off; long sections skip the page cache (openDirectSection).
+func (f fsBlob) Section(off, n int64) (io.ReadCloser, error) {
+	if d, ok := openDirectSection(f.Name(), off, n); ok {
+		return d, nil
+	}
+	return io.NopCloser(io.NewSectionReader(f, off, n)), nil
+}
+
 // Open implements Backend.
 func (b *FSBackend) Open(ctx context.Context, name string) (Blob, error) {
 	if err := ctx.Err(); err != nil {

@@ -259,9 +259,7 @@ func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byt
 	defer f.Close()
 	start, end := int64(m.recordStart(int(t.Start))), int64(m.recordStart(int(t.End)))
 	var src io.Reader = io.NewSectionReader(f, start, end-start)
-	if sec, ok := f.(interface {
-		Section(off, n int64) (io.ReadCloser, error)
-	}); ok { // an object store: one streamed GET for the term, not one per read
+	if sec, ok := f.(sectioner); ok { // one streamed read of the term
 		rc, err := sec.Section(start, end-start)
 		if err != nil {
 			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
@@ -283,6 +281,12 @@ func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byt
 		h.Write(raw)
 		buf = raw
 	}
+}
+
+// sectioner is a blob that streams a section better than ReadAt calls would: an object store with
+// one ranged GET, a file with O_DIRECT reads (fsBlob.Section).
+type sectioner interface {
+	Section(off, n int64) (io.ReadCloser, error)
 }
 
 type dedupeChunk struct{ chunk, xorb hash.Hash }
