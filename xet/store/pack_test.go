@@ -133,6 +133,7 @@ func TestPackTornTail(t *testing.T) {
 	mustRead(t, dir, 0, 50)
 	w := newTestBackend(t, dir)
 	writeBlobs(t, w, 60, 70)
+	w.releaseIdle() // cuts the zeros written ahead
 	after, _ := os.Stat(pack)
 	if want := before.Size() + sizeOfRecords(60, 70); after.Size() != want {
 		t.Fatalf("pack is %d bytes after recovery and 10 blobs, want %d (torn record cut)", after.Size(), want)
@@ -261,4 +262,39 @@ func sizeOfRecords(from, to int) int64 {
 		n += int64(len(appendRecord(nil, blobName(i), blobData(i))))
 	}
 	return n
+}
+
+// A writer extends its pack with zeros ahead of its records (so a commit's fdatasync need not write
+// the inode), and a writer killed with that tail in place loses nothing: readers find every blob,
+// the next writer cuts the zeros and appends right after the last record, and a writer that gives
+// its pack up cuts them itself.
+func TestPackZerosAhead(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, dir)
+	writeBlobs(t, b, 0, 20)
+	pack := packFiles(t, dir, packExt)[0]
+	records := int64(len(packMagic)) + sizeOfRecords(0, 20)
+	if st, _ := os.Stat(pack); st.Size() != packGrow {
+		t.Fatalf("a live writer's pack is %d bytes, want %d (records end at %d, zeros after)", st.Size(), packGrow, records)
+	}
+	writeBlobs(t, b, 20, 25)
+	if st, _ := os.Stat(pack); st.Size() != packGrow {
+		t.Fatalf("appends within the zeros changed the pack's size to %d", st.Size())
+	}
+	// kill -9: the files close, nothing is cut.
+	b.wmu.Lock()
+	b.w.pack.Close()
+	b.w.idx.Close()
+	b.w = nil
+	b.wmu.Unlock()
+	mustRead(t, dir, 0, 25)
+	w := newTestBackend(t, dir)
+	writeBlobs(t, w, 30, 35)
+	w.releaseIdle()
+	want := records + sizeOfRecords(20, 25) + sizeOfRecords(30, 35)
+	if st, _ := os.Stat(pack); st.Size() != want {
+		t.Fatalf("pack is %d bytes after a killed writer's zeros and 5 more blobs, want %d", st.Size(), want)
+	}
+	mustRead(t, dir, 0, 25)
+	mustRead(t, dir, 30, 35)
 }

@@ -24,7 +24,8 @@ type packWriter struct {
 	idx  *os.File // read-write; holds the flock
 
 	mu       sync.Mutex // append state
-	end      int64      // of the pack
+	end      int64      // of the records
+	alloc    int64      // of the file: [end, alloc) is zeros written ahead (see grow)
 	buf      []byte     // records being written, reused
 	queued   []packEntry
 	written  uint64            // records written
@@ -91,7 +92,7 @@ func startWriter(set *packSet, id string, pack, idx *os.File, end, idxEnd int64)
 		idx.Close()
 		return nil, err
 	}
-	return &packWriter{set: set, r: r, pack: pack, idx: idx, end: end, idxEnd: idxEnd, inflight: map[string]uint64{}}, nil
+	return &packWriter{set: set, r: r, pack: pack, idx: idx, end: end, alloc: end, idxEnd: idxEnd, inflight: map[string]uint64{}}, nil
 }
 
 // newPack creates a pack and locks it. The .pack comes first; the index is written and locked under
@@ -186,7 +187,11 @@ func (w *packWriter) appendRecords(blobs []NewBlob, stored []bool, force bool) (
 	if cap(buf) <= 4<<20 {
 		w.buf = buf // reused: the next append overwrites it under w.mu
 	}
-	if _, err := w.pack.WriteAt(buf, w.end); err != nil {
+	err := w.grow(w.end + int64(len(buf)))
+	if err == nil {
+		_, err = w.pack.WriteAt(buf, w.end)
+	}
+	if err != nil {
 		w.err = fmt.Errorf("store: writing pack %s: %w", w.r.id, err)
 		return nil, 0, w.err
 	}
@@ -194,6 +199,27 @@ func (w *packWriter) appendRecords(blobs []NewBlob, stored []bool, force bool) (
 	w.written += uint64(len(mine))
 	w.queued = append(w.queued, mine...)
 	return created, w.written, nil
+}
+
+// packGrow is the step in which a writer extends its pack with zeros ahead of its records.
+const packGrow = 1 << 20
+
+// grow makes the pack file at least end bytes long, extending it in packGrow steps of written zeros
+// (w.mu held). Records then overwrite blocks that exist and leave the file's size alone, so the
+// fdatasync of a commit flushes their pages only: after an append that grows the file it must also
+// write the inode and allocate blocks, which on this project's 2-core test VM doubled its cost
+// (about 230 µs of CPU against 120 µs). The zeros past the last record are not a record: recovery
+// stops there and cuts them (recoverPack), as close does.
+func (w *packWriter) grow(end int64) error {
+	if end <= w.alloc {
+		return nil
+	}
+	to := (end + packGrow - 1) / packGrow * packGrow
+	if _, err := w.pack.WriteAt(make([]byte, to-w.alloc), w.alloc); err != nil {
+		return err
+	}
+	w.alloc = to
+	return nil
 }
 
 // sync returns once record seq and every one before it is durable and indexed: it fsyncs the pack
@@ -243,8 +269,14 @@ func (w *packWriter) done() bool {
 	return w.err != nil || w.end >= packMaxBytes
 }
 
-// close releases the pack (and its lock). The reader side stays open.
+// close releases the pack (and its lock), cutting the zeros written ahead of its records. The
+// reader side stays open.
 func (w *packWriter) close() {
+	w.mu.Lock()
+	if w.err == nil && w.alloc > w.end {
+		_ = w.pack.Truncate(w.end) // else the next claim or a reader's repair cuts them
+	}
+	w.mu.Unlock()
 	w.pack.Close()
 	w.idx.Close()
 }
