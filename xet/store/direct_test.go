@@ -14,7 +14,7 @@ import (
 // up to the end of a file whose size is not aligned, and report a section past the end.
 func TestFSBlobSection(t *testing.T) {
 	dir := t.TempDir()
-	data := make([]byte, 3*directAlign*1024+777) // ~12 MiB, not aligned
+	data := make([]byte, 3*4096*1024+777) // ~12 MiB, not aligned
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
 		data[i] = byte(r.Uint32())
@@ -31,7 +31,7 @@ func TestFSBlobSection(t *testing.T) {
 	b := fsBlob{File: f, size: int64(len(data))}
 	cases := [][2]int64{
 		{0, int64(len(data))}, {1, int64(len(data)) - 1}, {4095, 5 << 20}, {4096, 2 << 20},
-		{int64(len(data)) - (1 << 20) - 3, (1 << 20) + 3}, {123, 10}, {int64(directReadBuf) - 5, 1<<20 + 17},
+		{int64(len(data)) - (1 << 20) - 3, (1 << 20) + 3}, {123, 10}, {4<<20 - 5, 1<<20 + 17},
 	}
 	for _, c := range cases {
 		rc, err := b.Section(c[0], c[1])

@@ -11,5 +11,3 @@ import (
 const packsSupported = false
 
 func tryLock(*os.File) (bool, error) { return false, errors.New("no flock on this platform") }
-
-func datasync(f *os.File) error { return f.Sync() }

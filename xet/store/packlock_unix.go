@@ -21,6 +21,3 @@ func tryLock(f *os.File) (bool, error) {
 	}
 	return err == nil, err
 }
-
-// datasync makes f's data durable (fdatasync where there is one).
-func datasync(f *os.File) error { return f.Sync() }
