@@ -28,6 +28,7 @@ type packSet struct {
 	entries  map[string]packLoc
 	dirMtime time.Time
 	listedAt time.Time
+	scratch  []byte // tail's read buffer (ps.mu held)
 
 	refreshedAt atomic.Int64 // unix nanos of the last refresh
 }
@@ -237,7 +238,16 @@ func (ps *packSet) tail(r *packReader) error {
 	if st.Size() <= r.idxOff {
 		return nil
 	}
-	buf := make([]byte, st.Size()-r.idxOff)
+	need := int(st.Size() - r.idxOff)
+	if cap(ps.scratch) < need {
+		ps.scratch = make([]byte, need)
+	}
+	buf := ps.scratch[:need]
+	defer func() {
+		if cap(ps.scratch) > 4<<20 { // a first read of a large index: not kept
+			ps.scratch = nil
+		}
+	}()
 	n, err := r.idx.ReadAt(buf, r.idxOff)
 	if err != nil && err != io.EOF {
 		return fmt.Errorf("store: reading pack index %s: %w", r.id, err)

@@ -215,12 +215,18 @@ func (w *packWriter) grow(end int64) error {
 		return nil
 	}
 	to := (end + packGrow - 1) / packGrow * packGrow
-	if _, err := w.pack.WriteAt(make([]byte, to-w.alloc), w.alloc); err != nil {
-		return err
+	for w.alloc < to {
+		n, err := w.pack.WriteAt(packZeros[:min(int64(len(packZeros)), to-w.alloc)], w.alloc)
+		w.alloc += int64(n)
+		if err != nil {
+			return err
+		}
 	}
-	w.alloc = to
 	return nil
 }
+
+// packZeros is what grow writes: read only, never allocated per growth.
+var packZeros [packGrow]byte
 
 // sync returns once record seq and every one before it is durable and indexed: it fsyncs the pack
 // for every record written so far (or finds that another caller's fsync covered seq).
