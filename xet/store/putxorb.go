@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sync"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/bufpool"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -37,7 +36,7 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 	if err != nil {
 		return false, fmt.Errorf("xorb %s: %w", h, err)
 	}
-	defer recvBufs.put(data) // nothing keeps the body once it is stored
+	defer putRecvBuf(data) // nothing keeps the body once it is stored
 	info, err := ValidateXorb(h, data)
 	if err != nil {
 		return false, err
@@ -120,7 +119,7 @@ func readBounded(r io.Reader, limit int) ([]byte, error) {
 	if l, ok := r.(interface{ Len() int }); ok {
 		size = min(l.Len(), limit) + 1
 	}
-	buf := recvBufs.get(size)
+	buf := recvBuf(size)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -142,60 +141,28 @@ func readBounded(r io.Reader, limit int) ([]byte, error) {
 // recvBufs keeps the receive buffers of large xorb uploads for the next ones. A fresh 64 MiB
 // buffer per upload is memory the kernel must fault in and zero page by page (on the 2-core test
 // VM about a second of CPU per GiB received, a fifth of what the server spent on a 1 GiB push);
-// a recycled one is already mapped. At most recvKeep buffers are kept, and none once the server
-// has received no large upload for recvIdle.
-var recvBufs = &recvPool{}
+// a recycled one is already mapped. At most 4 are kept, and none once the server has received no
+// large upload for 30 s.
+var recvBufs = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second}
 
-const (
-	recvMin  = 8 << 20 // smaller bodies get a buffer of their own size
-	recvKeep = 4
-	recvIdle = 30 * time.Second
-)
+// recvMin: smaller bodies get a buffer of their own size, not a recycled one.
+const recvMin = 8 << 20
 
-type recvPool struct {
-	mu    sync.Mutex
-	free  [][]byte
-	timer *time.Timer
-}
-
-// get returns an empty buffer of capacity at least size.
-func (p *recvPool) get(size int) []byte {
+// recvBuf returns an empty buffer of capacity at least size for a body.
+func recvBuf(size int) []byte {
 	if size < recvMin {
 		return make([]byte, 0, size)
 	}
-	p.mu.Lock()
-	for i, b := range p.free {
-		if cap(b) >= size {
-			p.free = slices.Delete(p.free, i, i+1)
-			p.mu.Unlock()
-			return b[:0]
-		}
+	if b := recvBufs.Get(size); b != nil {
+		return b
 	}
-	p.mu.Unlock()
 	// Sized for any xorb, so that a kept buffer serves every later upload.
 	return make([]byte, 0, max(size, MaxXorbBodyBytes+1))
 }
 
-// put keeps b (from get, no longer used) for reuse.
-func (p *recvPool) put(b []byte) {
-	if cap(b) < recvMin {
-		return
+// putRecvBuf keeps a body buffer nobody uses any more for the next upload.
+func putRecvBuf(b []byte) {
+	if cap(b) >= recvMin {
+		recvBufs.Put(b)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.free) < recvKeep {
-		p.free = append(p.free, b[:0])
-	}
-	if p.timer == nil {
-		p.timer = time.AfterFunc(recvIdle, p.drop)
-	} else {
-		p.timer.Reset(recvIdle)
-	}
-}
-
-func (p *recvPool) drop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	clear(p.free)
-	p.free = p.free[:0]
 }

@@ -3,9 +3,9 @@ package upload
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/bufpool"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -62,7 +62,7 @@ func (x *sxorb) resolve() (*sxorb, uint32) {
 func (s *Session) newSxorb() *sxorb {
 	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy), ord: uint32(len(s.sxorbs)), lists: &s.lists}
 	s.sxorbs = append(s.sxorbs, x)
-	x.b.UseBuffer(bodies.get())
+	x.b.UseBuffer(getBody())
 	x.b.StartFile()
 	return x
 }
@@ -72,69 +72,29 @@ func (s *Session) newSxorb() *sxorb {
 // buffers. The buffers are mapped outside the Go heap where the platform allows (mmap): 64 MiB
 // buffers on the heap would raise the GC's heap goal by as much, letting that much garbage pile up
 // before a collection (hundreds of MB of RSS on a long upload). How many buffers are in use at
-// once is bounded by each session's structure (see Session); the pool keeps at most maxIdleBodies
-// idle ones, and unmaps them after bodyIdleTime without use.
+// once is bounded by each session's structure (see Session); the pool keeps at most 4 idle ones,
+// and unmaps them after 30 s without use.
 //
 // A body goes back to the pool once PutXorb has returned: by the cas.Client contract the client
 // neither reads nor keeps it after that.
-var bodies = &bodyPool{}
+var bodies = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Release: unmapBody}
 
-const (
-	maxIdleBodies = 4
-	bodyIdleTime  = 30 * time.Second
-)
-
-type bodyPool struct {
-	mu    sync.Mutex
-	free  [][]byte
-	timer *time.Timer
-}
-
-func (p *bodyPool) get() []byte {
-	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		b := p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-		p.mu.Unlock()
-		return b[:0]
+// getBody returns an empty body buffer of xorb.BodyCap bytes: an idle one, else a new mapping.
+func getBody() []byte {
+	if b := bodies.Get(xorb.BodyCap); b != nil {
+		return b
 	}
-	p.mu.Unlock()
 	if b := mapBody(xorb.BodyCap); b != nil {
 		return b[:0]
 	}
 	return make([]byte, 0, xorb.BodyCap)
 }
 
-// put returns a buffer from get that nobody uses any more.
-func (p *bodyPool) put(b []byte) {
-	if cap(b) < xorb.BodyCap {
-		return
+// putBody returns a buffer from getBody that nobody uses any more.
+func putBody(b []byte) {
+	if cap(b) >= xorb.BodyCap {
+		bodies.Put(b)
 	}
-	b = b[:0]
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.free) >= maxIdleBodies {
-		unmapBody(b)
-		return
-	}
-	p.free = append(p.free, b)
-	if p.timer == nil {
-		p.timer = time.AfterFunc(bodyIdleTime, p.drop)
-	} else {
-		p.timer.Reset(bodyIdleTime)
-	}
-}
-
-// drop releases the idle buffers.
-func (p *bodyPool) drop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, b := range p.free {
-		unmapBody(b)
-		p.free[i] = nil
-	}
-	p.free = p.free[:0]
 }
 
 // add appends a new chunk to open xorb x and returns its index.
@@ -151,7 +111,7 @@ func (x *sxorb) fits(n int) bool { return x.b.Fits(n) }
 // are, no recompression), recycles src's buffer and leaves src pointing at dst.
 func (s *Session) mergeInto(dst, src *sxorb) error {
 	off := uint32(dst.b.Absorb(src.b))
-	bodies.put(src.b.Finish().Body)
+	putBody(src.b.Finish().Body)
 	src.b = nil
 	dst.chunks = append(dst.chunks, src.chunks...)
 	dst.raw += src.raw
@@ -199,14 +159,14 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 			if has, err := c.HasXorb(gctx, built.Hash); err == nil && has {
 				s.resumed.Add(int64(len(built.Body)))
 				s.log.Debug().Str("xorb", built.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
-				bodies.put(built.Body)
+				putBody(built.Body)
 				return nil
 			}
 		}
 		if _, err := c.PutXorb(gctx, built); err != nil {
 			return fmt.Errorf("upload xorb %s: %w", built.Hash, err)
 		}
-		bodies.put(built.Body)
+		putBody(built.Body)
 		return nil
 	})
 	return ctx.Err()
