@@ -140,6 +140,9 @@ func (x *xetTransferer) Close() error {
 		if e.cache != nil {
 			errs = append(errs, e.cache.Close())
 		}
+		if e.local != nil { // the store's pack, and the zeros kept ahead in it
+			errs = append(errs, e.local.Store().Close())
+		}
 	}
 	return errors.Join(errs...)
 }

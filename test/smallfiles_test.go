@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -290,9 +291,29 @@ func TestSmallFilePushCacheFootprint(t *testing.T) {
 	if per := float64(total) / n; per > 64 {
 		t.Errorf("the cache holds %.1f bytes per small upload (%d in all), want at most 64 (twice its chunk hash)", per, total)
 	}
+	checkPacksEndInRecords(t, filepath.Join(remote, "xet"))
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	if got := sameTree(t, work, clone); got < n {
 		t.Fatalf("compared %d files, want %d", got, n)
+	}
+}
+
+// checkPacksEndInRecords fails when a pack of the store in dir ends in zeros: a pack writer keeps up
+// to 1 MiB of zeros ahead of its records and the agents cut them when they exit.
+func checkPacksEndInRecords(t *testing.T, dir string) {
+	t.Helper()
+	packs, _ := filepath.Glob(filepath.Join(dir, "packs", "*.pack"))
+	if len(packs) == 0 {
+		t.Fatalf("no packs under %s", dir)
+	}
+	for _, p := range packs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tail := b[max(0, len(b)-64):]; bytes.Count(tail, []byte{0}) == len(tail) {
+			t.Errorf("%s (%d bytes) ends in zeros after the push: the agent left its pack's zeros ahead", filepath.Base(p), len(b))
+		}
 	}
 }

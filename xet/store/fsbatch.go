@@ -121,6 +121,14 @@ func (b *FSBackend) doneWriter(w *packWriter, failed bool) {
 	}
 }
 
+// Close gives up this process's pack now, as an idle writer does after writerIdle (cutting the
+// zeros it keeps ahead of its records, see packWriter.grow), unless a write is in progress. The
+// backend stays usable: a later write claims a pack again.
+func (b *FSBackend) Close() error {
+	b.releaseIdle()
+	return nil
+}
+
 // releaseIdle gives up the pack of a writer no one used for writerIdle.
 func (b *FSBackend) releaseIdle() {
 	b.wmu.Lock()

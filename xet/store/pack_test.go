@@ -298,3 +298,20 @@ func TestPackZerosAhead(t *testing.T) {
 	mustRead(t, dir, 0, 25)
 	mustRead(t, dir, 30, 35)
 }
+
+// Closing the backend (what an agent does before it exits) gives its pack up with the zeros cut,
+// and the backend still takes writes afterwards.
+func TestCloseCutsZerosAhead(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, dir)
+	writeBlobs(t, b, 0, 10)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pack := packFiles(t, dir, packExt)[0]
+	if st, _ := os.Stat(pack); st.Size() != int64(len(packMagic))+sizeOfRecords(0, 10) {
+		t.Fatalf("pack is %d bytes after Close, want %d (records only)", st.Size(), int64(len(packMagic))+sizeOfRecords(0, 10))
+	}
+	writeBlobs(t, b, 10, 15)
+	mustRead(t, dir, 0, 15)
+}

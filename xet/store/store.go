@@ -89,6 +89,15 @@ type ReadAtCloser interface {
 	io.Closer
 }
 
+// Close lets go of what the store holds for writing (FSBackend: its pack, see FSBackend.Close),
+// for a process about to exit. The store stays usable.
+func (s *Store) Close() error {
+	if c, ok := s.be.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // Open opens (creating when missing) the store in dir. It is cheap: nothing is read up front.
 func Open(dir string, opts Options) (*Store, error) {
 	be := opts.Backend
