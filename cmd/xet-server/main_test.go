@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -283,4 +284,41 @@ func freePort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// A server stopped with SIGTERM lets go of its pack: no pack in the data directory ends in the zeros
+// a pack writer keeps ahead of its records.
+func TestShutdownCutsPackZeros(t *testing.T) {
+	data := t.TempDir()
+	addr, logs, stop := startServer(t, "--data", data)
+	f := testutil.NewOneXorbFile([][]byte{testutil.RandomBytes(3000, 1), testutil.RandomBytes(2000, 2)})
+	for _, put := range []struct {
+		path string
+		body []byte
+	}{
+		{"/v1/xorbs/default/" + f.Xorb.String(), f.Body},
+		{"/v1/shards", f.Shard},
+	} {
+		res, err := http.Post("http://"+addr+put.path, "application/octet-stream", bytes.NewReader(put.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d: %s", put.path, res.StatusCode, logs.String())
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM: %s", code, logs.String())
+	}
+	packs, _ := filepath.Glob(filepath.Join(data, "cas", "packs", "*.pack"))
+	if len(packs) == 0 {
+		t.Fatal("no pack written")
+	}
+	for _, p := range packs {
+		b, _ := os.ReadFile(p)
+		if tail := b[max(0, len(b)-64):]; bytes.Count(tail, []byte{0}) == len(tail) {
+			t.Errorf("%s (%d bytes) ends in zeros after a shutdown", filepath.Base(p), len(b))
+		}
+	}
 }

@@ -152,7 +152,10 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(hs, f.shutdown, log)
+	if err := shutdown(hs, f.shutdown, log); err != nil {
+		return err
+	}
+	return srv.Close()
 }
 
 // checkFlags checks the flags that go together and loads the users file; without one the server

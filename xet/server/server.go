@@ -199,6 +199,15 @@ func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
 func (s *Server) Handler() http.Handler { return s.logged(s.recovered(s.paced(s.mux))) }
 
+// Close lets go of what the store holds for writing (store.Store.Close), once no request is being
+// served.
+func (s *Server) Close() error {
+	if c, ok := s.cfg.Store.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/reconstructions/{file}", s.cas(scopeRead, s.handleReconstructionV1))
