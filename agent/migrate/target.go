@@ -75,7 +75,7 @@ func (t *embeddedTarget) Missing(ctx context.Context, objs []*Object) ([]*Object
 func (t *embeddedTarget) CAS(context.Context) (cas.Client, error) { return t.local, nil }
 func (t *embeddedTarget) Embedded() bool                          { return true }
 func (t *embeddedTarget) Where() string                           { return t.dir }
-func (t *embeddedTarget) Close() error                            { return nil }
+func (t *embeddedTarget) Close() error                            { return t.st.Close() }
 
 // batchTarget is an LFS server offering the xet transfer (xet-server, the Hub): the batch API says
 // which objects it lacks and hands out the CAS, as for git push; credentials as git-lfs's.

@@ -51,6 +51,7 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "xet-server gc:", err)
 		return 1
 	}
+	defer st.Close() // gc's pack of trashed blobs, with its zeros cut
 	r, err := st.Collect(ctx, o)
 	if r != nil {
 		fmt.Fprintln(stdout, r)

@@ -315,3 +315,33 @@ func TestCloseCutsZerosAhead(t *testing.T) {
 	writeBlobs(t, b, 10, 15)
 	mustRead(t, dir, 0, 15)
 }
+
+// Cutting a pack's tail (the zeros a killed writer left ahead, cut by the next process that opens
+// the pack) keeps the pack's modification time: gc reads it as the age of the blobs in the pack, so
+// a pack of trashed blobs would otherwise look new to every gc run that opens it first.
+func TestCuttingZerosKeepsThePacksTime(t *testing.T) {
+	dir := t.TempDir()
+	b := newTestBackend(t, dir)
+	writeBlobs(t, b, 0, 5)
+	b.wmu.Lock() // kill -9: the files close, nothing is cut
+	b.w.pack.Close()
+	b.w.idx.Close()
+	b.w = nil
+	b.wmu.Unlock()
+	pack := packFiles(t, dir, packExt)[0]
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(pack, old, old); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, dir, 0, 5) // a reader repairs the idle pack
+	st, err := os.Stat(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != int64(len(packMagic))+sizeOfRecords(0, 5) {
+		t.Fatalf("pack is %d bytes after a reader opened it, want the zeros cut", st.Size())
+	}
+	if !st.ModTime().Equal(old) {
+		t.Fatalf("cutting the zeros moved the pack's time from %v to %v", old, st.ModTime())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // packWriter appends to one pack whose index flock it holds, with group commit: records are
@@ -280,7 +281,7 @@ func (w *packWriter) done() bool {
 func (w *packWriter) close() {
 	w.mu.Lock()
 	if w.err == nil && w.alloc > w.end {
-		_ = w.pack.Truncate(w.end) // else the next claim or a reader's repair cuts them
+		_ = cutZeros(w.pack, w.end) // else the next claim or a reader's repair cuts them
 	}
 	w.mu.Unlock()
 	w.pack.Close()
@@ -328,7 +329,7 @@ func recoverPack(id string, pack, idx *os.File) (end, idxEnd int64, err error) {
 	if st, err := pack.Stat(); err != nil {
 		return fail(err)
 	} else if st.Size() != newEnd {
-		if err := pack.Truncate(newEnd); err != nil {
+		if err := cutZeros(pack, newEnd); err != nil {
 			return fail(err)
 		}
 		if err := pack.Sync(); err != nil {
@@ -336,6 +337,21 @@ func recoverPack(id string, pack, idx *os.File) (end, idxEnd int64, err error) {
 		}
 	}
 	return newEnd, int64(len(buf)), nil
+}
+
+// cutZeros truncates pack to end, the end of its last whole record, keeping its modification time:
+// what is cut (zeros written ahead, or a torn record no one was told about) changes no blob, and
+// the time is what gc reads as the age of the blobs in the pack (sweep.go: ListInfo), so a pack of
+// trashed blobs must not look newer each time a process cuts its tail.
+func cutZeros(pack *os.File, end int64) error {
+	st, err := pack.Stat()
+	if err != nil {
+		return err
+	}
+	if err := pack.Truncate(end); err != nil {
+		return err
+	}
+	return os.Chtimes(pack.Name(), time.Time{}, st.ModTime())
 }
 
 // rewriteTail makes idx hold exactly buf, writing from off (what is before off is unchanged).
