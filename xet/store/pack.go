@@ -20,6 +20,7 @@ import (
 // the exclusive flock on its .idx (held for the writer's life, so a crashed process releases it).
 // A writer extends the .pack with zeros in 1 MiB steps ahead of its records (packWriter.grow) and
 // cuts them when it lets the pack go; zeros are not a record, so recovery stops there and cuts them.
+// Cutting keeps the .pack's modification time, which gc reads as the age of the blobs in it.
 // The writer appends records, fdatasyncs the pack, then appends their index entries: an index entry
 // never names bytes that are not durable, and entries appear in the order the records were written,
 // so a batch's blobs become visible in order. The index is not fsynced: after a power loss it may
