@@ -73,7 +73,15 @@ func openDirectSection(path string, off, n int64) (io.ReadCloser, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return &directSection{f: f, buf: directBufs.Get().(*[]byte), pos: off &^ (directAlign - 1), skip: int(off & (directAlign - 1)), left: n}, true
+	d := &directSection{f: f, buf: directBufs.Get().(*[]byte), pos: off &^ (directAlign - 1), skip: int(off & (directAlign - 1)), left: n}
+	// The first read shows whether aligned reads work here (a filesystem may take O_DIRECT at open
+	// and refuse the reads); if not, the caller reads through the page cache, which also reports a
+	// section past the end in its usual words.
+	if err := d.fill(); err != nil {
+		d.Close()
+		return nil, false
+	}
+	return d, true
 }
 
 // directSection reads a section with aligned reads; buf[r:w] holds bytes not yet handed out.
