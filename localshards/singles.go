@@ -146,14 +146,33 @@ func singlesListAny(sec []byte, set map[hash.Hash]bool) bool {
 // OwnShardLifetime) however many agent processes wrote one.
 const maxSinglesFiles = 64
 
+// compactLockName is the file whose flock lets one process at a time compact singles files.
+const compactLockName = "compact.lock"
+
 // compactSingles merges the singles files of cands (live, listed by this load) that expire on the
 // same UTC day into one file each, created at the newest and expiring at the earliest of the group,
 // so that no record outlives the file it came from. The inputs are removed once the merged file is
 // durable. It returns the candidates to index: the merged files and the ones left alone (on any
-// error the inputs stay and are indexed as they are). Several processes may compact at once: the
-// same inputs make the same file (sorted records, the same name), and an input removed under a
-// process that had indexed it costs that process a miss, never a wrong answer.
+// error the inputs stay and are indexed as they are).
+//
+// One process compacts at a time (lockCompaction); one that finds the lock taken indexes cands as
+// they are, and an input removed under it costs it a miss, never a wrong answer. The holder lists
+// the directory again first: a listing from before another process's compaction would merge the
+// inputs that process had not removed yet into a second, smaller file beside its merged one.
 func (c *Cache) compactSingles(cands []*candidate) []*candidate {
+	unlock, ok := lockCompaction(c.dir)
+	if !ok {
+		return cands
+	}
+	defer unlock()
+	names, _, err := c.list()
+	if err != nil {
+		return cands
+	}
+	_, singles := splitNames(names)
+	if cands = c.classify(singles, true); len(cands) <= maxSinglesFiles {
+		return cands
+	}
 	groups := map[uint64][]*candidate{}
 	var days []uint64
 	for _, cd := range cands {
