@@ -281,12 +281,7 @@ func TestPackZerosAhead(t *testing.T) {
 	if st, _ := os.Stat(pack); st.Size() != packGrow {
 		t.Fatalf("appends within the zeros changed the pack's size to %d", st.Size())
 	}
-	// kill -9: the files close, nothing is cut.
-	b.wmu.Lock()
-	b.w.pack.Close()
-	b.w.idx.Close()
-	b.w = nil
-	b.wmu.Unlock()
+	killWriter(b)
 	mustRead(t, dir, 0, 25)
 	w := newTestBackend(t, dir)
 	writeBlobs(t, w, 30, 35)
@@ -302,13 +297,10 @@ func TestPackZerosAhead(t *testing.T) {
 // Closing the backend (what an agent does before it exits) gives its pack up with the zeros cut,
 // and the backend still takes writes afterwards.
 func TestCloseCutsZerosAhead(t *testing.T) {
-	dir := t.TempDir()
-	b := newTestBackend(t, dir)
-	writeBlobs(t, b, 0, 10)
+	dir, b, pack := onePack(t, 10)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pack := packFiles(t, dir, packExt)[0]
 	if st, _ := os.Stat(pack); st.Size() != int64(len(packMagic))+sizeOfRecords(0, 10) {
 		t.Fatalf("pack is %d bytes after Close, want %d (records only)", st.Size(), int64(len(packMagic))+sizeOfRecords(0, 10))
 	}
@@ -316,19 +308,21 @@ func TestCloseCutsZerosAhead(t *testing.T) {
 	mustRead(t, dir, 0, 15)
 }
 
+// onePack returns a backend in a new directory that wrote blobs 0..n-1, and the path of its pack.
+func onePack(t *testing.T, n int) (string, *FSBackend, string) {
+	t.Helper()
+	dir := t.TempDir()
+	b := newTestBackend(t, dir)
+	writeBlobs(t, b, 0, n)
+	return dir, b, packFiles(t, dir, packExt)[0]
+}
+
 // Cutting a pack's tail (the zeros a killed writer left ahead, cut by the next process that opens
 // the pack) keeps the pack's modification time: gc reads it as the age of the blobs in the pack, so
 // a pack of trashed blobs would otherwise look new to every gc run that opens it first.
 func TestCuttingZerosKeepsThePacksTime(t *testing.T) {
-	dir := t.TempDir()
-	b := newTestBackend(t, dir)
-	writeBlobs(t, b, 0, 5)
-	b.wmu.Lock() // kill -9: the files close, nothing is cut
-	b.w.pack.Close()
-	b.w.idx.Close()
-	b.w = nil
-	b.wmu.Unlock()
-	pack := packFiles(t, dir, packExt)[0]
+	dir, b, pack := onePack(t, 5)
+	killWriter(b)
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	if err := os.Chtimes(pack, old, old); err != nil {
 		t.Fatal(err)
@@ -344,4 +338,14 @@ func TestCuttingZerosKeepsThePacksTime(t *testing.T) {
 	if !st.ModTime().Equal(old) {
 		t.Fatalf("cutting the zeros moved the pack's time from %v to %v", old, st.ModTime())
 	}
+}
+
+// killWriter ends b's pack writer as kill -9 would: its files close (and its lock goes), nothing is
+// cut or written.
+func killWriter(b *FSBackend) {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.w.pack.Close()
+	b.w.idx.Close()
+	b.w = nil
 }
