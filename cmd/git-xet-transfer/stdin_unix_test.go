@@ -23,9 +23,10 @@ func TestPollStdin(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	p, ok := pollStdin(r).(*os.File)
+	got := pollStdin(r)
+	p, ok := got.(*os.File)
 	if !ok || p == r {
-		t.Fatalf("a pipe is read through %T %p, not a new file", pollStdin(r), p)
+		t.Fatalf("a pipe is read through %T %p, not a new file", got, p)
 	}
 	defer p.Close()
 	buf := make([]byte, 16)
@@ -40,9 +41,9 @@ func TestPollStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	got, err := io.ReadAll(p)
-	if err != nil || string(got) != "{\"event\":\"init\"}\n" {
-		t.Fatalf("read %q, %v", got, err)
+	read, err := io.ReadAll(p)
+	if err != nil || string(read) != "{\"event\":\"init\"}\n" {
+		t.Fatalf("read %q, %v", read, err)
 	}
 
 	f, err := os.Create(filepath.Join(t.TempDir(), "requests"))
@@ -50,11 +51,11 @@ func TestPollStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if got := pollStdin(f); got != io.Reader(f) {
+	if same := pollStdin(f); same != io.Reader(f) {
 		t.Fatal("a regular file was reopened")
 	}
 	for _, in := range []io.Reader{strings.NewReader("x"), &bytes.Buffer{}} {
-		if got := pollStdin(in); got != in {
+		if same := pollStdin(in); same != in {
 			t.Fatalf("%T was replaced", in)
 		}
 	}

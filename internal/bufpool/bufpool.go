@@ -20,6 +20,7 @@ import (
 type Pool struct {
 	Keep    int           // idle buffers kept at most
 	Idle    time.Duration // all idle buffers are released after this long without a Put
+	Min     int           // buffers of a smaller capacity are not kept (nor released: not ours)
 	Release func([]byte)  // called for a buffer let go (nil: left to the GC)
 
 	mu    sync.Mutex
@@ -42,8 +43,12 @@ func (p *Pool) Get(size int) []byte {
 	return nil
 }
 
-// Put keeps b, which nobody uses any more, for a later Get (or releases it when Keep are idle).
+// Put keeps b, which nobody uses any more, for a later Get (or releases it when Keep are idle). A
+// buffer under Min is ignored.
 func (p *Pool) Put(b []byte) {
+	if cap(b) < p.Min {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.free) >= p.Keep {

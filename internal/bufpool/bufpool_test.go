@@ -12,13 +12,17 @@ import (
 func TestPool(t *testing.T) {
 	var mu sync.Mutex
 	var released []int
-	p := &Pool{Keep: 2, Idle: 50 * time.Millisecond, Release: func(b []byte) {
+	p := &Pool{Keep: 2, Idle: 50 * time.Millisecond, Min: 20, Release: func(b []byte) {
 		mu.Lock()
 		released = append(released, cap(b))
 		mu.Unlock()
 	}}
 	if b := p.Get(10); b != nil {
 		t.Fatalf("an empty pool handed out a buffer of %d", cap(b))
+	}
+	p.Put(make([]byte, 0, 19)) // under Min: neither kept nor released
+	if b := p.Get(1); b != nil {
+		t.Fatalf("a buffer under Min was kept (cap %d)", cap(b))
 	}
 	small, big := make([]byte, 5, 100), make([]byte, 7, 1000)
 	p.Put(small)

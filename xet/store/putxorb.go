@@ -36,7 +36,7 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 	if err != nil {
 		return false, fmt.Errorf("xorb %s: %w", h, err)
 	}
-	defer putRecvBuf(data) // nothing keeps the body once it is stored
+	defer recvBufs.Put(data) // nothing keeps the body once it is stored
 	info, err := ValidateXorb(h, data)
 	if err != nil {
 		return false, err
@@ -143,7 +143,7 @@ func readBounded(r io.Reader, limit int) ([]byte, error) {
 // VM about a second of CPU per GiB received, a fifth of what the server spent on a 1 GiB push);
 // a recycled one is already mapped. At most 4 are kept, and none once the server has received no
 // large upload for 30 s.
-var recvBufs = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second}
+var recvBufs = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Min: recvMin}
 
 // recvMin: smaller bodies get a buffer of their own size, not a recycled one.
 const recvMin = 8 << 20
@@ -158,11 +158,4 @@ func recvBuf(size int) []byte {
 	}
 	// Sized for any xorb, so that a kept buffer serves every later upload.
 	return make([]byte, 0, max(size, MaxXorbBodyBytes+1))
-}
-
-// putRecvBuf keeps a body buffer nobody uses any more for the next upload.
-func putRecvBuf(b []byte) {
-	if cap(b) >= recvMin {
-		recvBufs.Put(b)
-	}
 }

@@ -77,7 +77,7 @@ func (s *Session) newSxorb() *sxorb {
 //
 // A body goes back to the pool once PutXorb has returned: by the cas.Client contract the client
 // neither reads nor keeps it after that.
-var bodies = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Release: unmapBody}
+var bodies = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Min: xorb.BodyCap, Release: unmapBody}
 
 // getBody returns an empty body buffer of xorb.BodyCap bytes: an idle one, else a new mapping.
 func getBody() []byte {
@@ -88,13 +88,6 @@ func getBody() []byte {
 		return b[:0]
 	}
 	return make([]byte, 0, xorb.BodyCap)
-}
-
-// putBody returns a buffer from getBody that nobody uses any more.
-func putBody(b []byte) {
-	if cap(b) >= xorb.BodyCap {
-		bodies.Put(b)
-	}
 }
 
 // add appends a new chunk to open xorb x and returns its index.
@@ -111,7 +104,7 @@ func (x *sxorb) fits(n int) bool { return x.b.Fits(n) }
 // are, no recompression), recycles src's buffer and leaves src pointing at dst.
 func (s *Session) mergeInto(dst, src *sxorb) error {
 	off := uint32(dst.b.Absorb(src.b))
-	putBody(src.b.Finish().Body)
+	bodies.Put(src.b.Finish().Body)
 	src.b = nil
 	dst.chunks = append(dst.chunks, src.chunks...)
 	dst.raw += src.raw
@@ -159,14 +152,14 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 			if has, err := c.HasXorb(gctx, built.Hash); err == nil && has {
 				s.resumed.Add(int64(len(built.Body)))
 				s.log.Debug().Str("xorb", built.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
-				putBody(built.Body)
+				bodies.Put(built.Body)
 				return nil
 			}
 		}
 		if _, err := c.PutXorb(gctx, built); err != nil {
 			return fmt.Errorf("upload xorb %s: %w", built.Hash, err)
 		}
-		putBody(built.Body)
+		bodies.Put(built.Body)
 		return nil
 	})
 	return ctx.Err()
