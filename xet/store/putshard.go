@@ -1,13 +1,13 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -267,14 +267,29 @@ func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byt
 		defer rc.Close()
 		src = rc
 	}
-	// The read buffer is sized to the term (a small file's is a few KB): a fixed 1 MiB per term
-	// was most of what a server allocated for a push of small files.
-	rr := xorb.NewRecordReader(bufio.NewReaderSize(src, int(min(1<<20, max(4096, end-start)))))
+	// The records are scanned in a buffer sized to the term (a small file's is a few KB: a fixed
+	// 1 MiB per term was most of what a server allocated for a push of small files), and an
+	// uncompressed payload, most of a large file, is hashed where it lies.
+	sb := scanBufs.Get().(*[]byte)
+	defer scanBufs.Put(sb)
+	scan := *sb
+	if n := end - start; n < int64(len(scan)) {
+		scan = make([]byte, n)
+	}
+	rs := xorb.NewRecordScanner(src, scan, end-start)
 	for {
-		raw, _, err := rr.Next(buf[:0])
+		rec, rh, err := rs.Next()
 		if err == io.EOF {
 			return buf, nil
 		}
+		if err != nil {
+			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
+		}
+		if rh.Scheme == xorb.SchemeNone && rh.CompressedLen == rh.RawLen {
+			h.Write(rec[xorb.RecordHeaderSize:])
+			continue
+		}
+		raw, _, _, err := xorb.DecodeRecord(buf[:0], rec)
 		if err != nil {
 			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
 		}
@@ -282,6 +297,10 @@ func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byt
 		buf = raw
 	}
 }
+
+// scanBufs recycles the 1 MiB buffers the SHA-256 check scans long terms through (it holds any
+// record: header and at most MaxChunkCompressed bytes).
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 // sectioner is a blob that streams a section better than ReadAt calls would: an object store with
 // one ranged GET, a file with O_DIRECT reads (fsBlob.Section).
