@@ -362,7 +362,10 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	// Big xorbs are asked about before they are sent: a push interrupted after some were accepted
 	// resumes without sending them again (one request per xorb of 8 MiB or more is noise).
 	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: obj.Size >= GlobalDedupeMinBytes,
-		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: obj.Size >= localchunks.MinBytes}
+		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: obj.Size >= localchunks.MinBytes,
+		// A server hashes every chunk it receives, so incompressible chunks can be sent from the
+		// file rather than copied into xorb bodies; the embedded store trusts what it is given.
+		Lend: e.local == nil}
 	if e.cache != nil {
 		cfg.Cache = e.cache
 	}

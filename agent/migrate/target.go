@@ -195,7 +195,7 @@ type countingCAS struct {
 }
 
 func (c *countingCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
-	n := int64(len(x.Body))
+	n := int64(x.Size())
 	ins, err := c.Client.PutXorb(ctx, x)
 	if err == nil && ins {
 		c.xorbs.Add(n)

@@ -36,10 +36,11 @@ type Client interface {
 	// QueryChunk asks for a global-dedupe shard of the xorbs holding chunk (keyed chunk hashes,
 	// with footer). ErrNotFound on a miss.
 	QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error)
-	// PutXorb stores the xorb x, built by xorb.Builder in this process: x.Body (chunk records
-	// only, no footer) under x.Hash. A CAS over the network sends x.Body and verifies it on its side;
-	// one in this process may trust x.Chunks instead of hashing the data again. An implementation
-	// neither reads nor keeps x.Body once PutXorb returns, so the caller may reuse the buffer.
+	// PutXorb stores the xorb x, built by xorb.Builder in this process: its serialized body (chunk
+	// records only, no footer: x.Body with any lent payloads read from x.Src) under x.Hash. A CAS
+	// over the network sends the body and verifies it on its side; one in this process may trust
+	// x.Chunks instead of hashing the data again. An implementation neither reads nor keeps x.Body
+	// nor reads x.Src once PutXorb returns, so the caller may reuse the buffer and close the file.
 	PutXorb(ctx context.Context, x *xorb.Xorb) (inserted bool, err error)
 	// HasXorb reports whether the CAS holds xorb x (so a resumed upload need not send it again).
 	// false with a nil error also when the CAS cannot tell (it has no existence query).

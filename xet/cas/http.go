@@ -93,7 +93,9 @@ type call struct {
 	op      string
 	method  string
 	url     string
-	body    []byte            // sent with Content-Length; nil: no body
+	body    []byte           // sent with Content-Length; nil: no body (unless bodyOf)
+	bodyOf  func() io.Reader // a fresh reader of a body of bodyLen bytes per attempt (instead of body)
+	bodyLen int64
 	header  map[string]string // extra headers (Range, Content-Type)
 	auth    bool              // send the bearer token and session id
 	no429   bool              // do not retry 429 (dedupe queries)
@@ -137,11 +139,15 @@ var errRetryNow = errors.New("retry now")
 func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	var body io.Reader
 	var tb *trackedBodies
+	bodyOf, bodyLen := c.bodyOf, c.bodyLen
+	if bodyOf == nil && len(c.body) > 0 {
+		bodyOf, bodyLen = func() io.Reader { return bytes.NewReader(c.body) }, int64(len(c.body))
+	}
 	switch {
-	case len(c.body) > 0:
+	case bodyOf != nil:
 		// The transport may still read a request body after Do returns (an early answer); the
 		// caller may reuse c.body once we return, so wait until every body was closed.
-		tb = &trackedBodies{data: c.body}
+		tb = &trackedBodies{reader: bodyOf}
 		body = tb.open()
 		defer func() {
 			if !tb.wait(bodyReleaseTimeout) {
@@ -164,8 +170,8 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	if tb != nil {
 		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
 	}
-	if c.body != nil {
-		req.ContentLength = int64(len(c.body))
+	if bodyOf != nil || c.body != nil {
+		req.ContentLength = max(bodyLen, int64(len(c.body)))
 	}
 	req.Header.Set("User-Agent", h.o.UserAgent)
 	for k, v := range c.header {
@@ -216,16 +222,27 @@ const bodyReleaseTimeout = time.Minute
 
 // trackedBodies hands out readers of one request body and reports when all were closed.
 type trackedBodies struct {
-	data []byte
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	all  []*trackedBody
+	reader func() io.Reader
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	all    []*trackedBody
 }
 
 type trackedBody struct {
-	bytes.Reader
+	r    io.Reader
 	once sync.Once
 	wg   *sync.WaitGroup
+}
+
+func (t *trackedBody) Read(p []byte) (int, error) { return t.r.Read(p) }
+
+// WriteTo lets the transport's copy use the body's own (a xorb body reads its lent payloads from
+// the file in large reads, a bytes.Reader writes itself at once).
+func (t *trackedBody) WriteTo(w io.Writer) (int64, error) {
+	if wt, ok := t.r.(io.WriterTo); ok {
+		return wt.WriteTo(w)
+	}
+	return io.Copy(w, struct{ io.Reader }{t.r})
 }
 
 func (t *trackedBody) Close() error {
@@ -234,8 +251,7 @@ func (t *trackedBody) Close() error {
 }
 
 func (t *trackedBodies) open() *trackedBody {
-	b := &trackedBody{wg: &t.wg}
-	b.Reset(t.data)
+	b := &trackedBody{r: t.reader(), wg: &t.wg}
 	t.wg.Add(1)
 	t.mu.Lock()
 	t.all = append(t.all, b)

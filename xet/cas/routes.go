@@ -45,11 +45,11 @@ func (h *HTTP) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) 
 
 // PutXorb uploads a xorb: POST /v1/xorbs/default/{xorb} with the records as body. Once it returns,
 // the transport has closed the request body of every attempt (each is tracked until closed), so the
-// caller may reuse x.Body.
+// caller may reuse x.Body (and lent payloads are no longer read from x.Src).
 func (h *HTTP) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	var ans casapi.PutXorbResponse
 	err := h.do(ctx, call{
-		op: "upload xorb " + x.Hash.String(), method: http.MethodPost, auth: true, body: x.Body,
+		op: "upload xorb " + x.Hash.String(), method: http.MethodPost, auth: true, bodyOf: x.Reader, bodyLen: int64(x.Size()),
 		url:    h.o.Endpoint + "/v1/xorbs/" + casapi.PrefixDefault + "/" + x.Hash.String(),
 		header: map[string]string{"Content-Type": "application/octet-stream"},
 		accept: func(resp *http.Response) error {

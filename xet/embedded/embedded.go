@@ -77,6 +77,13 @@ func (l *CAS) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) {
 // (store.PutBuiltXorb): its chunks are not decoded and hashed again, only checked against the
 // builder's chunk list. The store has written x.Body when PutXorb returns and does not keep it.
 func (l *CAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+	if len(x.Lent) != 0 { // the store takes a whole body (uploads to it do not lend: see upload.Config.Lend)
+		body, err := x.Serialized()
+		if err != nil {
+			return false, err
+		}
+		x = &xorb.Xorb{Hash: x.Hash, Body: body, Chunks: x.Chunks, RawBytes: x.RawBytes}
+	}
 	if len(x.Body) <= store.MaxPendingXorb/2 {
 		return l.holdBack(ctx, x)
 	}

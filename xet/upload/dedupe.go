@@ -77,6 +77,7 @@ type fileState struct {
 	newBytes     int64
 	dedupedBytes int64
 	entries      []hash.Entry // with Config.KeepEntries
+	lend         *lending     // with Config.Lend and a file to lend from (also in Session.lending)
 }
 
 func newFileState(s *Session) *fileState {
@@ -151,7 +152,7 @@ func (f *fileState) place(ctx context.Context, data []byte, h hash.Hash, off int
 	}
 	m, ok := f.lookup(ctx, h, off)
 	if !ok {
-		return f.addNew(ctx, data, h)
+		return f.addNew(ctx, data, h, off)
 	}
 	idx := m.next
 	m.next++
@@ -201,7 +202,7 @@ func (f *fileState) refuseHeld(ctx context.Context) error {
 	f.held = nil
 	f.df.refused()
 	for _, c := range hs {
-		if err := f.addNew(ctx, c.data, c.h); err != nil {
+		if err := f.addNew(ctx, c.data, c.h, -1); err != nil {
 			return err
 		}
 	}
@@ -209,7 +210,8 @@ func (f *fileState) refuseHeld(ctx context.Context) error {
 }
 
 // addNew appends a chunk to the file's open xorb, cutting it first when full.
-func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash) error {
+// off is where data lies in the file (from the start of the stream), or -1 when not known.
+func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash, off int64) error {
 	s := f.s
 	if f.open != nil && !f.open.fits(len(data)) {
 		if err := s.cut(ctx, f.open); err != nil {
@@ -219,8 +221,9 @@ func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash) error 
 	}
 	if f.open == nil {
 		f.open = s.newSxorb()
+		f.lend.start(f.open)
 	}
-	idx := f.open.add(data, h)
+	idx := f.open.add(data, h, f.lend.at(off))
 	s.index.add(h, f.open.ord, idx)
 	f.appendTerm(ref{sx: f.open}, idx, len(data), h)
 	f.newBytes += int64(len(data))

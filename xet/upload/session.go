@@ -113,6 +113,13 @@ type Config struct {
 	// 40 bytes per chunk): with Session.Registered they say which chunks of which xorbs lie where in
 	// the file (the agent's local chunk index).
 	KeepEntries bool
+	// Lend: when Upload is given a regular *os.File, the raw bytes of chunks stored uncompressed
+	// are not copied into xorb bodies but read from the file again as each xorb is sent
+	// (xorb.Builder.Lend). The caller keeps the file open until Finish returns. Set it only for a
+	// CAS that hashes every chunk it receives (a server), so that a file written during its upload
+	// fails the upload instead of storing other bytes; Finish also fails when a file's size or
+	// modification time changed since its Upload began.
+	Lend bool
 }
 
 const (
@@ -160,6 +167,7 @@ type Session struct {
 	lists    chunkLists  // chunk lists of the cut xorbs
 	sxorbs   []*sxorb    // this session's xorbs, by ordinal (sxorb.ord)
 	acc      *sxorb      // the accumulator: leftovers of finished files
+	lending  []*lending  // files lent from since the last Finish (Config.Lend)
 	newXorbs []*sxorb    // xorbs cut since the last Finish
 	files    []pendingFile
 	done     []shard.File // the files registered by the last Finish
@@ -199,7 +207,7 @@ func NewSession(cfg Config) *Session {
 // (see Config.ResumeCheckBytes).
 func (s *Session) Resumed() int64 { return s.resumed.Load() }
 
-// Close releases the session's temp file. Call it when done with the session (after Finish); a
+// Close releases the session's temp file and the buffers of xorbs still open. Call it when done with the session (after Finish); a
 // session is not usable after Close.
 func (s *Session) Close() error {
 	s.mu.Lock()
@@ -211,6 +219,12 @@ func (s *Session) Close() error {
 	}
 	if s.failed == nil {
 		s.failed = errors.New("upload: session closed")
+	}
+	for _, x := range s.sxorbs {
+		if x.b != nil { // open: never cut (the session failed or was not finished)
+			bodies.Put(x.b.Finish().Body)
+			x.b = nil
+		}
 	}
 	return s.lists.close()
 }
@@ -277,6 +291,9 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 	cr := chunk.NewReaderOptions(r, chunk.Options{SHA256: sha256 == nil})
 	defer cr.Close()
 	f := newFileState(s)
+	if s.cfg.Lend {
+		f.lendFrom(r)
+	}
 	var done, reported int64
 	for {
 		c, err := cr.Next()
@@ -381,6 +398,9 @@ func (s *Session) Finish(ctx context.Context) error {
 	err := s.g.Wait()
 	stop()
 	s.g, s.gctx, s.gcancel = nil, nil, nil
+	if err == nil {
+		err = s.endLending()
+	}
 	if err != nil {
 		s.failed = err
 		return err

@@ -69,30 +69,32 @@ func (s *Session) newSxorb() *sxorb {
 
 // bodies recycles xorb body buffers of xorb.BodyCap bytes across the sessions of the process, so
 // that a Builder never grows its body by copying and uploads allocate (and fault in) no new 64 MiB
-// buffers. The buffers are mapped outside the Go heap where the platform allows (mmap): 64 MiB
-// buffers on the heap would raise the GC's heap goal by as much, letting that much garbage pile up
-// before a collection (hundreds of MB of RSS on a long upload). How many buffers are in use at
+// buffers. The buffers are mapped outside the Go heap where the platform allows (bufpool.Map, in
+// huge pages on Linux): 64 MiB buffers on the heap would raise the GC's heap goal by as much,
+// letting that much garbage pile up before a collection (hundreds of MB of RSS on a long upload). How many buffers are in use at
 // once is bounded by each session's structure (see Session); the pool keeps at most 4 idle ones,
 // and unmaps them after 30 s without use.
 //
 // A body goes back to the pool once PutXorb has returned: by the cas.Client contract the client
-// neither reads nor keeps it after that.
-var bodies = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Min: xorb.BodyCap, Release: unmapBody}
+// neither reads nor keeps it after that. Session.Close returns the bodies of xorbs still open (a
+// mapped body the pool never sees again would stay mapped until the process ends).
+var bodies = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Min: xorb.BodyCap, Release: bufpool.Unmap}
 
 // getBody returns an empty body buffer of xorb.BodyCap bytes: an idle one, else a new mapping.
 func getBody() []byte {
 	if b := bodies.Get(xorb.BodyCap); b != nil {
 		return b
 	}
-	if b := mapBody(xorb.BodyCap); b != nil {
-		return b[:0]
+	if b := bufpool.Map(xorb.BodyCap); b != nil {
+		return b
 	}
 	return make([]byte, 0, xorb.BodyCap)
 }
 
-// add appends a new chunk to open xorb x and returns its index.
-func (x *sxorb) add(data []byte, h hash.Hash) uint32 {
-	i := x.b.Add(data, h)
+// add appends a new chunk to open xorb x and returns its index. off is where the builder's lending
+// source holds data, or -1 (see lending.at).
+func (x *sxorb) add(data []byte, h hash.Hash, off int64) uint32 {
+	i := x.b.AddFrom(data, h, off)
 	x.chunks = append(x.chunks, hash.Entry{Hash: h, Size: uint64(len(data))})
 	x.raw += uint64(len(data))
 	return uint32(i)
@@ -148,18 +150,17 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 		Int("bytes", len(built.Body)).Msg("upload: xorb cut")
 	c := s.cfg.CAS
 	g.Go(func() error {
+		defer bodies.Put(built.Body) // stored, found, or failed: nobody reads it after PutXorb returns
 		if min := s.cfg.ResumeCheckBytes; min > 0 && int64(len(built.Body)) >= min {
 			if has, err := c.HasXorb(gctx, built.Hash); err == nil && has {
 				s.resumed.Add(int64(len(built.Body)))
 				s.log.Debug().Str("xorb", built.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
-				bodies.Put(built.Body)
 				return nil
 			}
 		}
 		if _, err := c.PutXorb(gctx, built); err != nil {
 			return fmt.Errorf("upload xorb %s: %w", built.Hash, err)
 		}
-		bodies.Put(built.Body)
 		return nil
 	})
 	return ctx.Err()
@@ -183,6 +184,14 @@ func (s *Session) fileDone(ctx context.Context, leftover *sxorb) error {
 		big, small := acc, leftover
 		if small.raw > big.raw {
 			big, small = small, big
+		}
+		// Records are moved between xorbs only with their payloads (lent ones from two files
+		// cannot share one xorb).
+		if err := big.b.Own(); err != nil {
+			return fmt.Errorf("upload: %w", err)
+		}
+		if err := small.b.Own(); err != nil {
+			return fmt.Errorf("upload: %w", err)
 		}
 		if err := s.mergeInto(big, small); err != nil {
 			return err

@@ -1,8 +1,10 @@
 package xorb
 
 import (
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"io"
 	"sync"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
 // ChunkInfo is one chunk of a xorb. Start and End are the byte offsets of its record in the
@@ -17,12 +19,16 @@ type ChunkInfo struct {
 }
 
 // Xorb is a finished xorb: its hash (the merkle hash of its chunks), its chunk records (the upload
-// form, without footer), and where each chunk lies.
+// form, without footer), and where each chunk lies. When Lent is empty, Body is the serialized
+// body; otherwise Body holds all of it but the lent payloads, which are read from Src (see Lent,
+// Reader, Serialized). Chunk offsets are always those of the serialized body.
 type Xorb struct {
 	Hash     hash.Hash
 	Body     []byte
 	Chunks   []ChunkInfo
 	RawBytes uint64
+	Lent     []Lent
+	Src      io.ReaderAt
 }
 
 // Entries returns the (chunk hash, raw length) list the xorb hash is computed over.
@@ -77,6 +83,10 @@ type Builder struct {
 	raw      uint64
 	segStart int    // index of the first chunk of the current file segment
 	block    Scheme // PolicyAuto: the scheme of the current 32-chunk block
+
+	src       io.ReaderAt // see Lend
+	lent      []Lent
+	lentBytes int
 }
 
 // NewBuilder returns an empty Builder using policy.
@@ -96,21 +106,32 @@ func (b *Builder) Fits(rawLen int) bool {
 
 // Add compresses data (copied; at most MaxChunkRaw bytes, or Add panics) into the xorb as the next
 // chunk with hash h (the caller's chunk hash of data), and returns the chunk's index.
-func (b *Builder) Add(data []byte, h hash.Hash) int {
+func (b *Builder) Add(data []byte, h hash.Hash) int { return b.AddFrom(data, h, -1) }
+
+// AddFrom is Add for data that the Builder's Lend source holds at off: when the chunk is stored
+// uncompressed its payload is lent (not copied). off < 0, or no source, is Add.
+func (b *Builder) AddFrom(data []byte, h hash.Hash, off int64) int {
 	s := b.schemeFor(data)
 	if b.enc == nil {
 		b.enc = encoders.Get().(*encoder)
 	}
 	b.reserve(RecordHeaderSize + 15 + len(data) + len(data)/255 + 16)
-	start := len(b.body)
-	b.body = b.enc.appendRecord(b.body, data, s)
+	at := len(b.body)
+	lend := b.src != nil && off >= 0
+	var lent bool
+	b.body, lent = b.enc.appendRecord(b.body, data, s, lend)
+	start := at + b.lentBytes
+	if lent {
+		b.lent = append(b.lent, Lent{At: start + RecordHeaderSize, Off: off, N: len(data)})
+		b.lentBytes += len(data)
+	}
 	i := len(b.chunks)
 	b.chunks = append(b.chunks, ChunkInfo{
 		Hash:     h,
 		RawLen:   uint32(len(data)),
-		Scheme:   Scheme(b.body[start+4]),
+		Scheme:   Scheme(b.body[at+4]),
 		Start:    uint32(start),
-		End:      uint32(len(b.body)),
+		End:      uint32(len(b.body) + b.lentBytes),
 		RawStart: b.raw,
 	})
 	b.raw += uint64(len(data))
@@ -154,6 +175,9 @@ func (b *Builder) reserve(n int) {
 // (raw bytes <= MaxBytes, chunks <= MaxChunks). The next chunk added to b begins a new file segment.
 // It returns the index in b of src's first chunk.
 func (b *Builder) Absorb(src *Builder) int {
+	if len(src.lent) != 0 || len(b.lent) != 0 {
+		panic("xorb: Absorb of a Builder with lent payloads (call Own first)")
+	}
 	first := len(b.chunks)
 	base := uint32(len(b.body))
 	b.reserve(len(src.body))
@@ -200,8 +224,13 @@ func (b *Builder) Finish() *Xorb {
 		Body:     b.body,
 		Chunks:   b.chunks,
 		RawBytes: b.raw,
+		Lent:     b.lent,
+	}
+	if len(b.lent) != 0 {
+		x.Src = b.src
 	}
 	b.body, b.chunks, b.raw, b.segStart = nil, nil, 0, 0
+	b.lent, b.lentBytes = nil, 0
 	if b.enc != nil {
 		encoders.Put(b.enc)
 		b.enc = nil

@@ -18,7 +18,8 @@ func decodeLZ4Frame(dst, src []byte, maxSize int) ([]byte, error) {
 
 // appendTestRecord is encoder.appendRecord with fresh scratch space.
 func appendTestRecord(dst, raw []byte, scheme Scheme) []byte {
-	return new(encoder).appendRecord(dst, raw, scheme)
+	out, _ := new(encoder).appendRecord(dst, raw, scheme, false)
+	return out
 }
 
 // decodeAllRecords decodes every record of b (a records region, or a whole object up to its

@@ -75,9 +75,10 @@ func putHeader(b []byte, compLen int, s Scheme, rawLen int) {
 // appendRecord compresses raw with scheme and appends the record (header and payload) to dst, with
 // e's scratch space. When the compressed form is not smaller than raw, it stores raw with
 // SchemeNone, as xet-core does. The payload is compressed straight into dst; a chunk that does not
-// get smaller is copied in once, uncompressed. raw must be at most MaxChunkRaw bytes (larger input
-// panics: it is a caller bug, not bad input).
-func (e *encoder) appendRecord(dst, raw []byte, scheme Scheme) []byte {
+// get smaller is copied in once, uncompressed, or with lend not at all: then only its header is
+// appended and lent is true (the caller records where the payload comes from). raw must be at most
+// MaxChunkRaw bytes (larger input panics: it is a caller bug, not bad input).
+func (e *encoder) appendRecord(dst, raw []byte, scheme Scheme, lend bool) ([]byte, bool) {
 	if len(raw) > MaxChunkRaw {
 		panic(fmt.Sprintf("xorb: appendRecord of %d bytes (max %d)", len(raw), MaxChunkRaw))
 	}
@@ -95,12 +96,17 @@ func (e *encoder) appendRecord(dst, raw []byte, scheme Scheme) []byte {
 	default:
 		panic(fmt.Sprintf("xorb: appendRecord with invalid scheme %d", uint8(scheme)))
 	}
+	if !ok && lend { // stored uncompressed, its payload lent: the header only
+		dst = dst[:payload]
+		putHeader(dst[start:], len(raw), SchemeNone, len(raw))
+		return dst, true
+	}
 	if !ok {
 		dst = append(dst[:payload], raw...)
 		scheme = SchemeNone
 	}
 	putHeader(dst[start:], len(dst)-payload, scheme, len(raw))
-	return dst
+	return dst, false
 }
 
 // DecodeRecord decodes the record at the start of b and appends its raw bytes to dst. n is the

@@ -1,0 +1,6 @@
+//go:build unix && !linux
+
+package bufpool
+
+// hugePages: transparent huge pages are a Linux feature.
+func hugePages(b []byte) {}
