@@ -40,7 +40,7 @@ func IndexWith(b []byte, o IndexOptions) (*Info, error) {
 	d := getDecoder()
 	defer putDecoder(d)
 	hasher := hash.NewChunkHasher()
-	var raw []byte
+	var raw, scratch []byte
 	pos := 0
 	for pos < len(b) {
 		rest := b[pos:]
@@ -53,7 +53,7 @@ func IndexWith(b []byte, o IndexOptions) (*Info, error) {
 		var h RecordHeader
 		var n int
 		var err error
-		raw, h, n, err = d.decodeRecord(raw[:0], rest)
+		raw, scratch, h, n, err = d.recordRaw(scratch, rest) // uncompressed payloads are hashed in place
 		if err != nil {
 			if o.AllowTrailing && errors.Is(err, ErrTruncated) {
 				break

@@ -135,6 +135,25 @@ func (d *decoder) decodeRecord(dst, b []byte) ([]byte, RecordHeader, int, error)
 	return out, h, n, nil
 }
 
+// recordRaw is decodeRecord for a caller that only reads the raw bytes: an uncompressed payload is
+// returned where it lies in b (no copy); any other is decoded into scratch. The result aliases b or
+// scratch; pass the returned scratch to the next call.
+func (d *decoder) recordRaw(scratch, b []byte) (raw, scratchOut []byte, h RecordHeader, n int, err error) {
+	h, err = ParseRecordHeader(b)
+	if err == nil && h.Scheme == SchemeNone {
+		n = RecordHeaderSize + int(h.CompressedLen)
+		if len(b) < n {
+			return nil, scratch, h, 0, fmt.Errorf("%w: record payload of %d bytes, only %d present", ErrTruncated, h.CompressedLen, len(b)-RecordHeaderSize)
+		}
+		return b[RecordHeaderSize:n], scratch, h, n, nil
+	}
+	raw, h, n, err = d.decodeRecord(scratch[:0], b)
+	if err != nil {
+		return nil, scratch, h, 0, err
+	}
+	return raw, raw, h, n, nil
+}
+
 // decodePayload appends the raw bytes of a validated header's payload to dst.
 func (d *decoder) decodePayload(dst, payload []byte, h RecordHeader) ([]byte, error) {
 	raw := int(h.RawLen)
