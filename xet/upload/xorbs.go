@@ -147,13 +147,13 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	}
 	g, gctx := s.group()
 	s.log.Debug().Str("xorb", built.Hash.String()).Int("chunks", len(built.Chunks)).Uint64("raw", built.RawBytes).
-		Int("bytes", len(built.Body)).Msg("upload: xorb cut")
+		Int("bytes", built.Size()).Msg("upload: xorb cut")
 	c := s.cfg.CAS
 	g.Go(func() error {
 		defer bodies.Put(built.Body) // stored, found, or failed: nobody reads it after PutXorb returns
-		if min := s.cfg.ResumeCheckBytes; min > 0 && int64(len(built.Body)) >= min {
+		if min := s.cfg.ResumeCheckBytes; min > 0 && int64(built.Size()) >= min {
 			if has, err := c.HasXorb(gctx, built.Hash); err == nil && has {
-				s.resumed.Add(int64(len(built.Body)))
+				s.resumed.Add(int64(built.Size()))
 				s.log.Debug().Str("xorb", built.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
 				return nil
 			}
