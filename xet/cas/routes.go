@@ -48,10 +48,14 @@ func (h *HTTP) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) 
 // caller may reuse x.Body (and lent payloads are no longer read from x.Src).
 func (h *HTTP) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	var ans casapi.PutXorbResponse
+	header := map[string]string{"Content-Type": "application/octet-stream"}
+	if v := x.Follows.Header(); v != "" {
+		header[casapi.HeaderXorbFollows] = v
+	}
 	err := h.do(ctx, call{
 		op: "upload xorb " + x.Hash.String(), method: http.MethodPost, auth: true, bodyOf: x.Reader, bodyLen: int64(x.Size()),
 		url:    h.o.Endpoint + "/v1/xorbs/" + casapi.PrefixDefault + "/" + x.Hash.String(),
-		header: map[string]string{"Content-Type": "application/octet-stream"},
+		header: header,
 		accept: func(resp *http.Response) error {
 			return decodeJSON("upload xorb", resp.Body, MaxSmallAnswer, &ans)
 		},

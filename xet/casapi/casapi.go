@@ -20,6 +20,11 @@ const (
 	HeaderSessionID       = "X-Xet-Session-Id"
 	HeaderXetHash         = "X-Xet-Hash" // the Xet file hash of a download
 	HeaderRequestID       = "X-Request-Id"
+	// HeaderXorbFollows, on a xorb upload, is a hint from our client: "first" when the xorb's raw
+	// bytes begin a file, or the hash of the xorb whose raw bytes they continue in a file (every
+	// chunk of both, in order). Our server uses it to hash files' SHA-256 as their xorbs arrive;
+	// other servers ignore it.
+	HeaderXorbFollows = "X-Xet-Follows"
 )
 
 // Prefixes of CAS routes (/v1/xorbs/{prefix}/{hash}, /v1/chunks/{prefix}/{hash}).

@@ -11,6 +11,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // pathHash parses the path wildcard name as a Xet hash string, answering 400 when it is not one.
@@ -212,7 +213,7 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, _ Claims)
 		// still fails on the limit, and a shorter one as truncated records.
 		body = sizedReader{body, int(r.ContentLength)}
 	}
-	inserted, err := s.cfg.Store.PutXorb(r.Context(), h, body)
+	inserted, err := s.cfg.Store.PutXorbFollowing(r.Context(), h, body, xorb.ParseFollows(r.Header.Get(casapi.HeaderXorbFollows)))
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return

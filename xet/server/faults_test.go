@@ -26,12 +26,12 @@ type faultStore struct {
 	shardDelay              time.Duration
 }
 
-func (f *faultStore) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool, error) {
+func (f *faultStore) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, fl xorb.Follows) (bool, error) {
 	if f.putXorbErr != nil {
 		io.Copy(io.Discard, body)
 		return false, f.putXorbErr
 	}
-	return f.Store.PutXorb(ctx, h, body)
+	return f.Store.PutXorbFollowing(ctx, h, body, fl)
 }
 
 func (f *faultStore) PutShard(ctx context.Context, ns string, body []byte) (bool, error) {

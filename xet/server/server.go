@@ -29,12 +29,15 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // Store is what the server asks of the CAS storage. *store.Store implements it; handler tests use
 // fakes.
 type Store interface {
-	PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (inserted bool, err error)
+	// PutXorbFollowing stores a xorb uploaded with a client's hint of where it sits in a file
+	// (casapi.HeaderXorbFollows; the zero Follows without one).
+	PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (inserted bool, err error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
 	PutShard(ctx context.Context, ns string, body []byte) (existed bool, err error)
 	Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error)

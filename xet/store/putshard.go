@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -232,12 +231,14 @@ func (s *Store) checkSHA256s(ctx context.Context, ns string, plans []filePlan) e
 	return nil
 }
 
-// contentSHA256 reads a registered file's content from its xorbs, term by term, and hashes it.
+// contentSHA256 reads a registered file's content from its xorbs, term by term, and hashes it
+// (from the state its first terms left when they were hashed on arrival, see chainPrefix).
 // Memory is one record at a time.
 func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, error) {
-	h := sha256.New()
+	h, done := s.chainPrefix(rec) // the first terms, hashed as their xorbs arrived (chain.go)
+	s.log.Debug().Int("terms", len(rec.Terms)).Int("hashed_on_arrival", done).Msg("sha256 check of a new file")
 	var buf []byte
-	for _, t := range rec.Terms {
+	for _, t := range rec.Terms[done:] {
 		var err error
 		if buf, err = s.hashTerm(ctx, h, t, buf); err != nil {
 			return [32]byte{}, err

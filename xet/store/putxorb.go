@@ -28,6 +28,10 @@ const MaxXorbBodyBytes = xorb.MaxBytes + xorb.MaxChunks*xorb.RecordHeaderSize + 
 // Concurrency: safe for concurrent and cross-process use; of several puts of one xorb exactly one
 // reports inserted=true (on filesystems with hard links).
 func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool, error) {
+	return s.putXorb(ctx, h, body, xorb.Follows{})
+}
+
+func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
 	exists, err := s.be.Exists(ctx, xorbName(h))
 	if err != nil {
 		return false, err
@@ -37,9 +41,17 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 		return false, fmt.Errorf("xorb %s: %w", h, err)
 	}
 	defer recvBufs.Put(data) // nothing keeps the body once it is stored
-	info, err := ValidateXorb(h, data)
+	sha, prevID := s.chainHasher(f)
+	var onRaw func([]byte)
+	if sha != nil {
+		onRaw = func(raw []byte) { sha.Write(raw) }
+	}
+	info, err := validateXorb(h, data, onRaw)
 	if err != nil {
 		return false, err
+	}
+	if sha != nil {
+		s.keepChain(h, prevID, len(info.Chunks), sha)
 	}
 	if exists {
 		if replaced, err := s.replaceDamaged(ctx, h); err != nil || !replaced {
@@ -60,11 +72,14 @@ func (s *Store) validateAndStoreXorb(ctx context.Context, h hash.Hash, data []by
 
 // ValidateXorb parses a xorb body (chunk records, optionally followed by a footer), decodes and
 // hashes every chunk, and checks the limits and that the body hashes to h. Errors are *InvalidError.
-func ValidateXorb(h hash.Hash, data []byte) (*xorb.Info, error) {
+func ValidateXorb(h hash.Hash, data []byte) (*xorb.Info, error) { return validateXorb(h, data, nil) }
+
+// validateXorb is ValidateXorb, handing each chunk's raw bytes to onRaw (when set) as it goes.
+func validateXorb(h hash.Hash, data []byte, onRaw func([]byte)) (*xorb.Info, error) {
 	if len(data) > MaxXorbBodyBytes {
 		return nil, invalid("xorb %s: body of %d bytes exceeds %d", h, len(data), MaxXorbBodyBytes)
 	}
-	info, err := xorb.Index(data)
+	info, err := xorb.IndexWith(data, xorb.IndexOptions{OnRaw: onRaw})
 	if err != nil {
 		return nil, invalid("xorb %s: %v", h, err)
 	}

@@ -81,6 +81,7 @@ type Store struct {
 	now     func() time.Time
 	meta    *lru[hash.Hash, *xorbMeta]
 	entries *lru[string, []byte] // nil: off
+	chains  *lru[hash.Hash, *chainState]
 }
 
 // ReadAtCloser is an open stored xorb object.
@@ -116,7 +117,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if limit <= 0 {
 		limit = 64 << 20
 	}
-	s := &Store{be: be, log: opts.Log, now: now, meta: newLRU[hash.Hash](limit, (*xorbMeta).cost)}
+	s := &Store{be: be, log: opts.Log, now: now, meta: newLRU[hash.Hash](limit, (*xorbMeta).cost),
+		chains: newLRU[hash.Hash](chainStates, func(c *chainState) int64 { return int64(len(c.state)) + 128 })}
 	entryLimit := opts.EntryCacheBytes
 	if _, fs := be.(*FSBackend); entryLimit == 0 && !fs {
 		entryLimit = 32 << 20

@@ -7,6 +7,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // ref names the xorb of a term: a xorb of this session (sx, resolved when the shard is built) or a
@@ -78,6 +79,7 @@ type fileState struct {
 	dedupedBytes int64
 	entries      []hash.Entry // with Config.KeepEntries
 	lend         *lending     // with Config.Lend and a file to lend from (also in Session.lending)
+	prev         hash.Hash    // the file's last xorb cut while its chunks were all new (see follows)
 }
 
 func newFileState(s *Session) *fileState {
@@ -210,6 +212,19 @@ func (f *fileState) refuseHeld(ctx context.Context) error {
 }
 
 // addNew appends a chunk to the file's open xorb, cutting it first when full.
+// follows is the hint for a new xorb of the file (xorb.Follows): while every chunk so far was new,
+// the file's chunks are its own xorbs' chunks in order, so the next xorb begins the file or
+// continues its last one. A hint only: the CAS checks the file's terms before relying on it.
+func (f *fileState) follows() xorb.Follows {
+	switch {
+	case f.dedupedBytes != 0 || len(f.terms) > 0 && f.prev == (hash.Hash{}):
+		return xorb.Follows{}
+	case f.prev == (hash.Hash{}):
+		return xorb.Follows{Start: true}
+	}
+	return xorb.Follows{Prev: f.prev}
+}
+
 // off is where data lies in the file (from the start of the stream), or -1 when not known.
 func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash, off int64) error {
 	s := f.s
@@ -217,11 +232,13 @@ func (f *fileState) addNew(ctx context.Context, data []byte, h hash.Hash, off in
 		if err := s.cut(ctx, f.open); err != nil {
 			return err
 		}
+		f.prev = f.open.hash
 		f.open = nil
 	}
 	if f.open == nil {
 		f.open = s.newSxorb()
 		f.lend.start(f.open)
+		f.open.follows = f.follows()
 	}
 	idx := f.open.add(data, h, f.lend.at(off))
 	s.index.add(h, f.open.ord, idx)

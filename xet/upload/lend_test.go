@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -187,6 +189,65 @@ func TestLendMergedLeftovers(t *testing.T) {
 		}
 		if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, datas[i]) {
 			t.Fatalf("file %d downloads different bytes (%v)", i, err)
+		}
+	}
+}
+
+// followsCAS records each xorb's hash and hint, in the order cut.
+type followsCAS struct {
+	cas.Client
+	mu      sync.Mutex
+	hashes  []hash.Hash
+	follows []xorb.Follows
+}
+
+func (c *followsCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+	c.mu.Lock()
+	c.hashes, c.follows = append(c.hashes, x.Hash), append(c.follows, x.Follows)
+	c.mu.Unlock()
+	return c.Client.PutXorb(ctx, x)
+}
+
+// Each xorb of a file whose chunks are all new says where it sits: the first begins the file, each
+// next one follows the one before (what lets a server hash the file's SHA-256 as they arrive). A
+// file that dedupes against earlier data hints nothing past that point.
+func TestXorbsSayWhereTheyFollow(t *testing.T) {
+	data := testutil.RandomBytes(150<<20, 61) // three xorbs
+	c := &followsCAS{Client: embeddedtest.New(t)}
+	s := upload.NewSession(upload.Config{CAS: c, Concurrency: 1})
+	defer s.Close()
+	if _, err := s.Upload(context.Background(), bytesReader(data), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.hashes) != 3 || c.follows[0] != (xorb.Follows{Start: true}) ||
+		c.follows[1] != (xorb.Follows{Prev: c.hashes[0]}) || c.follows[2] != (xorb.Follows{Prev: c.hashes[1]}) {
+		t.Fatalf("xorbs %v sent with hints %+v", c.hashes, c.follows)
+	}
+	// In one session, file B = 1 MiB of new bytes, then all of file A (deduped in the session),
+	// then 70 MiB of new bytes: B's first xorb begins it, but none after the dedupe may claim to
+	// follow another.
+	c.hashes, c.follows = nil, nil
+	s2 := upload.NewSession(upload.Config{CAS: c, Concurrency: 1})
+	defer s2.Close()
+	a := testutil.RandomBytes(2<<20, 62)
+	b := append(append(testutil.RandomBytes(1<<20, 63), a...), testutil.RandomBytes(70<<20, 64)...)
+	for _, f := range [][]byte{a, b} {
+		if _, err := s2.Upload(context.Background(), bytesReader(f), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s2.Finish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.hashes) < 2 {
+		t.Fatalf("%d xorbs", len(c.hashes))
+	}
+	for i, f := range c.follows {
+		if f.Prev != (hash.Hash{}) {
+			t.Fatalf("xorb %d says it follows %s, after its file deduped", i, f.Prev)
 		}
 	}
 }

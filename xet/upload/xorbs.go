@@ -19,15 +19,16 @@ import (
 // Concurrency: sxorbs belong to the session's Upload/Finish goroutine; the upload goroutines only
 // see the *xorb.Xorb cut from them.
 type sxorb struct {
-	b      *xorb.Builder
-	chunks []hash.Entry // while open: chunk hashes and raw lengths in xorb order (grows)
-	raw    uint64
-	cut    bool
-	hash   hash.Hash
-	merged *sxorb
-	offset uint32
-	ord    uint32 // index in Session.sxorbs
-	lists  *chunkLists
+	b       *xorb.Builder
+	chunks  []hash.Entry // while open: chunk hashes and raw lengths in xorb order (grows)
+	raw     uint64
+	cut     bool
+	hash    hash.Hash
+	merged  *sxorb
+	offset  uint32
+	follows xorb.Follows // the hint sent with it (see fileState.follows)
+	ord     uint32       // index in Session.sxorbs
+	lists   *chunkLists
 	// Once cut: the chunk list of its shard entry, held in memory only while lists keeps it (it is
 	// spilled to a temp file; see chunkLists).
 	list     []shard.XorbChunk
@@ -122,6 +123,7 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 		return nil
 	}
 	built := x.b.Finish()
+	built.Follows = x.follows
 	x.b, x.cut, x.hash = nil, true, built.Hash
 	sx := shard.Xorb{Hash: built.Hash, BytesInXorb: uint32(built.RawBytes), Chunks: make([]shard.XorbChunk, len(built.Chunks))}
 	if len(built.Chunks) != len(x.chunks) {

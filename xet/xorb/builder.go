@@ -29,6 +29,39 @@ type Xorb struct {
 	RawBytes uint64
 	Lent     []Lent
 	Src      io.ReaderAt
+	// Follows is set by an upload session that knows where the xorb's raw bytes sit in a file (a
+	// hint for the CAS, casapi.HeaderXorbFollows); the zero value says nothing.
+	Follows Follows
+}
+
+// Follows says that a xorb's raw bytes, all its chunks in order, begin a file (Start) or continue
+// it right after all those of xorb Prev.
+type Follows struct {
+	Start bool
+	Prev  hash.Hash
+}
+
+// Header returns the value of casapi.HeaderXorbFollows for f, "" for the zero value.
+func (f Follows) Header() string {
+	switch {
+	case f.Start:
+		return "first"
+	case f.Prev != hash.Hash{}:
+		return f.Prev.String()
+	}
+	return ""
+}
+
+// ParseFollows reads a casapi.HeaderXorbFollows value; anything else is the zero value (a hint
+// only).
+func ParseFollows(v string) Follows {
+	if v == "first" {
+		return Follows{Start: true}
+	}
+	if h, err := hash.Parse(v); err == nil && h != (hash.Hash{}) {
+		return Follows{Prev: h}
+	}
+	return Follows{}
 }
 
 // Entries returns the (chunk hash, raw length) list the xorb hash is computed over.

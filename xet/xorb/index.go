@@ -22,6 +22,9 @@ type IndexOptions struct {
 	// AllowTrailing accepts bytes after the last complete record that are neither a record nor a
 	// footer (a cut-off object); they are ignored. Without it they are an error.
 	AllowTrailing bool
+	// OnRaw, when set, is called with the raw bytes of each chunk in order (valid only during the
+	// call).
+	OnRaw func(raw []byte)
 }
 
 // Index walks the chunk records of b (a xorb object with or without footer), decodes and hashes
@@ -62,6 +65,9 @@ func IndexWith(b []byte, o IndexOptions) (*Info, error) {
 		}
 		if !WithinLimits(info.RawBytes+uint64(len(raw)), pos+n) {
 			return nil, fmt.Errorf("xorb: chunk %d takes the xorb over %d raw bytes and %d serialized bytes", len(info.Chunks), MaxBytes, MaxSerializedBytes)
+		}
+		if o.OnRaw != nil {
+			o.OnRaw(raw)
 		}
 		info.Chunks = append(info.Chunks, ChunkInfo{
 			Hash:     hasher.Sum(raw),
