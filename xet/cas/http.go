@@ -171,7 +171,7 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
 	}
 	if bodyOf != nil || c.body != nil {
-		req.ContentLength = max(bodyLen, int64(len(c.body)))
+		req.ContentLength = bodyLen // 0 for an empty, non-nil body
 	}
 	req.Header.Set("User-Agent", h.o.UserAgent)
 	for k, v := range c.header {

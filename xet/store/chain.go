@@ -1,11 +1,9 @@
 package store
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding"
 	"hash"
-	"io"
 
 	xhash "github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -85,11 +83,4 @@ func (s *Store) chainPrefix(rec *fileRecord) (hash.Hash, int) {
 		return sha256.New(), 0
 	}
 	return h, n
-}
-
-// PutXorbFollowing is PutXorb with the client's hint of where the xorb's raw bytes sit in a file
-// (casapi.HeaderXorbFollows); with a hint the raw bytes are also hashed into the file's SHA-256
-// run (see chainState).
-func (s *Store) PutXorbFollowing(ctx context.Context, h xhash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
-	return s.putXorb(ctx, h, body, f)
 }

@@ -270,38 +270,37 @@ func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byt
 	}
 	// The records are scanned in a buffer sized to the term (a small file's is a few KB: a fixed
 	// 1 MiB per term was most of what a server allocated for a push of small files), and an
-	// uncompressed payload, most of a large file, is hashed where it lies.
-	sb := scanBufs.Get().(*[]byte)
-	defer scanBufs.Put(sb)
-	scan := *sb
-	if n := end - start; n < int64(len(scan)) {
+	// uncompressed payload, most of a large file, is hashed where it lies (xorb.RecordRaw).
+	var scan []byte
+	if n := end - start; n < scanBufSize {
 		scan = make([]byte, n)
+	} else {
+		sb := scanBufs.Get().(*[]byte)
+		defer scanBufs.Put(sb)
+		scan = *sb
 	}
 	rs := xorb.NewRecordScanner(src, scan, end-start)
 	for {
-		rec, rh, err := rs.Next()
+		rec, _, err := rs.Next()
 		if err == io.EOF {
 			return buf, nil
 		}
-		if err != nil {
-			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
+		var raw []byte
+		if err == nil {
+			raw, buf, _, _, err = xorb.RecordRaw(buf, rec)
 		}
-		if rh.Scheme == xorb.SchemeNone && rh.CompressedLen == rh.RawLen {
-			h.Write(rec[xorb.RecordHeaderSize:])
-			continue
-		}
-		raw, _, _, err := xorb.DecodeRecord(buf[:0], rec)
 		if err != nil {
 			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
 		}
 		h.Write(raw)
-		buf = raw
 	}
 }
 
 // scanBufs recycles the 1 MiB buffers the SHA-256 check scans long terms through (it holds any
 // record: header and at most MaxChunkCompressed bytes).
-var scanBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, scanBufSize); return &b }}
+
+const scanBufSize = 1 << 20
 
 // sectioner is a blob that streams a section better than ReadAt calls would: an object store with
 // one ranged GET, a file with O_DIRECT reads (fsBlob.Section).

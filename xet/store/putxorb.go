@@ -28,10 +28,13 @@ const MaxXorbBodyBytes = xorb.MaxBytes + xorb.MaxChunks*xorb.RecordHeaderSize + 
 // Concurrency: safe for concurrent and cross-process use; of several puts of one xorb exactly one
 // reports inserted=true (on filesystems with hard links).
 func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool, error) {
-	return s.putXorb(ctx, h, body, xorb.Follows{})
+	return s.PutXorbFollowing(ctx, h, body, xorb.Follows{})
 }
 
-func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
+// PutXorbFollowing is PutXorb with the client's hint of where the xorb's raw bytes sit in a file
+// (casapi.HeaderXorbFollows); with a hint the raw bytes are also hashed into the file's SHA-256
+// run (see chainState in chain.go).
+func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
 	exists, err := s.be.Exists(ctx, xorbName(h))
 	if err != nil {
 		return false, err

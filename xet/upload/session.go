@@ -207,8 +207,8 @@ func NewSession(cfg Config) *Session {
 // (see Config.ResumeCheckBytes).
 func (s *Session) Resumed() int64 { return s.resumed.Load() }
 
-// Close releases the session's temp file and the buffers of xorbs still open. Call it when done with the session (after Finish); a
-// session is not usable after Close.
+// Close releases the session's temp file and the buffers of xorbs still open. Call it when done
+// with the session (after Finish); a session is not usable after Close.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -72,9 +72,9 @@ func (s *Session) newSxorb() *sxorb {
 // that a Builder never grows its body by copying and uploads allocate (and fault in) no new 64 MiB
 // buffers. The buffers are mapped outside the Go heap where the platform allows (bufpool.Map, in
 // huge pages on Linux): 64 MiB buffers on the heap would raise the GC's heap goal by as much,
-// letting that much garbage pile up before a collection (hundreds of MB of RSS on a long upload). How many buffers are in use at
-// once is bounded by each session's structure (see Session); the pool keeps at most 4 idle ones,
-// and unmaps them after 30 s without use.
+// letting that much garbage pile up before a collection (hundreds of MB of RSS on a long upload).
+// How many buffers are in use at once is bounded by each session's structure (see Session); the
+// pool keeps at most 4 idle ones, and unmaps them after 30 s without use.
 //
 // A body goes back to the pool once PutXorb has returned: by the cas.Client contract the client
 // neither reads nor keeps it after that. Session.Close returns the bodies of xorbs still open (a

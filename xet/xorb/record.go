@@ -118,6 +118,15 @@ func DecodeRecord(dst, b []byte) (out []byte, h RecordHeader, n int, err error) 
 	return out, h, n, err
 }
 
+// RecordRaw returns the raw bytes of the record at the start of b: an uncompressed payload where it
+// lies in b (no copy), any other decoded into scratch. The result aliases b or scratch; pass the
+// returned scratch to the next call. n is the number of bytes the record takes in b.
+func RecordRaw(scratch, b []byte) (raw, scratchOut []byte, h RecordHeader, n int, err error) {
+	d := getDecoder()
+	defer putDecoder(d)
+	return d.recordRaw(scratch, b)
+}
+
 // decodeRecord is DecodeRecord with d's scratch space.
 func (d *decoder) decodeRecord(dst, b []byte) ([]byte, RecordHeader, int, error) {
 	h, err := ParseRecordHeader(b)
@@ -135,9 +144,7 @@ func (d *decoder) decodeRecord(dst, b []byte) ([]byte, RecordHeader, int, error)
 	return out, h, n, nil
 }
 
-// recordRaw is decodeRecord for a caller that only reads the raw bytes: an uncompressed payload is
-// returned where it lies in b (no copy); any other is decoded into scratch. The result aliases b or
-// scratch; pass the returned scratch to the next call.
+// recordRaw is RecordRaw with d's scratch space.
 func (d *decoder) recordRaw(scratch, b []byte) (raw, scratchOut []byte, h RecordHeader, n int, err error) {
 	h, err = ParseRecordHeader(b)
 	if err == nil && h.Scheme == SchemeNone {
