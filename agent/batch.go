@@ -26,6 +26,9 @@ type batchAction struct {
 	Href      string            // token refresh route
 	Auth      map[string]string // the action's other headers (e.g. Authorization), sent on refresh
 	XetHash   string            // downloads: the Xet file hash
+	// VerifiesSHA256: the server promises to refuse a shard whose files do not hash to the SHA-256
+	// it claims (casapi.HeaderVerifiesSHA256), so uploads may claim the oid without hashing.
+	VerifiesSHA256 bool
 }
 
 // header returns the value of a header in h, matching the name case-insensitively as HTTP does.
@@ -48,8 +51,11 @@ func parseBatchAction(a *protocol.Action) (*batchAction, error) {
 		Token:     header(a.Header, casapi.HeaderAccessToken),
 		SessionID: header(a.Header, casapi.HeaderSessionID),
 		XetHash:   header(a.Header, casapi.HeaderXetHash),
-		Href:      a.Href,
-		Auth:      map[string]string{},
+		// Anything but "true" keeps the agent hashing: a server that does not understand the
+		// promise must not be taken to make it.
+		VerifiesSHA256: strings.EqualFold(header(a.Header, casapi.HeaderVerifiesSHA256), "true"),
+		Href:           a.Href,
+		Auth:           map[string]string{},
 	}
 	if b.CasURL == "" {
 		return nil, fmt.Errorf("the LFS server's action has no %s header: the server chose the \"xet\" transfer but did not say "+

@@ -101,8 +101,15 @@ func TestParseBatchAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	if b.CasURL != "http://127.0.0.1:1234" || b.Token != "tok" || b.Exp.Unix() != 1900000000 || b.SessionID != "sess" ||
-		len(b.Auth) != 1 || b.Auth["Authorization"] != "Basic abc" {
+		len(b.Auth) != 1 || b.Auth["Authorization"] != "Basic abc" || b.VerifiesSHA256 {
 		t.Errorf("parsed %+v", b)
+	}
+	// Only an explicit "true" lets uploads skip hashing the file.
+	for v, want := range map[string]bool{"true": true, "True": true, "1": false, "false": false, "": false} {
+		a.Header["x-xet-verifies-sha256"] = v
+		if b, err := parseBatchAction(a); err != nil || b.VerifiesSHA256 != want {
+			t.Errorf("X-Xet-Verifies-Sha256 %q: VerifiesSHA256 %v (%v), want %v", v, b != nil && b.VerifiesSHA256, err, want)
+		}
 	}
 	for name, h := range map[string]map[string]string{
 		"no cas url": {"X-Xet-Access-Token": "t"},

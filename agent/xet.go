@@ -112,6 +112,9 @@ type endpoint struct {
 	cache *localshards.Cache // nil when the cache could not be opened (uploads go on without it)
 	local *embedded.CAS      // embedded mode
 	where string             // for messages: CAS URL or store path
+	// verifiesSHA256: the CAS refuses a shard whose files do not hash to the SHA-256 it claims
+	// (batchAction.VerifiesSHA256), so an upload claims the oid instead of hashing the file.
+	verifiesSHA256 bool
 }
 
 type xetTransferer struct {
@@ -192,7 +195,7 @@ func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
 		Log:          x.o.Log,
 		StallTimeout: stallTimeout(),
 	})
-	e := &endpoint{mode: "batch", cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL}
+	e := &endpoint{mode: "batch", cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
 	x.endpoints[ba.CasURL] = e
 	return e
 }
@@ -407,9 +410,15 @@ func (x *xetTransferer) uploadFile(ctx context.Context, cfg upload.Config, e *en
 			sess.Close()
 		}
 	}()
-	// The SHA-256 is computed while chunking (no second read), never taken from the oid: a file
-	// registered under a wrong oid would make that oid undownloadable.
-	res, err := sess.Upload(ctx, f, nil, progress)
+	// The SHA-256 is computed while chunking (no second read), never taken from the oid on its
+	// own word: a file registered under a wrong oid would make that oid undownloadable. A CAS
+	// that checks every shard's SHA-256s against the content (e.verifiesSHA256) is given the oid
+	// instead; a wrong one then fails the shard's upload there, and the hashing is done once.
+	var claim *[32]byte
+	if e.verifiesSHA256 {
+		claim = &sha
+	}
+	res, err := sess.Upload(ctx, f, claim, progress)
 	if err != nil {
 		return nil, nil, fmt.Errorf("uploading to %s: %w", e.where, err)
 	}

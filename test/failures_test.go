@@ -18,6 +18,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
@@ -357,4 +358,53 @@ func TestServerKilledMidDownload(t *testing.T) {
 	if report, ok, err := store.Fsck(context.Background(), filepath.Join(data, "cas"), store.FsckOptions{VerifyData: true}); err != nil || !ok {
 		t.Errorf("fsck after the kill: %v\n%s", err, report)
 	}
+}
+
+// Against xet-server, which says it checks every file's SHA-256 (X-Xet-Verifies-Sha256), the agent
+// claims the oid instead of hashing the file; a local object whose bytes no longer match its oid
+// is then refused by the server, nothing is registered under that oid, and once the object is
+// right again the push goes through and clones.
+func TestServerRefusesACorruptObject(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	s := startServer(t, "")
+	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
+	data := testutil.RandomBytes(3<<20, 61)
+	writeFile(t, filepath.Join(work, "a.bin"), data)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	oid := oidOf(data)
+	obj := objectPath(work, oid)
+	bad := append([]byte(nil), data...)
+	bad[len(bad)/2] ^= 1
+	if err := os.WriteFile(obj, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.gitErr(work, "push", "origin", "main")
+	if err == nil {
+		t.Fatalf("the push of a corrupt object succeeded:\n%s", out)
+	}
+	// The server's refusal, not the agent's own check (which says "refusing to register").
+	if !strings.Contains(out, "its content has SHA-256 "+oidOf(bad)) || !strings.Contains(out, oid) {
+		t.Errorf("the push's message is not the server's SHA-256 refusal naming both hashes:\n%s", out)
+	}
+	st, err := store.Open(s.data, store.Options{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := hex.DecodeString(oid)
+	if _, _, err := st.LookupSHA256(context.Background(), "team/repo", hash.FromSHA256([32]byte(sum))); err == nil {
+		t.Fatal("the corrupt object was registered under its oid")
+	}
+
+	if err := os.WriteFile(obj, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.git(work, "push", "-q", "origin", "main")
+	if _, _, err := st.LookupSHA256(context.Background(), "team/repo", hash.FromSHA256([32]byte(sum))); err != nil {
+		t.Fatalf("the oid is not registered after the push of the right bytes: %v", err)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
 }

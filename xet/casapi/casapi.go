@@ -25,6 +25,11 @@ const (
 	// chunk of both, in order). Our server uses it to hash files' SHA-256 as their xorbs arrive;
 	// other servers ignore it.
 	HeaderXorbFollows = "X-Xet-Follows"
+	// HeaderVerifiesSHA256, "true" in our server's LFS batch actions, promises that the CAS reads
+	// back every file a shard registers and refuses the shard unless the content's SHA-256 is the
+	// one the shard claims. A client may then claim the LFS oid without hashing the file itself: a
+	// wrong oid still fails the upload, on the server. The Hub does not send it.
+	HeaderVerifiesSHA256 = "X-Xet-Verifies-Sha256"
 )
 
 // Prefixes of CAS routes (/v1/xorbs/{prefix}/{hash}, /v1/chunks/{prefix}/{hash}).

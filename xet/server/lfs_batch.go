@@ -221,7 +221,12 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequ
 	}
 	if hub {
 		g.xetExpiresIn = 0 // the Hub's xet actions carry only the four X-Xet-* headers
-	} else if !s.Open() {
+		return g, nil
+	}
+	// Every shard is checked against its files' content (store.PutShard), so the agent need not
+	// hash them too.
+	g.xetHeader[casapi.HeaderVerifiesSHA256] = "true"
+	if !s.Open() {
 		// The agent calls href (the token route) with the action's other headers when its CAS token
 		// nears expiry: give it a refresh credential for this repository and scope.
 		rt, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: s.now().Add(s.cfg.RefreshTTL).Unix(), Subject: who.name, Refresh: true})
