@@ -154,6 +154,9 @@ func (b *FSBackend) Create(ctx context.Context, name string, r io.Reader) (bool,
 	return b.createFile(ctx, name, dst, r)
 }
 
+// streamsCreates: Create writes a blob as it reads it (copyDirect), at the memory of a buffer.
+func (b *FSBackend) streamsCreates() {}
+
 // smallBlob reads r whole when it is at most packMaxBlob long (rest nil); else rest reads all of r.
 func smallBlob(r io.Reader) (data []byte, rest io.Reader, err error) {
 	size := int64(-1)
@@ -161,6 +164,9 @@ func smallBlob(r io.Reader) (data []byte, rest io.Reader, err error) {
 		if size = s.Size(); size > packMaxBlob {
 			return nil, r, nil
 		}
+	}
+	if s, ok := r.(interface{ SizeAtLeast() int64 }); ok && s.SizeAtLeast() > packMaxBlob {
+		return nil, r, nil // a stream of unknown length that is long whenever it is read whole
 	}
 	if bb, ok := r.(*BytesBlob); ok {
 		data = bytes.Join(bb.parts, nil)
@@ -206,7 +212,7 @@ func (b *FSBackend) createFile(ctx context.Context, name, dst string, r io.Reade
 	if bb, ok := r.(*BytesBlob); ok {
 		n, err = bb.writeFile(tmp)
 	} else {
-		n, err = io.Copy(tmp, r)
+		n, err = copyDirect(tmp, r)
 	}
 	if err == nil && size >= 0 && n != size {
 		err = fmt.Errorf("wrote %d bytes, the reader said %d", n, size)

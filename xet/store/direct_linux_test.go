@@ -1,10 +1,14 @@
 package store
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"testing/iotest"
 )
 
 // TestLongSectionsSkipThePageCache: on Linux, a long section of a file blob is read with O_DIRECT
@@ -37,5 +41,44 @@ func TestLongSectionsSkipThePageCache(t *testing.T) {
 		if _, ok := rc.(*directSection); ok {
 			t.Fatal("a short section is read with O_DIRECT")
 		}
+	}
+}
+
+// A blob streamed into a file (a reader without a size) arrives whole at every length around the
+// O_DIRECT block and alignment sizes, whether the filesystem takes O_DIRECT or not.
+func TestCopyDirect(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{0, 1, directAlign - 1, directReadBuf, directReadBuf + 1, directReadBuf + minDirect + 5, 3*directReadBuf - directAlign} {
+		want := make([]byte, n)
+		for i := range want {
+			want[i] = byte(i*7 + i>>12)
+		}
+		f, err := os.CreateTemp(dir, "blob-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := copyDirect(f, iotest.HalfReader(bytes.NewReader(want)))
+		if err != nil || got != int64(n) {
+			t.Fatalf("copyDirect of %d bytes = %d, %v", n, got, err)
+		}
+		f.Close()
+		back, err := os.ReadFile(f.Name())
+		if err != nil || !bytes.Equal(back, want) {
+			t.Fatalf("%d bytes streamed, read back %d differing (%v)", n, len(back), err)
+		}
+	}
+	if f, err := os.OpenFile(filepath.Join(dir, "probe"), os.O_CREATE|os.O_WRONLY|syscall.O_DIRECT, 0o644); err != nil {
+		t.Logf("the temp dir's filesystem refuses O_DIRECT (%v): the fallback was tested", err)
+	} else {
+		f.Close()
+	}
+	// A reader that fails is the caller's error, not a short blob.
+	f, err := os.CreateTemp(dir, "blob-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := copyDirect(f, io.MultiReader(bytes.NewReader(make([]byte, directReadBuf+10)), iotest.ErrReader(errors.New("reset")))); err == nil {
+		t.Fatal("a failing reader was copied without an error")
 	}
 }

@@ -39,16 +39,28 @@ func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reade
 	if err != nil {
 		return false, err
 	}
-	data, err := readBounded(body, MaxXorbBodyBytes)
-	if err != nil {
-		return false, fmt.Errorf("xorb %s: %w", h, err)
-	}
-	defer recvBufs.Put(data) // nothing keeps the body once it is stored
 	sha, prevID := s.chainHasher(f)
 	var onRaw func([]byte)
 	if sha != nil {
 		onRaw = func(raw []byte) { sha.Write(raw) }
 	}
+	if l, ok := body.(interface{ Len() int }); ok && !exists && l.Len() >= streamMin {
+		if _, ok := s.be.(streamingBackend); ok {
+			if l.Len() > MaxXorbBodyBytes {
+				return false, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
+			}
+			created, chunks, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw)
+			if err == nil && sha != nil {
+				s.keepChain(h, prevID, chunks, sha)
+			}
+			return created, err
+		}
+	}
+	data, err := readBounded(body, MaxXorbBodyBytes)
+	if err != nil {
+		return false, fmt.Errorf("xorb %s: %w", h, err)
+	}
+	defer recvBufs.Put(data) // nothing keeps the body once it is stored
 	info, err := validateXorb(h, data, onRaw)
 	if err != nil {
 		return false, err
@@ -86,32 +98,40 @@ func validateXorb(h hash.Hash, data []byte, onRaw func([]byte)) (*xorb.Info, err
 	if err != nil {
 		return nil, invalid("xorb %s: %v", h, err)
 	}
+	if err := checkXorbInfo(h, info); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// checkXorbInfo checks what a xorb body held against the limits and the hash it was uploaded as.
+func checkXorbInfo(h hash.Hash, info *xorb.Info) error {
 	switch {
 	case len(info.Chunks) == 0:
-		return nil, invalid("xorb %s: no chunks", h)
+		return invalid("xorb %s: no chunks", h)
 	case len(info.Chunks) > xorb.MaxChunks:
-		return nil, invalid("xorb %s: %d chunks exceed %d", h, len(info.Chunks), xorb.MaxChunks)
+		return invalid("xorb %s: %d chunks exceed %d", h, len(info.Chunks), xorb.MaxChunks)
 	case !xorb.WithinLimits(info.RawBytes, info.RecordsLen):
-		return nil, invalid("xorb %s: %d raw bytes in %d serialized bytes exceed both %d raw and %d serialized",
+		return invalid("xorb %s: %d raw bytes in %d serialized bytes exceed both %d raw and %d serialized",
 			h, info.RawBytes, info.RecordsLen, xorb.MaxBytes, xorb.MaxSerializedBytes)
-	case info.RecordsLen <= 0 || info.RecordsLen > len(data):
-		return nil, invalid("xorb %s: bad records length %d", h, info.RecordsLen)
+	case info.RecordsLen <= 0:
+		return invalid("xorb %s: bad records length %d", h, info.RecordsLen)
 	case info.Hash != h:
-		return nil, invalid("xorb hash mismatch: body hashes to %s, not %s", info.Hash, h)
+		return invalid("xorb hash mismatch: body hashes to %s, not %s", info.Hash, h)
 	}
 	var raw uint64
 	var end uint32
 	for i, c := range info.Chunks {
 		if c.Start != end || c.End <= c.Start || c.RawStart != raw || c.RawLen == 0 || c.RawLen > xorb.MaxChunkRaw {
-			return nil, invalid("xorb %s: chunk %d: inconsistent record offsets", h, i)
+			return invalid("xorb %s: chunk %d: inconsistent record offsets", h, i)
 		}
 		end = c.End
 		raw += uint64(c.RawLen)
 	}
 	if int(end) != info.RecordsLen || raw != info.RawBytes {
-		return nil, invalid("xorb %s: records length or raw size inconsistent", h)
+		return invalid("xorb %s: records length or raw size inconsistent", h)
 	}
-	return info, nil
+	return nil
 }
 
 // footerOf builds the v1 footer of a validated xorb.

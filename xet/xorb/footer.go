@@ -98,24 +98,27 @@ func (f *Footer) AppendTo(dst []byte) []byte {
 // region. Every length, magic, version, the copies of the chunk count and the section offsets are
 // checked against each other and against obj, and the boundary offsets must rise strictly and end at
 // recordsLen; the raw ends must not decrease. It does not decode records (Index does).
-func ParseFooter(obj []byte) (f *Footer, recordsLen int, err error) {
+func ParseFooter(obj []byte) (f *Footer, recordsLen int, err error) { return parseFooterAt(obj, 0) }
+
+// parseFooterAt is ParseFooter for the tail of an object that starts at offset base of it.
+func parseFooterAt(obj []byte, base int) (f *Footer, recordsLen int, err error) {
 	if len(obj) < footerTrailer+footerV0Fixed {
-		return nil, 0, fmt.Errorf("%w: object of %d bytes is too short", ErrNoFooter, len(obj))
+		return nil, 0, fmt.Errorf("%w: object of %d bytes is too short", ErrNoFooter, base+len(obj))
 	}
 	le := binary.LittleEndian
 	infoLen := uint64(le.Uint32(obj[len(obj)-footerTrailer:]))
 	if infoLen > uint64(len(obj)-footerTrailer) || infoLen < footerV0Fixed {
-		return nil, 0, fmt.Errorf("%w: footer length %d does not fit the object of %d bytes", ErrNoFooter, infoLen, len(obj))
+		return nil, 0, fmt.Errorf("%w: footer length %d does not fit the object of %d bytes", ErrNoFooter, infoLen, base+len(obj))
 	}
 	start := len(obj) - footerTrailer - int(infoLen)
 	f, err = parseFooter(obj[start:])
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := f.checkOffsets(start); err != nil {
+	if err := f.checkOffsets(base + start); err != nil {
 		return nil, 0, fmt.Errorf("xorb footer: %w", err)
 	}
-	return f, start, nil
+	return f, base + start, nil
 }
 
 // MaxFooterSize is the largest footer (with its u32 length) of a xorb of MaxChunks chunks.

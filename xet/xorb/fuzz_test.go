@@ -58,6 +58,7 @@ func FuzzIndex(f *testing.F) {
 	xo := x.Finish()
 	f.Add(xo.Footer().AppendTo(bytes.Clone(xo.Body)))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		sameAsIndex(t, "fuzz", b)
 		info, err := Index(b)
 		// The stream reader agrees with Index on which records there are.
 		r := NewRecordReader(bytes.NewReader(b))

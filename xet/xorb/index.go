@@ -44,14 +44,13 @@ func IndexWith(b []byte, o IndexOptions) (*Info, error) {
 	defer putDecoder(d)
 	hasher := hash.NewChunkHasher()
 	var raw, scratch []byte
-	pos := 0
-	for pos < len(b) {
+	for pos := 0; pos < len(b); pos = info.RecordsLen {
 		rest := b[pos:]
 		if isFooterPrefix(rest) {
 			break
 		}
 		if len(info.Chunks) == MaxChunks {
-			return nil, fmt.Errorf("xorb: more than %d chunks", MaxChunks)
+			return nil, errTooManyChunks
 		}
 		var h RecordHeader
 		var n int
@@ -61,41 +60,81 @@ func IndexWith(b []byte, o IndexOptions) (*Info, error) {
 			if o.AllowTrailing && errors.Is(err, ErrTruncated) {
 				break
 			}
-			return nil, fmt.Errorf("xorb: chunk %d at offset %d: %w", len(info.Chunks), pos, err)
+			return nil, chunkError(len(info.Chunks), pos, err)
 		}
-		if !WithinLimits(info.RawBytes+uint64(len(raw)), pos+n) {
-			return nil, fmt.Errorf("xorb: chunk %d takes the xorb over %d raw bytes and %d serialized bytes", len(info.Chunks), MaxBytes, MaxSerializedBytes)
+		if err := info.add(hasher, raw, h, n, o.OnRaw); err != nil {
+			return nil, err
 		}
-		if o.OnRaw != nil {
-			o.OnRaw(raw)
-		}
-		info.Chunks = append(info.Chunks, ChunkInfo{
-			Hash:     hasher.Sum(raw),
-			RawLen:   h.RawLen,
-			Scheme:   h.Scheme,
-			Start:    uint32(pos),
-			End:      uint32(pos + n),
-			RawStart: info.RawBytes,
-		})
-		info.RawBytes += uint64(len(raw))
-		pos += n
 	}
-	info.RecordsLen = pos
-	info.Hash = hash.Merkle(chunkEntries(info.Chunks))
-	if pos+len(footerMagic) <= len(b) && bytes.Equal(b[pos:pos+len(footerMagic)], footerMagic) {
-		f, start, err := ParseFooter(b)
-		if err != nil {
-			return nil, err
-		}
-		if start != pos {
-			return nil, fmt.Errorf("xorb: footer found at offset %d starts at %d per its length", pos, start)
-		}
-		if err := f.check(info); err != nil {
-			return nil, err
-		}
-		info.Footer = f
+	rest := b[info.RecordsLen:]
+	if o.AllowTrailing && !isFooterPrefix(rest) {
+		rest = nil // ignored trailing bytes of a cut-off object
+	}
+	if err := info.end(rest); err != nil {
+		return nil, err
 	}
 	return info, nil
+}
+
+var (
+	errTooManyChunks = fmt.Errorf("xorb: more than %d chunks", MaxChunks)
+	errClosed        = errors.New("xorb: stream index closed")
+)
+
+// chunkError wraps the error of the record of chunk i at offset pos.
+func chunkError(i, pos int, err error) error {
+	return fmt.Errorf("xorb: chunk %d at offset %d: %w", i, pos, err)
+}
+
+// add appends the chunk of a decoded record of n bytes (raw its bytes, h its header) to the records
+// so far, within the limits, handing raw to onRaw first (when set).
+func (info *Info) add(hasher *hash.ChunkHasher, raw []byte, h RecordHeader, n int, onRaw func([]byte)) error {
+	if len(info.Chunks) == MaxChunks {
+		return errTooManyChunks
+	}
+	if !WithinLimits(info.RawBytes+uint64(len(raw)), info.RecordsLen+n) {
+		return fmt.Errorf("xorb: chunk %d takes the xorb over %d raw bytes and %d serialized bytes", len(info.Chunks), MaxBytes, MaxSerializedBytes)
+	}
+	if onRaw != nil {
+		onRaw(raw)
+	}
+	info.Chunks = append(info.Chunks, ChunkInfo{
+		Hash:     hasher.Sum(raw),
+		RawLen:   h.RawLen,
+		Scheme:   h.Scheme,
+		Start:    uint32(info.RecordsLen),
+		End:      uint32(info.RecordsLen + n),
+		RawStart: info.RawBytes,
+	})
+	info.RawBytes += uint64(len(raw))
+	info.RecordsLen += n
+	return nil
+}
+
+// end completes the info from the bytes after the records: nothing, a footer (which must agree with
+// the records), or a cut-off footer of fewer than 7 bytes.
+func (info *Info) end(rest []byte) error {
+	info.Hash = hash.Merkle(chunkEntries(info.Chunks))
+	switch {
+	case len(rest) == 0:
+		return nil
+	case len(rest) < len(footerMagic) && isFooterPrefix(rest):
+		return nil
+	case !isFooterPrefix(rest):
+		return fmt.Errorf("xorb: %d bytes after the records are neither a record nor a footer", len(rest))
+	}
+	f, start, err := parseFooterAt(rest, info.RecordsLen)
+	if err != nil {
+		return err
+	}
+	if start != info.RecordsLen {
+		return fmt.Errorf("xorb: footer found at offset %d starts at %d per its length", info.RecordsLen, start)
+	}
+	if err := f.check(info); err != nil {
+		return err
+	}
+	info.Footer = f
+	return nil
 }
 
 // isFooterPrefix reports whether b starts with "XETBLOB", or is a shorter prefix of it.

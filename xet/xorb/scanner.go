@@ -76,6 +76,24 @@ func (s *RecordScanner) Next() ([]byte, RecordHeader, error) {
 	return rec, h, nil
 }
 
+// rest returns the bytes of the stream after the last record Next handed out (the footer, once
+// Next has returned io.EOF), reading what is left; more than limit bytes is an error.
+func (s *RecordScanner) rest(limit int) ([]byte, error) {
+	have := s.hi - s.lo
+	if int64(have)+s.left > int64(limit) {
+		return nil, fmt.Errorf("xorb: %d bytes after the records, more than a footer's %d", int64(have)+s.left, limit)
+	}
+	out := make([]byte, have+int(s.left))
+	copy(out, s.buf[s.lo:s.hi])
+	k, err := io.ReadFull(s.r, out[have:])
+	s.lo, s.hi = 0, 0
+	s.left -= int64(k)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("%w, %d bytes short: %w", ErrStreamShort, s.left, io.ErrUnexpectedEOF)
+	}
+	return out, err
+}
+
 // fill makes buf[lo:hi] hold at least n bytes, or all that is left of the stream.
 func (s *RecordScanner) fill(n int) error {
 	if s.hi-s.lo >= n || s.left == 0 {
