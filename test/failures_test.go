@@ -112,14 +112,7 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 // A xorb corrupted on the server: the clone fails with a message that says so, and nothing
 // corrupt reaches .git/lfs/objects or the work tree.
 func TestCorruptXorbOnServer(t *testing.T) {
-	e := newEnv(t)
-	e.install()
-	s := startServer(t, "")
-	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
-	data := testutil.RandomBytes(3<<20, 31)
-	writeFile(t, filepath.Join(work, "a.bin"), data)
-	e.git(work, "add", ".")
-	e.git(work, "commit", "-q", "-m", "x")
+	e, s, data, work, remote := committedBatchRepo(t, 31)
 	e.git(work, "push", "-q", "origin", "main")
 
 	xorbs := xorbFiles(s.data)
@@ -365,14 +358,7 @@ func TestServerKilledMidDownload(t *testing.T) {
 // is then refused by the server, nothing is registered under that oid, and once the object is
 // right again the push goes through and clones.
 func TestServerRefusesACorruptObject(t *testing.T) {
-	e := newEnv(t)
-	e.install()
-	s := startServer(t, "")
-	work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
-	data := testutil.RandomBytes(3<<20, 61)
-	writeFile(t, filepath.Join(work, "a.bin"), data)
-	e.git(work, "add", ".")
-	e.git(work, "commit", "-q", "-m", "x")
+	e, s, data, work, remote := committedBatchRepo(t, 61)
 	oid := oidOf(data)
 	obj := objectPath(work, oid)
 	bad := append([]byte(nil), data...)
@@ -407,4 +393,19 @@ func TestServerRefusesACorruptObject(t *testing.T) {
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
+}
+
+// committedBatchRepo starts a server and a work tree with the agent installed whose origin uses it
+// (repository team/repo), with 3 MiB of data from seed committed as a.bin.
+func committedBatchRepo(t *testing.T, seed uint64) (e *env, s *xetServer, data []byte, work, remote string) {
+	t.Helper()
+	e = newEnv(t)
+	e.install()
+	s = startServer(t, "")
+	data = testutil.RandomBytes(3<<20, seed)
+	work, remote = batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
+	writeFile(t, filepath.Join(work, "a.bin"), data)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	return e, s, data, work, remote
 }
