@@ -21,14 +21,19 @@ import (
 
 // holdProxy forwards to a server and holds the first request that match selects: its request
 // body after reqAt bytes, or its answer's body after respAt bytes (-1: not that side). held is
-// closed once it holds; everything held is let go at the end of the test.
+// closed once it holds; what it holds is let go (letGo) after the kill, or at the end of the test.
 type holdProxy struct {
 	rp            *httputil.ReverseProxy
 	match         func(*http.Request) bool
 	reqAt, respAt int64
 	once          sync.Once
 	held, release chan struct{}
+	releaseOnce   sync.Once
 }
+
+// letGo fails what the proxy holds, as a proxy whose client went away would: the server sees the
+// request body (or its answer's reader) break off.
+func (p *holdProxy) letGo() { p.releaseOnce.Do(func() { close(p.release) }) }
 
 func newHoldProxy(t *testing.T, backend string, match func(*http.Request) bool, reqAt, respAt int64) (*holdProxy, string) {
 	u, err := url.Parse(backend)
@@ -44,7 +49,7 @@ func newHoldProxy(t *testing.T, backend string, match func(*http.Request) bool, 
 		return nil
 	}
 	hs := httptest.NewServer(p)
-	t.Cleanup(func() { close(p.release); hs.Close() })
+	t.Cleanup(func() { p.letGo(); hs.Close() })
 	return p, hs.URL
 }
 
@@ -169,6 +174,9 @@ func killAt(t *testing.T, p *holdProxy, dir string, wait func() error) {
 	if err := wait(); err == nil {
 		t.Fatal("the command succeeded although its agents were killed")
 	}
+	// The server streams a large xorb upload into a temp file as it arrives: the held one must
+	// break off, as it would behind a real proxy, for its temp file to go.
+	p.letGo()
 }
 
 // afterKill: the store checks clean, with nothing in its temp directory, and the repository's
