@@ -38,6 +38,7 @@ func (in *UploadIngester) Ingest(ctx context.Context, ns string, r io.Reader, si
 		Concurrency:  1,
 		GlobalDedupe: true,
 		Log:          in.Log,
+		SizeHint:     max(size, 0),
 	})
 	res, err := sess.Upload(ctx, r, nil, nil)
 	if err != nil {

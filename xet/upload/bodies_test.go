@@ -67,3 +67,40 @@ type failingCAS struct{ cas.Client }
 func (failingCAS) PutXorb(context.Context, *xorb.Xorb) (bool, error) {
 	return false, errors.New("refused")
 }
+
+// A session told it uploads a small file builds its xorb in a small recycled body, not a 64 MiB
+// mapping, and stores the same file; a file that turns out bigger than the hint still uploads.
+func TestSmallSessionUsesSmallBodies(t *testing.T) {
+	drainBodies()
+	defer drainBodies()
+	for smallBodies.Get(0) != nil {
+	}
+	upload := func(hint int64, data []byte) *FileResult {
+		t.Helper()
+		s := NewSession(Config{CAS: embeddedtest.New(t), Concurrency: 1, SizeHint: hint})
+		defer s.Close()
+		res, err := s.Upload(context.Background(), bytes.NewReader(data), nil, nil)
+		if err == nil {
+			err = s.Finish(context.Background())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	data := testutil.RandomBytes(100_000, 9)
+	small := upload(int64(len(data)), data)
+	if b := bodies.Get(xorb.BodyCap); b != nil {
+		t.Fatal("a small session took a 64 MiB body")
+	}
+	if b := smallBodies.Get(smallBodyCap); b == nil {
+		t.Fatal("a small session's body did not come back to the small pool")
+	}
+	if whole := upload(0, data); whole.FileHash != small.FileHash || whole.SHA256 != small.SHA256 {
+		t.Fatalf("a small session stored file %s, the ordinary one %s", small.FileHash, whole.FileHash)
+	}
+	big := testutil.RandomBytes(3<<20, 10)
+	if got, want := upload(1000, big), upload(0, big); got.FileHash != want.FileHash || got.Size != int64(len(big)) {
+		t.Fatalf("a file bigger than its hint: %s (%d bytes), want %s", got.FileHash, got.Size, want.FileHash)
+	}
+}

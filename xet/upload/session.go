@@ -120,6 +120,10 @@ type Config struct {
 	// fails the upload instead of storing other bytes; Finish also fails when a file's size or
 	// modification time changed since its Upload began.
 	Lend bool
+	// SizeHint is how many bytes the session will upload, when the caller knows (0: unknown). A
+	// session of at most SmallSessionBytes builds its xorbs in small recycled buffers instead of
+	// 64 MiB ones (see smallBodies).
+	SizeHint int64
 }
 
 const (
@@ -222,7 +226,7 @@ func (s *Session) Close() error {
 	}
 	for _, x := range s.sxorbs {
 		if x.b != nil { // open: never cut (the session failed or was not finished)
-			bodies.Put(x.b.Finish().Body)
+			putBody(x.b.Finish().Body)
 			x.b = nil
 		}
 	}

@@ -63,7 +63,7 @@ func (x *sxorb) resolve() (*sxorb, uint32) {
 func (s *Session) newSxorb() *sxorb {
 	x := &sxorb{b: xorb.NewBuilder(s.cfg.Policy), ord: uint32(len(s.sxorbs)), lists: &s.lists}
 	s.sxorbs = append(s.sxorbs, x)
-	x.b.UseBuffer(getBody())
+	x.b.UseBuffer(s.getBody())
 	x.b.StartFile()
 	return x
 }
@@ -92,6 +92,40 @@ func getBody() []byte {
 	return make([]byte, 0, xorb.BodyCap)
 }
 
+// SmallSessionBytes: a session told it uploads at most this many bytes (Config.SizeHint) takes its
+// xorb bodies from smallBodies.
+const SmallSessionBytes = 1 << 20
+
+// smallBodyCap holds the xorb of SmallSessionBytes of input that does not compress: the raw bytes
+// and a record header per chunk (at most one per 8 KiB, the least chunk size but for the last).
+// A body that must grow past it (a file that grew during its upload) grows by append.
+const smallBodyCap = SmallSessionBytes + 64<<10
+
+// smallBodies recycles the bodies of small sessions. One process may run many at once (the agent
+// that serves the small uploads of a push's other agents, agent/share): from bodies, each would
+// fault in and zero a huge page of a 64 MiB mapping whenever more than its 4 idle ones are in use.
+var smallBodies = &bufpool.Pool{Keep: 16, Idle: 30 * time.Second, Min: smallBodyCap}
+
+// getBody returns an empty body buffer for the session's next xorb.
+func (s *Session) getBody() []byte {
+	if h := s.cfg.SizeHint; h <= 0 || h > SmallSessionBytes {
+		return getBody()
+	}
+	if b := smallBodies.Get(smallBodyCap); b != nil {
+		return b
+	}
+	return make([]byte, 0, smallBodyCap)
+}
+
+// putBody returns a body nobody reads any more to its pool.
+func putBody(b []byte) {
+	if cap(b) >= xorb.BodyCap {
+		bodies.Put(b)
+	} else {
+		smallBodies.Put(b)
+	}
+}
+
 // add appends a new chunk to open xorb x and returns its index. off is where the builder's lending
 // source holds data, or -1 (see lending.at).
 func (x *sxorb) add(data []byte, h hash.Hash, off int64) uint32 {
@@ -107,7 +141,7 @@ func (x *sxorb) fits(n int) bool { return x.b.Fits(n) }
 // are, no recompression), recycles src's buffer and leaves src pointing at dst.
 func (s *Session) mergeInto(dst, src *sxorb) error {
 	off := uint32(dst.b.Absorb(src.b))
-	bodies.Put(src.b.Finish().Body)
+	putBody(src.b.Finish().Body)
 	src.b = nil
 	dst.chunks = append(dst.chunks, src.chunks...)
 	dst.raw += src.raw
@@ -152,7 +186,7 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 		Int("bytes", built.Size()).Msg("upload: xorb cut")
 	c := s.cfg.CAS
 	g.Go(func() error {
-		defer bodies.Put(built.Body) // stored, found, or failed: nobody reads it after PutXorb returns
+		defer putBody(built.Body) // stored, found, or failed: nobody reads it after PutXorb returns
 		if min := s.cfg.ResumeCheckBytes; min > 0 && int64(built.Size()) >= min {
 			if has, err := c.HasXorb(gctx, built.Hash); err == nil && has {
 				s.resumed.Add(int64(built.Size()))
