@@ -38,6 +38,7 @@ type Result struct {
 	Path         string // downloads: the verified file handed to git-lfs
 	NewBytes     int64  // bytes stored or fetched that were not already there
 	DedupedBytes int64  // bytes found already stored
+	Shared       bool   // another agent process did the upload (agent/share)
 }
 
 // Transferer does the work of one agent process. Calls come one at a time (git-lfs sends the next
@@ -230,6 +231,9 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 	ev := o.Log.Info().Str("op", req.Event).Str("mode", res.Mode).Str("oid", obj.Oid).
 		Int64("size", obj.Size).Int64("new_bytes", res.NewBytes).Int64("deduped_bytes", res.DedupedBytes).
 		Dur("elapsed_ms", elapsed)
+	if res.Shared {
+		ev = ev.Bool("shared", true)
+	}
 	if secs := elapsed.Seconds(); secs > 0 {
 		ev = ev.Float64("MBps", float64(obj.Size)/1e6/secs)
 	}

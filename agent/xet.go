@@ -73,11 +73,11 @@ const AllCoresBytes = 16 << 20
 // allCores raises GOMAXPROCS for a transfer of size bytes (see AllCoresBytes); the returned func
 // puts the process's share back.
 func (x *xetTransferer) allCores(size int64) func() {
-	if !x.o.SetProcs || size < AllCoresBytes || x.tune.Procs >= runtime.NumCPU() {
+	if !x.o.SetProcs || size < AllCoresBytes || x.procs() >= runtime.NumCPU() {
 		return func() {}
 	}
 	runtime.GOMAXPROCS(runtime.NumCPU())
-	return func() { runtime.GOMAXPROCS(x.tune.Procs) }
+	return func() { runtime.GOMAXPROCS(x.procs()) }
 }
 
 // ResumeCheckBytes is the size from which an upload asks the CAS whether it already holds a xorb
@@ -101,7 +101,9 @@ func NewXet(o XetOptions) Opener {
 		}
 		o.Log.Debug().Int("procs", t.Procs).Int("upload_concurrency", t.Upload).
 			Int("download_concurrency", t.Download).Msg("tuned")
-		return &xetTransferer{o: o, init: init, tune: t, endpoints: map[string]*endpoint{}}, nil
+		x := &xetTransferer{o: o, init: init, tune: t, endpoints: map[string]*endpoint{}}
+		x.sharing.off = shareOff()
+		return x, nil
 	}
 }
 
@@ -131,14 +133,19 @@ type xetTransferer struct {
 	network   *bool                 // standalone mode with a network remote (hub mode); found once
 	ref       string                // hub mode: the revision of the token routes; found once
 
+	sharing sharing // the uploads handed to, or served for, the push's other agents (share.go)
+
 	indexChecked atomic.Bool // the chunk index was rebuilt if it needed to be (rebuildIndex)
 	tmpMade      atomic.Bool // git-lfs's temp directory exists (made once per process)
 }
 
 func (x *xetTransferer) Close() error {
+	var errs []error
+	if g := x.sharing.group.Load(); g != nil { // first: what it serves uses the endpoints
+		errs = append(errs, g.Close())
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var errs []error
 	for _, e := range x.endpoints {
 		if e.cache != nil {
 			errs = append(errs, e.cache.Close())
@@ -348,10 +355,18 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 		}
 		e, mode = x.batchEndpoint(ba), "hub"
 	default:
+		if res, ok := x.sharedUpload(ctx, obj); ok {
+			return res, nil
+		}
 		if e, _, err = x.standaloneEndpoint(ctx, true); err != nil {
 			return Result{}, err
 		}
 	}
+	return x.uploadTo(ctx, e, mode, obj, sha, progress)
+}
+
+// uploadTo uploads obj to the CAS of e (mode: the Result's, else e's).
+func (x *xetTransferer) uploadTo(ctx context.Context, e *endpoint, mode string, obj Object, sha [32]byte, progress func(int64)) (Result, error) {
 	f, err := os.Open(obj.Path)
 	if err != nil {
 		return Result{}, fmt.Errorf("reading the file to upload: %w", err)
@@ -368,7 +383,7 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: obj.Size >= localchunks.MinBytes,
 		// A server hashes every chunk it receives, so incompressible chunks can be sent from the
 		// file rather than copied into xorb bodies; the embedded store trusts what it is given.
-		Lend: e.local == nil}
+		Lend: e.local == nil, SizeHint: obj.Size}
 	if e.cache != nil {
 		cfg.Cache = e.cache
 	}

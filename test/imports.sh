@@ -46,6 +46,7 @@ forbid xet/store "xet/cas|xet/embedded|xet/upload|xet/download|xet/server" "the 
 for p in xet/upload xet/download; do
   forbid "$p" "xet/store|xet/embedded|xet/server" "transfers reach a CAS only through xet/cas"
 done
+only agent/share "internal/rawio" "sharing relays requests; what an upload is stays in the agent"
 forbid localshards "xet/cas|xet/store|xet/embedded|xet/upload|xet/download|xet/server|agent" "the shard cache holds shards, nothing else"
 forbid localchunks "xet/store|xet/embedded|xet/upload|xet/server|localshards|agent|protocol" "the chunk index holds maps of local files (download's Span and Local), nothing else"
 forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"

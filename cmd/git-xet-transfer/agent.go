@@ -36,7 +36,8 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer profile(log)()
 
 	storeDir := cfg("GIT_XET_STORE", "xet.store")
-	err := agent.Run(ctx, pollStdin(stdin), stdout, agent.Options{
+	in, out := agentIO(stdin, stdout)
+	err := agent.Run(ctx, in, out, agent.Options{
 		Open: agent.NewXet(agent.XetOptions{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
 		Log:  log,
 	})

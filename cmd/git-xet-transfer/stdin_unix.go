@@ -6,7 +6,31 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/rawio"
 )
+
+// agentIO returns the protocol's reader and writer: stdin and stdout, when they are pipes or
+// sockets, duplicated in non-blocking mode (pollStdin, pollFile) and read and written with raw
+// system calls (internal/rawio), so that an agent waiting for git-lfs, or relaying small uploads
+// (agent/share), does not wake the runtime's monitor thread for each message. Anything else is used
+// as it is.
+func agentIO(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer) {
+	in, out := pollStdin(stdin), stdout
+	if f, ok := in.(*os.File); ok && in != stdin {
+		if r, err := rawio.New(f); err == nil {
+			in = r
+		}
+	}
+	if f, ok := stdout.(*os.File); ok {
+		if p := pollFile(f); p != nil {
+			if w, err := rawio.New(p); err == nil {
+				out = w
+			}
+		}
+	}
+	return in, out
+}
 
 // pollStdin returns the agent's stdin read through the Go runtime's poller when it is a pipe or a
 // socket (what git-lfs gives it): a duplicate of the fd in non-blocking mode, opened as a new
@@ -22,9 +46,18 @@ func pollStdin(stdin io.Reader) io.Reader {
 	if !ok {
 		return stdin
 	}
+	if p := pollFile(f); p != nil {
+		return p
+	}
+	return stdin
+}
+
+// pollFile returns a non-blocking duplicate of f, in the runtime's poller, when f is a pipe or a
+// socket; else nil. Non-blocking mode belongs to the open file description: f is non-blocking too.
+func pollFile(f *os.File) *os.File {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return stdin
+		return nil
 	}
 	var polled *os.File
 	_ = rc.Control(func(fd uintptr) {
@@ -46,8 +79,5 @@ func pollStdin(stdin io.Reader) io.Reader {
 		}
 		polled = os.NewFile(uintptr(nfd), f.Name())
 	})
-	if polled == nil {
-		return stdin
-	}
 	return polled
 }
