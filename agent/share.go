@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ type sharing struct {
 	once    sync.Once
 	group   atomic.Pointer[share.Group] // nil until the first small upload, or when not sharing
 	leading atomic.Bool
+	batcher smallBatcher // the leader's uploads
 }
 
 // shareOff reads GIT_XET_SHARE: 0 turns sharing off (each process uploads its own objects).
@@ -39,28 +41,37 @@ func (x *xetTransferer) procs() int {
 	return x.tune.Procs
 }
 
-// sharedUpload hands a small standalone upload to the leader of the store's agents. ok is false
-// when this process must do it itself (it leads, or sharing is off or failed).
-func (x *xetTransferer) sharedUpload(ctx context.Context, obj Object) (Result, bool) {
+// sharedUpload does a small standalone upload the shared way: handed to the leader of the store's
+// agents, or, in the leader, in its next batch (smallBatcher). done is false when this process
+// must upload it on its own (sharing is off, failed, or the batch failed); else res and err are
+// the upload's.
+func (x *xetTransferer) sharedUpload(ctx context.Context, obj Object, sha [32]byte) (res Result, done bool, err error) {
 	if x.sharing.off || obj.Size >= ShareMaxBytes {
-		return Result{}, false
+		return Result{}, false, nil
 	}
 	g := x.shareGroup(ctx)
 	if g == nil {
-		return Result{}, false
+		return Result{}, false, nil
 	}
 	path, err := filepath.Abs(obj.Path)
 	if err != nil {
-		return Result{}, false
+		return Result{}, false, nil
 	}
-	rep, ok := g.Do(ctx, share.Request{Oid: obj.Oid, Size: obj.Size, Path: path})
-	if !ok {
-		if g.Leading() && !x.sharing.leading.Swap(true) && x.o.SetProcs {
-			runtime.GOMAXPROCS(runtime.NumCPU()) // it does the work of several processes now
-		}
-		return Result{}, false
+	obj.Path = path
+	if rep, ok := g.Do(ctx, share.Request{Oid: obj.Oid, Size: obj.Size, Path: path}); ok {
+		return Result{Mode: "embedded", NewBytes: rep.NewBytes, DedupedBytes: rep.DedupedBytes, Shared: true}, true, nil
 	}
-	return Result{Mode: "embedded", NewBytes: rep.NewBytes, DedupedBytes: rep.DedupedBytes, Shared: true}, true
+	if !g.Leading() {
+		return Result{}, false, nil
+	}
+	if !x.sharing.leading.Swap(true) && x.o.SetProcs {
+		runtime.GOMAXPROCS(runtime.NumCPU()) // it does the work of several processes now
+	}
+	res, err = x.sharing.batcher.do(ctx, obj, sha)
+	if errors.Is(err, errBatch) {
+		return Result{}, false, nil
+	}
+	return res, true, err
 }
 
 // shareGroup is this process's group, made on first use; nil when it cannot be named.
@@ -111,11 +122,7 @@ func (x *xetTransferer) serveShared(ctx context.Context, r share.Request) (share
 	if err != nil {
 		return share.Reply{}, err
 	}
-	e, _, err := x.standaloneEndpoint(ctx, true)
-	if err != nil {
-		return share.Reply{}, err
-	}
-	res, err := x.uploadTo(ctx, e, "", Object{Oid: r.Oid, Size: r.Size, Path: r.Path}, sha, func(int64) {})
+	res, err := x.sharing.batcher.do(ctx, Object{Oid: r.Oid, Size: r.Size, Path: r.Path}, sha)
 	if err != nil {
 		return share.Reply{}, err
 	}

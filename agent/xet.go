@@ -103,6 +103,7 @@ func NewXet(o XetOptions) Opener {
 			Int("download_concurrency", t.Download).Msg("tuned")
 		x := &xetTransferer{o: o, init: init, tune: t, endpoints: map[string]*endpoint{}}
 		x.sharing.off = shareOff()
+		x.sharing.batcher.x = x
 		return x, nil
 	}
 }
@@ -355,14 +356,33 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 		}
 		e, mode = x.batchEndpoint(ba), "hub"
 	default:
-		if res, ok := x.sharedUpload(ctx, obj); ok {
-			return res, nil
+		if res, done, err := x.sharedUpload(ctx, obj, sha); done {
+			return res, err
 		}
 		if e, _, err = x.standaloneEndpoint(ctx, true); err != nil {
 			return Result{}, err
 		}
 	}
 	return x.uploadTo(ctx, e, mode, obj, sha, progress)
+}
+
+// uploadConfig is the configuration of an upload session to e of size bytes (one file's, or a
+// batch's: see smallBatcher).
+func (x *xetTransferer) uploadConfig(ctx context.Context, e *endpoint, size int64) upload.Config {
+	// Big xorbs are asked about before they are sent: a push interrupted after some were accepted
+	// resumes without sending them again (one request per xorb of 8 MiB or more is noise).
+	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: size >= GlobalDedupeMinBytes,
+		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: size >= localchunks.MinBytes,
+		// A server hashes every chunk it receives, so incompressible chunks can be sent from the
+		// file rather than copied into xorb bodies; the embedded store trusts what it is given.
+		Lend: e.local == nil, SizeHint: size}
+	if e.cache != nil {
+		cfg.Cache = e.cache
+	}
+	if d, err := x.tmpDir(ctx); err == nil {
+		cfg.TempDir = d // the spill of the session's chunk lists; else the system's temp dir
+	}
+	return cfg
 }
 
 // uploadTo uploads obj to the CAS of e (mode: the Result's, else e's).
@@ -377,19 +397,7 @@ func (x *xetTransferer) uploadTo(ctx context.Context, e *endpoint, mode string, 
 	} else if fi.Size() != obj.Size {
 		return Result{}, fmt.Errorf("%s has %d bytes, git-lfs said %d; run `git lfs fsck`", obj.Path, fi.Size(), obj.Size)
 	}
-	// Big xorbs are asked about before they are sent: a push interrupted after some were accepted
-	// resumes without sending them again (one request per xorb of 8 MiB or more is noise).
-	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: obj.Size >= GlobalDedupeMinBytes,
-		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: obj.Size >= localchunks.MinBytes,
-		// A server hashes every chunk it receives, so incompressible chunks can be sent from the
-		// file rather than copied into xorb bodies; the embedded store trusts what it is given.
-		Lend: e.local == nil, SizeHint: obj.Size}
-	if e.cache != nil {
-		cfg.Cache = e.cache
-	}
-	if d, err := x.tmpDir(ctx); err == nil {
-		cfg.TempDir = d // the spill of the session's chunk lists; else the system's temp dir
-	}
+	cfg := x.uploadConfig(ctx, e, obj.Size)
 	res, sess, err := x.uploadFile(ctx, cfg, e, obj, sha, f, progress)
 	var stale *upload.StaleError
 	if errors.As(err, &stale) {

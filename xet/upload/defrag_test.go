@@ -229,3 +229,30 @@ func TestSmallFilesShareXorbs(t *testing.T) {
 		downloadEq(t, local, r, files[i])
 	}
 }
+
+// With SeparateFiles the same files get xorbs of their own (one each here: none reaches a xorb's
+// limit), still in one shard, and each downloads.
+func TestSeparateFilesKeepTheirXorbs(t *testing.T) {
+	var files [][]byte
+	for i := range 6 {
+		files = append(files, testutil.RandomBytes(20<<10+i*7000, uint64(60+i)))
+	}
+	local := embeddedtest.New(t)
+	cc := &recCAS{inner: local}
+	res := uploadFiles(t, upload.Config{CAS: cc, SeparateFiles: true}, files...)
+	_, x, s := cc.counts()
+	if x != len(files) || s != 1 {
+		t.Fatalf("%d files: %d xorbs and %d shards uploaded, want %d and 1", len(files), x, s, len(files))
+	}
+	sh := cc.lastShard(t)
+	seen := map[string]bool{}
+	for i, r := range res {
+		for _, tm := range fileTerms(t, sh, r.FileHash) {
+			if seen[tm.Xorb.String()] {
+				t.Fatalf("file %d names xorb %s, another file's", i, tm.Xorb)
+			}
+			seen[tm.Xorb.String()] = true
+		}
+		downloadEq(t, local, r, files[i])
+	}
+}

@@ -124,6 +124,12 @@ type Config struct {
 	// session of at most SmallSessionBytes builds its xorbs in small recycled buffers instead of
 	// 64 MiB ones (see smallBodies).
 	SizeHint int64
+	// SeparateFiles keeps each file's chunks in xorbs of its own: the leftover of a file is cut at
+	// its end, never merged with another file's (xet-core's aggregation rule, fileDone). The agent's
+	// batches of small files use it so that their xorbs, and the shard cache's entries for them
+	// (a one-chunk xorb takes 40 bytes there, localshards' singles), are what uploading each file
+	// on its own would have made.
+	SeparateFiles bool
 }
 
 const (

@@ -209,6 +209,9 @@ func (s *Session) fileDone(ctx context.Context, leftover *sxorb) error {
 	if leftover == nil || leftover.cut || len(leftover.chunks) == 0 {
 		return nil
 	}
+	if s.cfg.SeparateFiles {
+		return s.cut(ctx, leftover)
+	}
 	acc := s.acc
 	switch {
 	case acc == nil:

@@ -1,0 +1,182 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+)
+
+// Batches of the small uploads a leading agent does (smallBatcher).
+const (
+	batchMaxFiles = 32
+	batchMaxBytes = upload.SmallSessionBytes // the session's xorbs are built in small buffers
+	// batchRunners: batches stored at once. A second runs only while a quarter of batchMaxBytes
+	// waits: for files of a few KB one runner keeps up with git-lfs, and the files that wait for it
+	// make the batches (two runners halved them, and doubled the fsyncs); bigger files need both
+	// cores for their chunking and hashing.
+	batchRunners     = 2
+	batchSecondAfter = batchMaxBytes / 4
+)
+
+// errBatch: the batch a file was in failed as a whole; the file is uploaded again on its own.
+var errBatch = errors.New("the batch of small uploads failed")
+
+// smallBatcher does the small uploads of the agent process that leads a push's agents (its own and
+// those the others hand it, agent/share) in multi-file upload sessions: the files that arrive
+// while batches are being stored wait and form the next batch, whose files share xorbs, one shard
+// and one fsync of the store. Nothing waits for a batch to fill: with no batch running a file
+// starts one at once.
+//
+// A file whose bytes do not match what git-lfs said (size, SHA-256) fails alone; it is registered
+// under the SHA-256 it has, which is true, not under the oid. Any other failure (reading a file,
+// the store, a shard naming xorbs the store lacks) fails the whole batch with errBatch, and each
+// file is then uploaded on its own by its caller, which reports that upload's own error.
+//
+// Concurrency: safe for concurrent use.
+type smallBatcher struct {
+	x *xetTransferer
+
+	mu      sync.Mutex
+	queue   []*smallJob
+	queued  int64 // bytes in queue
+	running int
+}
+
+type smallJob struct {
+	obj  Object
+	sha  [32]byte
+	done chan struct{}
+	res  Result
+	err  error
+}
+
+// do uploads obj in the next batch and returns once its batch is durable (or failed), or ctx ends.
+func (b *smallBatcher) do(ctx context.Context, obj Object, sha [32]byte) (Result, error) {
+	j := &smallJob{obj: obj, sha: sha, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, j)
+	b.queued += obj.Size
+	start := b.running == 0 || (b.running < batchRunners && b.queued >= batchSecondAfter)
+	if start {
+		b.running++
+	}
+	b.mu.Unlock()
+	if start {
+		go b.run()
+	}
+	select {
+	case <-j.done:
+		return j.res, j.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// run stores batches until the queue is empty.
+func (b *smallBatcher) run() {
+	for {
+		jobs := b.next()
+		if jobs == nil {
+			return
+		}
+		b.store(jobs)
+	}
+}
+
+// next takes the next batch off the queue: the oldest files, up to batchMaxFiles and batchMaxBytes
+// (at least one). nil, and the runner ends, when the queue is empty.
+func (b *smallBatcher) next() []*smallJob {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.running--
+		return nil
+	}
+	n, size := 0, int64(0)
+	for n < len(b.queue) && n < batchMaxFiles && (n == 0 || size+b.queue[n].obj.Size <= batchMaxBytes) {
+		size += b.queue[n].obj.Size
+		n++
+	}
+	jobs := append([]*smallJob(nil), b.queue[:n]...)
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	b.queued -= size
+	return jobs
+}
+
+// store uploads jobs in one session and answers each.
+func (b *smallBatcher) store(jobs []*smallJob) {
+	ctx := context.Background() // a batch is finished for every file in it, whoever stopped waiting
+	err := b.storeBatch(ctx, jobs)
+	if err != nil {
+		b.x.o.Log.Warn().Err(err).Int("files", len(jobs)).Msg("upload: a batch of small files failed; uploading each on its own")
+	} else {
+		b.x.o.Log.Debug().Int("files", len(jobs)).Msg("upload: batch of small files stored")
+	}
+	for _, j := range jobs {
+		if err != nil && j.err == nil {
+			j.err = fmt.Errorf("%w: %v", errBatch, err)
+		}
+		close(j.done)
+	}
+}
+
+// storeBatch uploads and registers jobs in one session, setting each job's result; a job whose
+// file does not match its oid gets its own error.
+func (b *smallBatcher) storeBatch(ctx context.Context, jobs []*smallJob) error {
+	x := b.x
+	e, _, err := x.standaloneEndpoint(ctx, true)
+	if err != nil {
+		return err
+	}
+	var size int64
+	for _, j := range jobs {
+		size += j.obj.Size
+	}
+	cfg := x.uploadConfig(ctx, e, size)
+	cfg.GlobalDedupe, cfg.KeepEntries = false, false // per file: each is small (see uploadConfig)
+	cfg.SeparateFiles = true                         // the xorbs and cache entries of one-by-one uploads
+	sess := upload.NewSession(cfg)
+	defer sess.Close()
+	for _, j := range jobs {
+		res, jerr, err := addFile(ctx, sess, j.obj)
+		switch {
+		case err != nil:
+			return err
+		case jerr != nil:
+			j.err = jerr
+		case res.Size != j.obj.Size:
+			j.err = fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, j.obj.Path, j.obj.Size)
+		case res.SHA256 != j.sha:
+			j.err = fmt.Errorf("%s has SHA-256 %x, not the oid %s git-lfs gave: refusing to register it under that oid (was the file changed during the upload? run `git lfs fsck`)",
+				j.obj.Path, res.SHA256, j.obj.Oid)
+		default:
+			j.res = Result{Mode: e.mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}
+		}
+	}
+	if err := sess.Finish(ctx); err != nil {
+		return fmt.Errorf("storing a batch of %d small files at %s: %w", len(jobs), e.where, err)
+	}
+	return nil
+}
+
+// addFile uploads the file of obj into sess, checking first that it has the size git-lfs gave.
+// jerr: the file failed before any of it reached the session (the others go on); err: the upload
+// into the session failed (the session is not to be finished).
+func addFile(ctx context.Context, sess *upload.Session, obj Object) (res *upload.FileResult, jerr, err error) {
+	f, err := os.Open(obj.Path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the file to upload: %w", err), nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("reading the file to upload: %w", err), nil
+	} else if fi.Size() != obj.Size {
+		return nil, fmt.Errorf("%s has %d bytes, git-lfs said %d; run `git lfs fsck`", obj.Path, fi.Size(), obj.Size), nil
+	}
+	res, err = sess.Upload(ctx, f, nil, nil)
+	return res, nil, err
+}
