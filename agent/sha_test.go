@@ -20,15 +20,8 @@ import (
 // does not hash to, naming both; nothing is registered under the wrong oid, and the right oid
 // uploads normally afterwards.
 func TestUploadRefusesAWrongOid(t *testing.T) {
-	dir := t.TempDir()
-	storeDir := filepath.Join(dir, "store")
-	open := NewXet(XetOptions{Log: zerolog.Nop(), Git: Git{Dir: dir}, StoreDir: storeDir, CacheRoot: filepath.Join(dir, "cache")})
+	dir, storeDir, tr := storeTransferer(t, zerolog.Nop())
 	ctx := context.Background()
-	tr, err := open(ctx, Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
 	data := testutil.RandomBytes(300_000, 5)
 	path := filepath.Join(dir, "obj")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -36,7 +29,7 @@ func TestUploadRefusesAWrongOid(t *testing.T) {
 	}
 	right := sha256.Sum256(data)
 	wrong := sha256.Sum256([]byte("something else"))
-	_, err = tr.Upload(ctx, Object{Oid: hex.EncodeToString(wrong[:]), Size: int64(len(data)), Path: path}, nil)
+	_, err := tr.Upload(ctx, Object{Oid: hex.EncodeToString(wrong[:]), Size: int64(len(data)), Path: path}, nil)
 	if err == nil || !strings.Contains(err.Error(), hex.EncodeToString(right[:])) || !strings.Contains(err.Error(), hex.EncodeToString(wrong[:])) {
 		t.Fatalf("upload under a wrong oid: %v; want an error naming both SHA-256s", err)
 	}
@@ -53,4 +46,19 @@ func TestUploadRefusesAWrongOid(t *testing.T) {
 	if _, _, err := st.LookupSHA256(ctx, "", hash.FromSHA256(right)); err != nil {
 		t.Fatalf("the right oid is not registered: %v", err)
 	}
+}
+
+// storeTransferer returns an upload Transferer of this process writing to an embedded store in a
+// temp dir (storeDir, under dir), with a shard cache of its own; closed at the end of the test.
+func storeTransferer(t *testing.T, log zerolog.Logger) (dir, storeDir string, tr Transferer) {
+	t.Helper()
+	dir = t.TempDir()
+	storeDir = filepath.Join(dir, "store")
+	open := NewXet(XetOptions{Log: log, Git: Git{Dir: dir}, StoreDir: storeDir, CacheRoot: filepath.Join(dir, "cache")})
+	tr, err := open(context.Background(), Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return dir, storeDir, tr
 }

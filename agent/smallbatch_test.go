@@ -24,16 +24,9 @@ import (
 // batches: every file is registered under its oid, a file that does not hash to its oid and one
 // that is missing fail alone, naming what was wrong, and the others of their batch are stored.
 func TestSmallUploadsAreBatched(t *testing.T) {
-	dir := t.TempDir()
-	storeDir := filepath.Join(dir, "store")
 	var log logbuf.Buffer
-	open := NewXet(XetOptions{Log: zerolog.New(&log).Level(zerolog.DebugLevel), Git: Git{Dir: dir}, StoreDir: storeDir, CacheRoot: filepath.Join(dir, "cache")})
+	dir, storeDir, tr := storeTransferer(t, zerolog.New(&log).Level(zerolog.DebugLevel))
 	ctx := context.Background()
-	tr, err := open(ctx, Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
 	const n = 60
 	objs := make([]Object, n)
 	for i := range objs {
