@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -142,18 +141,11 @@ func (b *smallBatcher) storeBatch(ctx context.Context, jobs []*smallJob) error {
 	sess := upload.NewSession(cfg)
 	defer sess.Close()
 	for _, j := range jobs {
-		res, jerr, err := addFile(ctx, sess, j.obj)
-		switch {
-		case err != nil:
+		res, jerr, err := addFile(ctx, sess, j.obj, j.sha)
+		if err != nil {
 			return err
-		case jerr != nil:
-			j.err = jerr
-		case res.Size != j.obj.Size:
-			j.err = fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, j.obj.Path, j.obj.Size)
-		case res.SHA256 != j.sha:
-			j.err = fmt.Errorf("%s has SHA-256 %x, not the oid %s git-lfs gave: refusing to register it under that oid (was the file changed during the upload? run `git lfs fsck`)",
-				j.obj.Path, res.SHA256, j.obj.Oid)
-		default:
+		}
+		if j.err = jerr; jerr == nil {
 			j.res = Result{Mode: e.mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}
 		}
 	}
@@ -163,20 +155,17 @@ func (b *smallBatcher) storeBatch(ctx context.Context, jobs []*smallJob) error {
 	return nil
 }
 
-// addFile uploads the file of obj into sess, checking first that it has the size git-lfs gave.
-// jerr: the file failed before any of it reached the session (the others go on); err: the upload
-// into the session failed (the session is not to be finished).
-func addFile(ctx context.Context, sess *upload.Session, obj Object) (res *upload.FileResult, jerr, err error) {
-	f, err := os.Open(obj.Path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the file to upload: %w", err), nil
+// addFile uploads the file of obj into sess. jerr: this file is not the object git-lfs named
+// (size, SHA-256; see openUpload, checkUploaded) or cannot be read, and the others go on; err: the
+// upload into the session failed (the session is not to be finished).
+func addFile(ctx context.Context, sess *upload.Session, obj Object, sha [32]byte) (res *upload.FileResult, jerr, err error) {
+	f, jerr := openUpload(obj)
+	if jerr != nil {
+		return nil, jerr, nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, fmt.Errorf("reading the file to upload: %w", err), nil
-	} else if fi.Size() != obj.Size {
-		return nil, fmt.Errorf("%s has %d bytes, git-lfs said %d; run `git lfs fsck`", obj.Path, fi.Size(), obj.Size), nil
+	if res, err = sess.Upload(ctx, f, nil, nil); err != nil {
+		return nil, nil, err
 	}
-	res, err = sess.Upload(ctx, f, nil, nil)
-	return res, nil, err
+	return res, checkUploaded(obj, sha, res), nil
 }

@@ -366,6 +366,36 @@ func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(in
 	return x.uploadTo(ctx, e, mode, obj, sha, progress)
 }
 
+// openUpload opens the file of an upload, checking that it has the size git-lfs gave.
+func openUpload(obj Object) (*os.File, error) {
+	f, err := os.Open(obj.Path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the file to upload: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("reading the file to upload: %w", err)
+	} else if fi.Size() != obj.Size {
+		f.Close()
+		return nil, fmt.Errorf("%s has %d bytes, git-lfs said %d; run `git lfs fsck`", obj.Path, fi.Size(), obj.Size)
+	}
+	return f, nil
+}
+
+// checkUploaded refuses what an upload read when it is not the object git-lfs named: another size,
+// or another SHA-256 than the oid (a file registered under a wrong oid would make that oid
+// undownloadable).
+func checkUploaded(obj Object, sha [32]byte, res *upload.FileResult) error {
+	if res.Size != obj.Size {
+		return fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, obj.Path, obj.Size)
+	}
+	if res.SHA256 != sha {
+		return fmt.Errorf("%s has SHA-256 %x, not the oid %s git-lfs gave: refusing to register it under that oid (was the file changed during the upload? run `git lfs fsck`)",
+			obj.Path, res.SHA256, obj.Oid)
+	}
+	return nil
+}
+
 // uploadConfig is the configuration of an upload session to e of size bytes (one file's, or a
 // batch's: see smallBatcher).
 func (x *xetTransferer) uploadConfig(ctx context.Context, e *endpoint, size int64) upload.Config {
@@ -387,16 +417,11 @@ func (x *xetTransferer) uploadConfig(ctx context.Context, e *endpoint, size int6
 
 // uploadTo uploads obj to the CAS of e (mode: the Result's, else e's).
 func (x *xetTransferer) uploadTo(ctx context.Context, e *endpoint, mode string, obj Object, sha [32]byte, progress func(int64)) (Result, error) {
-	f, err := os.Open(obj.Path)
+	f, err := openUpload(obj)
 	if err != nil {
-		return Result{}, fmt.Errorf("reading the file to upload: %w", err)
+		return Result{}, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return Result{}, fmt.Errorf("reading the file to upload: %w", err)
-	} else if fi.Size() != obj.Size {
-		return Result{}, fmt.Errorf("%s has %d bytes, git-lfs said %d; run `git lfs fsck`", obj.Path, fi.Size(), obj.Size)
-	}
 	cfg := x.uploadConfig(ctx, e, obj.Size)
 	res, sess, err := x.uploadFile(ctx, cfg, e, obj, sha, f, progress)
 	var stale *upload.StaleError
@@ -445,12 +470,8 @@ func (x *xetTransferer) uploadFile(ctx context.Context, cfg upload.Config, e *en
 	if err != nil {
 		return nil, nil, fmt.Errorf("uploading to %s: %w", e.where, err)
 	}
-	if res.Size != obj.Size {
-		return nil, nil, fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, obj.Path, obj.Size)
-	}
-	if res.SHA256 != sha {
-		return nil, nil, fmt.Errorf("%s has SHA-256 %x, not the oid %s git-lfs gave: refusing to register it under that oid (was the file changed during the upload? run `git lfs fsck`)",
-			obj.Path, res.SHA256, obj.Oid)
+	if err := checkUploaded(obj, sha, res); err != nil {
+		return nil, nil, err
 	}
 	if err := sess.Finish(ctx); err != nil {
 		return nil, nil, fmt.Errorf("storing the data of %s at %s: %w", obj.Oid, e.where, err)

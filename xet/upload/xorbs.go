@@ -81,8 +81,8 @@ func (s *Session) newSxorb() *sxorb {
 // mapped body the pool never sees again would stay mapped until the process ends).
 var bodies = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Min: xorb.BodyCap, Release: bufpool.Unmap}
 
-// getBody returns an empty body buffer of xorb.BodyCap bytes: an idle one, else a new mapping.
-func getBody() []byte {
+// mappedBody returns an empty body buffer of xorb.BodyCap bytes: an idle one, else a new mapping.
+func mappedBody() []byte {
 	if b := bodies.Get(xorb.BodyCap); b != nil {
 		return b
 	}
@@ -109,7 +109,7 @@ var smallBodies = &bufpool.Pool{Keep: 16, Idle: 30 * time.Second, Min: smallBody
 // getBody returns an empty body buffer for the session's next xorb.
 func (s *Session) getBody() []byte {
 	if h := s.cfg.SizeHint; h <= 0 || h > SmallSessionBytes {
-		return getBody()
+		return mappedBody()
 	}
 	if b := smallBodies.Get(smallBodyCap); b != nil {
 		return b
