@@ -38,11 +38,12 @@ type Result struct {
 	Path         string // downloads: the verified file handed to git-lfs
 	NewBytes     int64  // bytes stored or fetched that were not already there
 	DedupedBytes int64  // bytes found already stored
-	Shared       bool   // another agent process did the upload (agent/share)
 }
 
-// Transferer does the work of one agent process. Calls come one at a time (git-lfs sends the next
-// request only after the previous complete); progress may be called from any goroutine.
+// Transferer does the work of one agent process. Calls of one conversation come one at a time
+// (git-lfs sends the next request only after the previous complete), but the leader of a push's
+// agents (handingOff) serves several conversations at once; progress may be called from any
+// goroutine.
 type Transferer interface {
 	Upload(ctx context.Context, obj Object, progress func(done int64)) (Result, error)
 	// Download writes the object to a new file and returns its path in Result.Path; the file must
@@ -63,6 +64,9 @@ type Options struct {
 	// ProgressInterval is the least time between two progress messages of one object (default
 	// 100 ms). The first one is sent at once.
 	ProgressInterval time.Duration
+	// Pipes, when set, let an upload agent hand its conversation to the push's leading agent
+	// process (see handingOff and agent/share).
+	Pipes *Pipes
 }
 
 // Run speaks the protocol on in/out until terminate or the end of in. It returns nil after a
@@ -77,10 +81,8 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	enc := protocol.NewEncoder(out)
-	reqs := make(chan readResult)
-	go readRequests(ctx, cancel, protocol.NewDecoder(in), reqs)
-
-	init, t, err := openTransfer(ctx, reqs, enc, o)
+	dec := protocol.NewDecoder(in)
+	init, t, err := openTransfer(ctx, dec, enc, o)
 	if err != nil {
 		return err
 	}
@@ -89,6 +91,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
+	if h, ok := t.(handingOff); ok && o.Pipes != nil && init.Operation == protocol.OperationUpload {
+		var over bool
+		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, dec); over {
+			return err
+		}
+	}
+	reqs := make(chan readResult)
+	go readRequests(ctx, cancel, dec, reqs)
 	served := 0
 	for r := range reqs {
 		done, err := serveRequest(ctx, r, init, t, enc, o, served)
@@ -103,25 +113,25 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 }
 
 // openTransfer reads the init request, opens the transfer state for it and answers it.
-func openTransfer(ctx context.Context, reqs <-chan readResult, enc *protocol.Encoder, o Options) (Init, Transferer, error) {
-	first, ok := <-reqs
-	if !ok {
+func openTransfer(ctx context.Context, dec *protocol.Decoder, enc *protocol.Encoder, o Options) (Init, Transferer, error) {
+	req, err := dec.Decode()
+	if errors.Is(err, io.EOF) {
 		return Init{}, nil, errors.New("git-lfs closed the agent's input before init; run git-xet-transfer only through git-lfs (see `git-xet-transfer help`)")
 	}
-	if first.err != nil {
-		_ = enc.InitError(first.err.Error())
-		return Init{}, nil, first.err
+	if err != nil {
+		_ = enc.InitError(err.Error())
+		return Init{}, nil, err
 	}
-	if first.req.Event != protocol.EventInit {
-		err := fmt.Errorf("first custom-transfer request is %q, want init; is git-lfs this agent's caller?", first.req.Event)
+	if req.Event != protocol.EventInit {
+		err := fmt.Errorf("first custom-transfer request is %q, want init; is git-lfs this agent's caller?", req.Event)
 		_ = enc.InitError(err.Error())
 		return Init{}, nil, err
 	}
 	init := Init{
-		Operation:           first.req.Operation,
-		Remote:              first.req.Remote,
-		Concurrent:          first.req.Concurrent,
-		ConcurrentTransfers: first.req.ConcurrentTransfers,
+		Operation:           req.Operation,
+		Remote:              req.Remote,
+		Concurrent:          req.Concurrent,
+		ConcurrentTransfers: req.ConcurrentTransfers,
 	}
 	t, err := o.Open(ctx, init)
 	if err != nil {
@@ -231,9 +241,6 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 	ev := o.Log.Info().Str("op", req.Event).Str("mode", res.Mode).Str("oid", obj.Oid).
 		Int64("size", obj.Size).Int64("new_bytes", res.NewBytes).Int64("deduped_bytes", res.DedupedBytes).
 		Dur("elapsed_ms", elapsed)
-	if res.Shared {
-		ev = ev.Bool("shared", true)
-	}
 	if secs := elapsed.Seconds(); secs > 0 {
 		ev = ev.Float64("MBps", float64(obj.Size)/1e6/secs)
 	}

@@ -3,34 +3,35 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
-// ShareMaxBytes: an upload to the embedded store smaller than this is handed to the agent process
-// leading the push's agents (agent/share), which shares its fsyncs, xorbs and shards among them.
-// A larger file gains little (its fixed costs are a small part of its work) and keeps what is done
-// per file here: the local chunk index, all cores.
+// ShareMaxBytes: an upload to the embedded store smaller than this goes into the leader's batches
+// (smallBatcher), which share their fsyncs, xorbs and shards. A larger file gains little (its fixed
+// costs are a small part of its work) and is uploaded in a session of its own.
 const ShareMaxBytes = 1 << 20
 
-// sharing is a process's part in handing uploads to, or serving them for, the other agent
-// processes of the store it uploads to.
+// sharing is a process's part in the push's group of agents (agent/share): the followers hand
+// their conversations with git-lfs to the leader, which serves them with its own.
 type sharing struct {
 	off     bool // GIT_XET_SHARE=0
 	once    sync.Once
-	group   atomic.Pointer[share.Group] // nil until the first small upload, or when not sharing
+	group   atomic.Pointer[share.Group] // nil until init, or when not sharing
 	leading atomic.Bool
-	batcher smallBatcher // the leader's uploads
+	batcher smallBatcher // the leader's small uploads
 }
 
-// shareOff reads GIT_XET_SHARE: 0 turns sharing off (each process uploads its own objects).
+// shareOff reads GIT_XET_SHARE: 0 turns sharing off (each process serves its own conversation).
 func shareOff() bool { return os.Getenv("GIT_XET_SHARE") == "0" }
 
 // procs is the GOMAXPROCS of this process: its share (Tune), or every core while it leads.
@@ -41,31 +42,30 @@ func (x *xetTransferer) procs() int {
 	return x.tune.Procs
 }
 
-// sharedUpload does a small standalone upload the shared way: handed to the leader of the store's
-// agents, or, in the leader, in its next batch (smallBatcher). done is false when this process
-// must upload it on its own (sharing is off, failed, or the batch failed); else res and err are
-// the upload's.
-func (x *xetTransferer) sharedUpload(ctx context.Context, obj Object, sha [32]byte) (res Result, done bool, err error) {
-	if x.sharing.off || obj.Size >= ShareMaxBytes {
-		return Result{}, false, nil
+// handOff implements handingOff: the conversation goes to the leader of the group of this
+// process's repository, remote and store, unless this process leads it (it then serves the others'
+// conversations, servePipe, and uses every core).
+func (x *xetTransferer) handOff(ctx context.Context, p Pipes, buffered []byte) (share.Outcome, bool, error) {
+	if x.sharing.off {
+		return share.Outcome{}, false, nil
 	}
 	g := x.shareGroup(ctx)
 	if g == nil {
-		return Result{}, false, nil
+		return share.Outcome{}, false, nil
 	}
-	path, err := filepath.Abs(obj.Path)
-	if err != nil {
-		return Result{}, false, nil
-	}
-	obj.Path = path
-	if rep, ok := g.Do(ctx, share.Request{Oid: obj.Oid, Size: obj.Size, Path: path}); ok {
-		return Result{Mode: "embedded", NewBytes: rep.NewBytes, DedupedBytes: rep.DedupedBytes, Shared: true}, true, nil
-	}
-	if !g.Leading() {
-		return Result{}, false, nil
-	}
-	if !x.sharing.leading.Swap(true) && x.o.SetProcs {
+	out, handed, err := g.HandOff(ctx, p.In, p.Out, buffered)
+	if !handed && g.Leading() && !x.sharing.leading.Swap(true) && x.o.SetProcs {
 		runtime.GOMAXPROCS(runtime.NumCPU()) // it does the work of several processes now
+	}
+	return out, handed, err
+}
+
+// sharedUpload does a small standalone upload in the leader's next batch (smallBatcher). done is
+// false when the caller uploads it on its own (not leading, a large file, or the batch failed);
+// else res and err are the upload's.
+func (x *xetTransferer) sharedUpload(ctx context.Context, obj Object, sha [32]byte) (res Result, done bool, err error) {
+	if obj.Size >= ShareMaxBytes || !x.sharing.leading.Load() {
+		return Result{}, false, nil
 	}
 	res, err = x.sharing.batcher.do(ctx, obj, sha)
 	if errors.Is(err, errBatch) {
@@ -79,15 +79,16 @@ func (x *xetTransferer) shareGroup(ctx context.Context) *share.Group {
 	x.sharing.once.Do(func() {
 		key, err := x.shareKey(ctx)
 		if err != nil {
-			x.o.Log.Debug().Err(err).Msg("share: not sharing uploads")
+			x.o.Log.Debug().Err(err).Msg("share: not sharing this push")
 			return
 		}
-		x.sharing.group.Store(share.New(key, x.serveShared, x.o.Log))
+		x.sharing.group.Store(share.New(key, x.servePipe, x.o.Log))
 	})
 	return x.sharing.group.Load()
 }
 
-// shareKey names what the processes of a group have in common: the store and the shard cache.
+// shareKey names what the processes of a group have in common: the repository (its git directory,
+// where the chunk index and git-lfs's objects are), the remote, the store and the shard cache.
 func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 	dir := x.o.StoreDir
 	if dir == "" {
@@ -110,21 +111,56 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 	if cache, err = filepath.Abs(cache); err != nil {
 		return "", err
 	}
-	return "store=" + dir + "\x00cache=" + cache, nil
+	gd, err := x.repoGitDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	if gd, err = filepath.Abs(gd); err != nil {
+		return "", err
+	}
+	return "store=" + dir + "\x00cache=" + cache + "\x00git=" + gd + "\x00remote=" + x.init.Remote, nil
 }
 
-// serveShared does another agent process's upload, in the leader.
-func (x *xetTransferer) serveShared(ctx context.Context, r share.Request) (share.Reply, error) {
-	if r.Size < 0 || r.Size >= ShareMaxBytes || !filepath.IsAbs(r.Path) {
-		return share.Reply{}, fmt.Errorf("not an upload to share: %d bytes at %q", r.Size, r.Path)
+// servePipe serves a follower's conversation in the leader (share.Handler): its standalone uploads
+// go through this process's Upload, with its own. A request this process would not do the same way
+// as the follower (one with a batch action, or to a network remote) gives the conversation back to
+// the follower, which keeps it.
+func (x *xetTransferer) servePipe(ctx context.Context, p *share.Pipe) share.Outcome {
+	in := newInput(p.Buffered, p.In)
+	enc := protocol.NewEncoder(p.Out)
+	o := Options{Log: x.o.Log.With().Int("for", p.Pid).Logger(), ProgressInterval: 100 * time.Millisecond}
+	init := Init{Operation: protocol.OperationUpload, Remote: x.init.Remote}
+	back := func(stay bool) share.Outcome { return share.Outcome{Resume: in.remaining(), Stay: stay} }
+	for served := 0; ; served++ {
+		select {
+		case <-p.Stopping():
+			return back(false)
+		default:
+		}
+		req, err := in.dec.Decode()
+		if err != nil {
+			select {
+			case <-p.Stopping():
+				return back(false)
+			default:
+			}
+		}
+		if err == nil && req.Event == protocol.EventUpload && (req.Action != nil || x.networkRemote(ctx)) {
+			in.dec.UnreadLast()
+			return back(true)
+		}
+		if err == nil && req.Path != "" && !filepath.IsAbs(req.Path) {
+			req.Path = filepath.Join(p.Dir, req.Path)
+		}
+		if errors.Is(err, io.EOF) {
+			return share.Outcome{Exit: true}
+		}
+		done, err := serveRequest(ctx, readResult{req, err}, init, x, enc, o, served)
+		if err != nil {
+			return share.Outcome{Exit: true, Err: err.Error()}
+		}
+		if done {
+			return share.Outcome{Exit: true}
+		}
 	}
-	sha, err := oidBytes(r.Oid)
-	if err != nil {
-		return share.Reply{}, err
-	}
-	res, err := x.sharing.batcher.do(ctx, Object{Oid: r.Oid, Size: r.Size, Path: r.Path}, sha)
-	if err != nil {
-		return share.Reply{}, err
-	}
-	return share.Reply{NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}, nil
 }

@@ -20,12 +20,13 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
-// Small uploads arriving together at the process that leads (here the only one) are stored in
+// Small uploads arriving together at the process that leads the push's agents are stored in
 // batches: every file is registered under its oid, a file that does not hash to its oid and one
 // that is missing fail alone, naming what was wrong, and the others of their batch are stored.
 func TestSmallUploadsAreBatched(t *testing.T) {
 	var log logbuf.Buffer
 	dir, storeDir, tr := storeTransferer(t, zerolog.New(&log).Level(zerolog.DebugLevel))
+	tr.(*xetTransferer).sharing.leading.Store(true) // as handOff finds when no other process leads
 	ctx := context.Background()
 	const n = 60
 	objs := make([]Object, n)

@@ -316,3 +316,56 @@ func TestCompleteWithProgressIsOneWrite(t *testing.T) {
 		t.Fatalf("writes %q, want one: %q", w.writes, want)
 	}
 }
+
+// errReader returns its bytes, then err once, then the rest: a read cut by a deadline.
+type errReader struct {
+	parts [][]byte
+	err   error
+}
+
+func (r *errReader) Read(p []byte) (int, error) {
+	if len(r.parts) == 0 {
+		return 0, io.EOF
+	}
+	b := r.parts[0]
+	if b == nil {
+		r.parts = r.parts[1:]
+		return 0, r.err
+	}
+	n := copy(p, b)
+	if n == len(b) {
+		r.parts = r.parts[1:]
+	} else {
+		r.parts[0] = b[n:]
+	}
+	return n, nil
+}
+
+// Remaining gives what was read and not decoded: a line a read error cut short stays, and decoding
+// goes on from it; UnreadLast puts the last request back in front. An agent handing its
+// conversation to another process (agent/share) hands exactly these bytes over.
+func TestDecoderRemaining(t *testing.T) {
+	up := `{"event":"upload","oid":"` + strings.Repeat("a", 64) + `","size":1,"path":"/x"}` + "\n"
+	stop := errors.New("deadline")
+	r := &errReader{parts: [][]byte{[]byte(up), []byte(up[:20]), nil, []byte(up[20:]), []byte("{\"event\":")}, err: stop}
+	d := NewDecoder(r)
+	if req, err := d.Decode(); err != nil || req.Event != EventUpload {
+		t.Fatalf("first request: %+v, %v", req, err)
+	}
+	if _, err := d.Decode(); !errors.Is(err, stop) {
+		t.Fatalf("got %v, want the read error", err)
+	}
+	if got := string(d.Remaining()); got != up[:20] {
+		t.Fatalf("remaining %q after a cut read, want %q", got, up[:20])
+	}
+	if req, err := d.Decode(); err != nil || req.Oid != strings.Repeat("a", 64) {
+		t.Fatalf("the cut request did not decode once the rest came: %+v, %v", req, err)
+	}
+	d.UnreadLast()
+	if got := string(d.Remaining()); !strings.HasPrefix(got, up) {
+		t.Fatalf("remaining %q after UnreadLast, want the last request first", got)
+	}
+	if req, err := d.Decode(); err != nil || req.Event != EventUpload {
+		t.Fatalf("the request put back: %+v, %v", req, err)
+	}
+}

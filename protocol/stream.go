@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 )
 
 // Decoder reads requests, one JSON object per line. Not safe for concurrent use.
 type Decoder struct {
-	r    *bufio.Reader
-	line int
+	r       *bufio.Reader
+	line    int
+	partial []byte // a line cut short by a read error: the next read goes on from it
+	last    []byte // the last line decoded (UnreadLast)
 }
 
 // NewDecoder reads requests from r.
@@ -35,12 +38,37 @@ func (d *Decoder) Decode() (*Request, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		d.last = line
 		return parse(line, d.line)
 	}
 }
 
+// Remaining returns the bytes read from the input and not decoded yet: a line a read error cut
+// short, and what is buffered after it. An agent handing its conversation to another process
+// (agent/share) hands these over with it.
+func (d *Decoder) Remaining() []byte {
+	b, _ := d.r.Peek(d.r.Buffered())
+	return append(slices.Clone(d.partial), b...)
+}
+
+// UnreadLast puts the last line Decode returned back in front of Remaining (and of the next
+// Decode).
+func (d *Decoder) UnreadLast() {
+	if d.last != nil {
+		d.partial = append(slices.Clone(d.last), d.partial...)
+		d.last = nil
+		d.line--
+	}
+}
+
 func (d *Decoder) readLine() ([]byte, error) {
-	var buf []byte
+	if i := bytes.IndexByte(d.partial, '\n'); i >= 0 { // a line put back (UnreadLast)
+		line := d.partial[:i+1]
+		d.partial = d.partial[i+1:]
+		return line, nil
+	}
+	buf := d.partial
+	d.partial = nil
 	for {
 		chunk, err := d.r.ReadSlice('\n')
 		if len(buf)+len(chunk) > MaxLineLength {
@@ -61,6 +89,7 @@ func (d *Decoder) readLine() ([]byte, error) {
 			// A last line without newline: git-lfs always ends lines, but accept a complete object.
 			return buf, nil
 		default:
+			d.partial = buf // a deadline, say: the next read goes on from here
 			return nil, fmt.Errorf("reading custom-transfer requests: %w", err)
 		}
 	}

@@ -1,22 +1,27 @@
-// Package share lets the agent processes of a push hand their small uploads to one of them.
+// Package share lets the agent processes of a push hand their conversations with git-lfs to one
+// of them.
 //
 // git-lfs runs lfs.concurrenttransfers agent processes (8 by default) and gives each one object at
 // a time. For a small file the fixed costs of a process dominate: every object's fsync is its own,
-// and the Go runtime's monitor thread wakes every 20 µs around it. One process doing the uploads of
-// all eight shares the fsyncs (the store's group commit), the xorb and shard work and the runtime.
+// every message wakes a process and its runtime. One process doing the transfers of all eight
+// shares the fsyncs (the store's group commit), the xorb and shard work and the runtime.
 //
-// The processes that use one store (and one shard cache) form a group, named by a key. The first
-// to ask (Do) binds the group's socket and leads: it serves the others' requests with its Handler
-// while it goes on with its own. The others connect and hand each request over, waiting for the
-// reply. Sharing is only ever an optimisation: when there is no leader to reach, when the
-// connection breaks (the leader was killed, or ended with its push) or when the leader's reply is
-// an error, Do returns false and the caller does the request itself. A request is an upload of
-// content-addressed data, so doing it twice is harmless.
+// The processes of a push that use one store form a group, named by a key. The first to ask
+// (HandOff) binds the group's socket and leads: it goes on with its own conversation and serves the
+// others'. Each of the others sends the leader its stdin and stdout (SCM_RIGHTS) with the bytes it
+// had read and not used, and then waits, using no CPU: the leader reads git-lfs's requests from
+// that stdin and answers on that stdout itself, until the conversation ends (terminate: the
+// follower is told to exit) or the leader closes (it stops at a request boundary and gives the
+// conversation back, with the bytes it had read and not used; the follower goes on, and may lead
+// or hand off again). Handing off is only ever an optimisation: when there is no leader to reach
+// the caller goes on itself. Once the leader has the pipes, though, a follower cannot know which
+// request the leader was serving when it died; a leader that ends without giving a conversation
+// back (killed) makes its followers exit with an error, so that git-lfs fails their transfers
+// instead of waiting for answers that will never come, and a repeated push does them again.
 //
 // The socket is in Linux's abstract namespace, named from a hash of the key: it needs no file,
 // vanishes with its process, and a second bind of the name fails, which is the election. Both sides
-// check that the other runs as the same user (SO_PEERCRED). Elsewhere New returns a group that
-// never shares.
+// check that the other runs as the same user (SO_PEERCRED). Elsewhere a group never hands off.
 package share
 
 import (
@@ -29,34 +34,52 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 )
 
-// Request is an upload one process hands to the leader: the file at Path, which git-lfs says has
-// SHA-256 Oid and Size bytes.
-type Request struct {
-	Oid  string `json:"oid"`
-	Size int64  `json:"size"`
-	Path string `json:"path"`
+// Pipe is a conversation a follower handed to the leader: git-lfs's requests come on In, the
+// answers go to Out.
+type Pipe struct {
+	In       io.Reader // the follower's stdin (its read deadline ends reads when the leader closes)
+	Out      io.Writer // the follower's stdout
+	Buffered []byte    // what the follower had read from In and not used: it comes first
+	Dir      string    // the follower's working directory (for relative paths)
+	Pid      int       // the follower's process id (for logs)
+
+	stop chan struct{}
+	in   *os.File
 }
 
-// Reply is what the leader did with a Request. Err is set when it failed.
-type Reply struct {
-	NewBytes     int64  `json:"new_bytes"`
-	DedupedBytes int64  `json:"deduped_bytes"`
-	Err          string `json:"error,omitempty"`
+// Stopping is closed when the leader closes: the handler returns at its next request boundary
+// (reads from In then fail), with what it read and did not use in Outcome.Resume.
+func (p *Pipe) Stopping() <-chan struct{} { return p.stop }
+
+// Outcome is how a handed conversation ends for the follower.
+type Outcome struct {
+	Exit   bool   `json:"exit,omitempty"`   // the conversation is over: the follower exits
+	Err    string `json:"error,omitempty"`  // Exit with an error: the follower exits non-zero with it
+	Resume []byte `json:"resume,omitempty"` // not Exit: the follower goes on, reading these bytes first
+	Stay   bool   `json:"stay,omitempty"`   // not Exit: the follower keeps the conversation (no new hand-off)
 }
 
-// Handler does a request in the leader, returning only once its data is durable.
-type Handler func(ctx context.Context, r Request) (Reply, error)
+// Handler serves a conversation in the leader and says how it ended.
+type Handler func(ctx context.Context, p *Pipe) Outcome
 
-// maxFrame bounds a message on the socket (a path and a few numbers).
-const maxFrame = 64 << 10
+// hello is the follower's message that comes with its stdin and stdout.
+type hello struct {
+	Buffered []byte `json:"buffered,omitempty"`
+	Dir      string `json:"dir"`
+	Pid      int    `json:"pid"`
+}
 
-// maxFailures: after this many broken connections a process stops trying to share.
+// maxFrame bounds a message on the socket (a directory, and bytes read ahead: at most a request).
+const maxFrame = 1 << 20
+
+// maxFailures: after this many failed attempts to reach a leader a process stops trying.
 const maxFailures = 3
 
 // Group is this process's membership of the group of a key.
@@ -65,28 +88,26 @@ type Group struct {
 	h    Handler
 	log  zerolog.Logger
 
-	mu       sync.Mutex // the follower side: one request at a time
-	conn     net.Conn
-	rw       io.ReadWriter // conn's reads and writes (rawio on Linux)
+	mu       sync.Mutex // the follower side
 	failures int
 	leading  bool
 	closed   bool
 
 	lmu     sync.Mutex // the leader side
 	ln      net.Listener
-	conns   map[net.Conn]bool // true while a request on it is being served
+	pipes   map[*Pipe]bool
 	serving sync.WaitGroup
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
 
-// New returns the membership of the group of key, joined lazily by the first Do. h serves other
-// processes' requests if this one comes to lead.
+// New returns the membership of the group of key, joined by the first HandOff. h serves other
+// processes' conversations if this one comes to lead.
 func New(key string, h Handler, log zerolog.Logger) *Group {
-	sum := sha256.Sum256([]byte("git-xet-transfer share v1\n" + key))
+	sum := sha256.Sum256([]byte("git-xet-transfer share v2\n" + key))
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Group{name: "@git-xet-transfer/share/v1/" + hex.EncodeToString(sum[:16]), h: h, log: log,
-		conns: map[net.Conn]bool{}, ctx: ctx, cancel: cancel}
+	return &Group{name: "@git-xet-transfer/share/v2/" + hex.EncodeToString(sum[:16]), h: h, log: log,
+		pipes: map[*Pipe]bool{}, ctx: ctx, cancel: cancel}
 }
 
 // Leading reports whether this process leads its group.
@@ -96,65 +117,64 @@ func (g *Group) Leading() bool {
 	return g.leading
 }
 
-// Do hands r to the group's leader and returns its reply. ok is false when the caller must do r
-// itself: this process leads (or has just come to), sharing is off or failed, or the leader
-// answered with an error (logged).
-func (g *Group) Do(ctx context.Context, r Request) (rep Reply, ok bool) {
+// HandOff hands the conversation on in and out (stdin and stdout, non-blocking: see
+// cmd/git-xet-transfer) to the group's leader, with buffered, the bytes read from in and not used,
+// and waits until the leader ends it or gives it back. handed is false when the caller goes on
+// itself: this process leads (or has just come to), or no leader could be reached. Once handed,
+// err is set when the leader ended without a word (killed): the conversation's state is lost, the
+// caller must exit with the error.
+func (g *Group) HandOff(ctx context.Context, in, out *os.File, buffered []byte) (o Outcome, handed bool, err error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.leading || g.closed || g.failures >= maxFailures || !supported {
-		return Reply{}, false
+		g.mu.Unlock()
+		return Outcome{}, false, nil
 	}
-	if g.conn == nil && !g.join() {
-		return Reply{}, false
+	c := g.join()
+	if c == nil {
+		g.mu.Unlock()
+		return Outcome{}, false, nil
 	}
-	rep, err := g.roundTrip(ctx, r)
-	if err != nil {
-		g.conn.Close()
-		g.conn = nil
+	dir, _ := os.Getwd()
+	if err := sendPipe(c, hello{Buffered: buffered, Dir: dir, Pid: os.Getpid()}, in, out); err != nil {
+		c.Close()
 		g.failures++
-		g.log.Debug().Err(err).Str("oid", r.Oid).Msg("share: the leader did not answer; uploading here")
-		return Reply{}, false
+		g.mu.Unlock()
+		g.log.Debug().Err(err).Msg("share: could not hand the conversation to the leader; going on here")
+		return Outcome{}, false, nil
 	}
-	if rep.Err != "" {
-		g.log.Warn().Str("oid", r.Oid).Str("leader_error", rep.Err).Msg("share: the leader failed the upload; uploading here")
-		return Reply{}, false
+	g.mu.Unlock()
+	g.log.Debug().Msg("share: the conversation is handed to the leader")
+
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	err = readFrame(fast(c), &o)
+	stop()
+	c.Close()
+	switch {
+	case ctx.Err() != nil:
+		return Outcome{}, true, ctx.Err()
+	case err != nil:
+		return Outcome{}, true, fmt.Errorf("the git-xet-transfer process serving this one's transfers (the leader of the push's agents) ended without finishing them (%v); run the push again", err)
 	}
-	return rep, true
+	return o, true, nil
 }
 
-// join connects to the leader, or leads when there is none (g.mu held). false: no connection (this
+// join connects to the leader, or leads when there is none (g.mu held). nil: no connection (this
 // process leads now, or the group cannot be reached).
-func (g *Group) join() bool {
+func (g *Group) join() net.Conn {
 	for attempt := 0; attempt < 2; attempt++ {
 		if ln, err := listen(g.name); err == nil {
 			g.lead(ln)
-			return false
+			return nil
 		}
 		c, err := dial(g.name)
 		if err == nil {
-			g.conn, g.rw = c, fast(c)
-			return true
+			return c
 		}
 		// The leader went away between the two calls; its name is free again.
 		g.log.Debug().Err(err).Msg("share: no leader to reach")
 	}
 	g.failures++
-	return false
-}
-
-// roundTrip sends r on the connection and reads the reply. ctx's end breaks it off.
-func (g *Group) roundTrip(ctx context.Context, r Request) (Reply, error) {
-	stop := context.AfterFunc(ctx, func() { g.conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	if err := writeFrame(g.rw, r); err != nil {
-		return Reply{}, err
-	}
-	var rep Reply
-	if err := readFrame(g.rw, &rep); err != nil {
-		return Reply{}, err
-	}
-	return rep, nil
+	return nil
 }
 
 // lead makes this process the leader, serving connections on ln (g.mu held).
@@ -163,7 +183,7 @@ func (g *Group) lead(ln net.Listener) {
 	g.lmu.Lock()
 	g.ln = ln
 	g.lmu.Unlock()
-	g.log.Debug().Msg("share: leading the uploads of this store")
+	g.log.Debug().Msg("share: leading the transfers of this store")
 	go g.accept(ln)
 }
 
@@ -178,111 +198,124 @@ func (g *Group) accept(ln net.Listener) {
 			c.Close()
 			continue
 		}
-		g.lmu.Lock()
-		if g.ln == nil {
-			g.lmu.Unlock()
-			c.Close()
-			return
-		}
-		g.conns[c] = false
-		g.lmu.Unlock()
 		go g.serve(c)
 	}
 }
 
-// serve answers the requests of one connection, one at a time, until it breaks or Close.
+// serve takes the conversation a follower sends on c, runs the handler on it and tells the
+// follower how it ended.
 func (g *Group) serve(c net.Conn) {
-	defer func() {
-		g.lmu.Lock()
-		delete(g.conns, c)
-		g.lmu.Unlock()
-		c.Close()
-	}()
-	rw := fast(c)
-	for {
-		var r Request
-		if err := readFrame(rw, &r); err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				g.log.Debug().Err(err).Msg("share: reading a request")
-			}
-			return
-		}
-		if !g.begin(c) {
-			return
-		}
-		rep, err := g.h(g.ctx, r)
-		if err != nil {
-			rep = Reply{Err: err.Error()}
-		}
-		werr := writeFrame(rw, rep)
-		if !g.end(c) || werr != nil {
-			return
-		}
+	defer c.Close()
+	h, in, out, err := recvPipe(c)
+	if err != nil {
+		g.log.Debug().Err(err).Msg("share: reading a follower's hand-off")
+		return
+	}
+	defer in.Close()
+	defer out.Close()
+	p := &Pipe{In: fastFile(in), Out: fastFile(out), Buffered: h.Buffered, Dir: h.Dir, Pid: h.Pid,
+		stop: make(chan struct{}), in: in}
+	if !g.begin(p) {
+		// Closing: give it back untouched.
+		_ = writeFrame(fast(c), Outcome{Resume: h.Buffered})
+		return
+	}
+	g.log.Debug().Int("follower", h.Pid).Msg("share: serving a follower's transfers")
+	o := g.h(g.ctx, p)
+	g.end(p)
+	if err := writeFrame(fast(c), o); err != nil {
+		g.log.Warn().Err(err).Int("follower", h.Pid).Msg("share: could not tell a follower how its conversation ended")
 	}
 }
 
-// begin marks c busy; false once Close has begun (the request is not served: the follower does it).
-func (g *Group) begin(c net.Conn) bool {
+// begin registers p as served; false once Close has begun.
+func (g *Group) begin(p *Pipe) bool {
 	g.lmu.Lock()
 	defer g.lmu.Unlock()
 	if g.ln == nil {
 		return false
 	}
-	g.conns[c] = true
+	g.pipes[p] = true
 	g.serving.Add(1)
 	return true
 }
 
-// end marks c idle again; false once Close has begun.
-func (g *Group) end(c net.Conn) bool {
+func (g *Group) end(p *Pipe) {
 	g.lmu.Lock()
 	defer g.lmu.Unlock()
+	delete(g.pipes, p)
 	g.serving.Done()
-	g.conns[c] = false
-	return g.ln != nil
 }
 
-// Close leaves the group. A leader stops accepting, closes the idle connections and waits for the
-// requests it is serving; their followers see the connection end at their next request and lead
-// or upload themselves.
+// CloseGrace is how long a closing leader lets the conversations it serves end on their own before
+// it gives them back: at the end of a push git-lfs terminates all its agents at once, and a
+// conversation ended by its terminate costs less than one given back (its follower would read the
+// terminate itself, and may first elect a new leader).
+var CloseGrace = 2 * time.Second
+
+// Close leaves the group. A leader stops accepting, lets the conversations it serves end on their
+// own for CloseGrace, then stops each of the others at its next request boundary, waits for them to
+// be given back or ended, and ends the handlers' context. A follower waiting in HandOff is not
+// affected (its context ends that).
 func (g *Group) Close() error {
 	g.mu.Lock()
 	g.closed = true
-	if g.conn != nil {
-		g.conn.Close()
-		g.conn = nil
-	}
 	g.mu.Unlock()
 	g.lmu.Lock()
 	ln := g.ln
 	g.ln = nil
-	for c, busy := range g.conns {
-		if !busy {
-			c.Close()
-		}
-	}
 	g.lmu.Unlock()
 	if ln == nil {
 		return nil
 	}
 	err := ln.Close()
+	g.waitServed(CloseGrace)
+	g.lmu.Lock()
+	for p := range g.pipes {
+		close(p.stop)
+		_ = p.in.SetReadDeadline(time.Unix(1, 0)) // a read waiting for the next request returns
+	}
+	g.lmu.Unlock()
 	g.serving.Wait()
 	g.cancel()
 	return err
 }
 
+// waitServed waits until no conversation is served, or d has passed.
+func (g *Group) waitServed(d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		g.serving.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
 // writeFrame sends v as a 4-byte big-endian length and its JSON.
 func writeFrame(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
+	b, err := frame(v)
 	if err != nil {
 		return err
 	}
-	if len(b) > maxFrame {
-		return fmt.Errorf("share: a message of %d bytes (at most %d)", len(b), maxFrame)
-	}
-	buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b)))
-	_, err = w.Write(append(buf, b...))
+	_, err = w.Write(b)
 	return err
+}
+
+// frame is v's message: a 4-byte big-endian length and its JSON.
+func frame(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFrame {
+		return nil, fmt.Errorf("share: a message of %d bytes (at most %d)", len(b), maxFrame)
+	}
+	return append(binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b))), b...), nil
 }
 
 // readFrame reads one message written by writeFrame into v.
@@ -291,6 +324,11 @@ func readFrame(r io.Reader, v any) error {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return err
 	}
+	return readBody(r, hdr, v)
+}
+
+// readBody reads the rest of a message whose header is hdr into v.
+func readBody(r io.Reader, hdr [4]byte, v any) error {
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > maxFrame {
 		return fmt.Errorf("share: a message of %d bytes (at most %d)", n, maxFrame)
@@ -304,3 +342,6 @@ func readFrame(r io.Reader, v any) error {
 	}
 	return nil
 }
+
+// errNoPipe: a hand-off message came without the two descriptors it must carry.
+var errNoPipe = errors.New("share: a hand-off without its stdin and stdout")

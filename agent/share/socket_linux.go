@@ -59,6 +59,99 @@ func checkPeer(c net.Conn) error {
 	return nil
 }
 
+// sendPipe sends h with in and out attached (SCM_RIGHTS). The descriptors are taken through
+// SyscallConn: os.File.Fd would put them back in blocking mode.
+func sendPipe(c net.Conn, h hello, in, out *os.File) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("share: not a unix socket")
+	}
+	b, err := frame(h)
+	if err != nil {
+		return err
+	}
+	inRC, err := in.SyscallConn()
+	if err != nil {
+		return err
+	}
+	outRC, err := out.SyscallConn()
+	if err != nil {
+		return err
+	}
+	n := 0
+	var werr error
+	cerr := inRC.Control(func(infd uintptr) {
+		werr = outRC.Control(func(outfd uintptr) {
+			n, _, werr = uc.WriteMsgUnix(b, syscall.UnixRights(int(infd), int(outfd)), nil)
+		})
+	})
+	if err := errors.Join(cerr, werr); err != nil {
+		return err
+	}
+	if n < len(b) { // the descriptors went with the first bytes
+		_, err = fast(c).Write(b[n:])
+	}
+	return err
+}
+
+// recvPipe reads a follower's hello and the two descriptors that come with it, as files in the
+// runtime's poller.
+func recvPipe(c net.Conn) (h hello, in, out *os.File, err error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return h, nil, nil, errors.New("share: not a unix socket")
+	}
+	var hdr [4]byte
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, _, _, err := uc.ReadMsgUnix(hdr[:], oob)
+	var fds []int
+	if oobn > 0 {
+		if msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+			for _, m := range msgs {
+				if more, perr := syscall.ParseUnixRights(&m); perr == nil {
+					fds = append(fds, more...)
+				}
+			}
+		}
+	}
+	fail := func(err error) (hello, *os.File, *os.File, error) {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		return hello{}, nil, nil, err
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if len(fds) != 2 {
+		return fail(errNoPipe)
+	}
+	if n < len(hdr) {
+		if _, err := io.ReadFull(fast(c), hdr[n:]); err != nil {
+			return fail(err)
+		}
+	}
+	if err := readBody(fast(c), hdr, &h); err != nil {
+		return fail(err)
+	}
+	for _, fd := range fds {
+		syscall.CloseOnExec(fd)
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			return fail(err)
+		}
+	}
+	return h, os.NewFile(uintptr(fds[0]), fmt.Sprintf("stdin of agent %d", h.Pid)),
+		os.NewFile(uintptr(fds[1]), fmt.Sprintf("stdout of agent %d", h.Pid)), nil
+}
+
+// fastFile returns f's reads and writes as raw system calls (f is non-blocking, in the poller).
+func fastFile(f *os.File) io.ReadWriter {
+	if r, err := rawio.New(f); err == nil {
+		return r
+	}
+	return f
+}
+
 // fast returns c's reads and writes as raw system calls (internal/rawio): a follower that only
 // relays messages then does not wake the runtime's monitor thread for each.
 func fast(c net.Conn) io.ReadWriter {

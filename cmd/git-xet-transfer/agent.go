@@ -36,10 +36,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer profile(log)()
 
 	storeDir := cfg("GIT_XET_STORE", "xet.store")
-	in, out := agentIO(stdin, stdout)
+	in, out, pipes := agentIO(stdin, stdout)
 	err := agent.Run(ctx, in, out, agent.Options{
-		Open: agent.NewXet(agent.XetOptions{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
-		Log:  log,
+		Open:  agent.NewXet(agent.XetOptions{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
+		Log:   log,
+		Pipes: pipes,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("agent stopped")

@@ -2,7 +2,13 @@
 
 package main
 
-import "io"
+import (
+	"io"
 
-// agentIO returns stdin and stdout as they are (see the unix version).
-func agentIO(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer) { return stdin, stdout }
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+)
+
+// agentIO returns stdin and stdout as they are, and no pipes to hand off (see the unix version).
+func agentIO(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, *agent.Pipes) {
+	return stdin, stdout, nil
+}

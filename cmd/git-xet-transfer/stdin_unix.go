@@ -7,29 +7,35 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/rawio"
 )
 
 // agentIO returns the protocol's reader and writer: stdin and stdout, when they are pipes or
 // sockets, duplicated in non-blocking mode (pollStdin, pollFile) and read and written with raw
-// system calls (internal/rawio), so that an agent waiting for git-lfs, or relaying small uploads
-// (agent/share), does not wake the runtime's monitor thread for each message. Anything else is used
-// as it is.
-func agentIO(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer) {
+// system calls (internal/rawio), so that an agent waiting for git-lfs, or the leader of a push's agents
+// (agent/share) serving several, does not wake the runtime's monitor thread for each message. Anything else is used
+// as it is. When both are pipes or sockets, the returned Pipes are those duplicates, which an
+// upload agent may hand to the push's leading agent (agent/share).
+func agentIO(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, *agent.Pipes) {
 	in, out := pollStdin(stdin), stdout
+	var pipes agent.Pipes
 	if f, ok := in.(*os.File); ok && in != stdin {
 		if r, err := rawio.New(f); err == nil {
-			in = r
+			in, pipes.In = r, f
 		}
 	}
 	if f, ok := stdout.(*os.File); ok {
 		if p := pollFile(f); p != nil {
 			if w, err := rawio.New(p); err == nil {
-				out = w
+				out, pipes.Out = w, p
 			}
 		}
 	}
-	return in, out
+	if pipes.In == nil || pipes.Out == nil {
+		return in, out, nil
+	}
+	return in, out, &pipes
 }
 
 // pollStdin returns the agent's stdin read through the Go runtime's poller when it is a pipe or a

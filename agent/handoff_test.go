@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
+	"github.com/git-xet-transfer/git-xet-transfer/protocol"
+)
+
+// fakeHandOff answers hand-offs from a script, recording the bytes each was given.
+type fakeHandOff struct {
+	outcomes []share.Outcome
+	got      []string
+	err      error
+}
+
+func (f *fakeHandOff) handOff(ctx context.Context, p Pipes, buffered []byte) (share.Outcome, bool, error) {
+	f.got = append(f.got, string(buffered))
+	if len(f.outcomes) == 0 {
+		return share.Outcome{}, false, nil
+	}
+	o := f.outcomes[0]
+	f.outcomes = f.outcomes[1:]
+	return o, true, f.err
+}
+
+const terminate = `{"event":"terminate"}` + "\n"
+
+// A conversation given back is handed off again with the bytes that came back; once no leader
+// takes it, the process goes on itself, reading those bytes before its stdin.
+func TestHandOffLoopGoesOnWithWhatCameBack(t *testing.T) {
+	f := &fakeHandOff{outcomes: []share.Outcome{{Resume: []byte("{\"event\":")}}}
+	in := strings.NewReader(`"terminate"}` + "\n")
+	dec, over, err := handOffLoop(context.Background(), f, Pipes{}, in, protocol.NewDecoder(strings.NewReader("")))
+	if over || err != nil {
+		t.Fatalf("over %v, %v", over, err)
+	}
+	if len(f.got) != 2 || f.got[0] != "" || f.got[1] != "{\"event\":" {
+		t.Fatalf("handed off with %q", f.got)
+	}
+	if req, err := dec.Decode(); err != nil || req.Event != protocol.EventTerminate {
+		t.Fatalf("went on with %+v, %v", req, err)
+	}
+}
+
+// Stay keeps the conversation here without another hand-off; Exit ends the process (with the
+// leader's error, when it sent one); a leader gone without a word is an error.
+func TestHandOffLoopOutcomes(t *testing.T) {
+	f := &fakeHandOff{outcomes: []share.Outcome{{Resume: []byte(terminate), Stay: true}, {}}}
+	dec, over, err := handOffLoop(context.Background(), f, Pipes{}, strings.NewReader(""), protocol.NewDecoder(strings.NewReader("")))
+	if over || err != nil || len(f.got) != 1 {
+		t.Fatalf("stay: over %v, %v, %d hand-offs", over, err, len(f.got))
+	}
+	if req, err := dec.Decode(); err != nil || req.Event != protocol.EventTerminate {
+		t.Fatalf("stay: went on with %+v, %v", req, err)
+	}
+	for _, c := range []struct {
+		o    share.Outcome
+		err  error
+		want string
+	}{
+		{share.Outcome{Exit: true}, nil, ""},
+		{share.Outcome{Exit: true, Err: "writing to git-lfs (stdout): broken pipe"}, nil, "broken pipe"},
+		{share.Outcome{}, errors.New("the leader ended; run the push again"), "run the push again"},
+	} {
+		f := &fakeHandOff{outcomes: []share.Outcome{c.o}, err: c.err}
+		_, over, err := handOffLoop(context.Background(), f, Pipes{}, strings.NewReader(""), protocol.NewDecoder(strings.NewReader(terminate)))
+		if !over || (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: over %v, error %v; want %q", c.o, over, err, c.want)
+		}
+	}
+}
