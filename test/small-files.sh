@@ -18,6 +18,9 @@
 # committed: without them the push ran into the writeback of the 10,000 files the commit had just
 # written, which taxed the way that syncs per object (the embedded store) most: on one run its
 # agents took 0.76 ms of CPU per object that way against 0.49-0.57 ms after a settled disk.
+# The ways run SMALL_RUNS times (default 3), interleaved (xet, plain, sxet, sbasic, then again), and
+# the tables show each figure's median over the runs, with each run's ratios below them: on this
+# project's 2-core VM one push of the same code varied by 20-40 % from run to run.
 #
 #   test/small-files.sh        SMALL_N=1000 SMALL_PROFILE=1 test/small-files.sh
 set -euo pipefail
@@ -65,10 +68,11 @@ start_server() { # start_server DIR: a fresh xet-server on loopback, at $server_
   echo "small-files: xet-server did not start" >&2; cat "$1.log" >&2; exit 1
 }
 
-# run MODE: push and clone in a HOME of their own.
+# run MODE RUN: push and clone in a HOME of their own; the figures go to R[MODE.RUN.*].
 declare -A R
 run() {
-  local mode=$1 home="$work/home-$1" store url=""
+  local mode=$1 n=$2 home="$work/home-$1" store url=""
+  rm -rf "$home" "$work/server-$mode"
   sync
   sleep "${SMALL_PAUSE:-35}"
   mkdir -p "$home"
@@ -109,14 +113,23 @@ run() {
     /usr/bin/time -f "%e %U %S" -o "$work/clone-$mode" git "${gitc[@]}" clone -q remote.git clone
     diff -r -q repo/d00 clone/d00 >/dev/null && diff -r -q repo/d49 clone/d49 >/dev/null || { echo "small-files: $mode clone differs" >&2; exit 1; }
   )
-  R[$mode.push_wall]=$(awk '{print $1}' "$work/push-$mode")
-  R[$mode.push_cpu]=$(awk '{print $2 + $3}' "$work/push-$mode")
-  R[$mode.agent_cpu]=$(awk '{c += $1 + $2} END {print c + 0}' "$work/agent-push-$mode")
-  R[$mode.clone_wall]=$(awk '{print $1}' "$work/clone-$mode")
-  R[$mode.files]=$(find "$store" -type f | wc -l)
-  R[$mode.disk]=$(du -s --block-size=1 "$store" | cut -f1)
-  R[$mode.apparent]=$(du -sb "$store" | cut -f1)
-  R[$mode.cache]=$( (find "$home/.cache" -type f -printf '%s\n' 2>/dev/null || true) | awk '{ s += $1 } END { print s + 0 }')
+  local k=$mode.$n
+  R[$k.push_wall]=$(awk '{print $1}' "$work/push-$mode")
+  R[$k.push_cpu]=$(awk '{print $2 + $3}' "$work/push-$mode")
+  R[$k.agent_cpu]=$(awk '{c += $1 + $2} END {print c + 0}' "$work/agent-push-$mode")
+  R[$k.clone_wall]=$(awk '{print $1}' "$work/clone-$mode")
+  R[$k.files]=$(find "$store" -type f | wc -l)
+  R[$k.disk]=$(du -s --block-size=1 "$store" | cut -f1)
+  R[$k.apparent]=$(du -sb "$store" | cut -f1)
+  R[$k.cache]=$( (find "$home/.cache" -type f -printf '%s\n' 2>/dev/null || true) | awk '{ s += $1 } END { print s + 0 }')
+  if [ -n "$url" ]; then kill "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null || true; fi
+}
+
+# median MODE FIELD: the median of the field over the runs, into R[MODE.FIELD].
+median() {
+  local vals=() r
+  for r in $(seq "$RUNS"); do vals+=("${R[$1.$r.$2]}"); done
+  R[$1.$2]=$(printf '%s\n' "${vals[@]}" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
@@ -126,9 +139,10 @@ perobjb() { awk -v b="$1" -v n="$N" 'BEGIN { printf "%.1f B", b / n }'; }
 perobj() { awk -v c="$1" -v n="$N" 'BEGIN { printf "%.2f ms", 1000 * c / n }'; }
 row() { printf '%-30s %22s %22s %10s\n' "$@"; }
 table() { # table A B TITLE_A TITLE_B
-  local a=$1 b=$2
+  local a=$1 b=$2 f r
+  for f in push_wall push_cpu agent_cpu clone_wall files disk apparent cache; do median "$a" $f; median "$b" $f; done
   echo
-  echo "$N files, $(mb "$logical") ($(nproc) cores, one run):"
+  echo "$N files, $(mb "$logical") ($(nproc) cores; medians of $RUNS interleaved runs):"
   row "" "$3" "$4" "ratio"
   row "push wall" "${R[$a.push_wall]} s" "${R[$b.push_wall]} s" "$(ratio "${R[$a.push_wall]}" "${R[$b.push_wall]}")"
   row "push CPU (git, git-lfs, agents)" "${R[$a.push_cpu]} s" "${R[$b.push_cpu]} s" "$(ratio "${R[$a.push_cpu]}" "${R[$b.push_cpu]}")"
@@ -140,14 +154,23 @@ table() { # table A B TITLE_A TITLE_B
   row "store apparent" "$(mb "${R[$a.apparent]}")" "$(mb "${R[$b.apparent]}")" "$(ratio "${R[$a.apparent]}" "${R[$b.apparent]}")"
   row "client cache (file bytes)" "$(kb "${R[$a.cache]}")" "$(kb "${R[$b.cache]}")" ""
   row "  per object (hash: 32 B)" "$(perobjb "${R[$a.cache]}")" "$(perobjb "${R[$b.cache]}")" ""
+  for r in $(seq "$RUNS"); do
+    printf '  run %d: push %s (%s s / %s s), agents %s per object, clone %s (%s s / %s s)\n' "$r" \
+      "$(ratio "${R[$a.$r.push_wall]}" "${R[$b.$r.push_wall]}")" "${R[$a.$r.push_wall]}" "${R[$b.$r.push_wall]}" \
+      "$(perobj "${R[$a.$r.agent_cpu]}")" \
+      "$(ratio "${R[$a.$r.clone_wall]}" "${R[$b.$r.clone_wall]}")" "${R[$a.$r.clone_wall]}" "${R[$b.$r.clone_wall]}"
+  done
 }
 
-echo "pushing and cloning through xet (embedded store)"; run xet
-echo "pushing and cloning through plain git-lfs"; run plain
-if [ "${SMALL_SERVER:-1}" = 1 ]; then
-  echo "pushing and cloning through xet against xet-server (batch mode)"; run sxet
-  echo "pushing and cloning through plain git-lfs basic against xet-server"; run sbasic
-fi
+RUNS=${SMALL_RUNS:-3}
+for r in $(seq "$RUNS"); do
+  echo "run $r of $RUNS: pushing and cloning through xet (embedded store)"; run xet "$r"
+  echo "run $r of $RUNS: pushing and cloning through plain git-lfs"; run plain "$r"
+  if [ "${SMALL_SERVER:-1}" = 1 ]; then
+    echo "run $r of $RUNS: pushing and cloning through xet against xet-server (batch mode)"; run sxet "$r"
+    echo "run $r of $RUNS: pushing and cloning through plain git-lfs basic against xet-server"; run sbasic "$r"
+  fi
+done
 table xet plain "xet (embedded store)" "plain git-lfs"
 [ "${SMALL_SERVER:-1}" = 1 ] && table sxet sbasic "xet, xet-server" "basic, xet-server"
 
