@@ -19,8 +19,10 @@
 # written, which taxed the way that syncs per object (the embedded store) most: on one run its
 # agents took 0.76 ms of CPU per object that way against 0.49-0.57 ms after a settled disk.
 # The ways run SMALL_RUNS times (default 3), interleaved (xet, plain, sxet, sbasic, then again), and
-# the tables show each figure's median over the runs, with each run's ratios below them: on this
-# project's 2-core VM one push of the same code varied by 20-40 % from run to run.
+# the tables show each figure's median over the runs; the ratio of a wall or CPU time is the median
+# of the runs' own ratios (the two ways of a run ran one after the other), and each run's ratios
+# are listed below the table: on this project's 2-core VM one push of the same code varied by
+# 20-40 % from run to run.
 #
 #   test/small-files.sh        SMALL_N=1000 SMALL_PROFILE=1 test/small-files.sh
 set -euo pipefail
@@ -31,7 +33,7 @@ command -v git-lfs >/dev/null || { echo "small-files: git-lfs is missing" >&2; e
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-small.XXXXXX")
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/prof"
 go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
 go build -o "$work/bin/xet-server" ./cmd/xet-server
@@ -133,6 +135,14 @@ median() {
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+# mratio A B FIELD: the median over the runs of each run's ratio A/B of the field (the two ways of
+# a run ran one after the other, so their ratio is taken before the median).
+mratio() {
+  local r
+  for r in $(seq "$RUNS"); do
+    awk -v a="${R[$1.$r.$3]}" -v b="${R[$2.$r.$3]}" 'BEGIN { if (b > 0) print a / b }'
+  done | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else printf "%.2fx", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 kb() { awk -v b="$1" 'BEGIN { printf "%.1f KB", b / 1e3 }'; }
 perobjb() { awk -v b="$1" -v n="$N" 'BEGIN { printf "%.1f B", b / n }'; }
@@ -144,11 +154,11 @@ table() { # table A B TITLE_A TITLE_B
   echo
   echo "$N files, $(mb "$logical") ($(nproc) cores; medians of $RUNS interleaved runs):"
   row "" "$3" "$4" "ratio"
-  row "push wall" "${R[$a.push_wall]} s" "${R[$b.push_wall]} s" "$(ratio "${R[$a.push_wall]}" "${R[$b.push_wall]}")"
-  row "push CPU (git, git-lfs, agents)" "${R[$a.push_cpu]} s" "${R[$b.push_cpu]} s" "$(ratio "${R[$a.push_cpu]}" "${R[$b.push_cpu]}")"
+  row "push wall" "${R[$a.push_wall]} s" "${R[$b.push_wall]} s" "$(mratio "$a" "$b" push_wall)"
+  row "push CPU (git, git-lfs, agents)" "${R[$a.push_cpu]} s" "${R[$b.push_cpu]} s" "$(mratio "$a" "$b" push_cpu)"
   row "  per object" "$(perobj "${R[$a.push_cpu]}")" "$(perobj "${R[$b.push_cpu]}")" ""
   row "  agents' CPU per object" "$(perobj "${R[$a.agent_cpu]}")" "-" ""
-  row "clone wall" "${R[$a.clone_wall]} s" "${R[$b.clone_wall]} s" "$(ratio "${R[$a.clone_wall]}" "${R[$b.clone_wall]}")"
+  row "clone wall" "${R[$a.clone_wall]} s" "${R[$b.clone_wall]} s" "$(mratio "$a" "$b" clone_wall)"
   row "store files" "${R[$a.files]}" "${R[$b.files]}" "$(ratio "${R[$a.files]}" "${R[$b.files]}")"
   row "store on disk" "$(mb "${R[$a.disk]}")" "$(mb "${R[$b.disk]}")" "$(ratio "${R[$a.disk]}" "${R[$b.disk]}")"
   row "store apparent" "$(mb "${R[$a.apparent]}")" "$(mb "${R[$b.apparent]}")" "$(ratio "${R[$a.apparent]}" "${R[$b.apparent]}")"
