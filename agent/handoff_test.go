@@ -1,12 +1,21 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
@@ -71,5 +80,40 @@ func TestHandOffLoopOutcomes(t *testing.T) {
 		if !over || (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: over %v, error %v; want %q", c.o, over, err, c.want)
 		}
+	}
+}
+
+// The leader serves a handed conversation through its own Upload: the follower's read-ahead bytes
+// first, a relative path taken from the follower's directory, each answer on the follower's
+// stdout, and terminate ends it. A request with a batch action is put back and the conversation
+// returned for the follower to keep.
+func TestServePipe(t *testing.T) {
+	dir, _, tr := storeTransferer(t, zerolog.Nop())
+	x := tr.(*xetTransferer)
+	x.sharing.leading.Store(true)
+	data := testutil.RandomBytes(5000, 7)
+	if err := os.WriteFile(filepath.Join(dir, "obj"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	oid := hex.EncodeToString(sum[:])
+	up := fmt.Sprintf(`{"event":"upload","oid":%q,"size":%d,"path":"obj"}`+"\n", oid, len(data))
+	var out bytes.Buffer
+	o := x.servePipe(context.Background(), &share.Pipe{Buffered: []byte(up), In: strings.NewReader(terminate), Out: &out, Dir: dir, Pid: 42})
+	if !o.Exit || o.Err != "" {
+		t.Fatalf("outcome %+v, want a clean exit on terminate", o)
+	}
+	if !strings.Contains(out.String(), `"event":"complete","oid":"`+oid+`"`) || strings.Contains(out.String(), "error") {
+		t.Fatalf("answers: %s", out.String())
+	}
+
+	batch := fmt.Sprintf(`{"event":"upload","oid":%q,"size":%d,"path":"obj","action":{"href":"https://lfs.example/x"}}`+"\n", oid, len(data))
+	out.Reset()
+	o = x.servePipe(context.Background(), &share.Pipe{In: strings.NewReader(batch + terminate), Out: &out, Dir: dir, Pid: 43})
+	if o.Exit || !o.Stay || string(o.Resume) != batch+terminate {
+		t.Fatalf("outcome %+v (resume %q), want the conversation back from the batch request on", o, o.Resume)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("answered a request it gave back: %s", out.String())
 	}
 }
