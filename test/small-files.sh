@@ -19,7 +19,8 @@
 # written, which taxed the way that syncs per object (the embedded store) most: on one run its
 # agents took 0.76 ms of CPU per object that way against 0.49-0.57 ms after a settled disk.
 # The ways run SMALL_RUNS times (default 3), interleaved (xet, plain, sxet, sbasic, then again), and
-# the tables show each figure's median over the runs; the ratio of a wall or CPU time is the median
+# the tables show each figure's median over the runs (each run keeps its own HOME and server data
+# until the script ends: deleting them between runs put the next clones in ext4's slow window); the ratio of a wall or CPU time is the median
 # of the runs' own ratios (the two ways of a run ran one after the other), and each run's ratios
 # are listed below the table: on this project's 2-core VM one push of the same code varied by
 # 20-40 % from run to run.
@@ -73,13 +74,12 @@ start_server() { # start_server DIR: a fresh xet-server on loopback, at $server_
 # run MODE RUN: push and clone in a HOME of their own; the figures go to R[MODE.RUN.*].
 declare -A R
 run() {
-  local mode=$1 n=$2 home="$work/home-$1" store url=""
-  rm -rf "$home" "$work/server-$mode"
+  local mode=$1 n=$2 home="$work/home-$1-$2" srv="$work/server-$1-$2" store url=""
   sync
   sleep "${SMALL_PAUSE:-35}"
   mkdir -p "$home"
   case $mode in
-  sxet | sbasic) mkdir -p "$work/server-$mode"; start_server "$work/server-$mode"; url=$server_url; store="$work/server-$mode/cas" ;;
+  sxet | sbasic) mkdir -p "$srv"; start_server "$srv"; url=$server_url; store="$srv/cas" ;;
   xet) store="$home/remote.git/xet" ;;
   plain) store="$home/remote.git/lfs" ;;
   esac
