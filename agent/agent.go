@@ -62,12 +62,15 @@ type Options struct {
 	Open Opener
 	Log  zerolog.Logger
 	// ProgressInterval is the least time between two progress messages of one object (default
-	// 100 ms). The first one is sent at once.
+	// defaultProgressInterval). The first one is sent at once.
 	ProgressInterval time.Duration
 	// Pipes, when set, let an upload agent hand its conversation to the push's leading agent
 	// process (see handingOff and agent/share).
 	Pipes *Pipes
 }
+
+// defaultProgressInterval is Options.ProgressInterval when it is not set.
+const defaultProgressInterval = 100 * time.Millisecond
 
 // Run speaks the protocol on in/out until terminate or the end of in. It returns nil after a
 // clean end (terminate, or git-lfs closing stdin between requests) and an error when the
@@ -75,7 +78,7 @@ type Options struct {
 // write to git-lfs failing); the caller exits non-zero then, with the error on stderr.
 func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	if o.ProgressInterval <= 0 {
-		o.ProgressInterval = 100 * time.Millisecond
+		o.ProgressInterval = defaultProgressInterval
 	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)

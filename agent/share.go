@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
@@ -128,32 +127,25 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 func (x *xetTransferer) servePipe(ctx context.Context, p *share.Pipe) share.Outcome {
 	in := newInput(p.Buffered, p.In)
 	enc := protocol.NewEncoder(p.Out)
-	o := Options{Log: x.o.Log.With().Int("for", p.Pid).Logger(), ProgressInterval: 100 * time.Millisecond}
+	o := Options{Log: x.o.Log.With().Int("for", p.Pid).Logger(), ProgressInterval: defaultProgressInterval}
 	init := Init{Operation: protocol.OperationUpload, Remote: x.init.Remote}
 	back := func(stay bool) share.Outcome { return share.Outcome{Resume: in.remaining(), Stay: stay} }
 	for served := 0; ; served++ {
-		select {
-		case <-p.Stopping():
+		if stopping(p) { // checked first too: a request already buffered is not read past the stop
 			return back(false)
-		default:
 		}
 		req, err := in.dec.Decode()
-		if err != nil {
-			select {
-			case <-p.Stopping():
-				return back(false)
-			default:
-			}
-		}
-		if err == nil && req.Event == protocol.EventUpload && (req.Action != nil || x.networkRemote(ctx)) {
+		switch {
+		case err != nil && stopping(p): // the read the stop's deadline cut
+			return back(false)
+		case errors.Is(err, io.EOF):
+			return share.Outcome{Exit: true}
+		case err != nil:
+		case req.Event == protocol.EventUpload && (req.Action != nil || x.networkRemote(ctx)):
 			in.dec.UnreadLast()
 			return back(true)
-		}
-		if err == nil && req.Path != "" && !filepath.IsAbs(req.Path) {
+		case req.Path != "" && !filepath.IsAbs(req.Path):
 			req.Path = filepath.Join(p.Dir, req.Path)
-		}
-		if errors.Is(err, io.EOF) {
-			return share.Outcome{Exit: true}
 		}
 		done, err := serveRequest(ctx, readResult{req, err}, init, x, enc, o, served)
 		if err != nil {
@@ -162,5 +154,15 @@ func (x *xetTransferer) servePipe(ctx context.Context, p *share.Pipe) share.Outc
 		if done {
 			return share.Outcome{Exit: true}
 		}
+	}
+}
+
+// stopping reports whether the leader serving p is closing (share.Pipe.Stopping).
+func stopping(p *share.Pipe) bool {
+	select {
+	case <-p.Stopping():
+		return true
+	default:
+		return false
 	}
 }

@@ -13,10 +13,10 @@ import (
 
 // agentIO returns the protocol's reader and writer: stdin and stdout, when they are pipes or
 // sockets, duplicated in non-blocking mode (pollStdin, pollFile) and read and written with raw
-// system calls (internal/rawio), so that an agent waiting for git-lfs, or the leader of a push's agents
-// (agent/share) serving several, does not wake the runtime's monitor thread for each message. Anything else is used
-// as it is. When both are pipes or sockets, the returned Pipes are those duplicates, which an
-// upload agent may hand to the push's leading agent (agent/share).
+// system calls (internal/rawio), so that an agent waiting for git-lfs, or the leader of a push's
+// agents serving several (agent/share), does not wake the runtime's monitor thread for each
+// message. Anything else is used as it is. When both are pipes or sockets, the returned Pipes are
+// those duplicates, which an upload agent may hand to the push's leading agent (agent/share).
 func agentIO(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, *agent.Pipes) {
 	in, out := pollStdin(stdin), stdout
 	var pipes agent.Pipes
