@@ -28,13 +28,40 @@ type Init struct {
 type Object struct {
 	Oid    string // SHA-256, lowercase hex
 	Size   int64
-	Path   string           // uploads: the file to read
-	Action *protocol.Action // nil in standalone mode
+	Path   string  // uploads: the file to read
+	Action *Action // nil in standalone mode
 }
+
+// Action is the LFS server's action for an object (batch mode): where to go, with which headers.
+type Action struct {
+	Href   string
+	Header map[string]string
+}
+
+// objectOf is the Object of an upload or download request.
+func objectOf(req *protocol.Request) Object {
+	obj := Object{Oid: req.Oid, Size: req.Size, Path: req.Path}
+	if req.Action != nil {
+		obj.Action = &Action{Href: req.Action.Href, Header: req.Action.Header}
+	}
+	return obj
+}
+
+// Mode is how a transfer was done, for the log ("mode" field of each transfer's line).
+type Mode string
+
+// The modes of the Xet client (agent/client).
+const (
+	ModeBatch    Mode = "batch"    // an LFS server's xet action named the CAS
+	ModeEmbedded Mode = "embedded" // the embedded store of a local remote (standalone)
+	ModeHub      Mode = "hub"      // standalone with a Hub remote: the agent asked the Hub itself
+	ModeHubLFS   Mode = "hub-lfs"  // a Hub object not in Xet, fetched whole and verified
+	ModeLFSFile  Mode = "lfs-file" // a plain LFS object kept in a local remote
+)
 
 // Result is what a transfer did, for the log and (downloads) for git-lfs.
 type Result struct {
-	Mode         string // "batch", "embedded", "lfs-file" ...
+	Mode         Mode
 	Path         string // downloads: the verified file handed to git-lfs
 	NewBytes     int64  // bytes stored or fetched that were not already there
 	DedupedBytes int64  // bytes found already stored
@@ -42,7 +69,7 @@ type Result struct {
 
 // Transferer does the work of one agent process. Calls of one conversation come one at a time
 // (git-lfs sends the next request only after the previous complete), but the leader of a push's
-// agents (handingOff) serves several conversations at once; progress may be called from any
+// agents (HandingOff) serves several conversations at once; progress may be called from any
 // goroutine.
 type Transferer interface {
 	Upload(ctx context.Context, obj Object, progress func(done int64)) (Result, error)
@@ -65,7 +92,7 @@ type Options struct {
 	// defaultProgressInterval). The first one is sent at once.
 	ProgressInterval time.Duration
 	// Pipes, when set, let an upload agent hand its conversation to the push's leading agent
-	// process (see handingOff and agent/share).
+	// process (see HandingOff and agent/share).
 	Pipes *Pipes
 }
 
@@ -94,7 +121,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
-	if h, ok := t.(handingOff); ok && o.Pipes != nil && init.Operation == protocol.OperationUpload {
+	if h, ok := t.(HandingOff); ok && o.Pipes != nil && init.Operation == protocol.OperationUpload {
 		var over bool
 		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, dec); over {
 			return err
@@ -214,7 +241,7 @@ func readRequests(ctx context.Context, cancel context.CancelFunc, d *protocol.De
 // transfer runs one request and answers it with progress and complete (first: the process's first
 // request, see progress.start). It returns an error only when writing to git-lfs fails.
 func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *protocol.Request, o Options, first bool) error {
-	obj := Object{Oid: req.Oid, Size: req.Size, Path: req.Path, Action: req.Action}
+	obj := objectOf(req)
 	p := newProgress(enc, obj.Oid, obj.Size, o.ProgressInterval)
 	p.start(first)
 	began := time.Now()
@@ -241,7 +268,7 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 	if err != nil {
 		return err
 	}
-	ev := o.Log.Info().Str("op", req.Event).Str("mode", res.Mode).Str("oid", obj.Oid).
+	ev := o.Log.Info().Str("op", req.Event).Str("mode", string(res.Mode)).Str("oid", obj.Oid).
 		Int64("size", obj.Size).Int64("new_bytes", res.NewBytes).Int64("deduped_bytes", res.DedupedBytes).
 		Dur("elapsed_ms", elapsed)
 	if secs := elapsed.Seconds(); secs > 0 {

@@ -18,12 +18,12 @@ type Pipes struct {
 	In, Out *os.File
 }
 
-// handingOff is a Transferer that can hand the whole conversation to another agent process of the
+// HandingOff is a Transferer that can hand the whole conversation to another agent process of the
 // push (after init, before the first request). handed false: the caller goes on itself. Else the
 // conversation ended there (out.Exit; err set when it ended without a word: the caller exits
 // with it) or was given back (out.Resume: the bytes read ahead, which come first).
-type handingOff interface {
-	handOff(ctx context.Context, p Pipes, buffered []byte) (out share.Outcome, handed bool, err error)
+type HandingOff interface {
+	HandOff(ctx context.Context, p Pipes, buffered []byte) (out share.Outcome, handed bool, err error)
 }
 
 // input is a conversation's decoder: bytes another process read ahead first, then in.
@@ -48,10 +48,10 @@ func (c *input) remaining() []byte {
 // handOffLoop hands the conversation to the leader of the push's agents while there is one to
 // take it. over: the conversation ended there, and the process ends with err; else it goes on
 // itself with the returned decoder.
-func handOffLoop(ctx context.Context, h handingOff, p Pipes, in io.Reader, dec *protocol.Decoder) (*protocol.Decoder, bool, error) {
+func handOffLoop(ctx context.Context, h HandingOff, p Pipes, in io.Reader, dec *protocol.Decoder) (*protocol.Decoder, bool, error) {
 	buffered := dec.Remaining()
 	for {
-		out, handed, err := h.handOff(ctx, p, buffered)
+		out, handed, err := h.HandOff(ctx, p, buffered)
 		switch {
 		case !handed:
 			return newInput(buffered, in).dec, false, nil

@@ -3,11 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
-	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
@@ -26,7 +22,7 @@ type fakeHandOff struct {
 	err      error
 }
 
-func (f *fakeHandOff) handOff(ctx context.Context, p Pipes, buffered []byte) (share.Outcome, bool, error) {
+func (f *fakeHandOff) HandOff(ctx context.Context, p Pipes, buffered []byte) (share.Outcome, bool, error) {
 	f.got = append(f.got, string(buffered))
 	if len(f.outcomes) == 0 {
 		return share.Outcome{}, false, nil
@@ -83,37 +79,39 @@ func TestHandOffLoopOutcomes(t *testing.T) {
 	}
 }
 
-// The leader serves a handed conversation through its own Upload: the follower's read-ahead bytes
-// first, a relative path taken from the follower's directory, each answer on the follower's
-// stdout, and terminate ends it. A request with a batch action is put back and the conversation
-// returned for the follower to keep.
+// The leader serves a handed conversation through its own Transferer: the follower's read-ahead
+// bytes first, a relative path taken from the follower's directory, each answer on the follower's
+// stdout, and terminate ends it. A request the leader does not serve for others is put back and the
+// conversation returned for the follower to keep.
 func TestServePipe(t *testing.T) {
-	dir, _, tr := storeTransferer(t, zerolog.Nop())
-	x := tr.(*xetTransferer)
-	x.sharing.leading.Store(true)
-	data := testutil.RandomBytes(5000, 7)
-	if err := os.WriteFile(filepath.Join(dir, "obj"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(data)
-	oid := hex.EncodeToString(sum[:])
-	up := fmt.Sprintf(`{"event":"upload","oid":%q,"size":%d,"path":"obj"}`+"\n", oid, len(data))
+	dir := t.TempDir()
+	var paths []string
+	f := &fake{upload: func(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+		paths = append(paths, obj.Path)
+		return Result{Mode: ModeEmbedded}, nil
+	}}
+	serves := func(ctx context.Context, obj Object) bool { return obj.Action == nil }
+	oid := oidN(7)
+	up := fmt.Sprintf(`{"event":"upload","oid":%q,"size":5000,"path":"obj"}`+"\n", oid)
 	var out bytes.Buffer
-	o := x.servePipe(context.Background(), &share.Pipe{Buffered: []byte(up), In: strings.NewReader(terminate), Out: &out, Dir: dir, Pid: 42})
+	o := ServePipe(context.Background(), f, serves, "origin", zerolog.Nop(), &share.Pipe{Buffered: []byte(up), In: strings.NewReader(terminate), Out: &out, Dir: dir, Pid: 42})
 	if !o.Exit || o.Err != "" {
 		t.Fatalf("outcome %+v, want a clean exit on terminate", o)
 	}
 	if !strings.Contains(out.String(), `"event":"complete","oid":"`+oid+`"`) || strings.Contains(out.String(), "error") {
 		t.Fatalf("answers: %s", out.String())
 	}
+	if len(paths) != 1 || paths[0] != filepath.Join(dir, "obj") {
+		t.Fatalf("uploaded paths %q, want the follower's %s", paths, filepath.Join(dir, "obj"))
+	}
 
-	batch := fmt.Sprintf(`{"event":"upload","oid":%q,"size":%d,"path":"obj","action":{"href":"https://lfs.example/x"}}`+"\n", oid, len(data))
+	batch := fmt.Sprintf(`{"event":"upload","oid":%q,"size":5000,"path":"obj","action":{"href":"https://lfs.example/x"}}`+"\n", oid)
 	out.Reset()
-	o = x.servePipe(context.Background(), &share.Pipe{In: strings.NewReader(batch + terminate), Out: &out, Dir: dir, Pid: 43})
+	o = ServePipe(context.Background(), f, serves, "origin", zerolog.Nop(), &share.Pipe{In: strings.NewReader(batch + terminate), Out: &out, Dir: dir, Pid: 43})
 	if o.Exit || !o.Stay || string(o.Resume) != batch+terminate {
 		t.Fatalf("outcome %+v (resume %q), want the conversation back from the batch request on", o, o.Resume)
 	}
-	if out.Len() != 0 {
+	if out.Len() != 0 || len(paths) != 1 {
 		t.Fatalf("answered a request it gave back: %s", out.String())
 	}
 }

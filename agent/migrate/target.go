@@ -12,9 +12,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
-	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -83,13 +83,13 @@ type batchTarget struct {
 	remote string
 	lfsURL string
 	api    *hub.API
-	opts   agent.XetOptions
+	opts   client.Options
 	client atomic.Pointer[cas.Client]
 }
 
 // OpenBatch returns the target at an LFS URL (…/info/lfs), reached with the user's credential for
 // that URL (as git push finds it: URL user info, netrc, ssh, git credential, Hub tokens).
-func OpenBatch(lfsURL, remote string, o agent.XetOptions) (Target, error) {
+func OpenBatch(lfsURL, remote string, o client.Options) (Target, error) {
 	api := hub.NewAPI(credentials.NewForURL(lfsURL, "upload"), &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())
 	return &batchTarget{remote: remote, lfsURL: strings.TrimSuffix(lfsURL, "/"), api: api, opts: o}, nil
 }
@@ -109,9 +109,9 @@ type batchObj struct {
 type batchAns struct {
 	Transfer string `json:"transfer"`
 	Objects  []struct {
-		Oid     string                      `json:"oid"`
-		Size    int64                       `json:"size"`
-		Actions map[string]*protocol.Action `json:"actions"`
+		Oid     string                   `json:"oid"`
+		Size    int64                    `json:"size"`
+		Actions map[string]*agent.Action `json:"actions"`
 		Error   *struct {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
@@ -166,7 +166,7 @@ func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, e
 			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", hub.Where(t.lfsURL), a.Transfer)
 		}
 		if t.client.Load() == nil && r.Actions["upload"] != nil {
-			c, err := agent.ActionCAS(r.Actions["upload"], t.remote, "upload", t.opts)
+			c, err := client.ActionCAS(r.Actions["upload"], t.remote, "upload", t.opts)
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 )
 
 // runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
@@ -29,7 +30,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	g := agent.Git{}
+	g := client.Git{}
 	cfg := agentConfig(ctx, g)
 	log, closeLog := agentLogger(cfg, stderr)
 	defer closeLog()
@@ -38,7 +39,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	storeDir := cfg("GIT_XET_STORE", "xet.store")
 	in, out, pipes := agentIO(stdin, stdout)
 	err := agent.Run(ctx, in, out, agent.Options{
-		Open:  agent.NewXet(agent.XetOptions{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
+		Open:  client.New(client.Options{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
 		Log:   log,
 		Pipes: pipes,
 	})
@@ -52,7 +53,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // agentConfig reads the agent's settings from git config in one call (every agent process of a push
 // starts with it) and returns a lookup that prefers the environment variable when it is set.
-func agentConfig(ctx context.Context, g agent.Git) func(env, key string) string {
+func agentConfig(ctx context.Context, g client.Git) func(env, key string) string {
 	m, _ := g.ConfigMatching(ctx, `^xet\.(loglevel|logfile|store)$`)
 	return func(env, key string) string {
 		if v := os.Getenv(env); v != "" {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -25,7 +25,7 @@ func runFsck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	if *dir == "" {
-		r, err := agent.ResolveLocalRemote(ctx, agent.Git{}, *remote)
+		r, err := client.ResolveLocalRemote(ctx, client.Git{}, *remote)
 		if err != nil {
 			fmt.Fprintf(stderr, "git-xet-transfer fsck: %v\n", err)
 			return 1

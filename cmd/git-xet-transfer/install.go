@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 )
 
 // The git config keys install writes (and uninstall removes).
@@ -106,7 +106,7 @@ func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ctx := context.Background()
-	g := agent.Git{}
+	g := client.Git{}
 	if _, err := exec.LookPath("git"); err != nil {
 		fmt.Fprintln(stderr, "git-xet-transfer install: git is not on the PATH; install git first")
 		return 1
@@ -172,7 +172,7 @@ func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return 2
 	}
 	ctx := context.Background()
-	g := agent.Git{}
+	g := client.Git{}
 	removed := 0
 	keys := []string{keyPath, keyConcurrent, keyStandalone}
 	keys = append(keys, standaloneKeys(ctx, g, scope)...)
@@ -203,7 +203,7 @@ func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 
 // standaloneKeys lists the lfs.<url>.standalonetransferagent keys of scope set to this agent, other
 // than keyStandalone (install --hub's).
-func standaloneKeys(ctx context.Context, g agent.Git, scope string) []string {
+func standaloneKeys(ctx context.Context, g client.Git, scope string) []string {
 	out, _ := g.Run(ctx, "config", scope, "--get-regexp", `^lfs\..*\.standalonetransferagent$`)
 	var keys []string
 	for _, line := range strings.Split(out, "\n") {

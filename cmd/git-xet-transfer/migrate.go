@@ -14,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
@@ -36,7 +36,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	g := agent.Git{}
+	g := client.Git{}
 	log, closeLog := agentLogger(agentConfig(ctx, g), stderr)
 	defer closeLog()
 	if f.dryRun { // nothing is opened on the target: it must not change
@@ -127,22 +127,22 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 
 // openTarget finds where objects go: --to, else the remote itself (its embedded store when it is on
 // this machine, else its LFS server, which must offer xet).
-func openTarget(ctx context.Context, g agent.Git, f migrateFlags, log zerolog.Logger) (migrate.Target, error) {
+func openTarget(ctx context.Context, g client.Git, f migrateFlags, log zerolog.Logger) (migrate.Target, error) {
 	to := f.to
 	if to == "" {
-		if r, err := agent.ResolveLocalRemote(ctx, g, f.remote); err == nil {
+		if r, err := client.ResolveLocalRemote(ctx, g, f.remote); err == nil {
 			return migrate.OpenEmbedded(r.StoreDir(), log)
 		}
 		e := credentials.New(f.remote, "upload").Endpoint()
 		if e == "" || e == "<unknown>" {
 			return nil, fmt.Errorf("remote %q has no LFS endpoint; give --to", f.remote)
 		}
-		return migrate.OpenBatch(e, f.remote, agent.XetOptions{Log: log})
+		return migrate.OpenBatch(e, f.remote, client.Options{Log: log})
 	}
 	if strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://") {
-		return migrate.OpenBatch(to, f.remote, agent.XetOptions{Log: log})
+		return migrate.OpenBatch(to, f.remote, client.Options{Log: log})
 	}
-	p, ok := agent.LocalPath(to, g.TopLevel(ctx))
+	p, ok := client.LocalPath(to, g.TopLevel(ctx))
 	if !ok {
 		return nil, fmt.Errorf("--to %q is neither an http(s) LFS URL nor a local path", to)
 	}
@@ -162,7 +162,7 @@ func isDirPath(p string) bool {
 
 // switchToXet writes what makes later pushes and pulls of the remote use Xet: the agent's keys in
 // this repository's config, remote.<r>.lfsurl for a --to target, .lfsconfig when asked.
-func switchToXet(ctx context.Context, g agent.Git, f migrateFlags, target migrate.Target, stdout io.Writer) error {
+func switchToXet(ctx context.Context, g client.Git, f migrateFlags, target migrate.Target, stdout io.Writer) error {
 	self, err := selfPath()
 	if err != nil {
 		return err
@@ -211,15 +211,15 @@ func switchToXet(ctx context.Context, g agent.Git, f migrateFlags, target migrat
 // targetURL is the LFS URL later pushes and pulls must use: --to (a local path made absolute), or
 // for the remote's own embedded store the remote's URL; "" when nothing changes (the remote's LFS
 // server is the target).
-func targetURL(ctx context.Context, g agent.Git, f migrateFlags) (string, error) {
+func targetURL(ctx context.Context, g client.Git, f migrateFlags) (string, error) {
 	switch {
 	case strings.HasPrefix(f.to, "http://") || strings.HasPrefix(f.to, "https://"):
 		return f.to, nil
 	case f.to != "":
-		p, _ := agent.LocalPath(f.to, g.TopLevel(ctx))
+		p, _ := client.LocalPath(f.to, g.TopLevel(ctx))
 		return p, nil
 	}
-	r, err := agent.ResolveLocalRemote(ctx, g, f.remote)
+	r, err := client.ResolveLocalRemote(ctx, g, f.remote)
 	if err != nil {
 		return "", nil
 	}
@@ -227,7 +227,7 @@ func targetURL(ctx context.Context, g agent.Git, f migrateFlags) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if p, ok := agent.LocalPath(u, g.TopLevel(ctx)); ok {
+	if p, ok := client.LocalPath(u, g.TopLevel(ctx)); ok {
 		return p, nil
 	}
 	return r.URL, nil

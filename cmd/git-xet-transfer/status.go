@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 )
 
@@ -25,7 +25,7 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ctx := context.Background()
-	g := agent.Git{}
+	g := client.Git{}
 	self, _ := selfPath()
 	printVersions(ctx, g, self, stdout)
 	installed := printConfig(ctx, g, self, stdout)
@@ -40,7 +40,7 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // printVersions prints the versions of this program, git and git-lfs.
-func printVersions(ctx context.Context, g agent.Git, self string, stdout io.Writer) {
+func printVersions(ctx context.Context, g client.Git, self string, stdout io.Writer) {
 	fmt.Fprintf(stdout, "git-xet-transfer %s (%s, %s)\n", version(), self, runtime.Version())
 	if v, err := g.Run(ctx, "version"); err == nil {
 		fmt.Fprintf(stdout, "%s\n", v)
@@ -56,7 +56,7 @@ func printVersions(ctx context.Context, g agent.Git, self string, stdout io.Writ
 
 // printConfig prints the settings that matter, where each comes from, and reports whether the agent
 // is installed.
-func printConfig(ctx context.Context, g agent.Git, self string, stdout io.Writer) (installed bool) {
+func printConfig(ctx context.Context, g client.Git, self string, stdout io.Writer) (installed bool) {
 	fmt.Fprintln(stdout, "\nconfiguration:")
 	installed = true
 	for _, key := range []string{keyPath, keyConcurrent, keyStandalone, "lfs.standalonetransferagent",
@@ -104,19 +104,19 @@ func printShardCache(stdout io.Writer) {
 }
 
 // printRemotes prints, inside a repository, each remote and where its Xet data goes.
-func printRemotes(ctx context.Context, g agent.Git, stdout io.Writer) {
+func printRemotes(ctx context.Context, g client.Git, stdout io.Writer) {
 	if top, err := g.Run(ctx, "rev-parse", "--git-dir"); err != nil || top == "" {
 		return
 	}
 	fmt.Fprintln(stdout, "\nremotes of this repository:")
 	names, _ := g.Run(ctx, "remote")
 	for _, name := range strings.Fields(names) {
-		u, err := agent.RemoteURL(ctx, g, name)
+		u, err := client.RemoteURL(ctx, g, name)
 		if err != nil {
 			fmt.Fprintf(stdout, "  %s: %v\n", name, err)
 			continue
 		}
-		r, err := agent.ResolveLocalRemote(ctx, g, name)
+		r, err := client.ResolveLocalRemote(ctx, g, name)
 		if err != nil {
 			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(ctx, g, u))
 			continue
@@ -131,7 +131,7 @@ func printRemotes(ctx context.Context, g agent.Git, stdout io.Writer) {
 
 // networkMode says how a network remote's LFS objects move: for a Hugging Face Hub remote, whether
 // it is in standalone mode (install --hub) or batch mode.
-func networkMode(ctx context.Context, g agent.Git, remoteURL string) string {
+func networkMode(ctx context.Context, g client.Git, remoteURL string) string {
 	if !isHubURL(remoteURL) {
 		return "network remote: Xet when its LFS server offers the \"xet\" transfer"
 	}

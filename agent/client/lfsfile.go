@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -8,25 +8,27 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 )
 
 // lfsFallback serves a download from a local remote that keeps the object as a plain LFS file
 // (<remote git dir>/lfs/objects/aa/bb/oid, pushed before Xet was installed): it copies it to a
 // temp file in tmp, checking size and SHA-256 on the way.
-func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj Object, sha [32]byte, tmp string, progress func(int64)) (Result, error) {
+func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	src := r.LFSObject(obj.Oid)
 	in, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Result{}, fmt.Errorf("object %s is neither in the Xet store %s nor in %s: the remote %q does not have it "+
+		return agent.Result{}, fmt.Errorf("object %s is neither in the Xet store %s nor in %s: the remote %q does not have it "+
 			"(push it from a clone that has the file: `git lfs push --all %s`)", obj.Oid, x.storeDirOf(r), src, x.init.Remote, x.init.Remote)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("reading the LFS object of remote %q: %w", x.init.Remote, err)
+		return agent.Result{}, fmt.Errorf("reading the LFS object of remote %q: %w", x.init.Remote, err)
 	}
 	defer in.Close()
 	out, err := os.CreateTemp(tmp, "xet-lfs-"+obj.Oid+"-*")
 	if err != nil {
-		return Result{}, fmt.Errorf("creating a temp file in %s: %w", tmp, err)
+		return agent.Result{}, fmt.Errorf("creating a temp file in %s: %w", tmp, err)
 	}
 	ok := false
 	defer func() {
@@ -38,19 +40,19 @@ func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj Obje
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(out, h), &progressReader{ctx: ctx, r: in, progress: progress})
 	if err != nil {
-		return Result{}, fmt.Errorf("copying %s: %w", src, err)
+		return agent.Result{}, fmt.Errorf("copying %s: %w", src, err)
 	}
 	if n != obj.Size {
-		return Result{}, fmt.Errorf("the LFS object %s in remote %q has %d bytes, want %d: the remote's copy is damaged", src, x.init.Remote, n, obj.Size)
+		return agent.Result{}, fmt.Errorf("the LFS object %s in remote %q has %d bytes, want %d: the remote's copy is damaged", src, x.init.Remote, n, obj.Size)
 	}
 	if got := h.Sum(nil); string(got) != string(sha[:]) {
-		return Result{}, fmt.Errorf("the LFS object %s in remote %q has SHA-256 %x, want %s: the remote's copy is damaged", src, x.init.Remote, got, obj.Oid)
+		return agent.Result{}, fmt.Errorf("the LFS object %s in remote %q has SHA-256 %x, want %s: the remote's copy is damaged", src, x.init.Remote, got, obj.Oid)
 	}
 	if err := out.Close(); err != nil {
-		return Result{}, fmt.Errorf("writing %s: %w", out.Name(), err)
+		return agent.Result{}, fmt.Errorf("writing %s: %w", out.Name(), err)
 	}
 	ok = true
-	return Result{Mode: "lfs-file", Path: out.Name(), NewBytes: n}, nil
+	return agent.Result{Mode: agent.ModeLFSFile, Path: out.Name(), NewBytes: n}, nil
 }
 
 func (x *xetTransferer) storeDirOf(r LocalRemote) string {

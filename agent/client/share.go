@@ -1,18 +1,18 @@
-package agent
+package client
 
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
-	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
 // ShareMaxBytes: an upload to the embedded store smaller than this goes into the leader's batches
@@ -41,10 +41,10 @@ func (x *xetTransferer) procs() int {
 	return x.tune.Procs
 }
 
-// handOff implements handingOff: the conversation goes to the leader of the group of this
+// HandOff implements agent.HandingOff: the conversation goes to the leader of the group of this
 // process's repository, remote and store, unless this process leads it (it then serves the others'
 // conversations, servePipe, and uses every core).
-func (x *xetTransferer) handOff(ctx context.Context, p Pipes, buffered []byte) (share.Outcome, bool, error) {
+func (x *xetTransferer) HandOff(ctx context.Context, p agent.Pipes, buffered []byte) (share.Outcome, bool, error) {
 	if x.sharing.off {
 		return share.Outcome{}, false, nil
 	}
@@ -62,13 +62,13 @@ func (x *xetTransferer) handOff(ctx context.Context, p Pipes, buffered []byte) (
 // sharedUpload does a small standalone upload in the leader's next batch (smallBatcher). done is
 // false when the caller uploads it on its own (not leading, a large file, or the batch failed);
 // else res and err are the upload's.
-func (x *xetTransferer) sharedUpload(ctx context.Context, obj Object, sha [32]byte) (res Result, done bool, err error) {
+func (x *xetTransferer) sharedUpload(ctx context.Context, obj agent.Object, sha [32]byte) (res agent.Result, done bool, err error) {
 	if obj.Size >= ShareMaxBytes || !x.sharing.leading.Load() {
-		return Result{}, false, nil
+		return agent.Result{}, false, nil
 	}
 	res, err = x.sharing.batcher.do(ctx, obj, sha)
 	if errors.Is(err, errBatch) {
-		return Result{}, false, nil
+		return agent.Result{}, false, nil
 	}
 	return res, true, err
 }
@@ -120,49 +120,14 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 	return "store=" + dir + "\x00cache=" + cache + "\x00git=" + gd + "\x00remote=" + x.init.Remote, nil
 }
 
-// servePipe serves a follower's conversation in the leader (share.Handler): its standalone uploads
-// go through this process's Upload, with its own. A request this process would not do the same way
-// as the follower (one with a batch action, or to a network remote) gives the conversation back to
-// the follower, which keeps it.
+// servePipe serves a follower's conversation in the leader (share.Handler) through this process's
+// Upload, with its own (see agent.ServePipe).
 func (x *xetTransferer) servePipe(ctx context.Context, p *share.Pipe) share.Outcome {
-	in := newInput(p.Buffered, p.In)
-	enc := protocol.NewEncoder(p.Out)
-	o := Options{Log: x.o.Log.With().Int("for", p.Pid).Logger(), ProgressInterval: defaultProgressInterval}
-	init := Init{Operation: protocol.OperationUpload, Remote: x.init.Remote}
-	back := func(stay bool) share.Outcome { return share.Outcome{Resume: in.remaining(), Stay: stay} }
-	for served := 0; ; served++ {
-		if stopping(p) { // checked first too: a request already buffered is not read past the stop
-			return back(false)
-		}
-		req, err := in.dec.Decode()
-		switch {
-		case err != nil && stopping(p): // the read the stop's deadline cut
-			return back(false)
-		case errors.Is(err, io.EOF):
-			return share.Outcome{Exit: true}
-		case err != nil:
-		case req.Event == protocol.EventUpload && (req.Action != nil || x.networkRemote(ctx)):
-			in.dec.UnreadLast()
-			return back(true)
-		case req.Path != "" && !filepath.IsAbs(req.Path):
-			req.Path = filepath.Join(p.Dir, req.Path)
-		}
-		done, err := serveRequest(ctx, readResult{req, err}, init, x, enc, o, served)
-		if err != nil {
-			return share.Outcome{Exit: true, Err: err.Error()}
-		}
-		if done {
-			return share.Outcome{Exit: true}
-		}
-	}
+	return agent.ServePipe(ctx, x, x.servesOthers, x.init.Remote, x.o.Log, p)
 }
 
-// stopping reports whether the leader serving p is closing (share.Pipe.Stopping).
-func stopping(p *share.Pipe) bool {
-	select {
-	case <-p.Stopping():
-		return true
-	default:
-		return false
-	}
+// servesOthers reports whether the leader uploads obj for another process: a standalone upload to
+// the embedded store. One with a batch action, or to a network remote, stays with its process.
+func (x *xetTransferer) servesOthers(ctx context.Context, obj agent.Object) bool {
+	return obj.Action == nil && !x.networkRemote(ctx)
 }

@@ -1,10 +1,12 @@
-package agent
+package client
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
 	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
@@ -38,7 +40,7 @@ func (l locals) Spans(xs []hash.Hash) []download.Span {
 // 1 MiB or more copies the chunks it shares with objects already here (the chunk index) instead of
 // fetching them, resumes what an interrupted attempt verified (its partial file, named by the Xet
 // hash), and is recorded in the chunk index once complete.
-func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj Object, sha [32]byte, tmp string, progress func(int64)) (Result, error) {
+func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	var st download.Stats
 	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
 		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
@@ -79,7 +81,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 		part.Close(err == nil)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
+		return agent.Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
 	}
 	if idx != nil {
 		if err := idx.Record(obj.Oid, obj.Size, file, terms); err != nil {
@@ -90,12 +92,12 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 		x.o.Log.Info().Str("oid", obj.Oid).Int64("fetched", st.FetchedTerms).Int64("local", st.Local).
 			Int64("resumed", st.InPlace).Int("stale_terms", st.LocalStale).Msg("download: delta")
 	}
-	return Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
+	return agent.Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
 }
 
 // recordUpload adds an uploaded object to the chunk index: its registered terms and its chunks
 // (upload.Config.KeepEntries) say where each chunk lies in it.
-func (x *xetTransferer) recordUpload(ctx context.Context, obj Object, sess *upload.Session, res *upload.FileResult) {
+func (x *xetTransferer) recordUpload(ctx context.Context, obj agent.Object, sess *upload.Session, res *upload.FileResult) {
 	if obj.Size < localchunks.MinBytes || res.Entries == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
 	"github.com/rs/zerolog"
 
@@ -29,7 +31,7 @@ func TestUploadRefusesAWrongOid(t *testing.T) {
 	}
 	right := sha256.Sum256(data)
 	wrong := sha256.Sum256([]byte("something else"))
-	_, err := tr.Upload(ctx, Object{Oid: hex.EncodeToString(wrong[:]), Size: int64(len(data)), Path: path}, nil)
+	_, err := tr.Upload(ctx, agent.Object{Oid: hex.EncodeToString(wrong[:]), Size: int64(len(data)), Path: path}, nil)
 	if err == nil || !strings.Contains(err.Error(), hex.EncodeToString(right[:])) || !strings.Contains(err.Error(), hex.EncodeToString(wrong[:])) {
 		t.Fatalf("upload under a wrong oid: %v; want an error naming both SHA-256s", err)
 	}
@@ -40,7 +42,7 @@ func TestUploadRefusesAWrongOid(t *testing.T) {
 	if _, _, err := st.LookupSHA256(ctx, "", hash.FromSHA256(wrong)); err == nil {
 		t.Fatal("the wrong oid was registered")
 	}
-	if _, err := tr.Upload(ctx, Object{Oid: hex.EncodeToString(right[:]), Size: int64(len(data)), Path: path}, nil); err != nil {
+	if _, err := tr.Upload(ctx, agent.Object{Oid: hex.EncodeToString(right[:]), Size: int64(len(data)), Path: path}, nil); err != nil {
 		t.Fatalf("upload under the right oid: %v", err)
 	}
 	if _, _, err := st.LookupSHA256(ctx, "", hash.FromSHA256(right)); err != nil {
@@ -50,12 +52,12 @@ func TestUploadRefusesAWrongOid(t *testing.T) {
 
 // storeTransferer returns an upload Transferer of this process writing to an embedded store in a
 // temp dir (storeDir, under dir), with a shard cache of its own; closed at the end of the test.
-func storeTransferer(t *testing.T, log zerolog.Logger) (dir, storeDir string, tr Transferer) {
+func storeTransferer(t *testing.T, log zerolog.Logger) (dir, storeDir string, tr agent.Transferer) {
 	t.Helper()
 	dir = t.TempDir()
 	storeDir = filepath.Join(dir, "store")
-	open := NewXet(XetOptions{Log: log, Git: Git{Dir: dir}, StoreDir: storeDir, CacheRoot: filepath.Join(dir, "cache")})
-	tr, err := open(context.Background(), Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8})
+	open := New(Options{Log: log, Git: Git{Dir: dir}, StoreDir: storeDir, CacheRoot: filepath.Join(dir, "cache")})
+	tr, err := open(context.Background(), agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/protocol"
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -45,7 +45,7 @@ func header(h map[string]string, name string) string {
 }
 
 // parseBatchAction reads a batch action. The errors say what the LFS server left out.
-func parseBatchAction(a *protocol.Action) (*batchAction, error) {
+func parseBatchAction(a *agent.Action) (*batchAction, error) {
 	b := &batchAction{
 		CasURL:    header(a.Header, casapi.HeaderCasURL),
 		Token:     header(a.Header, casapi.HeaderAccessToken),

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
 	"github.com/rs/zerolog"
 
@@ -29,8 +31,8 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// XetOptions configure the Xet transferer. Zero fields take defaults.
-type XetOptions struct {
+// Options configure the Xet transferer. Zero fields take defaults.
+type Options struct {
 	Log        zerolog.Logger
 	Git        Git          // where the repository is (default: the current directory)
 	CacheRoot  string       // shard cache root; default localshards.Root()
@@ -84,11 +86,11 @@ func (x *xetTransferer) allCores(size int64) func() {
 // before sending it (see upload.Config.ResumeCheckBytes).
 const ResumeCheckBytes = 8 << 20
 
-// NewXet returns the Opener of the Xet transferer: batch mode when a request carries an action
+// New returns the agent.Opener of the Xet client: batch mode when a request carries an action
 // (the CAS from X-Xet-* headers), standalone mode otherwise (the embedded store of a local
 // remote, falling back to plain LFS objects kept in that remote).
-func NewXet(o XetOptions) Opener {
-	return func(ctx context.Context, init Init) (Transferer, error) {
+func New(o Options) agent.Opener {
+	return func(ctx context.Context, init agent.Init) (agent.Transferer, error) {
 		t := Tune(runtime.NumCPU(), init.ConcurrentTransfers)
 		if o.SetProcs {
 			runtime.GOMAXPROCS(t.Procs)
@@ -110,7 +112,7 @@ func NewXet(o XetOptions) Opener {
 
 // endpoint is a CAS and the shard cache used with it.
 type endpoint struct {
-	mode  string // "batch" or "embedded"
+	mode  agent.Mode
 	cas   cas.Client
 	cache *localshards.Cache // nil when the cache could not be opened (uploads go on without it)
 	local *embedded.CAS      // embedded mode
@@ -121,8 +123,8 @@ type endpoint struct {
 }
 
 type xetTransferer struct {
-	o    XetOptions
-	init Init
+	o    Options
+	init agent.Init
 	tune Tuning
 
 	mu        sync.Mutex
@@ -203,7 +205,7 @@ func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
 		Log:          x.o.Log,
 		StallTimeout: stallTimeout(),
 	})
-	e := &endpoint{mode: "batch", cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
+	e := &endpoint{mode: agent.ModeBatch, cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
 	x.endpoints[ba.CasURL] = e
 	return e
 }
@@ -279,7 +281,7 @@ func (x *xetTransferer) embeddedEndpoint(r LocalRemote, create bool) (*endpoint,
 		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, x.init.Remote, err)
 	}
 	local := embedded.New(st, "")
-	e := &endpoint{mode: "embedded", cas: local, local: local, cache: x.openCache(dir), where: dir}
+	e := &endpoint{mode: agent.ModeEmbedded, cas: local, local: local, cache: x.openCache(dir), where: dir}
 	x.endpoints[dir] = e
 	return e, nil
 }
@@ -331,43 +333,43 @@ func oidBytes(oid string) ([32]byte, error) {
 
 // Upload stores one file through Xet and returns once every xorb and the shard registering it
 // are stored.
-func (x *xetTransferer) Upload(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+func (x *xetTransferer) Upload(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
 	sha, err := oidBytes(obj.Oid)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	defer x.allCores(obj.Size)()
 	var e *endpoint
-	mode := ""
+	var mode agent.Mode
 	switch {
 	case obj.Action != nil:
 		ba, err := parseBatchAction(obj.Action)
 		if err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		e = x.batchEndpoint(ba)
 	case x.networkRemote(ctx):
 		ba, err := x.hubUploadAction(ctx, obj)
 		if err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		if ba == nil { // the Hub has it already
-			return Result{Mode: "hub", DedupedBytes: obj.Size}, nil
+			return agent.Result{Mode: agent.ModeHub, DedupedBytes: obj.Size}, nil
 		}
-		e, mode = x.batchEndpoint(ba), "hub"
+		e, mode = x.batchEndpoint(ba), agent.ModeHub
 	default:
 		if res, done, err := x.sharedUpload(ctx, obj, sha); done {
 			return res, err
 		}
 		if e, _, err = x.standaloneEndpoint(ctx, true); err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 	}
 	return x.uploadTo(ctx, e, mode, obj, sha, progress)
 }
 
 // openUpload opens the file of an upload, checking that it has the size git-lfs gave.
-func openUpload(obj Object) (*os.File, error) {
+func openUpload(obj agent.Object) (*os.File, error) {
 	f, err := os.Open(obj.Path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the file to upload: %w", err)
@@ -385,7 +387,7 @@ func openUpload(obj Object) (*os.File, error) {
 // checkUploaded refuses what an upload read when it is not the object git-lfs named: another size,
 // or another SHA-256 than the oid (a file registered under a wrong oid would make that oid
 // undownloadable).
-func checkUploaded(obj Object, sha [32]byte, res *upload.FileResult) error {
+func checkUploaded(obj agent.Object, sha [32]byte, res *upload.FileResult) error {
 	if res.Size != obj.Size {
 		return fmt.Errorf("read %d bytes of %s, want %d (was the file changed during the upload?)", res.Size, obj.Path, obj.Size)
 	}
@@ -416,10 +418,10 @@ func (x *xetTransferer) uploadConfig(ctx context.Context, e *endpoint, size int6
 }
 
 // uploadTo uploads obj to the CAS of e (mode: the Result's, else e's).
-func (x *xetTransferer) uploadTo(ctx context.Context, e *endpoint, mode string, obj Object, sha [32]byte, progress func(int64)) (Result, error) {
+func (x *xetTransferer) uploadTo(ctx context.Context, e *endpoint, mode agent.Mode, obj agent.Object, sha [32]byte, progress func(int64)) (agent.Result, error) {
 	f, err := openUpload(obj)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	defer f.Close()
 	cfg := x.uploadConfig(ctx, e, obj.Size)
@@ -431,25 +433,25 @@ func (x *xetTransferer) uploadTo(ctx context.Context, e *endpoint, mode string, 
 		// sent before its shard came. Once more without the cache: the data is sent again.
 		x.o.Log.Warn().Err(err).Str("oid", obj.Oid).Msg("upload: the remote lacks xorbs the shard names; uploading again without the shard cache")
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return Result{}, fmt.Errorf("reading the file to upload: %w", err)
+			return agent.Result{}, fmt.Errorf("reading the file to upload: %w", err)
 		}
 		cfg.Cache = nil
 		res, sess, err = x.uploadFile(ctx, cfg, e, obj, sha, f, progress)
 	}
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	defer sess.Close()
 	x.recordUpload(ctx, obj, sess, res)
 	if mode == "" {
 		mode = e.mode
 	}
-	return Result{Mode: mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}, nil
+	return agent.Result{Mode: mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}, nil
 }
 
 // uploadFile uploads f (obj) in a session of its own and registers it; the session is returned
 // open (the caller closes it), or closed on error.
-func (x *xetTransferer) uploadFile(ctx context.Context, cfg upload.Config, e *endpoint, obj Object, sha [32]byte, f io.Reader,
+func (x *xetTransferer) uploadFile(ctx context.Context, cfg upload.Config, e *endpoint, obj agent.Object, sha [32]byte, f io.Reader,
 	progress func(int64)) (*upload.FileResult, *upload.Session, error) {
 	sess := upload.NewSession(cfg)
 	ok := false
@@ -482,28 +484,28 @@ func (x *xetTransferer) uploadFile(ctx context.Context, cfg upload.Config, e *en
 
 // Download reconstructs one file from Xet into git-lfs's temp dir, verified (chunk hashes, size,
 // SHA-256 = oid) before its path is returned.
-func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+func (x *xetTransferer) Download(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
 	sha, err := oidBytes(obj.Oid)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	defer x.allCores(obj.Size)()
 	tmp, err := x.tmpDir(ctx)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	var e *endpoint
 	var file hash.Hash
 	if obj.Action != nil {
 		ba, err := parseBatchAction(obj.Action)
 		if err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		if ba.XetHash == "" {
-			return Result{}, errors.New("the LFS server's download action has no X-Xet-Hash header (the Xet file hash); it is not a Xet server")
+			return agent.Result{}, errors.New("the LFS server's download action has no X-Xet-Hash header (the Xet file hash); it is not a Xet server")
 		}
 		if file, err = hash.Parse(ba.XetHash); err != nil {
-			return Result{}, fmt.Errorf("the LFS server's X-Xet-Hash header: %w", err)
+			return agent.Result{}, fmt.Errorf("the LFS server's X-Xet-Hash header: %w", err)
 		}
 		e = x.batchEndpoint(ba)
 	} else if x.networkRemote(ctx) {
@@ -511,7 +513,7 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 	} else {
 		var r *LocalRemote
 		if e, r, err = x.standaloneEndpoint(ctx, false); err != nil {
-			return Result{}, err
+			return agent.Result{}, err
 		}
 		var size uint64
 		found := false
@@ -521,16 +523,16 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 			case err == nil:
 				found = true
 				if int64(size) != obj.Size {
-					return Result{}, fmt.Errorf("the Xet store %s maps %s to Xet file %s of %d bytes, git-lfs expects %d: it maps that oid to the wrong file; "+
+					return agent.Result{}, fmt.Errorf("the Xet store %s maps %s to Xet file %s of %d bytes, git-lfs expects %d: it maps that oid to the wrong file; "+
 						"pushing the right content again repairs it", e.where, obj.Oid, file, size, obj.Size)
 				}
 			case errors.Is(err, cas.ErrNotFound) || errors.Is(err, store.ErrNotFound):
 			default:
-				return Result{}, fmt.Errorf("looking up %s in the Xet store %s: %w", obj.Oid, e.where, err)
+				return agent.Result{}, fmt.Errorf("looking up %s in the Xet store %s: %w", obj.Oid, e.where, err)
 			}
 		}
 		if !found && r == nil {
-			return Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.o.StoreDir, x.init.Remote)
+			return agent.Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.o.StoreDir, x.init.Remote)
 		}
 		if !found {
 			return x.lfsFallback(ctx, *r, obj, sha, tmp, progress)

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
 	"github.com/rs/zerolog"
 
@@ -29,7 +31,7 @@ func TestSmallUploadsAreBatched(t *testing.T) {
 	tr.(*xetTransferer).sharing.leading.Store(true) // as handOff finds when no other process leads
 	ctx := context.Background()
 	const n = 60
-	objs := make([]Object, n)
+	objs := make([]agent.Object, n)
 	for i := range objs {
 		data := testutil.RandomBytes(1000+97*i, uint64(100+i))
 		path := filepath.Join(dir, fmt.Sprintf("obj%02d", i))
@@ -37,7 +39,7 @@ func TestSmallUploadsAreBatched(t *testing.T) {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(data)
-		objs[i] = Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
+		objs[i] = agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
 	}
 	wrongOid := sha256.Sum256([]byte("not the content"))
 	objs[7].Oid = hex.EncodeToString(wrongOid[:])

@@ -1,10 +1,12 @@
-package agent
+package client
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
@@ -46,15 +48,15 @@ type smallBatcher struct {
 }
 
 type smallJob struct {
-	obj  Object
+	obj  agent.Object
 	sha  [32]byte
 	done chan struct{}
-	res  Result
+	res  agent.Result
 	err  error
 }
 
 // do uploads obj in the next batch and returns once its batch is durable (or failed), or ctx ends.
-func (b *smallBatcher) do(ctx context.Context, obj Object, sha [32]byte) (Result, error) {
+func (b *smallBatcher) do(ctx context.Context, obj agent.Object, sha [32]byte) (agent.Result, error) {
 	j := &smallJob{obj: obj, sha: sha, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, j)
@@ -71,7 +73,7 @@ func (b *smallBatcher) do(ctx context.Context, obj Object, sha [32]byte) (Result
 	case <-j.done:
 		return j.res, j.err
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return agent.Result{}, ctx.Err()
 	}
 }
 
@@ -146,7 +148,7 @@ func (b *smallBatcher) storeBatch(ctx context.Context, jobs []*smallJob) error {
 			return err
 		}
 		if j.err = jerr; jerr == nil {
-			j.res = Result{Mode: e.mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}
+			j.res = agent.Result{Mode: e.mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}
 		}
 	}
 	if err := sess.Finish(ctx); err != nil {
@@ -158,7 +160,7 @@ func (b *smallBatcher) storeBatch(ctx context.Context, jobs []*smallJob) error {
 // addFile uploads the file of obj into sess. jerr: this file is not the object git-lfs named
 // (size, SHA-256; see openUpload, checkUploaded) or cannot be read, and the others go on; err: the
 // upload into the session failed (the session is not to be finished).
-func addFile(ctx context.Context, sess *upload.Session, obj Object, sha [32]byte) (res *upload.FileResult, jerr, err error) {
+func addFile(ctx context.Context, sess *upload.Session, obj agent.Object, sha [32]byte) (res *upload.FileResult, jerr, err error) {
 	f, jerr := openUpload(obj)
 	if jerr != nil {
 		return nil, jerr, nil

@@ -1,4 +1,4 @@
-package agent
+package client
 
 import (
 	"context"
@@ -8,9 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
-	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 )
@@ -116,45 +117,45 @@ func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string
 		Endpoint: initial.CasURL, Token: ts, SessionID: sessionID,
 		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: stallTimeout(),
 	})
-	e := &endpoint{mode: "hub", cas: client, where: initial.CasURL}
+	e := &endpoint{mode: agent.ModeHub, cas: client, where: initial.CasURL}
 	x.endpoints[key] = e
 	return e
 }
 
 // hubDownload fetches one object of a Hub remote: bridge URL → Xet reconstruction, else a plain
 // verified GET. Nothing is left in tmp on failure.
-func (x *xetTransferer) hubDownload(ctx context.Context, obj Object, sha [32]byte, tmp string, progress func(int64)) (Result, error) {
+func (x *xetTransferer) hubDownload(ctx context.Context, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	hc, err := x.hub(ctx)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	rev := x.hubRef(ctx)
 	ans, err := hc.Batch(ctx, "download", []string{"basic"}, "", []hub.Object{{Oid: obj.Oid, Size: obj.Size}})
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	if ans.Transfer != "" && ans.Transfer != "basic" {
-		return Result{}, fmt.Errorf("the Hub answered a download batch for %s with transfer %q, not basic", hc.Repo(), ans.Transfer)
+		return agent.Result{}, fmt.Errorf("the Hub answered a download batch for %s with transfer %q, not basic", hc.Repo(), ans.Transfer)
 	}
 	a := ans.Objects[obj.Oid].Actions["download"]
 	if a == nil || a.Href == "" {
-		return Result{}, fmt.Errorf("the Hub's batch answer for %s gives object %s no download action", hc.Repo(), obj.Oid)
+		return agent.Result{}, fmt.Errorf("the Hub's batch answer for %s gives object %s no download action", hc.Repo(), obj.Oid)
 	}
 	path := filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))
 	file, bridged, err := hub.BridgeHash(a.Href)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	if !bridged {
 		if err := hc.GetVerified(ctx, a.Href, a.Header, obj.Oid, obj.Size, path, progress); err != nil {
-			return Result{}, fmt.Errorf("downloading %s (not in Xet) from %s: %w", obj.Oid, hc.Repo(), err)
+			return agent.Result{}, fmt.Errorf("downloading %s (not in Xet) from %s: %w", obj.Oid, hc.Repo(), err)
 		}
-		return Result{Mode: "hub-lfs", Path: path, NewBytes: obj.Size}, nil
+		return agent.Result{Mode: agent.ModeHubLFS, Path: path, NewBytes: obj.Size}, nil
 	}
 	route := hc.TokenURL(false, rev)
 	e, err := x.hubReadEndpoint(ctx, hc, route)
 	if err != nil {
-		return Result{}, err
+		return agent.Result{}, err
 	}
 	return x.xetDownload(ctx, e, file, obj, sha, tmp, progress)
 }
@@ -175,7 +176,7 @@ func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, rou
 }
 
 // hubUploadAction asks the Hub's batch API for the upload of obj. A nil action: the Hub has it.
-func (x *xetTransferer) hubUploadAction(ctx context.Context, obj Object) (*batchAction, error) {
+func (x *xetTransferer) hubUploadAction(ctx context.Context, obj agent.Object) (*batchAction, error) {
 	hc, err := x.hub(ctx)
 	if err != nil {
 		return nil, err
@@ -199,7 +200,7 @@ func (x *xetTransferer) hubUploadAction(ctx context.Context, obj Object) (*batch
 	if a == nil {
 		return nil, fmt.Errorf("the Hub's batch answer for %s gives object %s actions but no upload action", hc.Repo(), obj.Oid)
 	}
-	return parseBatchAction(&protocol.Action{Href: a.Href, Header: a.Header})
+	return parseBatchAction(&agent.Action{Href: a.Href, Header: a.Header})
 }
 
 func expOf(t casapi.Token) time.Time {
@@ -217,7 +218,7 @@ func directIO() bool { return os.Getenv("GIT_XET_DIRECT_IO") == "1" }
 // ActionCAS returns a CAS client for a xet batch action (X-Xet-* headers, href = the token route),
 // for callers outside the protocol loop (migrate): its token is renewed at href with the action's
 // own Authorization header, or else with the user's credential for remote, as the agent does.
-func ActionCAS(a *protocol.Action, remote, operation string, o XetOptions) (cas.Client, error) {
+func ActionCAS(a *agent.Action, remote, operation string, o Options) (cas.Client, error) {
 	ba, err := parseBatchAction(a)
 	if err != nil {
 		return nil, err
@@ -228,7 +229,7 @@ func ActionCAS(a *protocol.Action, remote, operation string, o XetOptions) (cas.
 	if o.UserAgent == "" {
 		o.UserAgent = cas.DefaultUserAgent()
 	}
-	x := &xetTransferer{o: o, init: Init{Remote: remote, Operation: operation}, endpoints: map[string]*endpoint{}}
+	x := &xetTransferer{o: o, init: agent.Init{Remote: remote, Operation: operation}, endpoints: map[string]*endpoint{}}
 	e := x.batchEndpoint(ba)
 	if e.cache != nil {
 		e.cache.Close() // the caller brings its own cache
