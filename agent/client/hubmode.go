@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,64 +22,66 @@ import (
 // turn a bridge URL into its Xet hash, then reconstruct through the CAS with a read token; objects
 // not in Xet come by a plain verified GET. Uploads ask for "xet" and go on as in batch mode.
 
+// hubAccess is the Hub client of a remote's LFS endpoint with the user's credential, both found on
+// first use and kept (the credential resolver caches what it finds).
+type hubAccess struct {
+	remote, operation string
+	httpClient        *http.Client
+	userAgent         string
+	creds             once[*credentials.Resolver]
+	client            once[*hub.Client]
+}
+
 // credentials returns the process's credential resolver (one per process: it caches).
-func (x *xetTransferer) credentials() *credentials.Resolver {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.creds == nil {
-		x.creds = credentials.New(x.init.Remote, x.init.Operation)
-	}
-	return x.creds
+func (h *hubAccess) credentials() *credentials.Resolver {
+	r, _ := h.creds.get(context.Background(), func(context.Context) (*credentials.Resolver, error) {
+		return credentials.New(h.remote, h.operation), nil
+	})
+	return r
+}
+
+// get returns the Hub client of the remote's LFS endpoint.
+func (h *hubAccess) get(ctx context.Context) (*hub.Client, error) {
+	return h.client.get(ctx, func(ctx context.Context) (*hub.Client, error) {
+		r := h.credentials()
+		lfsURL, err := r.LFSURL(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+		}
+		c, err := hub.New(lfsURL, r, h.httpClient, h.userAgent)
+		if err != nil {
+			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+		}
+		return c, nil
+	})
 }
 
 // hub returns the Hub client of the remote's LFS endpoint.
-func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) {
-	r := x.credentials()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.hubClient != nil {
-		return x.hubClient, nil
-	}
-	lfsURL, err := r.LFSURL(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("remote %q: %w", x.init.Remote, err)
-	}
-	c, err := hub.New(lfsURL, r, x.o.HTTPClient, x.o.UserAgent)
-	if err != nil {
-		return nil, fmt.Errorf("remote %q: %w", x.init.Remote, err)
-	}
-	x.hubClient = c
-	return c, nil
-}
+func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) { return x.hubs.get(ctx) }
 
 // networkRemote reports whether standalone mode must talk to a server (the Hub) rather than the
 // embedded store: no xet.store, and the remote is not on this machine.
 // It is found once per process.
 func (x *xetTransferer) networkRemote(ctx context.Context) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.network == nil {
-		v := false
-		if x.o.StoreDir == "" {
-			if u, err := RemoteURL(ctx, x.o.Git, x.init.Remote); err == nil { // else ResolveLocalRemote reports it
-				_, local := LocalPath(u, x.o.Git.TopLevel(ctx))
-				v = !local
-			}
+	v, _ := x.network.get(ctx, func(ctx context.Context) (bool, error) {
+		if x.o.StoreDir != "" {
+			return false, nil
 		}
-		x.network = &v
-	}
-	return *x.network
+		u, err := RemoteURL(ctx, x.o.Git, x.init.Remote)
+		if err != nil {
+			return false, ctx.Err() // ResolveLocalRemote reports it; kept unless ctx ended
+		}
+		_, local := LocalPath(u, x.o.Git.TopLevel(ctx))
+		return !local, ctx.Err()
+	})
+	return v
 }
 
 // hubRef is the revision the Xet token routes are asked for: GIT_XET_REF or xet.ref, else the
 // current branch's upstream (uploads) or the current branch, else main. It is found once per process.
 func (x *xetTransferer) hubRef(ctx context.Context) string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.ref == "" {
-		x.ref = x.findHubRef(ctx)
-	}
-	return x.ref
+	v, _ := x.ref.get(ctx, func(ctx context.Context) (string, error) { return x.findHubRef(ctx), ctx.Err() })
+	return v
 }
 
 func (x *xetTransferer) findHubRef(ctx context.Context) string {
@@ -101,15 +104,9 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 	return branch
 }
 
-// hubTokenEndpoint is the CAS endpoint of a Hub token route, one per route per process, its token
-// refreshed at the route with the user's credential.
+// hubTokenEndpoint is the CAS endpoint of a Hub token route, its token refreshed at the route with
+// the user's credential.
 func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string, initial casapi.Token) *endpoint {
-	key := "hub:" + route
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if e, ok := x.endpoints[key]; ok {
-		return e
-	}
 	ts := cas.NewRefreshingToken(initial.AccessToken, expOf(initial), func(ctx context.Context) (casapi.Token, error) {
 		return hc.Token(ctx, route, sessionID)
 	})
@@ -117,9 +114,7 @@ func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string
 		Endpoint: initial.CasURL, Token: ts, SessionID: sessionID,
 		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: stallTimeout(),
 	})
-	e := &endpoint{mode: agent.ModeHub, cas: client, where: initial.CasURL}
-	x.endpoints[key] = e
-	return e
+	return &endpoint{mode: agent.ModeHub, cas: client, where: initial.CasURL}
 }
 
 // hubDownload fetches one object of a Hub remote: bridge URL → Xet reconstruction, else a plain
@@ -160,19 +155,15 @@ func (x *xetTransferer) hubDownload(ctx context.Context, obj agent.Object, sha [
 	return x.xetDownload(ctx, e, file, obj, sha, tmp, progress)
 }
 
-// hubReadEndpoint gets the read token of route once and returns its CAS endpoint.
+// hubReadEndpoint gets the read token of route once per process and returns its CAS endpoint.
 func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, route string) (*endpoint, error) {
-	x.mu.Lock()
-	e, ok := x.endpoints["hub:"+route]
-	x.mu.Unlock()
-	if ok {
-		return e, nil
-	}
-	tok, err := hc.Token(ctx, route, "")
-	if err != nil {
-		return nil, err
-	}
-	return x.hubTokenEndpoint(hc, route, "", tok), nil
+	return x.endpoints.get(ctx, "hub:"+route, func(ctx context.Context) (*endpoint, error) {
+		tok, err := hc.Token(ctx, route, "")
+		if err != nil {
+			return nil, err
+		}
+		return x.hubTokenEndpoint(hc, route, "", tok), nil
+	})
 }
 
 // hubUploadAction asks the Hub's batch API for the upload of obj. A nil action: the Hub has it.
@@ -216,23 +207,15 @@ func expOf(t casapi.Token) time.Time {
 func directIO() bool { return os.Getenv("GIT_XET_DIRECT_IO") == "1" }
 
 // ActionCAS returns a CAS client for a xet batch action (X-Xet-* headers, href = the token route),
-// for callers outside the protocol loop (migrate): its token is renewed at href with the action's
-// own Authorization header, or else with the user's credential for remote, as the agent does.
+// for callers outside the protocol loop (migrate), which bring their own shard cache: its token is
+// renewed at href with the action's own Authorization header, or else with the user's credential
+// for remote, as the agent does.
 func ActionCAS(a *agent.Action, remote, operation string, o Options) (cas.Client, error) {
 	ba, err := parseBatchAction(a)
 	if err != nil {
 		return nil, err
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = newHTTPClient()
-	}
-	if o.UserAgent == "" {
-		o.UserAgent = cas.DefaultUserAgent()
-	}
-	x := &xetTransferer{o: o, init: agent.Init{Remote: remote, Operation: operation}, endpoints: map[string]*endpoint{}}
-	e := x.batchEndpoint(ba)
-	if e.cache != nil {
-		e.cache.Close() // the caller brings its own cache
-	}
-	return e.cas, nil
+	o = o.withDefaults()
+	h := &hubAccess{remote: remote, operation: operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
+	return actionCAS(o, ba, h), nil
 }

@@ -38,7 +38,7 @@ func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj agen
 		}
 	}()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), &progressReader{ctx: ctx, r: in, progress: progress})
+	n, err := io.Copy(io.MultiWriter(out, h), &progressReader{stopped: ctx.Err, r: in, progress: progress})
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("copying %s: %w", src, err)
 	}
@@ -62,16 +62,16 @@ func (x *xetTransferer) storeDirOf(r LocalRemote) string {
 	return r.StoreDir()
 }
 
-// progressReader reports bytes read and stops when ctx is done.
+// progressReader reports bytes read and stops once stopped returns an error (a ctx's Err).
 type progressReader struct {
-	ctx      context.Context
+	stopped  func() error
 	r        io.Reader
 	n        int64
 	progress func(int64)
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
-	if err := p.ctx.Err(); err != nil {
+	if err := p.stopped(); err != nil {
 		return 0, err
 	}
 	n, err := p.r.Read(b)

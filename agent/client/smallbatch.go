@@ -37,10 +37,11 @@ var errBatch = errors.New("the batch of small uploads failed")
 // the store, a shard naming xorbs the store lacks) fails the whole batch with errBatch, and each
 // file is then uploaded on its own by its caller, which reports that upload's own error.
 //
-// Concurrency: safe for concurrent use.
+// Concurrency: safe for concurrent use. wait joins the runners (before what they use is closed).
 type smallBatcher struct {
 	x *xetTransferer
 
+	runners sync.WaitGroup
 	mu      sync.Mutex
 	queue   []*smallJob
 	queued  int64 // bytes in queue
@@ -67,7 +68,9 @@ func (b *smallBatcher) do(ctx context.Context, obj agent.Object, sha [32]byte) (
 	}
 	b.mu.Unlock()
 	if start {
-		go b.run()
+		// A batch is finished for every file in it, whoever stopped waiting: the runner keeps ctx's
+		// values but not its end.
+		b.runners.Go(func() { b.run(context.WithoutCancel(ctx)) })
 	}
 	select {
 	case <-j.done:
@@ -78,15 +81,18 @@ func (b *smallBatcher) do(ctx context.Context, obj agent.Object, sha [32]byte) (
 }
 
 // run stores batches until the queue is empty.
-func (b *smallBatcher) run() {
+func (b *smallBatcher) run(ctx context.Context) {
 	for {
 		jobs := b.next()
 		if jobs == nil {
 			return
 		}
-		b.store(jobs)
+		b.store(ctx, jobs)
 	}
 }
+
+// wait returns when no runner is left (Close calls it before closing the endpoints they use).
+func (b *smallBatcher) wait() { b.runners.Wait() }
 
 // next takes the next batch off the queue: the oldest files, up to batchMaxFiles and batchMaxBytes
 // (at least one). nil, and the runner ends, when the queue is empty.
@@ -109,8 +115,7 @@ func (b *smallBatcher) next() []*smallJob {
 }
 
 // store uploads jobs in one session and answers each.
-func (b *smallBatcher) store(jobs []*smallJob) {
-	ctx := context.Background() // a batch is finished for every file in it, whoever stopped waiting
+func (b *smallBatcher) store(ctx context.Context, jobs []*smallJob) {
 	err := b.storeBatch(ctx, jobs)
 	if err != nil {
 		b.x.o.Log.Warn().Err(err).Int("files", len(jobs)).Msg("upload: a batch of small files failed; uploading each on its own")

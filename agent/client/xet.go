@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,8 +17,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
-	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
@@ -95,19 +92,26 @@ func New(o Options) agent.Opener {
 		if o.SetProcs {
 			runtime.GOMAXPROCS(t.Procs)
 		}
-		if o.HTTPClient == nil {
-			o.HTTPClient = newHTTPClient()
-		}
-		if o.UserAgent == "" {
-			o.UserAgent = cas.DefaultUserAgent()
-		}
+		o := o.withDefaults()
 		o.Log.Debug().Int("procs", t.Procs).Int("upload_concurrency", t.Upload).
 			Int("download_concurrency", t.Download).Msg("tuned")
-		x := &xetTransferer{o: o, init: init, tune: t, endpoints: map[string]*endpoint{}}
+		x := &xetTransferer{o: o, init: init, tune: t}
+		x.hubs = hubAccess{remote: init.Remote, operation: init.Operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
 		x.sharing.off = shareOff()
 		x.sharing.batcher.x = x
 		return x, nil
 	}
+}
+
+// withDefaults fills the HTTP client and the user agent when they are not set.
+func (o Options) withDefaults() Options {
+	if o.HTTPClient == nil {
+		o.HTTPClient = newHTTPClient()
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = cas.DefaultUserAgent()
+	}
+	return o
 }
 
 // endpoint is a CAS and the shard cache used with it.
@@ -127,14 +131,14 @@ type xetTransferer struct {
 	init agent.Init
 	tune Tuning
 
-	mu        sync.Mutex
-	endpoints map[string]*endpoint // by CAS URL (batch) or store dir (embedded)
-	remote    *LocalRemote         // standalone mode, resolved on first use
-	gitDir    string
-	creds     *credentials.Resolver // the user's credential, resolved on first use
-	hubClient *hub.Client           // hub mode
-	network   *bool                 // standalone mode with a network remote (hub mode); found once
-	ref       string                // hub mode: the revision of the token routes; found once
+	// Values found on first use, each on its own (once.go): a leader serving several conversations
+	// never waits on a lock held across git, the network or opening a store.
+	endpoints onceMap[string, *endpoint] // by CAS URL (batch), store dir (embedded), "hub:"+route
+	remote    once[LocalRemote]          // standalone mode
+	gitDir    once[string]
+	hubs      hubAccess    // hub mode, and the Hub's token routes of batch mode
+	network   once[bool]   // standalone mode with a network remote (hub mode)
+	ref       once[string] // hub mode: the revision of the token routes
 
 	sharing sharing // the uploads handed to, or served for, the push's other agents (share.go)
 
@@ -147,9 +151,8 @@ func (x *xetTransferer) Close() error {
 	if g := x.sharing.group.Load(); g != nil { // first: what it serves uses the endpoints
 		errs = append(errs, g.Close())
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, e := range x.endpoints {
+	x.sharing.batcher.wait() // its runners use the endpoints too
+	for _, e := range x.endpoints.found() {
 		if e.cache != nil {
 			errs = append(errs, e.cache.Close())
 		}
@@ -189,36 +192,38 @@ func (x *xetTransferer) openCache(endpointName string) *localshards.Cache {
 
 // batchEndpoint returns the CAS client for a batch action, one per CAS URL per process (its token
 // source refreshes through the action's href).
-func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if e, ok := x.endpoints[ba.CasURL]; ok {
-		return e
-	}
-	ts := cas.NewRefreshingToken(ba.Token, ba.Exp, x.batchRefresher(ba))
-	client := cas.NewHTTP(cas.HTTPOptions{
+func (x *xetTransferer) batchEndpoint(ctx context.Context, ba *batchAction) *endpoint {
+	e, _ := x.endpoints.get(ctx, ba.CasURL, func(context.Context) (*endpoint, error) { return x.newBatchEndpoint(ba), nil })
+	return e
+}
+
+func (x *xetTransferer) newBatchEndpoint(ba *batchAction) *endpoint {
+	return &endpoint{mode: agent.ModeBatch, cas: actionCAS(x.o, ba, &x.hubs), cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
+}
+
+// actionCAS is the CAS client of a batch action, its token renewed as batchRefresher says.
+func actionCAS(o Options, ba *batchAction, h *hubAccess) cas.Client {
+	ts := cas.NewRefreshingToken(ba.Token, ba.Exp, batchRefresher(o, ba, h))
+	return cas.NewHTTP(cas.HTTPOptions{
 		Endpoint:     ba.CasURL,
 		Token:        ts,
 		SessionID:    ba.SessionID,
-		UserAgent:    x.o.UserAgent,
-		HTTPClient:   x.o.HTTPClient,
-		Log:          x.o.Log,
+		UserAgent:    o.UserAgent,
+		HTTPClient:   o.HTTPClient,
+		Log:          o.Log,
 		StallTimeout: stallTimeout(),
 	})
-	e := &endpoint{mode: agent.ModeBatch, cas: client, cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
-	x.endpoints[ba.CasURL] = e
-	return e
 }
 
 // batchRefresher is how a batch action's CAS token is renewed: at href with the action's own
 // Authorization when it has one (xet-server's refresh credential), else with the user's credential
 // (the Hub, whose actions carry only the X-Xet-* headers).
-func (x *xetTransferer) batchRefresher(ba *batchAction) func(ctx context.Context) (casapi.Token, error) {
+func batchRefresher(o Options, ba *batchAction, h *hubAccess) func(ctx context.Context) (casapi.Token, error) {
 	if header(ba.Auth, "Authorization") != "" || ba.Href == "" {
-		return refresher(x.o.HTTPClient, ba.Href, ba.Auth, x.o.UserAgent)
+		return refresher(o.HTTPClient, ba.Href, ba.Auth, o.UserAgent)
 	}
 	return func(ctx context.Context) (casapi.Token, error) {
-		hc, err := x.hub(ctx)
+		hc, err := h.get(ctx)
 		if err != nil {
 			return casapi.Token{}, err
 		}
@@ -228,17 +233,9 @@ func (x *xetTransferer) batchRefresher(ba *batchAction) func(ctx context.Context
 
 // localRemote resolves the remote of init once.
 func (x *xetTransferer) localRemote(ctx context.Context) (LocalRemote, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.remote != nil {
-		return *x.remote, nil
-	}
-	r, err := ResolveLocalRemote(ctx, x.o.Git, x.init.Remote)
-	if err != nil {
-		return LocalRemote{}, err
-	}
-	x.remote = &r
-	return r, nil
+	return x.remote.get(ctx, func(ctx context.Context) (LocalRemote, error) {
+		return ResolveLocalRemote(ctx, x.o.Git, x.init.Remote)
+	})
 }
 
 // standaloneEndpoint finds the embedded store of standalone mode (action null): the directory
@@ -250,58 +247,46 @@ func (x *xetTransferer) standaloneEndpoint(ctx context.Context, create bool) (e 
 		if lr, err := x.localRemote(ctx); err == nil {
 			r = &lr
 		}
-		e, err = x.embeddedEndpoint(LocalRemote{}, create)
+		e, err = x.embeddedEndpoint(ctx, LocalRemote{}, create)
 		return e, r, err
 	}
 	lr, err := x.localRemote(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err = x.embeddedEndpoint(lr, create)
+	e, err = x.embeddedEndpoint(ctx, lr, create)
 	return e, &lr, err
 }
 
 // embeddedEndpoint opens the embedded store of a local remote. With create false (downloads) a
 // missing store is not created: it returns nil, and the caller falls back to plain LFS objects.
-func (x *xetTransferer) embeddedEndpoint(r LocalRemote, create bool) (*endpoint, error) {
+func (x *xetTransferer) embeddedEndpoint(ctx context.Context, r LocalRemote, create bool) (*endpoint, error) {
 	dir := x.o.StoreDir
 	if dir == "" {
 		dir = r.StoreDir()
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if e, ok := x.endpoints[dir]; ok {
-		return e, nil
-	}
 	if !create && !isDir(dir) {
+		if e, ok := x.endpoints.peek(dir); ok {
+			return e, nil
+		}
 		return nil, nil
 	}
+	return x.endpoints.get(ctx, dir, func(context.Context) (*endpoint, error) { return x.openEmbedded(dir) })
+}
+
+// openEmbedded opens the embedded store in dir.
+func (x *xetTransferer) openEmbedded(dir string) (*endpoint, error) {
 	st, err := store.Open(dir, store.Options{Log: x.o.Log, MetaCacheBytes: store.EmbeddedMetaCacheBytes})
 	if err != nil {
 		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, x.init.Remote, err)
 	}
 	local := embedded.New(st, "")
-	e := &endpoint{mode: agent.ModeEmbedded, cas: local, local: local, cache: x.openCache(dir), where: dir}
-	x.endpoints[dir] = e
-	return e, nil
+	return &endpoint{mode: agent.ModeEmbedded, cas: local, local: local, cache: x.openCache(dir), where: dir}, nil
 }
 
 // repoGitDir is the git directory of the repository the agent serves (asked once).
 func (x *xetTransferer) repoGitDir(ctx context.Context) (string, error) {
-	x.mu.Lock()
-	gd := x.gitDir
-	x.mu.Unlock()
-	if gd != "" {
-		return gd, nil
-	}
-	gd, err := x.o.Git.GitDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	x.mu.Lock()
-	x.gitDir = gd
-	x.mu.Unlock()
-	return gd, nil
+	return x.gitDir.get(ctx, x.o.Git.GitDir)
 }
 
 // tmpDir is git-lfs's temp directory (.git/lfs/tmp): downloads are written there so git-lfs's
@@ -347,7 +332,7 @@ func (x *xetTransferer) Upload(ctx context.Context, obj agent.Object, progress f
 		if err != nil {
 			return agent.Result{}, err
 		}
-		e = x.batchEndpoint(ba)
+		e = x.batchEndpoint(ctx, ba)
 	case x.networkRemote(ctx):
 		ba, err := x.hubUploadAction(ctx, obj)
 		if err != nil {
@@ -356,7 +341,7 @@ func (x *xetTransferer) Upload(ctx context.Context, obj agent.Object, progress f
 		if ba == nil { // the Hub has it already
 			return agent.Result{Mode: agent.ModeHub, DedupedBytes: obj.Size}, nil
 		}
-		e, mode = x.batchEndpoint(ba), agent.ModeHub
+		e, mode = x.batchEndpoint(ctx, ba), agent.ModeHub
 	default:
 		if res, done, err := x.sharedUpload(ctx, obj, sha); done {
 			return res, err
@@ -507,7 +492,7 @@ func (x *xetTransferer) Download(ctx context.Context, obj agent.Object, progress
 		if file, err = hash.Parse(ba.XetHash); err != nil {
 			return agent.Result{}, fmt.Errorf("the LFS server's X-Xet-Hash header: %w", err)
 		}
-		e = x.batchEndpoint(ba)
+		e = x.batchEndpoint(ctx, ba)
 	} else if x.networkRemote(ctx) {
 		return x.hubDownload(ctx, obj, sha, tmp, progress)
 	} else {
