@@ -65,7 +65,10 @@ func TestOnceWaiterStopsWithItsContext(t *testing.T) {
 	<-started
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := o.get(ctx, func(context.Context) (string, error) { t.Error("a second attempt while one is under way"); return "", nil }); !errors.Is(err, context.Canceled) {
+	if _, err := o.get(ctx, func(context.Context) (string, error) {
+		t.Error("a second attempt while one is under way")
+		return "", nil
+	}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiter: %v, want its context's end", err)
 	}
 	close(release)
