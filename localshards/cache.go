@@ -56,8 +56,7 @@ var ErrClosed = errors.New("localshards: cache is closed")
 
 // Options configure a Cache.
 type Options struct {
-	// SizeLimit is the soft size limit in bytes. 0: $HF_XET_SHARD_CACHE_SIZE_LIMIT, else
-	// DefaultSizeLimit (16 GB). Negative: no limit.
+	// SizeLimit is the soft size limit in bytes. 0: DefaultSizeLimit (16 GB). Negative: no limit.
 	SizeLimit int64
 	// Now is the clock for expiry and creation times (tests inject one). nil: time.Now.
 	Now func() time.Time
@@ -140,24 +139,10 @@ func Open(dir string, o Options) (*Cache, error) {
 		return nil, fmt.Errorf("shard cache: %w", err)
 	}
 	if o.SizeLimit == 0 {
-		lim, ok, err := SizeLimitFromEnv()
-		if err != nil {
-			return nil, err
-		}
 		o.SizeLimit = DefaultSizeLimit
-		if ok {
-			o.SizeLimit = lim
-		}
 	}
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
-		if v := os.Getenv("HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE"); v != "" {
-			n, err := ParseSize(v)
-			if err != nil || n == 0 {
-				return nil, fmt.Errorf("HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE: want a positive entry count, got %q", v)
-			}
-			o.MaxEntries = n
-		}
 	}
 	if o.RefreshInterval == 0 {
 		o.RefreshInterval = DefaultRefreshInterval

@@ -353,14 +353,13 @@ func TestRoot(t *testing.T) {
 		{"", "", "/d", "/u", "/d/huggingface/xet"},
 		{"", "", "", "/u", "/u/.cache/huggingface/xet"},
 	} {
-		t.Setenv("HF_XET_CACHE", tc.xet)
-		t.Setenv("HF_HOME", tc.hf)
-		t.Setenv("XDG_CACHE_HOME", tc.xdg)
-		t.Setenv("HOME", tc.home)
-		got, err := Root()
+		got, err := Dirs{HFXetCache: tc.xet, HFHome: tc.hf, XDGCacheHome: tc.xdg, Home: tc.home}.Root()
 		if err != nil || got != tc.want {
 			t.Errorf("Root() with %+v = %q, %v; want %q", tc, got, err, tc.want)
 		}
+	}
+	if _, err := (Dirs{}).Root(); err == nil {
+		t.Error("a root without any directory")
 	}
 }
 
@@ -377,7 +376,7 @@ func TestEndpointDir(t *testing.T) {
 	}
 }
 
-func TestSizeLimitEnv(t *testing.T) {
+func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"123": 123, "16GB": 16e9, "512 MiB": 512 << 20, "2tb": 2e12} {
 		if got, err := ParseSize(in); err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
@@ -388,14 +387,9 @@ func TestSizeLimitEnv(t *testing.T) {
 			t.Errorf("ParseSize(%q) accepted", in)
 		}
 	}
-	t.Setenv("HF_XET_SHARD_CACHE_SIZE_LIMIT", "1kb")
 	c, err := Open(t.TempDir(), Options{})
-	if err != nil || c.opts.SizeLimit != 1000 {
-		t.Fatalf("size limit from env: %v %+v", err, c)
-	}
-	t.Setenv("HF_XET_SHARD_CACHE_SIZE_LIMIT", "lots")
-	if _, err := Open(t.TempDir(), Options{}); err == nil {
-		t.Error("bad HF_XET_SHARD_CACHE_SIZE_LIMIT accepted")
+	if err != nil || c.opts.SizeLimit != DefaultSizeLimit || c.opts.MaxEntries != DefaultMaxEntries {
+		t.Fatalf("defaults: %v %+v", err, c)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,23 +16,29 @@ import (
 // shard.cache_subdir).
 const ShardCacheSubdir = "shard-cache"
 
-// Root returns the cache root, first match wins: $HF_XET_CACHE, $HF_HOME/xet,
-// $XDG_CACHE_HOME/huggingface/xet, ~/.cache/huggingface/xet. Empty variables count as unset.
-func Root() (string, error) {
-	if d := os.Getenv("HF_XET_CACHE"); d != "" {
-		return d, nil
+// Dirs are the directories the cache root is found from, as the caller read them from the
+// environment (empty = unset).
+type Dirs struct {
+	HFXetCache   string // $HF_XET_CACHE
+	HFHome       string // $HF_HOME
+	XDGCacheHome string // $XDG_CACHE_HOME
+	Home         string // the user's home directory
+}
+
+// Root returns the cache root, first match wins: HF_XET_CACHE, HF_HOME/xet,
+// XDG_CACHE_HOME/huggingface/xet, Home/.cache/huggingface/xet.
+func (d Dirs) Root() (string, error) {
+	switch {
+	case d.HFXetCache != "":
+		return d.HFXetCache, nil
+	case d.HFHome != "":
+		return filepath.Join(d.HFHome, "xet"), nil
+	case d.XDGCacheHome != "":
+		return filepath.Join(d.XDGCacheHome, "huggingface", "xet"), nil
+	case d.Home != "":
+		return filepath.Join(d.Home, ".cache", "huggingface", "xet"), nil
 	}
-	if d := os.Getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "xet"), nil
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "xet"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("shard cache root: no HF_XET_CACHE, HF_HOME or XDG_CACHE_HOME, and %w", err)
-	}
-	return filepath.Join(home, ".cache", "huggingface", "xet"), nil
+	return "", errors.New("shard cache root: no HF_XET_CACHE, HF_HOME or XDG_CACHE_HOME, and no home directory")
 }
 
 // EndpointDir returns root/<folder of the CAS endpoint>, named as xet-core names it: the first 16
@@ -64,23 +69,9 @@ func EndpointFolder(endpoint string) string {
 	return b.String()
 }
 
-// DefaultSizeLimit is the soft limit of the shard cache in bytes when neither Options.SizeLimit nor
-// $HF_XET_SHARD_CACHE_SIZE_LIMIT sets one (xet-core's 16 GB).
+// DefaultSizeLimit is the soft limit of the shard cache in bytes when Options.SizeLimit sets none
+// (xet-core's 16 GB, which HF_XET_SHARD_CACHE_SIZE_LIMIT overrides in its clients).
 const DefaultSizeLimit int64 = 16_000_000_000
-
-// SizeLimitFromEnv reads $HF_XET_SHARD_CACHE_SIZE_LIMIT: a byte count, optionally with a decimal
-// (KB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB) suffix. ok is false when it is unset.
-func SizeLimitFromEnv() (limit int64, ok bool, err error) {
-	v := strings.TrimSpace(os.Getenv("HF_XET_SHARD_CACHE_SIZE_LIMIT"))
-	if v == "" {
-		return 0, false, nil
-	}
-	n, err := ParseSize(v)
-	if err != nil {
-		return 0, false, fmt.Errorf("HF_XET_SHARD_CACHE_SIZE_LIMIT: %w", err)
-	}
-	return n, true, nil
-}
 
 // ParseSize parses a byte count such as "16000000000", "16GB", "512 MiB".
 func ParseSize(s string) (int64, error) {

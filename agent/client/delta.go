@@ -76,7 +76,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			x.rebuildIndex(ctx, e, idx)
 		}
 	}
-	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !directIO()}, req)
+	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !x.o.DirectIO}, req)
 	if part != nil {
 		part.Close(err == nil)
 	}

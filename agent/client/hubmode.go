@@ -85,7 +85,7 @@ func (x *xetTransferer) hubRef(ctx context.Context) string {
 }
 
 func (x *xetTransferer) findHubRef(ctx context.Context) string {
-	if v := os.Getenv("GIT_XET_REF"); v != "" {
+	if v := x.o.Ref; v != "" {
 		return v
 	}
 	if v, _ := x.o.Git.Config(ctx, "xet.ref"); v != "" {
@@ -112,7 +112,7 @@ func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string
 	})
 	client := cas.NewHTTP(cas.HTTPOptions{
 		Endpoint: initial.CasURL, Token: ts, SessionID: sessionID,
-		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: stallTimeout(),
+		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: x.o.StallTimeout,
 	})
 	return &endpoint{mode: agent.ModeHub, cas: client, where: initial.CasURL}
 }
@@ -200,11 +200,6 @@ func expOf(t casapi.Token) time.Time {
 	}
 	return time.Time{}
 }
-
-// directIO reports whether downloads write with O_DIRECT (GIT_XET_DIRECT_IO=1). By default they go
-// through the page cache: git-lfs reads every downloaded file again to hash it, and a file written
-// with O_DIRECT is read back from the disk.
-func directIO() bool { return os.Getenv("GIT_XET_DIRECT_IO") == "1" }
 
 // ActionCAS returns a CAS client for a xet batch action (X-Xet-* headers, href = the token route),
 // for callers outside the protocol loop (migrate), which bring their own shard cache: its token is

@@ -150,14 +150,16 @@ func TestRefresher(t *testing.T) {
 }
 
 func TestTune(t *testing.T) {
-	t.Setenv("GIT_XET_CONCURRENCY", "")
-	if got := Tune(2, 8); got != (Tuning{Procs: 1, Upload: 1, Download: 2}) {
+	if got := Tune(2, 8, 0); got != (Tuning{Procs: 1, Upload: 1, Download: 2}) {
 		t.Errorf("2 cores, 8 workers: %+v", got)
 	}
-	if got := Tune(2, 1); got != (Tuning{Procs: 2, Upload: 4, Download: 8}) {
+	if got := Tune(2, 1, 0); got != (Tuning{Procs: 2, Upload: 4, Download: 8}) {
 		t.Errorf("2 cores, 1 worker: %+v", got)
 	}
-	if got := Tune(16, 8); got != (Tuning{Procs: 4, Upload: 4, Download: 8}) {
+	if got := Tune(16, 8, 0); got != (Tuning{Procs: 4, Upload: 4, Download: 8}) {
 		t.Errorf("16 cores, 8 workers: %+v", got)
+	}
+	if got := Tune(2, 8, 5); got != (Tuning{Procs: 1, Upload: 5, Download: 5}) {
+		t.Errorf("2 cores, 8 workers, concurrency 5: %+v", got)
 	}
 }

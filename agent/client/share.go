@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
-	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 )
 
 // ShareMaxBytes: an upload to the embedded store smaller than this goes into the leader's batches
@@ -23,15 +21,12 @@ const ShareMaxBytes = 1 << 20
 // sharing is a process's part in the push's group of agents (agent/share): the followers hand
 // their conversations with git-lfs to the leader, which serves them with its own.
 type sharing struct {
-	off     bool // GIT_XET_SHARE=0
+	off     bool // Options.NoShare
 	once    sync.Once
 	group   atomic.Pointer[share.Group] // nil until init, or when not sharing
 	leading atomic.Bool
 	batcher smallBatcher // the leader's small uploads
 }
-
-// shareOff reads GIT_XET_SHARE: 0 turns sharing off (each process serves its own conversation).
-func shareOff() bool { return os.Getenv("GIT_XET_SHARE") == "0" }
 
 // procs is the GOMAXPROCS of this process: its share (Tune), or every core while it leads.
 func (x *xetTransferer) procs() int {
@@ -101,14 +96,11 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache := x.o.CacheRoot
-	if cache == "" {
-		if cache, err = localshards.Root(); err != nil {
+	cache := x.o.Cache.Root
+	if cache != "" {
+		if cache, err = filepath.Abs(cache); err != nil {
 			return "", err
 		}
-	}
-	if cache, err = filepath.Abs(cache); err != nil {
-		return "", err
 	}
 	gd, err := x.repoGitDir(ctx)
 	if err != nil {

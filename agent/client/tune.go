@@ -1,10 +1,5 @@
 package client
 
-import (
-	"os"
-	"strconv"
-)
-
 // Tuning is how much one agent process does at once. git-lfs runs lfs.concurrenttransfers agent
 // processes side by side (8 by default), each transferring one object at a time; the machine's
 // cores are shared between them, so each process takes its share instead of all of them.
@@ -17,8 +12,8 @@ type Tuning struct {
 // Tune returns the share of one of concurrentTransfers processes on a machine with numCPU cores:
 // GOMAXPROCS = ceil(2*numCPU/concurrentTransfers) (at least 1, at most numCPU), xorb uploads in
 // flight = max(1, 2*numCPU/concurrentTransfers), ranges in flight = max(2, 4*numCPU/concurrentTransfers).
-// The environment variable GIT_XET_CONCURRENCY (a positive number) overrides the in-flight counts.
-func Tune(numCPU, concurrentTransfers int) Tuning {
+// A positive concurrency (Options.Concurrency) overrides the in-flight counts.
+func Tune(numCPU, concurrentTransfers, concurrency int) Tuning {
 	if numCPU < 1 {
 		numCPU = 1
 	}
@@ -31,8 +26,8 @@ func Tune(numCPU, concurrentTransfers int) Tuning {
 		Upload:   max(1, 2*numCPU/n),
 		Download: max(2, 4*numCPU/n),
 	}
-	if v, err := strconv.Atoi(os.Getenv("GIT_XET_CONCURRENCY")); err == nil && v > 0 {
-		t.Upload, t.Download = v, v
+	if concurrency > 0 {
+		t.Upload, t.Download = concurrency, concurrency
 	}
 	return t
 }

@@ -28,45 +28,58 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// Options configure the Xet transferer. Zero fields take defaults.
+// Options configure the Xet client. Zero fields take defaults. The command fills them from git
+// config and the environment (which no package below the command reads).
 type Options struct {
-	Log        zerolog.Logger
-	Git        Git          // where the repository is (default: the current directory)
-	CacheRoot  string       // shard cache root; default localshards.Root()
-	HTTPClient *http.Client // for the CAS and the token refresh route; default cas.NewTransport
-	UserAgent  string       // default cas.DefaultUserAgent()
+	Log zerolog.Logger
+	Git Git // where the repository is (default: the current directory)
+	// Cache is the shard cache: its root (one folder per CAS URL or store directory; "" = no shard
+	// cache) and its limits (localshards.Options.SizeLimit, MaxEntries; zero = the defaults).
+	Cache CacheOptions
+	// HTTPClient is for the CAS and the token routes; default cas.NewTransport with StallTimeout.
+	HTTPClient *http.Client
+	UserAgent  string // default cas.DefaultUserAgent()
 	// StoreDir overrides the embedded store's directory for standalone mode (default: <remote's
-	// git dir>/xet). Set from xet.store or GIT_XET_STORE by the command.
+	// git dir>/xet): xet.store or GIT_XET_STORE.
 	StoreDir string
 	// SetProcs lowers GOMAXPROCS to the process's share (Tune); off in tests that share a process.
 	SetProcs bool
+	// StallTimeout is how long an answer may send nothing before it is abandoned and fetched again
+	// (GIT_XET_STALL_TIMEOUT); 0: the CAS client's default (2 minutes).
+	StallTimeout time.Duration
+	// Concurrency, when positive, is the xorb uploads and ranges in flight per process
+	// (GIT_XET_CONCURRENCY), instead of the process's share (Tune).
+	Concurrency int
+	// NoShare keeps each process's conversation with git-lfs in that process (GIT_XET_SHARE=0).
+	NoShare bool
+	// DirectIO writes downloads with O_DIRECT instead of through the page cache (GIT_XET_DIRECT_IO=1).
+	DirectIO bool
+	// Ref is the revision Hub-mode uploads ask a write token for (GIT_XET_REF); "" = xet.ref, else
+	// the current branch's upstream (uploads) or the current branch, else main.
+	Ref string
 }
 
-// stallTimeout is GIT_XET_STALL_TIMEOUT (a Go duration, e.g. 30s), else the CAS client's default
-// (2 minutes): how long an answer may send nothing before it is abandoned and fetched again.
-func stallTimeout() time.Duration {
-	d, err := time.ParseDuration(os.Getenv("GIT_XET_STALL_TIMEOUT"))
-	if err != nil || d <= 0 {
-		return 0
-	}
-	return d
+// CacheOptions locate and bound the shard cache.
+type CacheOptions struct {
+	Root       string
+	SizeLimit  int64
+	MaxEntries int64
 }
 
 // newHTTPClient is the agent's HTTP client: the CAS transport, whose wait for headers is the stall
 // timeout too (an answer whose headers do not come is a stall).
-func newHTTPClient() *http.Client {
+func newHTTPClient(stall time.Duration) *http.Client {
 	tr := cas.NewTransport()
-	if d := stallTimeout(); d > 0 {
-		tr.ResponseHeaderTimeout = d
+	if stall > 0 {
+		tr.ResponseHeaderTimeout = stall
 	}
 	return &http.Client{Transport: tr}
 }
 
 // AllCoresBytes: a transfer of at least this many bytes runs with GOMAXPROCS = NumCPU while it
-// lasts. The share Tune gives each process (1 of 2 cores under 8 transfers) suits many objects
-// moving at once; a single big file would get one core for its chunk hashing, SHA-256, decoding
-// and compression, half of what the machine has (a 1 GiB download went at 260 MB/s). When all
-// processes are busy with big files the kernel shares the cores between them anyway.
+// lasts. The share Tune gives each process suits many objects moving at once; a single big file
+// needs every core for its chunk hashing, SHA-256, decoding and compression. When all processes are
+// busy with big files the kernel shares the cores between them anyway.
 const AllCoresBytes = 16 << 20
 
 // allCores raises GOMAXPROCS for a transfer of size bytes (see AllCoresBytes); the returned func
@@ -88,7 +101,7 @@ const ResumeCheckBytes = 8 << 20
 // remote, falling back to plain LFS objects kept in that remote).
 func New(o Options) agent.Opener {
 	return func(ctx context.Context, init agent.Init) (agent.Transferer, error) {
-		t := Tune(runtime.NumCPU(), init.ConcurrentTransfers)
+		t := Tune(runtime.NumCPU(), init.ConcurrentTransfers, o.Concurrency)
 		if o.SetProcs {
 			runtime.GOMAXPROCS(t.Procs)
 		}
@@ -97,7 +110,7 @@ func New(o Options) agent.Opener {
 			Int("download_concurrency", t.Download).Msg("tuned")
 		x := &xetTransferer{o: o, init: init, tune: t}
 		x.hubs = hubAccess{remote: init.Remote, operation: init.Operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
-		x.sharing.off = shareOff()
+		x.sharing.off = o.NoShare
 		x.sharing.batcher.x = x
 		return x, nil
 	}
@@ -106,7 +119,7 @@ func New(o Options) agent.Opener {
 // withDefaults fills the HTTP client and the user agent when they are not set.
 func (o Options) withDefaults() Options {
 	if o.HTTPClient == nil {
-		o.HTTPClient = newHTTPClient()
+		o.HTTPClient = newHTTPClient(o.StallTimeout)
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = cas.DefaultUserAgent()
@@ -173,16 +186,13 @@ const GlobalDedupeMinBytes = 1 << 20
 const MergeOwnShardBytes = 4 << 20
 
 func (x *xetTransferer) openCache(endpointName string) *localshards.Cache {
-	root := x.o.CacheRoot
+	root := x.o.Cache.Root
 	if root == "" {
-		r, err := localshards.Root()
-		if err != nil {
-			x.o.Log.Warn().Err(err).Msg("no shard cache (uploads dedupe only within a file and by asking the CAS)")
-			return nil
-		}
-		root = r
+		x.o.Log.Debug().Msg("no shard cache (uploads dedupe only within a file and by asking the CAS)")
+		return nil
 	}
-	c, err := localshards.Open(localshards.EndpointDir(root, endpointName), localshards.Options{Log: x.o.Log, MergeOwnBytes: MergeOwnShardBytes})
+	c, err := localshards.Open(localshards.EndpointDir(root, endpointName), localshards.Options{Log: x.o.Log, MergeOwnBytes: MergeOwnShardBytes,
+		SizeLimit: x.o.Cache.SizeLimit, MaxEntries: x.o.Cache.MaxEntries})
 	if err != nil {
 		x.o.Log.Warn().Err(err).Msg("opening the shard cache; going on without it")
 		return nil
@@ -211,7 +221,7 @@ func actionCAS(o Options, ba *batchAction, h *hubAccess) cas.Client {
 		UserAgent:    o.UserAgent,
 		HTTPClient:   o.HTTPClient,
 		Log:          o.Log,
-		StallTimeout: stallTimeout(),
+		StallTimeout: o.StallTimeout,
 	})
 }
 

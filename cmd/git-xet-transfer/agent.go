@@ -31,15 +31,20 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 
 	g := client.Git{}
-	cfg := agentConfig(ctx, g)
+	env := readEnvironment(os.Getenv)
+	cfg := agentConfig(ctx, g, env)
 	log, closeLog := agentLogger(cfg, stderr)
 	defer closeLog()
-	defer profile(log)()
+	defer profile(env.CPUProfile, log)()
+	for _, p := range env.Problems {
+		log.Warn().Msg(p)
+	}
 
-	storeDir := cfg("GIT_XET_STORE", "xet.store")
+	o := env.clientOptions()
+	o.Log, o.Git, o.StoreDir, o.SetProcs = log, g, cfg("GIT_XET_STORE", "xet.store"), true
 	in, out, pipes := agentIO(stdin, stdout)
 	err := agent.Run(ctx, in, out, agent.Options{
-		Open:  client.New(client.Options{Log: log, Git: g, StoreDir: storeDir, SetProcs: true}),
+		Open:  client.New(o),
 		Log:   log,
 		Pipes: pipes,
 	})
@@ -53,10 +58,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // agentConfig reads the agent's settings from git config in one call (every agent process of a push
 // starts with it) and returns a lookup that prefers the environment variable when it is set.
-func agentConfig(ctx context.Context, g client.Git) func(env, key string) string {
+func agentConfig(ctx context.Context, g client.Git, env environment) func(name, key string) string {
 	m, _ := g.ConfigMatching(ctx, `^xet\.(loglevel|logfile|store)$`)
-	return func(env, key string) string {
-		if v := os.Getenv(env); v != "" {
+	vars := map[string]string{"GIT_XET_STORE": env.Store, "GIT_XET_LOG": env.Log, "GIT_XET_LOG_LEVEL": env.LogLevel}
+	return func(name, key string) string {
+		if v := vars[name]; v != "" {
 			return v
 		}
 		return m[key]
@@ -94,11 +100,10 @@ func agentLogger(cfg func(env, key string) string, stderr io.Writer) (zerolog.Lo
 	return zerolog.New(cw).Level(level).With().Timestamp().Int("pid", pid).Logger(), func() {}
 }
 
-// profile starts a CPU profile of this agent process when GIT_XET_CPUPROFILE names a directory
-// (test/small-files.sh uses it): DIR/cpu.<pid>.pprof, and an allocation profile DIR/mem.<pid>.pprof
+// profile starts a CPU profile of this agent process when dir (GIT_XET_CPUPROFILE) is set
+// (test/small-files.sh uses it): dir/cpu.<pid>.pprof, and an allocation profile dir/mem.<pid>.pprof
 // (one sample per 4 KiB allocated), written when the returned function runs.
-func profile(log zerolog.Logger) func() {
-	dir := os.Getenv("GIT_XET_CPUPROFILE")
+func profile(dir string, log zerolog.Logger) func() {
 	if dir == "" {
 		return func() {}
 	}

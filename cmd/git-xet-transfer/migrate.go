@@ -37,12 +37,13 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	g := client.Git{}
-	log, closeLog := agentLogger(agentConfig(ctx, g), stderr)
+	env := readEnvironment(os.Getenv)
+	log, closeLog := agentLogger(agentConfig(ctx, g, env), stderr)
 	defer closeLog()
 	if f.dryRun { // nothing is opened on the target: it must not change
 		return dryRunMigrate(ctx, f, log, stdout, stderr)
 	}
-	target, err := openTarget(ctx, g, f, log)
+	target, err := openTarget(ctx, g, f, env, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "git-xet-transfer migrate: %v\n", err)
 		return 1
@@ -50,8 +51,9 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer target.Close()
 	o := migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, Target: target, DryRun: f.dryRun,
 		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20, Jobs: f.jobs}
-	if root, err := localshards.Root(); err == nil {
-		if c, err := localshards.Open(localshards.EndpointDir(root, target.Where()), localshards.Options{Log: log}); err == nil {
+	if root, err := env.CacheDirs.Root(); err == nil {
+		if c, err := localshards.Open(localshards.EndpointDir(root, target.Where()),
+			localshards.Options{Log: log, SizeLimit: env.CacheSizeLimit, MaxEntries: env.CacheMaxEntries}); err == nil {
 			defer c.Close()
 			o.Cache = c
 		}
@@ -127,7 +129,7 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 
 // openTarget finds where objects go: --to, else the remote itself (its embedded store when it is on
 // this machine, else its LFS server, which must offer xet).
-func openTarget(ctx context.Context, g client.Git, f migrateFlags, log zerolog.Logger) (migrate.Target, error) {
+func openTarget(ctx context.Context, g client.Git, f migrateFlags, env environment, log zerolog.Logger) (migrate.Target, error) {
 	to := f.to
 	if to == "" {
 		if r, err := client.ResolveLocalRemote(ctx, g, f.remote); err == nil {
@@ -137,10 +139,10 @@ func openTarget(ctx context.Context, g client.Git, f migrateFlags, log zerolog.L
 		if e == "" || e == "<unknown>" {
 			return nil, fmt.Errorf("remote %q has no LFS endpoint; give --to", f.remote)
 		}
-		return migrate.OpenBatch(e, f.remote, client.Options{Log: log})
+		return migrate.OpenBatch(e, f.remote, env.migrateOptions(log))
 	}
 	if strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://") {
-		return migrate.OpenBatch(to, f.remote, client.Options{Log: log})
+		return migrate.OpenBatch(to, f.remote, env.migrateOptions(log))
 	}
 	p, ok := client.LocalPath(to, g.TopLevel(ctx))
 	if !ok {

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
-	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 )
 
 // runStatus prints what is configured, where the caches and stores are, and the versions of git,
@@ -89,7 +88,7 @@ func printConfig(ctx context.Context, g client.Git, self string, stdout io.Write
 // printShardCache prints the shard cache root and the size of each endpoint's folder.
 func printShardCache(stdout io.Writer) {
 	fmt.Fprintln(stdout, "\nshard cache:")
-	root, err := localshards.Root()
+	root, err := readEnvironment(os.Getenv).CacheDirs.Root()
 	if err != nil {
 		fmt.Fprintf(stdout, "  unavailable: %v\n", err)
 		return
@@ -166,7 +165,7 @@ func isHubURL(s string) bool {
 		host, _, _ = strings.Cut(s[at+1:], ":")
 	}
 	hosts := []string{"huggingface.co", "hf.co"}
-	if e, err := url.Parse(os.Getenv("HF_ENDPOINT")); err == nil && e.Host != "" {
+	if e, err := url.Parse(readEnvironment(os.Getenv).HFEndpoint); err == nil && e.Host != "" {
 		hosts = append(hosts, e.Hostname())
 	}
 	return slices.Contains(hosts, strings.ToLower(host))
