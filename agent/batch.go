@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -27,7 +28,7 @@ type batchAction struct {
 	Auth      map[string]string // the action's other headers (e.g. Authorization), sent on refresh
 	XetHash   string            // downloads: the Xet file hash
 	// VerifiesSHA256: the server promises to refuse a shard whose files do not hash to the SHA-256
-	// it claims (casapi.HeaderVerifiesSHA256), so uploads may claim the oid without hashing.
+	// it claims (lfsbatch.HeaderVerifiesSHA256), so uploads may claim the oid without hashing.
 	VerifiesSHA256 bool
 }
 
@@ -47,28 +48,28 @@ func header(h map[string]string, name string) string {
 // parseBatchAction reads a batch action. The errors say what the LFS server left out.
 func parseBatchAction(a *protocol.Action) (*batchAction, error) {
 	b := &batchAction{
-		CasURL:    header(a.Header, casapi.HeaderCasURL),
-		Token:     header(a.Header, casapi.HeaderAccessToken),
-		SessionID: header(a.Header, casapi.HeaderSessionID),
-		XetHash:   header(a.Header, casapi.HeaderXetHash),
+		CasURL:    header(a.Header, lfsbatch.HeaderCasURL),
+		Token:     header(a.Header, lfsbatch.HeaderAccessToken),
+		SessionID: header(a.Header, lfsbatch.HeaderSessionID),
+		XetHash:   header(a.Header, lfsbatch.HeaderXetHash),
 		// Anything but "true" keeps the agent hashing: a server that does not understand the
 		// promise must not be taken to make it.
-		VerifiesSHA256: strings.EqualFold(header(a.Header, casapi.HeaderVerifiesSHA256), "true"),
+		VerifiesSHA256: strings.EqualFold(header(a.Header, lfsbatch.HeaderVerifiesSHA256), "true"),
 		Href:           a.Href,
 		Auth:           map[string]string{},
 	}
 	if b.CasURL == "" {
 		return nil, fmt.Errorf("the LFS server's action has no %s header: the server chose the \"xet\" transfer but did not say "+
-			"where its CAS is; it is not a Xet server (fix the server, or remove lfs.customtransfer.xet.* to use plain LFS)", casapi.HeaderCasURL)
+			"where its CAS is; it is not a Xet server (fix the server, or remove lfs.customtransfer.xet.* to use plain LFS)", lfsbatch.HeaderCasURL)
 	}
 	u, err := url.Parse(b.CasURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("the LFS server's %s header %q is not an http(s) URL", casapi.HeaderCasURL, b.CasURL)
+		return nil, fmt.Errorf("the LFS server's %s header %q is not an http(s) URL", lfsbatch.HeaderCasURL, b.CasURL)
 	}
-	if s := header(a.Header, casapi.HeaderTokenExpiration); s != "" {
+	if s := header(a.Header, lfsbatch.HeaderTokenExpiration); s != "" {
 		sec, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("the LFS server's %s header %q is not unix seconds", casapi.HeaderTokenExpiration, s)
+			return nil, fmt.Errorf("the LFS server's %s header %q is not unix seconds", lfsbatch.HeaderTokenExpiration, s)
 		}
 		b.Exp = time.Unix(sec, 0)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // The auth matrix: every route of the server against every kind of credential, each cell with the
@@ -226,7 +227,7 @@ func (m *amMatrix) check(t *testing.T, rt amRoute, name string, want int, denied
 			t.Errorf("denied answer carries %.40q: %.300s", n, res.body)
 		}
 	}
-	for _, h := range []string{casapi.HeaderAccessToken, casapi.HeaderXetHash, "Content-Range", "Location"} {
+	for _, h := range []string{lfsbatch.HeaderAccessToken, lfsbatch.HeaderXetHash, "Content-Range", "Location"} {
 		if v := res.header.Get(h); v != "" {
 			t.Errorf("denied answer has %s: %s", h, v)
 		}

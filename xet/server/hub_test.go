@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 const (
@@ -79,8 +80,8 @@ func TestHubTokenRoutes(t *testing.T) {
 			continue
 		}
 		tok := decodeJSON[casapi.Token](t, res.body)
-		if tok.AccessToken == "" || tok.CasURL != e.base || res.header.Get(casapi.HeaderAccessToken) != tok.AccessToken ||
-			res.header.Get(casapi.HeaderCasURL) != e.base || res.header.Get(casapi.HeaderTokenExpiration) != strconv.FormatInt(tok.Exp, 10) {
+		if tok.AccessToken == "" || tok.CasURL != e.base || res.header.Get(lfsbatch.HeaderAccessToken) != tok.AccessToken ||
+			res.header.Get(lfsbatch.HeaderCasURL) != e.base || res.header.Get(lfsbatch.HeaderTokenExpiration) != strconv.FormatInt(tok.Exp, 10) {
 			t.Errorf("%s: token body and X-Xet-* headers disagree: %s %v", tc.path, res.body, res.header)
 		}
 		c, err := e.srv.tokens.Verify(tok.AccessToken)
@@ -113,7 +114,7 @@ func TestHubBatchShapes(t *testing.T) {
 	if up.Href != e.base+"/api/models/org/m/xet-write-token/dev" || len(up.Header) != 4 || up.Header["Authorization"] != "" {
 		t.Errorf("xet action %+v", up)
 	}
-	e.uploadRef(r, "Authorization", "Bearer "+up.Header[casapi.HeaderAccessToken])
+	e.uploadRef(r, "Authorization", "Bearer "+up.Header[lfsbatch.HeaderAccessToken])
 	res = e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("upload", []string{"xet"}, "", oid, size), bearerOf(hubWriter)...)
 	if a := decodeJSON[batchResponse](t, res.body); len(a.Objects[0].Actions) != 0 {
 		t.Errorf("stored object got actions: %v", res)

@@ -17,6 +17,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
@@ -26,7 +27,7 @@ import (
 // user's credentials.
 func casClient(t *testing.T, a *action, user, pw string) *cas.HTTP {
 	t.Helper()
-	exp, err := strconv.ParseInt(a.Header[casapi.HeaderTokenExpiration], 10, 64)
+	exp, err := strconv.ParseInt(a.Header[lfsbatch.HeaderTokenExpiration], 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +44,9 @@ func casClient(t *testing.T, a *action, user, pw string) *cas.HTTP {
 		return tok, err
 	}
 	return cas.NewHTTP(cas.HTTPOptions{
-		Endpoint:  a.Header[casapi.HeaderCasURL],
-		Token:     cas.NewRefreshingToken(a.Header[casapi.HeaderAccessToken], time.Unix(exp, 0), refresh),
-		SessionID: a.Header[casapi.HeaderSessionID],
+		Endpoint:  a.Header[lfsbatch.HeaderCasURL],
+		Token:     cas.NewRefreshingToken(a.Header[lfsbatch.HeaderAccessToken], time.Unix(exp, 0), refresh),
+		SessionID: a.Header[lfsbatch.HeaderSessionID],
 		Retry:     retry.Policy{Attempts: 1},
 	})
 }
@@ -79,10 +80,10 @@ func TestXetClientRoundTrip(t *testing.T) {
 
 	_, br = e.batch("org/repo", batchBody("download", []string{"basic", "xet"}, obj), basic("alice", alicePW)...)
 	dl := br.Objects[0].Actions["download"]
-	if dl == nil || dl.Header[casapi.HeaderXetHash] != res.FileHash.String() {
+	if dl == nil || dl.Header[lfsbatch.HeaderXetHash] != res.FileHash.String() {
 		t.Fatalf("download action %+v (file %s)", dl, res.FileHash)
 	}
-	file, err := hash.Parse(dl.Header[casapi.HeaderXetHash])
+	file, err := hash.Parse(dl.Header[lfsbatch.HeaderXetHash])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -214,10 +215,10 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequ
 		return g, nil
 	}
 	g.xetHeader = map[string]string{
-		casapi.HeaderCasURL:          g.base,
-		casapi.HeaderAccessToken:     tok,
-		casapi.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
-		casapi.HeaderSessionID:       newSessionID(),
+		lfsbatch.HeaderCasURL:          g.base,
+		lfsbatch.HeaderAccessToken:     tok,
+		lfsbatch.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
+		lfsbatch.HeaderSessionID:       newSessionID(),
 	}
 	if hub {
 		g.xetExpiresIn = 0 // the Hub's xet actions carry only the four X-Xet-* headers
@@ -225,7 +226,7 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequ
 	}
 	// Every shard is checked against its files' content (store.PutShard), so the agent need not
 	// hash them too.
-	g.xetHeader[casapi.HeaderVerifiesSHA256] = "true"
+	g.xetHeader[lfsbatch.HeaderVerifiesSHA256] = "true"
 	if !s.Open() {
 		// The agent calls href (the token route) with the action's other headers when its CAS token
 		// nears expiry: give it a refresh credential for this repository and scope.
@@ -289,7 +290,7 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject)
 		res.Error = &objectError{Code: http.StatusNotFound, Message: "object does not exist"}
 	case g.useXet:
 		hdr := maps.Clone(g.xetHeader)
-		hdr[casapi.HeaderXetHash] = file.String()
+		hdr[lfsbatch.HeaderXetHash] = file.String()
 		res.Size = int64(size)
 		res.Authenticated = true
 		res.Actions = map[string]*action{"download": {Href: g.refresh, Header: hdr, ExpiresIn: g.xetExpiresIn}}
@@ -396,9 +397,9 @@ func (s *Server) answerToken(w http.ResponseWriter, r *http.Request, ns string, 
 	}
 	base := s.baseURL(r)
 	if hubHeaders {
-		w.Header().Set(casapi.HeaderCasURL, base)
-		w.Header().Set(casapi.HeaderAccessToken, tok)
-		w.Header().Set(casapi.HeaderTokenExpiration, strconv.FormatInt(exp.Unix(), 10))
+		w.Header().Set(lfsbatch.HeaderCasURL, base)
+		w.Header().Set(lfsbatch.HeaderAccessToken, tok)
+		w.Header().Set(lfsbatch.HeaderTokenExpiration, strconv.FormatInt(exp.Unix(), 10))
 	}
 	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: base})
 }

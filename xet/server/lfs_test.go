@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 func batchBody(op string, transfers []string, objs ...batchObject) []byte {
@@ -51,15 +52,15 @@ func TestBatchXet(t *testing.T) {
 		t.Fatalf("upload action %+v", up)
 	}
 	h := up.Header
-	if h[casapi.HeaderCasURL] != e.base || h[casapi.HeaderSessionID] == "" || h[casapi.HeaderTokenExpiration] == "" {
+	if h[lfsbatch.HeaderCasURL] != e.base || h[lfsbatch.HeaderSessionID] == "" || h[lfsbatch.HeaderTokenExpiration] == "" {
 		t.Fatalf("upload headers %v", h)
 	}
-	c, err := e.srv.tokens.Verify(h[casapi.HeaderAccessToken])
-	if err != nil || c.Scope != ScopeWrite || c.Namespace != "org/repo" || strconv.FormatInt(c.Exp, 10) != h[casapi.HeaderTokenExpiration] {
+	c, err := e.srv.tokens.Verify(h[lfsbatch.HeaderAccessToken])
+	if err != nil || c.Scope != ScopeWrite || c.Namespace != "org/repo" || strconv.FormatInt(c.Exp, 10) != h[lfsbatch.HeaderTokenExpiration] {
 		t.Fatalf("write token claims %+v %v", c, err)
 	}
 	// Upload through the CAS with that token; the object is then known: no actions.
-	e.uploadRef(r, auth(h[casapi.HeaderAccessToken])...)
+	e.uploadRef(r, auth(h[lfsbatch.HeaderAccessToken])...)
 	_, br = e.batch("org/repo", batchBody("upload", []string{"basic", "xet"}, obj))
 	if br.Objects[0].Actions != nil || br.Objects[0].Error != nil {
 		t.Fatalf("known object got %+v", br.Objects[0])
@@ -77,10 +78,10 @@ func TestBatchXet(t *testing.T) {
 		t.Fatalf("download batch %+v", br)
 	}
 	dl := br.Objects[0].Actions["download"]
-	if dl == nil || dl.Href != e.base+"/api/models/org/repo/xet-read-token/main" || dl.Header[casapi.HeaderXetHash] != r.fileHash.String() {
+	if dl == nil || dl.Href != e.base+"/api/models/org/repo/xet-read-token/main" || dl.Header[lfsbatch.HeaderXetHash] != r.fileHash.String() {
 		t.Fatalf("download action %+v", dl)
 	}
-	if c, err := e.srv.tokens.Verify(dl.Header[casapi.HeaderAccessToken]); err != nil || c.Scope != ScopeRead {
+	if c, err := e.srv.tokens.Verify(dl.Header[lfsbatch.HeaderAccessToken]); err != nil || c.Scope != ScopeRead {
 		t.Fatalf("download token %+v %v", c, err)
 	}
 	if er := br.Objects[1].Error; er == nil || er.Code != 404 || br.Objects[1].Actions != nil {
