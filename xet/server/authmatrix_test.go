@@ -267,7 +267,7 @@ func TestAuthMatrix(t *testing.T) {
 // refreshCredential is the Authorization of a xet download action: a read refresh credential.
 func (m *amMatrix) refreshCredential(t *testing.T) string {
 	t.Helper()
-	obj := batchObject{OID: m.oid, Size: int64(len(m.r.content))}
+	obj := lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))}
 	res, br := m.e.batch(amRepo, batchBody("download", []string{"xet"}, obj), m.creds["rw-basic"].hdr...)
 	if res.status != 200 || br.Transfer != "xet" || len(br.Objects) != 1 || br.Objects[0].Actions["download"] == nil {
 		t.Fatalf("xet download batch: %v", res)
@@ -353,7 +353,7 @@ func (m *amMatrix) tokenRoutes() []amRoute {
 }
 
 func (m *amMatrix) lfsRoutes() []amRoute {
-	obj := batchObject{OID: m.oid, Size: int64(len(m.r.content))}
+	obj := lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))}
 	verify, _ := json.Marshal(obj)
 	lfs := "/" + amRepo + ".git/info/lfs/"
 	read := codes{"rw-basic": 200, "ro-basic": 200, "ro-token": 200}
@@ -422,8 +422,8 @@ func TestAuthMatrixHub(t *testing.T) {
 // download batch.
 func (m *amMatrix) hubDownloadURLs(t *testing.T, legacyOID string, legacySize int) (bridge, cdn string) {
 	t.Helper()
-	body := batchBody("download", []string{"basic"}, batchObject{OID: m.oid, Size: int64(len(m.r.content))},
-		batchObject{OID: legacyOID, Size: int64(legacySize)})
+	body := batchBody("download", []string{"basic"}, lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))},
+		lfsbatch.Object{OID: legacyOID, Size: int64(legacySize)})
 	res, br := m.e.batch(amRepo, body, m.creds["hub-rw"].hdr...)
 	if res.status != 200 || len(br.Objects) != 2 {
 		t.Fatalf("download batch: %v", res)
@@ -438,7 +438,7 @@ func (m *amMatrix) hubDownloadURLs(t *testing.T, legacyOID string, legacySize in
 }
 
 func (m *amMatrix) hubLFSRoutes(legacyOID string, legacy []byte) []amRoute {
-	obj := batchObject{OID: m.oid, Size: int64(len(m.r.content))}
+	obj := lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))}
 	verify, _ := json.Marshal(obj)
 	lfs := "/" + amRepo + ".git/info/lfs/"
 	read := codes{"hub-rw": 200, "hub-ro": 200}

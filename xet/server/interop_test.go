@@ -25,7 +25,7 @@ import (
 // casClient builds the project's CAS HTTP client from a batch action, the way the agent does:
 // endpoint, token and expiry from the X-Xet-* headers, refresh through the action's href with the
 // user's credentials.
-func casClient(t *testing.T, a *action, user, pw string) *cas.HTTP {
+func casClient(t *testing.T, a *lfsbatch.Action, user, pw string) *cas.HTTP {
 	t.Helper()
 	exp, err := strconv.ParseInt(a.Header[lfsbatch.HeaderTokenExpiration], 10, 64)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestXetClientRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	data := vectors.SplitMix(3_000_000, 11)
 	sum := sha256.Sum256(data)
-	obj := batchObject{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	obj := lfsbatch.Object{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
 
 	_, br := e.batch("org/repo", batchBody("upload", []string{"basic", "xet"}, obj), basic("alice", alicePW)...)
 	up := br.Objects[0].Actions["upload"]

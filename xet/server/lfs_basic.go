@@ -147,7 +147,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, ns string)
 	if _, ok := s.authRepo(w, r, ns, true); !ok {
 		return
 	}
-	var o batchObject
+	var o lfsbatch.Object
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&o); err != nil {
 		writeLFSError(w, http.StatusBadRequest, "malformed verify request: "+err.Error())
 		return

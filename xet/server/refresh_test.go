@@ -21,7 +21,7 @@ func TestXetRefreshCredential(t *testing.T) {
 		c.RefreshTTL = 2 * time.Hour
 	})
 	data := vectors.SplitMix(10_000, 9)
-	obj := batchObject{OID: sha256Hex(data), Size: int64(len(data))}
+	obj := lfsbatch.Object{OID: sha256Hex(data), Size: int64(len(data))}
 	xet := []string{"basic", "xet"}
 	probe := "/v1/chunks/default/" + hash.Chunk(data).String() // a miss (404) for any valid token
 
