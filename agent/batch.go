@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,68 +16,13 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
-// batchAction is what a Hub-style LFS batch action says about the CAS (batch mode): the CAS URL,
-// an access token and its expiry, the session id, and the token refresh route (href).
-type batchAction struct {
-	CasURL    string
-	Token     string
-	Exp       time.Time // zero: unknown
-	SessionID string
-	Href      string            // token refresh route
-	Auth      map[string]string // the action's other headers (e.g. Authorization), sent on refresh
-	XetHash   string            // downloads: the Xet file hash
-	// VerifiesSHA256: the server promises to refuse a shard whose files do not hash to the SHA-256
-	// it claims (lfsbatch.HeaderVerifiesSHA256), so uploads may claim the oid without hashing.
-	VerifiesSHA256 bool
-}
+// batchAction is what a Hub-style LFS batch action says about the CAS (batch mode).
+type batchAction = lfsbatch.XetAction
 
-// header returns the value of a header in h, matching the name case-insensitively as HTTP does.
-func header(h map[string]string, name string) string {
-	if v, ok := h[name]; ok {
-		return v
-	}
-	for k, v := range h {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
-
-// parseBatchAction reads a batch action. The errors say what the LFS server left out.
+// parseBatchAction reads the batch action git-lfs handed over (lfsbatch.ParseXetAction). The errors
+// say what the LFS server left out.
 func parseBatchAction(a *protocol.Action) (*batchAction, error) {
-	b := &batchAction{
-		CasURL:    header(a.Header, lfsbatch.HeaderCasURL),
-		Token:     header(a.Header, lfsbatch.HeaderAccessToken),
-		SessionID: header(a.Header, lfsbatch.HeaderSessionID),
-		XetHash:   header(a.Header, lfsbatch.HeaderXetHash),
-		// Anything but "true" keeps the agent hashing: a server that does not understand the
-		// promise must not be taken to make it.
-		VerifiesSHA256: strings.EqualFold(header(a.Header, lfsbatch.HeaderVerifiesSHA256), "true"),
-		Href:           a.Href,
-		Auth:           map[string]string{},
-	}
-	if b.CasURL == "" {
-		return nil, fmt.Errorf("the LFS server's action has no %s header: the server chose the \"xet\" transfer but did not say "+
-			"where its CAS is; it is not a Xet server (fix the server, or remove lfs.customtransfer.xet.* to use plain LFS)", lfsbatch.HeaderCasURL)
-	}
-	u, err := url.Parse(b.CasURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("the LFS server's %s header %q is not an http(s) URL", lfsbatch.HeaderCasURL, b.CasURL)
-	}
-	if s := header(a.Header, lfsbatch.HeaderTokenExpiration); s != "" {
-		sec, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("the LFS server's %s header %q is not unix seconds", lfsbatch.HeaderTokenExpiration, s)
-		}
-		b.Exp = time.Unix(sec, 0)
-	}
-	for k, v := range a.Header {
-		if !strings.HasPrefix(strings.ToLower(k), "x-xet-") {
-			b.Auth[k] = v
-		}
-	}
-	return b, nil
+	return lfsbatch.ParseXetAction(&lfsbatch.Action{Href: a.Href, Header: a.Header})
 }
 
 // refresher returns the function that gets a new CAS token from the refresh route: GET href with

@@ -10,9 +10,9 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
-	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // Hub mode: standalone (action null) with a network remote, which `install --hub` sets up for the
@@ -129,7 +129,7 @@ func (x *xetTransferer) hubDownload(ctx context.Context, obj Object, sha [32]byt
 		return Result{}, err
 	}
 	rev := x.hubRef(ctx)
-	ans, err := hc.Batch(ctx, "download", []string{"basic"}, "", []hub.Object{{Oid: obj.Oid, Size: obj.Size}})
+	ans, err := hc.Batch(ctx, "download", []string{"basic"}, "", []lfsbatch.Object{{OID: obj.Oid, Size: obj.Size}})
 	if err != nil {
 		return Result{}, err
 	}
@@ -184,7 +184,7 @@ func (x *xetTransferer) hubUploadAction(ctx context.Context, obj Object) (*batch
 	if !strings.HasPrefix(ref, "refs/") {
 		ref = "refs/heads/" + ref
 	}
-	ans, err := hc.Batch(ctx, "upload", []string{"xet"}, ref, []hub.Object{{Oid: obj.Oid, Size: obj.Size}})
+	ans, err := hc.Batch(ctx, "upload", []string{"xet"}, ref, []lfsbatch.Object{{OID: obj.Oid, Size: obj.Size}})
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (x *xetTransferer) hubUploadAction(ctx context.Context, obj Object) (*batch
 	if a == nil {
 		return nil, fmt.Errorf("the Hub's batch answer for %s gives object %s actions but no upload action", hc.Repo(), obj.Oid)
 	}
-	return parseBatchAction(&protocol.Action{Href: a.Href, Header: a.Header})
+	return lfsbatch.ParseXetAction(a)
 }
 
 func expOf(t casapi.Token) time.Time {
@@ -217,8 +217,8 @@ func directIO() bool { return os.Getenv("GIT_XET_DIRECT_IO") == "1" }
 // ActionCAS returns a CAS client for a xet batch action (X-Xet-* headers, href = the token route),
 // for callers outside the protocol loop (migrate): its token is renewed at href with the action's
 // own Authorization header, or else with the user's credential for remote, as the agent does.
-func ActionCAS(a *protocol.Action, remote, operation string, o XetOptions) (cas.Client, error) {
-	ba, err := parseBatchAction(a)
+func ActionCAS(a *lfsbatch.Action, remote, operation string, o XetOptions) (cas.Client, error) {
+	ba, err := lfsbatch.ParseXetAction(a)
 	if err != nil {
 		return nil, err
 	}

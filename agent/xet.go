@@ -24,6 +24,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -212,7 +213,7 @@ func (x *xetTransferer) batchEndpoint(ba *batchAction) *endpoint {
 // Authorization when it has one (xet-server's refresh credential), else with the user's credential
 // (the Hub, whose actions carry only the X-Xet-* headers).
 func (x *xetTransferer) batchRefresher(ba *batchAction) func(ctx context.Context) (casapi.Token, error) {
-	if header(ba.Auth, "Authorization") != "" || ba.Href == "" {
+	if lfsbatch.Header(ba.Auth, "Authorization") != "" || ba.Href == "" {
 		return refresher(x.o.HTTPClient, ba.Href, ba.Auth, x.o.UserAgent)
 	}
 	return func(ctx context.Context) (casapi.Token, error) {
@@ -499,11 +500,8 @@ func (x *xetTransferer) Download(ctx context.Context, obj Object, progress func(
 		if err != nil {
 			return Result{}, err
 		}
-		if ba.XetHash == "" {
-			return Result{}, errors.New("the LFS server's download action has no X-Xet-Hash header (the Xet file hash); it is not a Xet server")
-		}
-		if file, err = hash.Parse(ba.XetHash); err != nil {
-			return Result{}, fmt.Errorf("the LFS server's X-Xet-Hash header: %w", err)
+		if file, err = ba.File(); err != nil {
+			return Result{}, err
 		}
 		e = x.batchEndpoint(ba)
 	} else if x.networkRemote(ctx) {
