@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // Init is what git-lfs's init message tells the agent.
@@ -28,21 +29,15 @@ type Init struct {
 type Object struct {
 	Oid    string // SHA-256, lowercase hex
 	Size   int64
-	Path   string  // uploads: the file to read
-	Action *Action // nil in standalone mode
-}
-
-// Action is the LFS server's action for an object (batch mode): where to go, with which headers.
-type Action struct {
-	Href   string
-	Header map[string]string
+	Path   string           // uploads: the file to read
+	Action *lfsbatch.Action // the LFS server's action (batch mode); nil in standalone mode
 }
 
 // objectOf is the Object of an upload or download request.
 func objectOf(req *protocol.Request) Object {
 	obj := Object{Oid: req.Oid, Size: req.Size, Path: req.Path}
 	if req.Action != nil {
-		obj.Action = &Action{Href: req.Action.Href, Header: req.Action.Header}
+		obj.Action = &lfsbatch.Action{Href: req.Action.Href, Header: req.Action.Header}
 	}
 	return obj
 }

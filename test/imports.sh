@@ -38,7 +38,7 @@ for p in $(echo "$all" | grep "^$mod/xet/" | sed "s|^$mod/||"); do
   forbid "$p" "agent|protocol|cmd/.*|localshards|localchunks|test(/.*)?" "nothing in xet/ reaches the agent, the protocol, the CLI or the client's caches"
 done
 for p in xet/hash; do only "$p" "" "the hash package stands alone"; done
-for p in xet/chunk xet/xorb xet/shard xet/casapi; do
+for p in xet/chunk xet/xorb xet/shard xet/casapi xet/lfsbatch; do
   only "$p" "xet/hash" "a format package imports only xet/hash"
 done
 forbid xet/cas "xet/store|xet/embedded|xet/server|xet/upload|xet/download" "what clients ask of a CAS knows no implementation but HTTP"
@@ -53,7 +53,7 @@ forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only agent/credentials "" "credential lookup stands alone (git-lfs's helpers only)"
-only agent/hub "agent/credentials|xet/casapi|xet/hash|xet/retry" "the Hub client knows its routes, the token shape and the credential chain, no transfer code"
+only agent/hub "agent/credentials|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/migrate "cmd/.*|xet/server|xet/store/.*" "migrate is a client: wired by the CLI, never the server"
 

@@ -7,77 +7,21 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
-// batchAction is what a Hub-style LFS batch action says about the CAS (batch mode): the CAS URL,
-// an access token and its expiry, the session id, and the token refresh route (href).
-type batchAction struct {
-	CasURL    string
-	Token     string
-	Exp       time.Time // zero: unknown
-	SessionID string
-	Href      string            // token refresh route
-	Auth      map[string]string // the action's other headers (e.g. Authorization), sent on refresh
-	XetHash   string            // downloads: the Xet file hash
-	// VerifiesSHA256: the server promises to refuse a shard whose files do not hash to the SHA-256
-	// it claims (casapi.HeaderVerifiesSHA256), so uploads may claim the oid without hashing.
-	VerifiesSHA256 bool
-}
+// batchAction is what a Hub-style LFS batch action says about the CAS (batch mode).
+type batchAction = lfsbatch.XetAction
 
-// header returns the value of a header in h, matching the name case-insensitively as HTTP does.
-func header(h map[string]string, name string) string {
-	if v, ok := h[name]; ok {
-		return v
-	}
-	for k, v := range h {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
-
-// parseBatchAction reads a batch action. The errors say what the LFS server left out.
-func parseBatchAction(a *agent.Action) (*batchAction, error) {
-	b := &batchAction{
-		CasURL:    header(a.Header, casapi.HeaderCasURL),
-		Token:     header(a.Header, casapi.HeaderAccessToken),
-		SessionID: header(a.Header, casapi.HeaderSessionID),
-		XetHash:   header(a.Header, casapi.HeaderXetHash),
-		// Anything but "true" keeps the agent hashing: a server that does not understand the
-		// promise must not be taken to make it.
-		VerifiesSHA256: strings.EqualFold(header(a.Header, casapi.HeaderVerifiesSHA256), "true"),
-		Href:           a.Href,
-		Auth:           map[string]string{},
-	}
-	if b.CasURL == "" {
-		return nil, fmt.Errorf("the LFS server's action has no %s header: the server chose the \"xet\" transfer but did not say "+
-			"where its CAS is; it is not a Xet server (fix the server, or remove lfs.customtransfer.xet.* to use plain LFS)", casapi.HeaderCasURL)
-	}
-	u, err := url.Parse(b.CasURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("the LFS server's %s header %q is not an http(s) URL", casapi.HeaderCasURL, b.CasURL)
-	}
-	if s := header(a.Header, casapi.HeaderTokenExpiration); s != "" {
-		sec, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("the LFS server's %s header %q is not unix seconds", casapi.HeaderTokenExpiration, s)
-		}
-		b.Exp = time.Unix(sec, 0)
-	}
-	for k, v := range a.Header {
-		if !strings.HasPrefix(strings.ToLower(k), "x-xet-") {
-			b.Auth[k] = v
-		}
-	}
-	return b, nil
+// parseBatchAction reads the batch action git-lfs handed over (lfsbatch.ParseXetAction). The errors
+// say what the LFS server left out.
+func parseBatchAction(a *lfsbatch.Action) (*batchAction, error) {
+	return lfsbatch.ParseXetAction(a)
 }
 
 // refresher returns the function that gets a new CAS token from the refresh route: GET href with

@@ -15,6 +15,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // Hub mode: standalone (action null) with a network remote, which `install --hub` sets up for the
@@ -125,7 +126,7 @@ func (x *xetTransferer) hubDownload(ctx context.Context, obj agent.Object, sha [
 		return agent.Result{}, err
 	}
 	rev := x.hubRef(ctx)
-	ans, err := hc.Batch(ctx, "download", []string{"basic"}, "", []hub.Object{{Oid: obj.Oid, Size: obj.Size}})
+	ans, err := hc.Batch(ctx, "download", []string{"basic"}, "", []lfsbatch.Object{{OID: obj.Oid, Size: obj.Size}})
 	if err != nil {
 		return agent.Result{}, err
 	}
@@ -176,7 +177,7 @@ func (x *xetTransferer) hubUploadAction(ctx context.Context, obj agent.Object) (
 	if !strings.HasPrefix(ref, "refs/") {
 		ref = "refs/heads/" + ref
 	}
-	ans, err := hc.Batch(ctx, "upload", []string{"xet"}, ref, []hub.Object{{Oid: obj.Oid, Size: obj.Size}})
+	ans, err := hc.Batch(ctx, "upload", []string{"xet"}, ref, []lfsbatch.Object{{OID: obj.Oid, Size: obj.Size}})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func (x *xetTransferer) hubUploadAction(ctx context.Context, obj agent.Object) (
 	if a == nil {
 		return nil, fmt.Errorf("the Hub's batch answer for %s gives object %s actions but no upload action", hc.Repo(), obj.Oid)
 	}
-	return parseBatchAction(&agent.Action{Href: a.Href, Header: a.Header})
+	return parseBatchAction(a)
 }
 
 func expOf(t casapi.Token) time.Time {
@@ -205,7 +206,7 @@ func expOf(t casapi.Token) time.Time {
 // for callers outside the protocol loop (migrate), which bring their own shard cache: its token is
 // renewed at href with the action's own Authorization header, or else with the user's credential
 // for remote, as the agent does.
-func ActionCAS(a *agent.Action, remote, operation string, o Options) (cas.Client, error) {
+func ActionCAS(a *lfsbatch.Action, remote, operation string, o Options) (cas.Client, error) {
 	ba, err := parseBatchAction(a)
 	if err != nil {
 		return nil, err

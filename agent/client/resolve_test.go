@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 func TestLocalPath(t *testing.T) {
@@ -89,7 +89,7 @@ func TestResolveLocalRemote(t *testing.T) {
 }
 
 func TestParseBatchAction(t *testing.T) {
-	a := &agent.Action{Href: "http://127.0.0.1/refresh", Header: map[string]string{
+	a := &lfsbatch.Action{Href: "http://127.0.0.1/refresh", Header: map[string]string{
 		"x-xet-cas-url":          "http://127.0.0.1:1234",
 		"X-Xet-Access-Token":     "tok",
 		"X-Xet-Token-Expiration": "1900000000",
@@ -116,7 +116,7 @@ func TestParseBatchAction(t *testing.T) {
 		"bad cas":    {"X-Xet-Cas-Url": "ftp://x"},
 		"bad exp":    {"X-Xet-Cas-Url": "http://127.0.0.1", "X-Xet-Token-Expiration": "soon"},
 	} {
-		if _, err := parseBatchAction(&agent.Action{Header: h}); err == nil {
+		if _, err := parseBatchAction(&lfsbatch.Action{Header: h}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

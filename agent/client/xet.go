@@ -23,6 +23,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -229,7 +230,7 @@ func actionCAS(o Options, ba *batchAction, h *hubAccess) cas.Client {
 // Authorization when it has one (xet-server's refresh credential), else with the user's credential
 // (the Hub, whose actions carry only the X-Xet-* headers).
 func batchRefresher(o Options, ba *batchAction, h *hubAccess) func(ctx context.Context) (casapi.Token, error) {
-	if header(ba.Auth, "Authorization") != "" || ba.Href == "" {
+	if lfsbatch.Header(ba.Auth, "Authorization") != "" || ba.Href == "" {
 		return refresher(o.HTTPClient, ba.Href, ba.Auth, o.UserAgent)
 	}
 	return func(ctx context.Context) (casapi.Token, error) {
@@ -496,11 +497,8 @@ func (x *xetTransferer) Download(ctx context.Context, obj agent.Object, progress
 		if err != nil {
 			return agent.Result{}, err
 		}
-		if ba.XetHash == "" {
-			return agent.Result{}, errors.New("the LFS server's download action has no X-Xet-Hash header (the Xet file hash); it is not a Xet server")
-		}
-		if file, err = hash.Parse(ba.XetHash); err != nil {
-			return agent.Result{}, fmt.Errorf("the LFS server's X-Xet-Hash header: %w", err)
+		if file, err = ba.File(); err != nil {
+			return agent.Result{}, err
 		}
 		e = x.batchEndpoint(ctx, ba)
 	} else if x.networkRemote(ctx) {

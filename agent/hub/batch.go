@@ -8,66 +8,30 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // MaxBatch is the most objects one batch request names (git-lfs's own limit).
 const MaxBatch = 100
 
-// Object is an LFS object of a batch request.
-type Object struct {
-	Oid  string `json:"oid"`
-	Size int64  `json:"size"`
-}
-
-// Action is one action of a batch answer.
-type Action struct {
-	Href      string            `json:"href"`
-	Header    map[string]string `json:"header,omitempty"`
-	ExpiresIn int64             `json:"expires_in,omitempty"`
-	ExpiresAt time.Time         `json:"expires_at,omitzero"`
-}
-
-// ObjectAnswer is one object of a batch answer.
-type ObjectAnswer struct {
-	Oid     string             `json:"oid"`
-	Size    int64              `json:"size"`
-	Actions map[string]*Action `json:"actions,omitempty"`
-	Error   *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
-}
-
 // BatchAnswer is the Hub's answer to a batch request, checked against the request: one answer per
 // requested object, in any order, with its oid and size.
 type BatchAnswer struct {
-	Transfer string                  // "basic", "xet", or "" (basic)
-	Objects  map[string]ObjectAnswer // by oid
-}
-
-type batchRequest struct {
-	Operation string   `json:"operation"`
-	Transfers []string `json:"transfers"`
-	Ref       *struct {
-		Name string `json:"name"`
-	} `json:"ref,omitempty"`
-	Objects  []Object `json:"objects"`
-	HashAlgo string   `json:"hash_algo"`
+	Transfer string                     // "basic", "xet", or "" (basic)
+	Objects  map[string]lfsbatch.Result // by oid
 }
 
 // Batch asks the LFS batch API about objs (at most MaxBatch) for operation ("upload" or
 // "download"), offering transfers; ref is the ref pushed or fetched ("" for none). Downloads go
 // anonymous first. An object's own error is returned as an error naming the object.
-func (c *Client) Batch(ctx context.Context, operation string, transfers []string, ref string, objs []Object) (*BatchAnswer, error) {
+func (c *Client) Batch(ctx context.Context, operation string, transfers []string, ref string, objs []lfsbatch.Object) (*BatchAnswer, error) {
 	if len(objs) == 0 || len(objs) > MaxBatch {
 		return nil, fmt.Errorf("batch of %d objects (want 1 to %d)", len(objs), MaxBatch)
 	}
-	breq := batchRequest{Operation: operation, Transfers: transfers, Objects: objs, HashAlgo: "sha256"}
+	breq := lfsbatch.Request{Operation: operation, Transfers: transfers, Objects: objs, HashAlgo: "sha256"}
 	if ref != "" {
-		breq.Ref = &struct {
-			Name string `json:"name"`
-		}{ref}
+		breq.Ref = &lfsbatch.Ref{Name: ref}
 	}
 	body, err := json.Marshal(breq)
 	if err != nil {
@@ -87,11 +51,8 @@ func (c *Client) Batch(ctx context.Context, operation string, transfers []string
 }
 
 // readBatch decodes and checks a batch answer (at most 16 MiB).
-func readBatch(r io.Reader, at string, objs []Object) (*BatchAnswer, error) {
-	var raw struct {
-		Transfer string          `json:"transfer"`
-		Objects  *[]ObjectAnswer `json:"objects"`
-	}
+func readBatch(r io.Reader, at string, objs []lfsbatch.Object) (*BatchAnswer, error) {
+	var raw lfsbatch.Response
 	if err := json.NewDecoder(io.LimitReader(r, 16<<20)).Decode(&raw); err != nil {
 		return nil, fmt.Errorf("LFS batch answer of POST %s is not JSON: %w", at, err)
 	}
@@ -100,20 +61,20 @@ func readBatch(r io.Reader, at string, objs []Object) (*BatchAnswer, error) {
 	}
 	want := make(map[string]int64, len(objs))
 	for _, o := range objs {
-		want[o.Oid] = o.Size
+		want[o.OID] = o.Size
 	}
-	a := &BatchAnswer{Transfer: raw.Transfer, Objects: make(map[string]ObjectAnswer, len(*raw.Objects))}
-	for _, o := range *raw.Objects {
-		size, ok := want[o.Oid]
+	a := &BatchAnswer{Transfer: raw.Transfer, Objects: make(map[string]lfsbatch.Result, len(raw.Objects))}
+	for _, o := range raw.Objects {
+		size, ok := want[o.OID]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("LFS batch answer of POST %s names object %q, which was not asked for", at, o.Oid)
+			return nil, fmt.Errorf("LFS batch answer of POST %s names object %q, which was not asked for", at, o.OID)
 		case o.Error != nil:
-			return nil, fmt.Errorf("LFS batch answer of POST %s: object %s: error %d: %s", at, o.Oid, o.Error.Code, o.Error.Message)
+			return nil, fmt.Errorf("LFS batch answer of POST %s: object %s: error %d: %s", at, o.OID, o.Error.Code, o.Error.Message)
 		case o.Size != size:
-			return nil, fmt.Errorf("LFS batch answer of POST %s gives object %s size %d, not %d", at, o.Oid, o.Size, size)
+			return nil, fmt.Errorf("LFS batch answer of POST %s gives object %s size %d, not %d", at, o.OID, o.Size, size)
 		}
-		a.Objects[o.Oid] = o
+		a.Objects[o.OID] = o
 	}
 	for oid := range want {
 		if _, ok := a.Objects[oid]; !ok {

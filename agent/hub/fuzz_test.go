@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // readBatch takes any bytes without panicking or reading past its limit, and what it accepts
@@ -14,7 +16,7 @@ func FuzzReadBatch(f *testing.F) {
 	f.Add([]byte(`{"objects":null}`))
 	f.Add([]byte(`<html>`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := readBatch(bytes.NewReader(b), "https://h/p", []Object{{Oid: oid, Size: 10}})
+		a, err := readBatch(bytes.NewReader(b), "https://h/p", []lfsbatch.Object{{OID: oid, Size: 10}})
 		if err != nil {
 			return
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -53,7 +54,7 @@ func wantErr(t *testing.T, err error, subs ...string) {
 }
 
 func TestBadBatchAnswers(t *testing.T) {
-	objs := []Object{{Oid: oid, Size: 10}}
+	objs := []lfsbatch.Object{{OID: oid, Size: 10}}
 	for name, body := range map[string]string{
 		"not JSON":       "<html>oops</html>",
 		"no objects":     `{"transfer":"basic"}`,
@@ -81,7 +82,7 @@ func TestAnonymousFirstThenCredential(t *testing.T) {
 		w.Header().Set("X-Error-Message", "Invalid credentials in Authorization header")
 		w.WriteHeader(http.StatusUnauthorized)
 	})
-	_, err := c.Batch(context.Background(), "download", []string{"basic"}, "", []Object{{Oid: oid, Size: 1}})
+	_, err := c.Batch(context.Background(), "download", []string{"basic"}, "", []lfsbatch.Object{{OID: oid, Size: 1}})
 	wantErr(t, err, "401", "HF_TOKEN", "Invalid credentials")
 	if len(auths) != 2 || auths[0] != "" || auths[1] != "Bearer secret-token" {
 		t.Errorf("requests carried %q, want none then the bearer token", auths)
@@ -180,7 +181,7 @@ func TestBatchRetries(t *testing.T) {
 		}
 		w.Write([]byte(`{"objects":[{"oid":"` + oid + `","size":10}]}`))
 	})
-	if _, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []Object{{Oid: oid, Size: 10}}); err != nil || calls != 3 {
+	if _, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []lfsbatch.Object{{OID: oid, Size: 10}}); err != nil || calls != 3 {
 		t.Fatalf("after two 503s: %v (%d calls)", err, calls)
 	}
 	calls = 0
@@ -188,7 +189,7 @@ func TestBatchRetries(t *testing.T) {
 		calls++
 		http.Error(w, `{"message":"bad"}`, http.StatusBadRequest)
 	})
-	_, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []Object{{Oid: oid, Size: 10}})
+	_, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []lfsbatch.Object{{OID: oid, Size: 10}})
 	if err == nil || calls != 1 || retry.IsRetryable(err) {
 		t.Fatalf("a 400: %v after %d calls (retryable %v)", err, calls, retry.IsRetryable(err))
 	}
@@ -212,7 +213,7 @@ func TestBatchAnswerCutShort(t *testing.T) {
 		}
 		w.Write([]byte(`{"objects":[{"oid":"` + oid + `","size":10}]}`))
 	})
-	if _, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []Object{{Oid: oid, Size: 10}}); err != nil || calls != 2 {
+	if _, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []lfsbatch.Object{{OID: oid, Size: 10}}); err != nil || calls != 2 {
 		t.Fatalf("after an answer cut short: %v (%d calls)", err, calls)
 	}
 }

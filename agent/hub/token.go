@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 var timeNow = time.Now
@@ -36,7 +37,7 @@ func (c *Client) Token(ctx context.Context, route, sessionID string) (casapi.Tok
 	var tok casapi.Token
 	hdr := map[string]string{"Accept": "application/json"}
 	if sessionID != "" {
-		hdr[casapi.HeaderSessionID] = sessionID
+		hdr[lfsbatch.HeaderSessionID] = sessionID
 	}
 	anon := strings.Contains(route, "/xet-read-token/")
 	resp, err := c.Do(ctx, Request{Method: http.MethodGet, URL: route, Header: hdr, Anonymous: anon})

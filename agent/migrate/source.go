@@ -98,16 +98,16 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 	}
 	got := map[string]bool{}
 	for _, r := range a.Objects {
-		got[r.Oid] = true
+		got[r.OID] = true
 		var o *Object
 		for _, f := range fetch {
-			if f.Oid == r.Oid {
+			if f.Oid == r.OID {
 				o = f
 			}
 		}
 		switch {
 		case o == nil:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(s.lfsURL), r.Oid)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(s.lfsURL), r.OID)
 		case r.Error != nil:
 			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, hub.Where(s.lfsURL), r.Error.Code, r.Error.Message)
 		case r.Actions["download"] == nil:

@@ -11,13 +11,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -94,37 +94,12 @@ func OpenBatch(lfsURL, remote string, o client.Options) (Target, error) {
 	return &batchTarget{remote: remote, lfsURL: strings.TrimSuffix(lfsURL, "/"), api: api, opts: o}, nil
 }
 
-type batchReq struct {
-	Operation string     `json:"operation"`
-	Transfers []string   `json:"transfers"`
-	Objects   []batchObj `json:"objects"`
-	HashAlgo  string     `json:"hash_algo"`
-}
-
-type batchObj struct {
-	Oid  string `json:"oid"`
-	Size int64  `json:"size"`
-}
-
-type batchAns struct {
-	Transfer string `json:"transfer"`
-	Objects  []struct {
-		Oid     string                   `json:"oid"`
-		Size    int64                    `json:"size"`
-		Actions map[string]*agent.Action `json:"actions"`
-		Error   *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	} `json:"objects"`
-}
-
 // batch posts an LFS batch request to lfsURL, anonymous first and with the credential after a 401,
 // as git-lfs does for a server it has not authenticated to yet.
-func batch(ctx context.Context, api *hub.API, lfsURL, op string, transfers []string, objs []*Object) (*batchAns, error) {
-	body := batchReq{Operation: op, Transfers: transfers, HashAlgo: "sha256"}
+func batch(ctx context.Context, api *hub.API, lfsURL, op string, transfers []string, objs []*Object) (*lfsbatch.Response, error) {
+	body := lfsbatch.Request{Operation: op, Transfers: transfers, HashAlgo: "sha256"}
 	for _, o := range objs {
-		body.Objects = append(body.Objects, batchObj{o.Oid, o.Size})
+		body.Objects = append(body.Objects, lfsbatch.Object{OID: o.Oid, Size: o.Size})
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -136,7 +111,7 @@ func batch(ctx context.Context, api *hub.API, lfsURL, op string, transfers []str
 	if err != nil {
 		return nil, fmt.Errorf("LFS batch %s: %w", op, err)
 	}
-	var a batchAns
+	var a lfsbatch.Response
 	if err := json.Unmarshal(answer, &a); err != nil {
 		return nil, fmt.Errorf("LFS batch %s at %s: the answer is not JSON: %w", op, hub.Where(lfsURL), err)
 	}
@@ -154,12 +129,12 @@ func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, e
 	}
 	var out []*Object
 	for _, r := range a.Objects {
-		o, ok := byOid[r.Oid]
+		o, ok := byOid[r.OID]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(t.lfsURL), r.Oid)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(t.lfsURL), r.OID)
 		case r.Error != nil:
-			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", hub.Where(t.lfsURL), r.Oid, r.Error.Code, r.Error.Message)
+			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", hub.Where(t.lfsURL), r.OID, r.Error.Code, r.Error.Message)
 		case len(r.Actions) == 0:
 			continue // stored
 		case a.Transfer != "xet":

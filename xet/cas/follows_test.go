@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -25,7 +25,7 @@ func TestPutXorbSendsFollowsAndLentBody(t *testing.T) {
 	var got []string
 	var bodies [][]byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Header.Get(casapi.HeaderXorbFollows))
+		got = append(got, r.Header.Get(lfsbatch.HeaderXorbFollows))
 		b, _ := io.ReadAll(r.Body)
 		bodies = append(bodies, b)
 		io.WriteString(w, `{"was_inserted":true}`)
@@ -54,7 +54,7 @@ func TestPutXorbSendsFollowsAndLentBody(t *testing.T) {
 		}
 	}
 	if got[0] != "first" || got[1] != prev.String() || got[2] != "" {
-		t.Fatalf("%s headers sent: %q", casapi.HeaderXorbFollows, got)
+		t.Fatalf("%s headers sent: %q", lfsbatch.HeaderXorbFollows, got)
 	}
 	for i, body := range bodies {
 		if !bytes.Equal(body, want) {

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -187,7 +188,7 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		if h.o.SessionID != "" {
-			req.Header.Set(casapi.HeaderSessionID, h.o.SessionID)
+			req.Header.Set(lfsbatch.HeaderSessionID, h.o.SessionID)
 		}
 	}
 	resp, err := h.client.Do(req)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -50,7 +51,7 @@ func (h *HTTP) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	var ans casapi.PutXorbResponse
 	header := map[string]string{"Content-Type": "application/octet-stream"}
 	if v := x.Follows.Header(); v != "" {
-		header[casapi.HeaderXorbFollows] = v
+		header[lfsbatch.HeaderXorbFollows] = v
 	}
 	err := h.do(ctx, call{
 		op: "upload xorb " + x.Hash.String(), method: http.MethodPost, auth: true, bodyOf: x.Reader, bodyLen: int64(x.Size()),

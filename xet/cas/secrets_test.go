@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -137,7 +138,7 @@ func TestRequestHeaders(t *testing.T) {
 	var got []seen
 	srv := newScripted(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		got = append(got, seen{r.URL.Path, r.Header.Get("User-Agent"), r.Header.Get(casapi.HeaderSessionID), r.Header.Get("Authorization")})
+		got = append(got, seen{r.URL.Path, r.Header.Get("User-Agent"), r.Header.Get(lfsbatch.HeaderSessionID), r.Header.Get("Authorization")})
 		mu.Unlock()
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/v1/chunks/"):
@@ -208,7 +209,7 @@ func TestRequestHeaders(t *testing.T) {
 				continue
 			}
 			if s.session != "sess-123" {
-				t.Errorf("%s: %s %q, want sess-123", s.path, casapi.HeaderSessionID, s.session)
+				t.Errorf("%s: %s %q, want sess-123", s.path, lfsbatch.HeaderSessionID, s.session)
 			}
 			if s.auth != "Bearer "+secretToken {
 				t.Errorf("%s: Authorization %q", s.path, s.auth)

@@ -1,7 +1,8 @@
-// Package casapi holds the wire shapes of the Xet CAS HTTP API and of the Hub-style LFS batch
-// extension: the JSON bodies of reconstructions (v1 and v2), xorb and shard uploads, tokens, and the
-// header names that carry the CAS location. The CAS client (xet/cas) and the server (xet/server) both
-// speak through these types, so the two cannot drift apart. Field order follows the Hub's responses.
+// Package casapi holds the wire shapes of the Xet CAS HTTP API: the JSON bodies of reconstructions
+// (v1 and v2), xorb and shard uploads, tokens and errors, and byte ranges. The LFS batch shapes and
+// the X-Xet-* header names are in xet/lfsbatch. The CAS client (xet/cas) and the server
+// (xet/server) both speak through these types, so the two cannot drift apart. Field order follows
+// the Hub's responses.
 package casapi
 
 import (
@@ -12,25 +13,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
-// Headers of LFS batch actions and CAS requests.
-const (
-	HeaderCasURL          = "X-Xet-Cas-Url"
-	HeaderAccessToken     = "X-Xet-Access-Token"
-	HeaderTokenExpiration = "X-Xet-Token-Expiration" // unix seconds
-	HeaderSessionID       = "X-Xet-Session-Id"
-	HeaderXetHash         = "X-Xet-Hash" // the Xet file hash of a download
-	HeaderRequestID       = "X-Request-Id"
-	// HeaderXorbFollows, on a xorb upload, is a hint from our client: "first" when the xorb's raw
-	// bytes begin a file, or the hash of the xorb whose raw bytes they continue in a file (every
-	// chunk of both, in order). Our server uses it to hash files' SHA-256 as their xorbs arrive;
-	// other servers ignore it.
-	HeaderXorbFollows = "X-Xet-Follows"
-	// HeaderVerifiesSHA256, "true" in our server's LFS batch actions, promises that the CAS reads
-	// back every file a shard registers and refuses the shard unless the content's SHA-256 is the
-	// one the shard claims. A client may then claim the LFS oid without hashing the file itself: a
-	// wrong oid still fails the upload, on the server. The Hub does not send it.
-	HeaderVerifiesSHA256 = "X-Xet-Verifies-Sha256"
-)
+// HeaderRequestID names the id a CAS gives its answer, logged with errors. The X-Xet-* names are
+// in xet/lfsbatch.
+const HeaderRequestID = "X-Request-Id"
 
 // Prefixes of CAS routes (/v1/xorbs/{prefix}/{hash}, /v1/chunks/{prefix}/{hash}).
 const (

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // The auth matrix: every route of the server against every kind of credential, each cell with the
@@ -226,7 +227,7 @@ func (m *amMatrix) check(t *testing.T, rt amRoute, name string, want int, denied
 			t.Errorf("denied answer carries %.40q: %.300s", n, res.body)
 		}
 	}
-	for _, h := range []string{casapi.HeaderAccessToken, casapi.HeaderXetHash, "Content-Range", "Location"} {
+	for _, h := range []string{lfsbatch.HeaderAccessToken, lfsbatch.HeaderXetHash, "Content-Range", "Location"} {
 		if v := res.header.Get(h); v != "" {
 			t.Errorf("denied answer has %s: %s", h, v)
 		}
@@ -266,7 +267,7 @@ func TestAuthMatrix(t *testing.T) {
 // refreshCredential is the Authorization of a xet download action: a read refresh credential.
 func (m *amMatrix) refreshCredential(t *testing.T) string {
 	t.Helper()
-	obj := batchObject{OID: m.oid, Size: int64(len(m.r.content))}
+	obj := lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))}
 	res, br := m.e.batch(amRepo, batchBody("download", []string{"xet"}, obj), m.creds["rw-basic"].hdr...)
 	if res.status != 200 || br.Transfer != "xet" || len(br.Objects) != 1 || br.Objects[0].Actions["download"] == nil {
 		t.Fatalf("xet download batch: %v", res)
@@ -352,7 +353,7 @@ func (m *amMatrix) tokenRoutes() []amRoute {
 }
 
 func (m *amMatrix) lfsRoutes() []amRoute {
-	obj := batchObject{OID: m.oid, Size: int64(len(m.r.content))}
+	obj := lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))}
 	verify, _ := json.Marshal(obj)
 	lfs := "/" + amRepo + ".git/info/lfs/"
 	read := codes{"rw-basic": 200, "ro-basic": 200, "ro-token": 200}
@@ -421,8 +422,8 @@ func TestAuthMatrixHub(t *testing.T) {
 // download batch.
 func (m *amMatrix) hubDownloadURLs(t *testing.T, legacyOID string, legacySize int) (bridge, cdn string) {
 	t.Helper()
-	body := batchBody("download", []string{"basic"}, batchObject{OID: m.oid, Size: int64(len(m.r.content))},
-		batchObject{OID: legacyOID, Size: int64(legacySize)})
+	body := batchBody("download", []string{"basic"}, lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))},
+		lfsbatch.Object{OID: legacyOID, Size: int64(legacySize)})
 	res, br := m.e.batch(amRepo, body, m.creds["hub-rw"].hdr...)
 	if res.status != 200 || len(br.Objects) != 2 {
 		t.Fatalf("download batch: %v", res)
@@ -437,7 +438,7 @@ func (m *amMatrix) hubDownloadURLs(t *testing.T, legacyOID string, legacySize in
 }
 
 func (m *amMatrix) hubLFSRoutes(legacyOID string, legacy []byte) []amRoute {
-	obj := batchObject{OID: m.oid, Size: int64(len(m.r.content))}
+	obj := lfsbatch.Object{OID: m.oid, Size: int64(len(m.r.content))}
 	verify, _ := json.Marshal(obj)
 	lfs := "/" + amRepo + ".git/info/lfs/"
 	read := codes{"hub-rw": 200, "hub-ro": 200}

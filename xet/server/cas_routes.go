@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -213,7 +214,7 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, _ Claims)
 		// still fails on the limit, and a shorter one as truncated records.
 		body = sizedReader{body, int(r.ContentLength)}
 	}
-	inserted, err := s.cfg.Store.PutXorbFollowing(r.Context(), h, body, xorb.ParseFollows(r.Header.Get(casapi.HeaderXorbFollows)))
+	inserted, err := s.cfg.Store.PutXorbFollowing(r.Context(), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -130,7 +131,7 @@ func TestDiskFull(t *testing.T) {
 	if res.status != 507 || decodeJSON[lfsError](t, res.body).Message == "" {
 		t.Fatalf("basic upload on a full disk: %v", res)
 	}
-	vb, _ := json.Marshal(batchObject{OID: oid, Size: int64(len(data))})
+	vb, _ := json.Marshal(lfsbatch.Object{OID: oid, Size: int64(len(data))})
 	if res := e.do("POST", "/r/x.git/info/lfs/verify", vb); res.status != 404 {
 		t.Fatalf("object present after a failed upload: %v", res)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 const (
@@ -79,8 +80,8 @@ func TestHubTokenRoutes(t *testing.T) {
 			continue
 		}
 		tok := decodeJSON[casapi.Token](t, res.body)
-		if tok.AccessToken == "" || tok.CasURL != e.base || res.header.Get(casapi.HeaderAccessToken) != tok.AccessToken ||
-			res.header.Get(casapi.HeaderCasURL) != e.base || res.header.Get(casapi.HeaderTokenExpiration) != strconv.FormatInt(tok.Exp, 10) {
+		if tok.AccessToken == "" || tok.CasURL != e.base || res.header.Get(lfsbatch.HeaderAccessToken) != tok.AccessToken ||
+			res.header.Get(lfsbatch.HeaderCasURL) != e.base || res.header.Get(lfsbatch.HeaderTokenExpiration) != strconv.FormatInt(tok.Exp, 10) {
 			t.Errorf("%s: token body and X-Xet-* headers disagree: %s %v", tc.path, res.body, res.header)
 		}
 		c, err := e.srv.tokens.Verify(tok.AccessToken)
@@ -105,7 +106,7 @@ func TestHubBatchShapes(t *testing.T) {
 	oid := hex.EncodeToString(r.sha[:])
 	size := len(r.content)
 	res := e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("upload", []string{"basic", "xet"}, "refs/heads/dev", oid, size), bearerOf(hubWriter)...)
-	ans := decodeJSON[batchResponse](t, res.body)
+	ans := decodeJSON[lfsbatch.Response](t, res.body)
 	if res.status != 200 || ans.Transfer != "xet" {
 		t.Fatalf("upload batch: %v", res)
 	}
@@ -113,14 +114,14 @@ func TestHubBatchShapes(t *testing.T) {
 	if up.Href != e.base+"/api/models/org/m/xet-write-token/dev" || len(up.Header) != 4 || up.Header["Authorization"] != "" {
 		t.Errorf("xet action %+v", up)
 	}
-	e.uploadRef(r, "Authorization", "Bearer "+up.Header[casapi.HeaderAccessToken])
+	e.uploadRef(r, "Authorization", "Bearer "+up.Header[lfsbatch.HeaderAccessToken])
 	res = e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("upload", []string{"xet"}, "", oid, size), bearerOf(hubWriter)...)
-	if a := decodeJSON[batchResponse](t, res.body); len(a.Objects[0].Actions) != 0 {
+	if a := decodeJSON[lfsbatch.Response](t, res.body); len(a.Objects[0].Actions) != 0 {
 		t.Errorf("stored object got actions: %v", res)
 	}
 
 	res = e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("download", []string{"xet", "basic"}, "", oid, size), bearerOf(hubReader)...)
-	ans = decodeJSON[batchResponse](t, res.body)
+	ans = decodeJSON[lfsbatch.Response](t, res.body)
 	if ans.Transfer != "basic" {
 		t.Fatalf("download batch answered %q", ans.Transfer)
 	}
@@ -154,7 +155,7 @@ func TestHubLegacyUploadAndCDN(t *testing.T) {
 	sum := sha256.Sum256(data)
 	oid := hex.EncodeToString(sum[:])
 	res := e.do("POST", "/datasets/org/d.git/info/lfs/objects/batch", hubBatch("upload", []string{"basic"}, "", oid, len(data)), bearerOf(hubWriter)...)
-	ans := decodeJSON[batchResponse](t, res.body)
+	ans := decodeJSON[lfsbatch.Response](t, res.body)
 	if ans.Transfer != "basic" {
 		t.Fatalf("upload without xet: %v", res)
 	}
@@ -166,7 +167,7 @@ func TestHubLegacyUploadAndCDN(t *testing.T) {
 		t.Fatalf("PUT: %v", res)
 	}
 	res = e.do("POST", "/datasets/org/d.git/info/lfs/objects/batch", hubBatch("download", []string{"basic"}, "", oid, len(data)), bearerOf(hubReader)...)
-	href := decodeJSON[batchResponse](t, res.body).Objects[0].Actions["download"].Href
+	href := decodeJSON[lfsbatch.Response](t, res.body).Objects[0].Actions["download"].Href
 	if !strings.Contains(href, "/cdn-lfs/") || strings.Contains(href, "xet-bridge") {
 		t.Fatalf("legacy href %s", href)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
@@ -24,9 +25,9 @@ import (
 // casClient builds the project's CAS HTTP client from a batch action, the way the agent does:
 // endpoint, token and expiry from the X-Xet-* headers, refresh through the action's href with the
 // user's credentials.
-func casClient(t *testing.T, a *action, user, pw string) *cas.HTTP {
+func casClient(t *testing.T, a *lfsbatch.Action, user, pw string) *cas.HTTP {
 	t.Helper()
-	exp, err := strconv.ParseInt(a.Header[casapi.HeaderTokenExpiration], 10, 64)
+	exp, err := strconv.ParseInt(a.Header[lfsbatch.HeaderTokenExpiration], 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +44,9 @@ func casClient(t *testing.T, a *action, user, pw string) *cas.HTTP {
 		return tok, err
 	}
 	return cas.NewHTTP(cas.HTTPOptions{
-		Endpoint:  a.Header[casapi.HeaderCasURL],
-		Token:     cas.NewRefreshingToken(a.Header[casapi.HeaderAccessToken], time.Unix(exp, 0), refresh),
-		SessionID: a.Header[casapi.HeaderSessionID],
+		Endpoint:  a.Header[lfsbatch.HeaderCasURL],
+		Token:     cas.NewRefreshingToken(a.Header[lfsbatch.HeaderAccessToken], time.Unix(exp, 0), refresh),
+		SessionID: a.Header[lfsbatch.HeaderSessionID],
 		Retry:     retry.Policy{Attempts: 1},
 	})
 }
@@ -57,7 +58,7 @@ func TestXetClientRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	data := vectors.SplitMix(3_000_000, 11)
 	sum := sha256.Sum256(data)
-	obj := batchObject{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	obj := lfsbatch.Object{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
 
 	_, br := e.batch("org/repo", batchBody("upload", []string{"basic", "xet"}, obj), basic("alice", alicePW)...)
 	up := br.Objects[0].Actions["upload"]
@@ -79,10 +80,10 @@ func TestXetClientRoundTrip(t *testing.T) {
 
 	_, br = e.batch("org/repo", batchBody("download", []string{"basic", "xet"}, obj), basic("alice", alicePW)...)
 	dl := br.Objects[0].Actions["download"]
-	if dl == nil || dl.Header[casapi.HeaderXetHash] != res.FileHash.String() {
+	if dl == nil || dl.Header[lfsbatch.HeaderXetHash] != res.FileHash.String() {
 		t.Fatalf("download action %+v (file %s)", dl, res.FileHash)
 	}
-	file, err := hash.Parse(dl.Header[casapi.HeaderXetHash])
+	file, err := hash.Parse(dl.Header[lfsbatch.HeaderXetHash])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	xhash "github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) streamFile(w http.ResponseWriter, r *http.Request, file xhash.H
 	w.Header().Set("Content-Type", contentTypeOctets)
 	w.Header().Set("Content-Length", strconv.FormatUint(length, 10))
 	w.Header().Set("Accept-Ranges", "bytes")
-	w.Header().Set("X-Xet-Hash", file.String())
+	w.Header().Set(lfsbatch.HeaderXetHash, file.String())
 	if r.Method == http.MethodHead {
 		w.WriteHeader(status)
 		return
@@ -146,7 +147,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, ns string)
 	if _, ok := s.authRepo(w, r, ns, true); !ok {
 		return
 	}
-	var o batchObject
+	var o lfsbatch.Object
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&o); err != nil {
 		writeLFSError(w, http.StatusBadRequest, "malformed verify request: "+err.Error())
 		return

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -57,46 +57,6 @@ func (s *Server) handleRepoRoute(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type batchRequest struct {
-	Operation string   `json:"operation"`
-	Transfers []string `json:"transfers"`
-	Ref       *struct {
-		Name string `json:"name"`
-	} `json:"ref"`
-	Objects  []batchObject `json:"objects"`
-	HashAlgo string        `json:"hash_algo"`
-}
-
-type batchObject struct {
-	OID  string `json:"oid"`
-	Size int64  `json:"size"`
-}
-
-type batchResponse struct {
-	Transfer string        `json:"transfer"`
-	Objects  []batchResult `json:"objects"`
-	HashAlgo string        `json:"hash_algo"`
-}
-
-type batchResult struct {
-	OID           string             `json:"oid"`
-	Size          int64              `json:"size"`
-	Authenticated bool               `json:"authenticated,omitempty"`
-	Actions       map[string]*action `json:"actions,omitempty"`
-	Error         *objectError       `json:"error,omitempty"`
-}
-
-type action struct {
-	Href      string            `json:"href"`
-	Header    map[string]string `json:"header,omitempty"`
-	ExpiresIn int64             `json:"expires_in,omitempty"`
-}
-
-type objectError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
 // handleBatch answers POST /{repo}.git/info/lfs/objects/batch. With "xet" among the request's
 // transfers it answers "transfer":"xet" the Hub's way: actions whose href is the token refresh route
 // and whose headers carry the CAS URL, a CAS token (write for uploads, read for downloads), its expiry
@@ -119,7 +79,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 		s.failLFS(w, r, "batch", err)
 		return
 	}
-	resp := batchResponse{Transfer: "basic", HashAlgo: "sha256", Objects: make([]batchResult, 0, len(req.Objects))}
+	resp := lfsbatch.Response{Transfer: "basic", HashAlgo: "sha256", Objects: make([]lfsbatch.Result, 0, len(req.Objects))}
 	if g.useXet {
 		resp.Transfer = "xet"
 	}
@@ -138,8 +98,8 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 
 // decodeBatch reads and checks a batch request (size, operation, hash algorithm, object count),
 // answering the client itself when it is refused (ok false). write: an upload.
-func (s *Server) decodeBatch(w http.ResponseWriter, r *http.Request) (req *batchRequest, write, ok bool) {
-	req = &batchRequest{}
+func (s *Server) decodeBatch(w http.ResponseWriter, r *http.Request) (req *lfsbatch.Request, write, ok bool) {
+	req = &lfsbatch.Request{}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.Limits.JSON))
 	if err := dec.Decode(req); err != nil {
 		var tooBig *http.MaxBytesError
@@ -175,18 +135,17 @@ type batchGrant struct {
 	ns           string
 	write        bool
 	useXet       bool
-	tok          string            // bearer token of basic actions
-	base         string            // this server's URL
-	refresh      string            // the token route (href of xet actions)
-	xetHeader    map[string]string // headers of xet actions; nil for basic
-	expiresIn    int64             // basic actions: their bearer token's lifetime
-	xetExpiresIn int64             // xet actions: the refresh credential's lifetime
-	hub          bool              // Hub mode: bridge and CDN URLs for downloads
+	tok          string              // bearer token of basic actions
+	base         string              // this server's URL
+	xet          *lfsbatch.XetAction // what xet actions say (href: the token route); nil for basic
+	expiresIn    int64               // basic actions: their bearer token's lifetime
+	xetExpiresIn int64               // xet actions: the refresh credential's lifetime
+	hub          bool                // Hub mode: bridge and CDN URLs for downloads
 }
 
 // grant issues the batch's tokens: a CAS token for ns and the operation's scope, and for xet
 // actions the headers naming the CAS and, with authentication, a refresh credential.
-func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequest, write bool) (*batchGrant, error) {
+func (s *Server) grant(r *http.Request, ns string, who principal, req *lfsbatch.Request, write bool) (*batchGrant, error) {
 	scope := scopeRead
 	if write {
 		scope = scopeWrite
@@ -209,23 +168,18 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequ
 		// at href itself, so git-lfs must not drop the action when the first CAS token expires.
 		xetExpiresIn: int64(s.cfg.RefreshTTL / time.Second),
 	}
-	g.refresh = tokenRoute(g.base, ns, scope, rev)
 	if !g.useXet {
 		return g, nil
 	}
-	g.xetHeader = map[string]string{
-		casapi.HeaderCasURL:          g.base,
-		casapi.HeaderAccessToken:     tok,
-		casapi.HeaderTokenExpiration: strconv.FormatInt(exp.Unix(), 10),
-		casapi.HeaderSessionID:       newSessionID(),
-	}
+	g.xet = &lfsbatch.XetAction{CasURL: g.base, Token: tok, Exp: exp, SessionID: newSessionID(),
+		Href: tokenRoute(g.base, ns, scope, rev), Auth: map[string]string{}}
 	if hub {
 		g.xetExpiresIn = 0 // the Hub's xet actions carry only the four X-Xet-* headers
 		return g, nil
 	}
 	// Every shard is checked against its files' content (store.PutShard), so the agent need not
 	// hash them too.
-	g.xetHeader[casapi.HeaderVerifiesSHA256] = "true"
+	g.xet.VerifiesSHA256 = true
 	if !s.Open() {
 		// The agent calls href (the token route) with the action's other headers when its CAS token
 		// nears expiry: give it a refresh credential for this repository and scope.
@@ -233,18 +187,18 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *batchRequ
 		if err != nil {
 			return nil, err
 		}
-		g.xetHeader["Authorization"] = "Bearer " + rt
+		g.xet.Auth["Authorization"] = "Bearer " + rt
 	}
 	return g, nil
 }
 
 // answerObject answers one object of a batch: its actions, none when an upload is already stored,
 // or its error. An error returned is the store's, not the object's.
-func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject) (batchResult, error) {
-	res := batchResult{OID: o.OID, Size: o.Size}
+func (s *Server) answerObject(ctx context.Context, g *batchGrant, o lfsbatch.Object) (lfsbatch.Result, error) {
+	res := lfsbatch.Result{OID: o.OID, Size: o.Size}
 	sha, err := hash.ParseSHA256(o.OID)
 	if err != nil || strings.ToLower(o.OID) != o.OID || o.Size < 0 {
-		res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
+		res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
 		return res, nil
 	}
 	lookup := s.cfg.Store.LookupSHA256
@@ -272,31 +226,31 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject)
 	switch {
 	case g.write && known:
 		if int64(size) != o.Size {
-			res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with size %d, not %d", size, o.Size)}
+			res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with size %d, not %d", size, o.Size)}
 		}
 		// Already stored: no actions, git-lfs skips it.
 	case g.write && g.useXet:
 		res.Authenticated = true
-		res.Actions = map[string]*action{"upload": {Href: g.refresh, Header: g.xetHeader, ExpiresIn: g.xetExpiresIn}}
+		res.Actions = map[string]*lfsbatch.Action{"upload": g.xet.Action(g.xetExpiresIn)}
 	case g.write:
 		hdr := map[string]string{"Authorization": "Bearer " + g.tok}
 		res.Authenticated = true
-		res.Actions = map[string]*action{
+		res.Actions = map[string]*lfsbatch.Action{
 			"upload": {Href: objectURL, Header: hdr, ExpiresIn: g.expiresIn},
 			"verify": {Href: g.base + "/" + g.ns + ".git/info/lfs/verify", Header: hdr, ExpiresIn: g.expiresIn},
 		}
 	case !known:
-		res.Error = &objectError{Code: http.StatusNotFound, Message: "object does not exist"}
+		res.Error = &lfsbatch.ObjectError{Code: http.StatusNotFound, Message: "object does not exist"}
 	case g.useXet:
-		hdr := maps.Clone(g.xetHeader)
-		hdr[casapi.HeaderXetHash] = file.String()
+		x := *g.xet
+		x.XetHash = file.String()
 		res.Size = int64(size)
 		res.Authenticated = true
-		res.Actions = map[string]*action{"download": {Href: g.refresh, Header: hdr, ExpiresIn: g.xetExpiresIn}}
+		res.Actions = map[string]*lfsbatch.Action{"download": x.Action(g.xetExpiresIn)}
 	default:
 		res.Size = int64(size)
 		res.Authenticated = true
-		res.Actions = map[string]*action{"download": {
+		res.Actions = map[string]*lfsbatch.Action{"download": {
 			Href: objectURL, Header: map[string]string{"Authorization": "Bearer " + g.tok}, ExpiresIn: g.expiresIn}}
 	}
 	return res, nil
@@ -304,30 +258,30 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o batchObject)
 
 // answerHubObject answers one object the Hub's way: uploads as answerObject does (xet or a basic PUT
 // kept as a legacy object); downloads with a bridge URL for Xet objects, a CDN URL for legacy ones.
-func (s *Server) answerHubObject(g *batchGrant, o batchObject, res batchResult, file hash.Hash, size uint64, known bool) batchResult {
+func (s *Server) answerHubObject(g *batchGrant, o lfsbatch.Object, res lfsbatch.Result, file hash.Hash, size uint64, known bool) lfsbatch.Result {
 	legacySize, legacy := s.hasLegacy(g.ns, o.OID)
 	switch {
 	case g.write && (known || legacy):
 		if (known && int64(size) != o.Size) || (!known && legacySize != o.Size) {
-			res.Error = &objectError{Code: http.StatusUnprocessableEntity, Message: "object exists with another size"}
+			res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: "object exists with another size"}
 		}
 	case g.write && g.useXet:
 		res.Authenticated = true
-		res.Actions = map[string]*action{"upload": {Href: g.refresh, Header: g.xetHeader}}
+		res.Actions = map[string]*lfsbatch.Action{"upload": g.xet.Action(0)}
 	case g.write:
 		res.Authenticated = true
-		res.Actions = map[string]*action{"upload": {Href: g.base + "/" + g.ns + ".git/info/lfs/objects/" + o.OID,
+		res.Actions = map[string]*lfsbatch.Action{"upload": {Href: g.base + "/" + g.ns + ".git/info/lfs/objects/" + o.OID,
 			Header: map[string]string{"Authorization": "Bearer " + g.tok}, ExpiresIn: g.expiresIn}}
 	case known:
 		res.Size = int64(size)
 		res.Authenticated = true
-		res.Actions = map[string]*action{"download": {Href: s.bridgeURL(g.base, g.ns, file), ExpiresIn: int64(bridgeTTL / time.Second)}}
+		res.Actions = map[string]*lfsbatch.Action{"download": {Href: s.bridgeURL(g.base, g.ns, file), ExpiresIn: int64(bridgeTTL / time.Second)}}
 	case legacy:
 		res.Size = legacySize
 		res.Authenticated = true
-		res.Actions = map[string]*action{"download": {Href: s.cdnURL(g.base, g.ns, o.OID), ExpiresIn: int64(bridgeTTL / time.Second)}}
+		res.Actions = map[string]*lfsbatch.Action{"download": {Href: s.cdnURL(g.base, g.ns, o.OID), ExpiresIn: int64(bridgeTTL / time.Second)}}
 	default:
-		res.Error = &objectError{Code: http.StatusNotFound, Message: "Object does not exist"}
+		res.Error = &lfsbatch.ObjectError{Code: http.StatusNotFound, Message: "Object does not exist"}
 	}
 	return res
 }
@@ -396,9 +350,9 @@ func (s *Server) answerToken(w http.ResponseWriter, r *http.Request, ns string, 
 	}
 	base := s.baseURL(r)
 	if hubHeaders {
-		w.Header().Set(casapi.HeaderCasURL, base)
-		w.Header().Set(casapi.HeaderAccessToken, tok)
-		w.Header().Set(casapi.HeaderTokenExpiration, strconv.FormatInt(exp.Unix(), 10))
+		w.Header().Set(lfsbatch.HeaderCasURL, base)
+		w.Header().Set(lfsbatch.HeaderAccessToken, tok)
+		w.Header().Set(lfsbatch.HeaderTokenExpiration, strconv.FormatInt(exp.Unix(), 10))
 	}
 	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: base})
 }

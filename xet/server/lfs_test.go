@@ -13,23 +13,24 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
-func batchBody(op string, transfers []string, objs ...batchObject) []byte {
+func batchBody(op string, transfers []string, objs ...lfsbatch.Object) []byte {
 	b, _ := json.Marshal(map[string]any{"operation": op, "transfers": transfers, "objects": objs, "hash_algo": "sha256"})
 	return b
 }
 
-func (e *env) batch(repo string, body []byte, hdr ...string) (resp, batchResponse) {
+func (e *env) batch(repo string, body []byte, hdr ...string) (resp, lfsbatch.Response) {
 	e.t.Helper()
 	hdr = append(hdr, "Accept", contentTypeLFS, "Content-Type", contentTypeLFS)
 	res := e.do("POST", "/"+repo+".git/info/lfs/objects/batch", body, hdr...)
-	var br batchResponse
+	var br lfsbatch.Response
 	if res.status == 200 {
 		if ct := res.header.Get("Content-Type"); ct != contentTypeLFS {
 			e.t.Fatalf("batch content type %q", ct)
 		}
-		br = decodeJSON[batchResponse](e.t, res.body)
+		br = decodeJSON[lfsbatch.Response](e.t, res.body)
 	}
 	return res, br
 }
@@ -40,7 +41,7 @@ func TestBatchXet(t *testing.T) {
 	e := newEnv(t, nil)
 	r := loadRef(t)
 	oid := hex.EncodeToString(r.sha[:])
-	obj := batchObject{OID: oid, Size: int64(len(r.content))}
+	obj := lfsbatch.Object{OID: oid, Size: int64(len(r.content))}
 
 	res, br := e.batch("org/repo", batchBody("upload", []string{"basic", "lfs-standalone-file", "xet"}, obj))
 	if res.status != 200 || br.Transfer != "xet" || len(br.Objects) != 1 {
@@ -51,15 +52,15 @@ func TestBatchXet(t *testing.T) {
 		t.Fatalf("upload action %+v", up)
 	}
 	h := up.Header
-	if h[casapi.HeaderCasURL] != e.base || h[casapi.HeaderSessionID] == "" || h[casapi.HeaderTokenExpiration] == "" {
+	if h[lfsbatch.HeaderCasURL] != e.base || h[lfsbatch.HeaderSessionID] == "" || h[lfsbatch.HeaderTokenExpiration] == "" {
 		t.Fatalf("upload headers %v", h)
 	}
-	c, err := e.srv.tokens.Verify(h[casapi.HeaderAccessToken])
-	if err != nil || c.Scope != ScopeWrite || c.Namespace != "org/repo" || strconv.FormatInt(c.Exp, 10) != h[casapi.HeaderTokenExpiration] {
+	c, err := e.srv.tokens.Verify(h[lfsbatch.HeaderAccessToken])
+	if err != nil || c.Scope != ScopeWrite || c.Namespace != "org/repo" || strconv.FormatInt(c.Exp, 10) != h[lfsbatch.HeaderTokenExpiration] {
 		t.Fatalf("write token claims %+v %v", c, err)
 	}
 	// Upload through the CAS with that token; the object is then known: no actions.
-	e.uploadRef(r, auth(h[casapi.HeaderAccessToken])...)
+	e.uploadRef(r, auth(h[lfsbatch.HeaderAccessToken])...)
 	_, br = e.batch("org/repo", batchBody("upload", []string{"basic", "xet"}, obj))
 	if br.Objects[0].Actions != nil || br.Objects[0].Error != nil {
 		t.Fatalf("known object got %+v", br.Objects[0])
@@ -71,23 +72,23 @@ func TestBatchXet(t *testing.T) {
 	}
 
 	// Download: read token and X-Xet-Hash.
-	missing := batchObject{OID: strings.Repeat("ab", 32), Size: 5}
+	missing := lfsbatch.Object{OID: strings.Repeat("ab", 32), Size: 5}
 	_, br = e.batch("org/repo", batchBody("download", []string{"basic", "xet"}, obj, missing))
 	if br.Transfer != "xet" || len(br.Objects) != 2 {
 		t.Fatalf("download batch %+v", br)
 	}
 	dl := br.Objects[0].Actions["download"]
-	if dl == nil || dl.Href != e.base+"/api/models/org/repo/xet-read-token/main" || dl.Header[casapi.HeaderXetHash] != r.fileHash.String() {
+	if dl == nil || dl.Href != e.base+"/api/models/org/repo/xet-read-token/main" || dl.Header[lfsbatch.HeaderXetHash] != r.fileHash.String() {
 		t.Fatalf("download action %+v", dl)
 	}
-	if c, err := e.srv.tokens.Verify(dl.Header[casapi.HeaderAccessToken]); err != nil || c.Scope != ScopeRead {
+	if c, err := e.srv.tokens.Verify(dl.Header[lfsbatch.HeaderAccessToken]); err != nil || c.Scope != ScopeRead {
 		t.Fatalf("download token %+v %v", c, err)
 	}
 	if er := br.Objects[1].Error; er == nil || er.Code != 404 || br.Objects[1].Actions != nil {
 		t.Fatalf("unknown object %+v", br.Objects[1])
 	}
 	// Datasets and branch refs map to the Hub's route shape.
-	body, _ := json.Marshal(map[string]any{"operation": "upload", "transfers": []string{"xet"}, "ref": map[string]string{"name": "refs/heads/dev"}, "objects": []batchObject{obj}})
+	body, _ := json.Marshal(map[string]any{"operation": "upload", "transfers": []string{"xet"}, "ref": map[string]string{"name": "refs/heads/dev"}, "objects": []lfsbatch.Object{obj}})
 	_, br = e.batch("datasets/org/data", body)
 	if got := br.Objects[0].Actions["upload"].Href; got != e.base+"/api/datasets/org/data/xet-write-token/dev" {
 		t.Fatalf("dataset refresh route %q", got)
@@ -113,7 +114,7 @@ func TestBatchBadRequests(t *testing.T) {
 			t.Fatalf("%s: no message", name)
 		}
 	}
-	res, br := e.batch("org/repo", batchBody("upload", nil, batchObject{OID: "NOTHEX", Size: 1}, batchObject{OID: strings.Repeat("A", 64), Size: 1}, batchObject{OID: strings.Repeat("a", 64), Size: -1}))
+	res, br := e.batch("org/repo", batchBody("upload", nil, lfsbatch.Object{OID: "NOTHEX", Size: 1}, lfsbatch.Object{OID: strings.Repeat("A", 64), Size: 1}, lfsbatch.Object{OID: strings.Repeat("a", 64), Size: -1}))
 	if res.status != 200 {
 		t.Fatal(res)
 	}
@@ -136,7 +137,7 @@ func TestBasicTransferBridge(t *testing.T) {
 func testBasicTransferBridge(t *testing.T, e *env) {
 	data := vectors.SplitMix(300_000, 7)
 	oid := sha256Hex(data)
-	obj := batchObject{OID: oid, Size: int64(len(data))}
+	obj := lfsbatch.Object{OID: oid, Size: int64(len(data))}
 
 	_, br := e.batch("team/x", batchBody("upload", nil, obj))
 	if br.Transfer != "basic" {
@@ -167,7 +168,7 @@ func testBasicTransferBridge(t *testing.T, e *env) {
 	if res := e.do("POST", verify.Href, vb); res.status != 200 {
 		t.Fatalf("verify: %v", res)
 	}
-	wrongSize, _ := json.Marshal(batchObject{OID: oid, Size: 5})
+	wrongSize, _ := json.Marshal(lfsbatch.Object{OID: oid, Size: 5})
 	if res := e.do("POST", verify.Href, wrongSize); res.status != 422 {
 		t.Fatalf("verify with wrong size: %v", res)
 	}
@@ -224,7 +225,7 @@ func TestLFSAuth(t *testing.T) {
 	users := "# team\n" + sha256Line("alice", alicePW, "") + sha256Line("bob", bobPW, ":read:org/*")
 	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, users) })
 	data := vectors.SplitMix(20_000, 3)
-	obj := batchObject{OID: sha256Hex(data), Size: int64(len(data))}
+	obj := lfsbatch.Object{OID: sha256Hex(data), Size: int64(len(data))}
 	up := batchBody("upload", nil, obj)
 	down := batchBody("download", nil, obj)
 

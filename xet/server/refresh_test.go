@@ -7,6 +7,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // A Xet client keeps a long transfer going past its CAS token's expiry by calling the action's href
@@ -20,7 +21,7 @@ func TestXetRefreshCredential(t *testing.T) {
 		c.RefreshTTL = 2 * time.Hour
 	})
 	data := vectors.SplitMix(10_000, 9)
-	obj := batchObject{OID: sha256Hex(data), Size: int64(len(data))}
+	obj := lfsbatch.Object{OID: sha256Hex(data), Size: int64(len(data))}
 	xet := []string{"basic", "xet"}
 	probe := "/v1/chunks/default/" + hash.Chunk(data).String() // a miss (404) for any valid token
 
@@ -34,7 +35,7 @@ func TestXetRefreshCredential(t *testing.T) {
 	if err != nil || !c.Refresh || c.Scope != ScopeWrite || c.Namespace != "org/repo" || c.Subject != "alice" {
 		t.Fatalf("refresh credential claims %+v %v", c, err)
 	}
-	if res := e.do("GET", probe, nil, auth(up.Header[casapi.HeaderAccessToken])...); res.status != 404 {
+	if res := e.do("GET", probe, nil, auth(up.Header[lfsbatch.HeaderAccessToken])...); res.status != 404 {
 		t.Fatalf("fresh CAS token: %v", res)
 	}
 	// The refresh credential is not a CAS token and opens no LFS object route.
@@ -47,7 +48,7 @@ func TestXetRefreshCredential(t *testing.T) {
 
 	// Past the CAS token's expiry, the href with the refresh credential mints a working token.
 	e.clock.Advance(20 * time.Minute)
-	if res := e.do("GET", probe, nil, auth(up.Header[casapi.HeaderAccessToken])...); res.status != 401 {
+	if res := e.do("GET", probe, nil, auth(up.Header[lfsbatch.HeaderAccessToken])...); res.status != 401 {
 		t.Fatalf("expired CAS token: %v", res)
 	}
 	res = e.do("GET", up.Href, nil, "Authorization", refresh)

@@ -36,7 +36,7 @@ import (
 // fakes.
 type Store interface {
 	// PutXorbFollowing stores a xorb uploaded with a client's hint of where it sits in a file
-	// (casapi.HeaderXorbFollows; the zero Follows without one).
+	// (lfsbatch.HeaderXorbFollows; the zero Follows without one).
 	PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (inserted bool, err error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
 	PutShard(ctx context.Context, ns string, body []byte) (existed bool, err error)

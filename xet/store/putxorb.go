@@ -32,7 +32,7 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 }
 
 // PutXorbFollowing is PutXorb with the client's hint of where the xorb's raw bytes sit in a file
-// (casapi.HeaderXorbFollows); with a hint the raw bytes are also hashed into the file's SHA-256
+// (lfsbatch.HeaderXorbFollows); with a hint the raw bytes are also hashed into the file's SHA-256
 // run (see chainState in chain.go).
 func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
 	exists, err := s.be.Exists(ctx, xorbName(h))

@@ -30,7 +30,7 @@ type Xorb struct {
 	Lent     []Lent
 	Src      io.ReaderAt
 	// Follows is set by an upload session that knows where the xorb's raw bytes sit in a file (a
-	// hint for the CAS, casapi.HeaderXorbFollows); the zero value says nothing.
+	// hint for the CAS, lfsbatch.HeaderXorbFollows); the zero value says nothing.
 	Follows Follows
 }
 
@@ -41,7 +41,7 @@ type Follows struct {
 	Prev  hash.Hash
 }
 
-// Header returns the value of casapi.HeaderXorbFollows for f, "" for the zero value.
+// Header returns the value of lfsbatch.HeaderXorbFollows for f, "" for the zero value.
 func (f Follows) Header() string {
 	switch {
 	case f.Start:
@@ -52,7 +52,7 @@ func (f Follows) Header() string {
 	return ""
 }
 
-// ParseFollows reads a casapi.HeaderXorbFollows value; anything else is the zero value (a hint
+// ParseFollows reads a lfsbatch.HeaderXorbFollows value; anything else is the zero value (a hint
 // only).
 func ParseFollows(v string) Follows {
 	if v == "first" {

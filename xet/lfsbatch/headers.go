@@ -1,0 +1,24 @@
+package lfsbatch
+
+// Names of the X-Xet-* headers: those of a xet batch action (XetAction) and those our client and
+// server add to CAS requests. HTTP matches header names case-insensitively; so does ParseXetAction.
+const (
+	HeaderCasURL          = "X-Xet-Cas-Url"
+	HeaderAccessToken     = "X-Xet-Access-Token"
+	HeaderTokenExpiration = "X-Xet-Token-Expiration" // unix seconds
+	HeaderSessionID       = "X-Xet-Session-Id"       // also sent on every CAS request of a session
+	HeaderXetHash         = "X-Xet-Hash"             // the Xet file hash of a download
+	// HeaderVerifiesSHA256, "true" in our server's LFS batch actions, promises that the CAS reads
+	// back every file a shard registers and refuses the shard unless the content's SHA-256 is the
+	// one the shard claims. A client may then claim the LFS oid without hashing the file itself: a
+	// wrong oid still fails the upload, on the server. The Hub does not send it.
+	HeaderVerifiesSHA256 = "X-Xet-Verifies-Sha256"
+	// HeaderXorbFollows, on a xorb upload, is a hint from our client: "first" when the xorb's raw
+	// bytes begin a file, or the hash of the xorb whose raw bytes they continue in a file (every
+	// chunk of both, in order). Our server uses it to hash files' SHA-256 as their xorbs arrive;
+	// other servers ignore it.
+	HeaderXorbFollows = "X-Xet-Follows"
+
+	// headerPrefix begins every X-Xet-* name; an action's other headers are credentials for href.
+	headerPrefix = "x-xet-"
+)
