@@ -4,7 +4,8 @@
 # binary, empty data directory, so neither run dedupes against the other's data) on loopback, then
 # re-push after a 1 % edit. Prints wall time and bytes sent/received for each (counted by a
 # proxy in front of the server), and the server's store growth. Runs in a temp HOME; touches nothing
-# else. Needs go, git, git-lfs.
+# else. Needs go, git, git-lfs. With XET_BINDIR=DIR it runs the git-xet-transfer, xet-server and
+# countproxy in DIR instead of building them from this checkout (test/abcompare.sh uses that).
 #
 # With --s3, the second run is not plain git-lfs but Xet again, against a xet-server whose CAS is
 # in an S3 bucket (a versitygw on loopback, as in the tests) instead of its data directory, and the
@@ -24,11 +25,16 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-echo "building into $work/bin"
 mkdir -p "$work/bin" "$work/home"
-go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
-go build -o "$work/bin/xet-server" ./cmd/xet-server
-go build -o "$work/bin/countproxy" ./test/countproxy
+if [ -n "${XET_BINDIR:-}" ]; then
+  echo "binaries from $XET_BINDIR"
+  cp "$XET_BINDIR/git-xet-transfer" "$XET_BINDIR/xet-server" "$XET_BINDIR/countproxy" "$work/bin/"
+else
+  echo "building into $work/bin"
+  go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
+  go build -o "$work/bin/xet-server" ./cmd/xet-server
+  go build -o "$work/bin/countproxy" ./test/countproxy
+fi
 
 export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 XDG_CACHE_HOME="$work/home/.cache"
 export PATH="$work/bin:$PATH"

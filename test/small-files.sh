@@ -23,7 +23,8 @@
 # until the script ends: deleting them between runs put the next clones in ext4's slow window); the ratio of a wall or CPU time is the median
 # of the runs' own ratios (the two ways of a run ran one after the other), and each run's ratios
 # are listed below the table: on this project's 2-core VM one push of the same code varied by
-# 20-40 % from run to run.
+# 20-40 % from run to run. With XET_BINDIR=DIR it runs the git-xet-transfer and xet-server in DIR
+# instead of building them from this checkout (test/abcompare.sh uses that).
 #
 #   test/small-files.sh        SMALL_N=1000 SMALL_PROFILE=1 test/small-files.sh
 set -euo pipefail
@@ -36,8 +37,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/xet-small.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/bin" "$work/prof"
-go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
-go build -o "$work/bin/xet-server" ./cmd/xet-server
+if [ -n "${XET_BINDIR:-}" ]; then
+  cp "$XET_BINDIR/git-xet-transfer" "$XET_BINDIR/xet-server" "$work/bin/"
+else
+  go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
+  go build -o "$work/bin/xet-server" ./cmd/xet-server
+fi
 # The agent runs through a wrapper that adds its CPU time to a file: the agents' own share.
 cat >"$work/bin/agent" <<EOF
 #!/bin/sh
