@@ -13,9 +13,8 @@ import (
 )
 
 // Served is what a leading process serves of another process's conversation: it is asked for each
-// upload request before it runs. A request the leader would not do the same way as its own process
-// (for the Xet client: one with a batch action, or to a network remote) is put back, and the
-// conversation given back to its process, which keeps it.
+// upload request before it runs. A request the leader would not do the same way as that process is
+// put back, and the conversation given back to its process, which keeps it.
 type Served func(ctx context.Context, obj Object) bool
 
 // ServePipe serves a follower's conversation in the leader (the body of its share.Handler): its

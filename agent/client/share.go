@@ -26,6 +26,7 @@ type sharing struct {
 	group   atomic.Pointer[share.Group] // nil until init, or when not sharing
 	leading atomic.Bool
 	batcher smallBatcher // the leader's small uploads
+	turns   turns        // the leader's large uploads, one at a time per endpoint
 }
 
 // procs is the GOMAXPROCS of this process: its share (Tune), or every core while it leads.
@@ -82,17 +83,10 @@ func (x *xetTransferer) shareGroup(ctx context.Context) *share.Group {
 }
 
 // shareKey names what the processes of a group have in common: the repository (its git directory,
-// where the chunk index and git-lfs's objects are), the remote, the store and the shard cache.
+// where the chunk index and git-lfs's objects are), the remote, where its uploads go (shareWhere)
+// and the shard cache.
 func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
-	dir := x.o.StoreDir
-	if dir == "" {
-		r, err := x.localRemote(ctx)
-		if err != nil {
-			return "", err
-		}
-		dir = r.StoreDir()
-	}
-	dir, err := filepath.Abs(dir)
+	where, err := x.shareWhere(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -109,7 +103,29 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 	if gd, err = filepath.Abs(gd); err != nil {
 		return "", err
 	}
-	return "store=" + dir + "\x00cache=" + cache + "\x00git=" + gd + "\x00remote=" + x.init.Remote, nil
+	return where + "\x00cache=" + cache + "\x00git=" + gd + "\x00remote=" + x.init.Remote, nil
+}
+
+// shareWhere names where the group's uploads go: the embedded store's directory, or the LFS URL of
+// a network remote (an LFS server's batch actions, or the Hub).
+func (x *xetTransferer) shareWhere(ctx context.Context) (string, error) {
+	dir := x.o.StoreDir
+	if dir == "" && x.networkRemote(ctx) {
+		u, err := RemoteURL(ctx, x.o.Git, x.init.Remote)
+		if err != nil {
+			return "", err
+		}
+		return "lfs=" + u, nil
+	}
+	if dir == "" {
+		r, err := x.localRemote(ctx)
+		if err != nil {
+			return "", err
+		}
+		dir = r.StoreDir()
+	}
+	dir, err := filepath.Abs(dir)
+	return "store=" + dir, err
 }
 
 // servePipe serves a follower's conversation in the leader (share.Handler) through this process's
@@ -118,8 +134,7 @@ func (x *xetTransferer) servePipe(ctx context.Context, p *share.Pipe) share.Outc
 	return agent.ServePipe(ctx, x, x.servesOthers, x.init.Remote, x.o.Log, p)
 }
 
-// servesOthers reports whether the leader uploads obj for another process: a standalone upload to
-// the embedded store. One with a batch action, or to a network remote, stays with its process.
-func (x *xetTransferer) servesOthers(ctx context.Context, obj agent.Object) bool {
-	return obj.Action == nil && !x.networkRemote(ctx)
-}
+// servesOthers reports whether the leader uploads obj for another process: every upload does (the
+// processes of a group push one repository to one remote), so that the versions of a file the push
+// carries take turns (turns.go) and small files to the embedded store share batches.
+func (x *xetTransferer) servesOthers(ctx context.Context, obj agent.Object) bool { return true }

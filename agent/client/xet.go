@@ -361,6 +361,13 @@ func (x *xetTransferer) Upload(ctx context.Context, obj agent.Object, progress f
 			return agent.Result{}, err
 		}
 	}
+	if obj.Size >= ShareMaxBytes && x.sharing.leading.Load() {
+		done, err := x.sharing.turns.take(ctx, e, obj.Path)
+		if err != nil {
+			return agent.Result{}, err
+		}
+		defer done()
+	}
 	return x.uploadTo(ctx, e, mode, obj, sha, progress)
 }
 

@@ -1,0 +1,108 @@
+package test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+)
+
+// versionsOf returns n versions of a random file of size bytes, each the previous with blocks of
+// blockSize bytes rewritten at edits random places (a checkpoint of a training run).
+func versionsOf(n, size, edits, blockSize int, seed uint64) [][]byte {
+	v := [][]byte{testutil.RandomBytes(size, seed)}
+	for i := 1; i < n; i++ {
+		b := append([]byte(nil), v[i-1]...)
+		at := testutil.RandomBytes(8*edits, seed+uint64(1000*i))
+		for k := 0; k < edits; k++ {
+			off := int(binary.LittleEndian.Uint64(at[8*k:]) % uint64(size-blockSize))
+			copy(b[off:], testutil.RandomBytes(blockSize, seed+uint64(1000*i+k+1)))
+		}
+		v = append(v, b)
+	}
+	return v
+}
+
+// versionsRemote is a kind of remote for the versions tests: it makes a work tree whose pushes go
+// to it, and says where its Xet data is stored.
+type versionsRemote struct {
+	name  string
+	setup func(t *testing.T, e *env) (work, remote, store string)
+}
+
+var versionsRemotes = []versionsRemote{
+	{"embedded", func(t *testing.T, e *env) (string, string, string) {
+		remote := filepath.Join(e.home, "remote.git")
+		work := filepath.Join(e.home, "work")
+		e.git("", "init", "-q", "--bare", remote)
+		e.newRepo(work, "*.bin")
+		e.git(work, "remote", "add", "origin", remote)
+		return work, remote, filepath.Join(remote, "xet")
+	}},
+	{"server", func(t *testing.T, e *env) (string, string, string) {
+		s := startServer(t, "")
+		work, remote := batchRepo(t, e, s.url+"/team/versions.git/info/lfs")
+		return work, remote, s.data
+	}},
+}
+
+// pushVersions commits each version as model.bin, one commit each, and pushes after every commit
+// (oneAtATime) or once at the end; it returns the bytes the remote's Xet store holds then.
+func pushVersions(t *testing.T, r versionsRemote, versions [][]byte, oneAtATime bool) (e *env, remote string, stored int64) {
+	e = newEnv(t)
+	e.install()
+	work, remote, store := r.setup(t, e)
+	for i, v := range versions {
+		writeFile(t, filepath.Join(work, "model.bin"), v)
+		e.git(work, "add", ".")
+		e.git(work, "commit", "-q", "-m", fmt.Sprintf("checkpoint %d", i+1))
+		if oneAtATime {
+			e.git(work, "push", "-q", "origin", "main")
+		}
+	}
+	if !oneAtATime {
+		e.git(work, "push", "-q", "origin", "main")
+	}
+	return e, remote, dirSize(t, store)
+}
+
+// Several versions of a file pushed at once are stored as their changed chunks, as when they are
+// pushed one at a time: git-lfs gives each version to a different agent process, and they must not
+// each store the whole file. A clone of the versions pushed at once gets every version back.
+func TestVersionsPushedAtOnce(t *testing.T) {
+	const size = 16 << 20
+	versions := versionsOf(4, size, 10, 64<<10, 33)
+	for _, r := range versionsRemotes {
+		t.Run(r.name, func(t *testing.T) {
+			_, _, one := pushVersions(t, r, versions, true)
+			e, remote, all := pushVersions(t, r, versions, false)
+			t.Logf("%d versions of %d bytes: stored %d bytes pushed one at a time, %d pushed at once (%.2fx)",
+				len(versions), size, one, all, float64(all)/float64(one))
+			if all > one+one/10 {
+				t.Errorf("pushed at once the store holds %d bytes, want at most 1.1x the %d of one-at-a-time pushes", all, one)
+			}
+			clone := filepath.Join(e.home, "clone")
+			e.git("", "clone", "-q", remote, clone)
+			e.git(clone, "lfs", "fetch", "--all", "origin")
+			for i := range versions {
+				if got := checkoutVersion(t, e, clone, len(versions)-1-i); string(got) != string(versions[i]) {
+					t.Fatalf("checkpoint %d does not come back byte for byte", i+1)
+				}
+			}
+		})
+	}
+}
+
+// checkoutVersion checks out main~back and returns its model.bin.
+func checkoutVersion(t *testing.T, e *env, clone string, back int) []byte {
+	t.Helper()
+	e.git(clone, "checkout", "-q", fmt.Sprintf("main~%d", back))
+	b, err := os.ReadFile(filepath.Join(clone, "model.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
