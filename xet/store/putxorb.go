@@ -45,7 +45,7 @@ func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reade
 		onRaw = func(raw []byte) { sha.Write(raw) }
 	}
 	if l, ok := body.(interface{ Len() int }); ok && !exists && l.Len() >= streamMin {
-		if _, ok := s.be.(streamingBackend); ok {
+		if s.be.Features().StreamsCreates {
 			if l.Len() > MaxXorbBodyBytes {
 				return false, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
 			}
