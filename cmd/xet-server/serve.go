@@ -346,7 +346,7 @@ func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, server.XorbUR
 		defer cancel()
 		be, err := s3.New(ctx, s3Config(os.Getenv), bucket, prefix)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, s3Hint(err)
 		}
 		st, err := store.Open("", store.Options{Backend: be, Log: log})
 		if err != nil || !f.s3Direct {
@@ -371,6 +371,17 @@ func s3Config(getenv func(string) string) s3.Config {
 			&credentials.FileAWSCredentials{},
 		}),
 	}
+}
+
+// s3Hint names the variables to check for an S3 error that says what was wrong.
+func s3Hint(err error) error {
+	switch {
+	case errors.Is(err, s3.ErrCredentials):
+		return fmt.Errorf("%w: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or ~/.aws/credentials)", err)
+	case errors.Is(err, s3.ErrUnreachable):
+		return fmt.Errorf("%w (check AWS_ENDPOINT_URL)", err)
+	}
+	return err
 }
 
 // openFS opens a store on a directory.

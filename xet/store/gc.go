@@ -36,8 +36,8 @@ import (
 // whatever a record names. The grace period also protects a xorb uploaded for a shard still in
 // flight.
 //
-// FSBackend's small blobs live in pack files: gc moves and deletes them by rewriting their packs
-// (SweepPacked). A pack a running writer holds is left for a later run (counted as Busy).
+// A backend that packs small blobs (blob/fs) moves and deletes them by rewriting their packs
+// (blob.PackSweeper). A pack a running writer holds is left for a later run (counted as Busy).
 
 // RegisterWithin bounds the time from a registration's check that its xorbs exist to the write of
 // its records (see Collect). The grace period of gc must exceed it.

@@ -18,7 +18,7 @@ import (
 // conformGC runs garbage collection on a backend through its life: young orphans kept, old ones
 // trashed then deleted, a dry run changing nothing, a registration restoring a trashed xorb, a
 // record written in the race with the move (the xorb is restored by the next run), referenced
-// xorbs never touched. On FSBackend, the packs holding small xorbs are rewritten.
+// xorbs never touched. On blob/fs, the packs holding small xorbs are rewritten.
 func conformGC(t *testing.T, be blob.Backend) {
 	ctx := context.Background()
 	var offset atomic.Int64 // how far the store's clock is ahead of the real one

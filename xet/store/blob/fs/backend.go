@@ -1,3 +1,11 @@
+// Package fs keeps blobs in a directory (blob.Backend): small ones in append-only pack files
+// (pack.go, packwriter.go, packset.go; rewritten by packsweep.go), larger ones as files of their
+// own, written with O_DIRECT where the filesystem allows it (direct_linux.go). Create and
+// CreateBatch return once the blob is durable; small blobs of concurrent writes share a pack's
+// fdatasync (fsbatch.go).
+//
+// Concurrency: a Backend is safe for concurrent use by goroutines and by several processes sharing
+// one directory (each pack has one writer at a time, by flock).
 package fs
 
 import (
@@ -61,7 +69,7 @@ func (b *Backend) path(name string) (string, error) {
 	return filepath.Join(b.root, filepath.FromSlash(name)), nil
 }
 
-// Create implements Backend.
+// Create implements blob.Backend.
 func (b *Backend) Create(ctx context.Context, name string, r io.Reader) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -271,7 +279,7 @@ func (b fsBlob) Section(_ context.Context, off, n int64) (io.ReadCloser, error) 
 	return io.NopCloser(io.NewSectionReader(b.f, off, n)), nil
 }
 
-// Open implements Backend.
+// Open implements blob.Backend.
 func (b *Backend) Open(ctx context.Context, name string) (blob.Blob, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -311,7 +319,7 @@ func (b *Backend) Open(ctx context.Context, name string) (blob.Blob, error) {
 	return fsBlob{f: f, size: st.Size()}, nil
 }
 
-// Exists implements Backend.
+// Exists implements blob.Backend.
 func (b *Backend) Exists(ctx context.Context, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -319,7 +327,7 @@ func (b *Backend) Exists(ctx context.Context, name string) (bool, error) {
 	return b.exists(name)
 }
 
-// List implements Backend.
+// List implements blob.Backend.
 func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

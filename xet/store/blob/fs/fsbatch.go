@@ -12,7 +12,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// CreateBatch implements Backend: runs of small blobs are written to this process's pack and made
+// CreateBatch implements blob.Backend: runs of small blobs are written to this process's pack and made
 // durable with one fsync (shared with concurrent callers); a large blob is written as its own file
 // after the run before it is durable, so the batch's order holds.
 func (b *Backend) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]bool, error) {

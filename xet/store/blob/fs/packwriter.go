@@ -203,10 +203,9 @@ const packGrow = 1 << 20
 
 // grow makes the pack file at least end bytes long, extending it in packGrow steps of written zeros
 // (w.mu held). Records then overwrite blocks that exist and leave the file's size alone, so the
-// fdatasync of a commit flushes their pages only: after an append that grows the file it must also
-// write the inode and allocate blocks, which on this project's 2-core test VM doubled its cost
-// (about 230 µs of CPU against 120 µs). The zeros past the last record are not a record: recovery
-// stops there and cuts them (recoverPack), as close does.
+// fdatasync of a commit flushes their pages only, not the inode and block allocation an append
+// that grows the file would add to every commit. The zeros past the last record are not a record:
+// recovery stops there and cuts them (recoverPack), as close does.
 func (w *packWriter) grow(end int64) error {
 	if end <= w.alloc {
 		return nil

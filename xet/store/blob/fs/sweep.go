@@ -12,7 +12,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// ListInfo implements Sweeper.
+// ListInfo implements blob.Backend.
 func (b *Backend) ListInfo(ctx context.Context, prefix string) ([]blob.Info, error) {
 	names, err := b.List(ctx, prefix)
 	if err != nil {
@@ -44,7 +44,7 @@ func (b *Backend) ListInfo(ctx context.Context, prefix string) ([]blob.Info, err
 	return out, nil
 }
 
-// Move implements Sweeper: a rename within the store's directory.
+// Move implements blob.Backend: a rename within the store's directory.
 func (b *Backend) Move(ctx context.Context, from, to string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -73,7 +73,7 @@ func (b *Backend) Move(ctx context.Context, from, to string) error {
 	return syncDir(filepath.Dir(dst), to)
 }
 
-// Delete implements Sweeper.
+// Delete implements blob.Backend.
 func (b *Backend) Delete(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err

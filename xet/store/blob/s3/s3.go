@@ -98,6 +98,12 @@ func New(ctx context.Context, cfg Config, bucket, prefix string) (*Backend, erro
 	return &Backend{c: c, bucket: bucket, prefix: prefix}, nil
 }
 
+// ErrCredentials: the service refused the credentials (New); the caller knows where they came from.
+var ErrCredentials = errors.New("check the credentials")
+
+// ErrUnreachable: nothing answered at the endpoint (New).
+var ErrUnreachable = errors.New("cannot be reached")
+
 // probeBucket checks at start-up that the bucket is there and answers with these credentials, with
 // one retry and a deadline (the client's own retries are for a service that worked), and says
 // what to fix: the endpoint, the credentials, the clock or the bucket.
@@ -126,12 +132,12 @@ func probeBucket(ctx context.Context, opts minio.Options, host, bucket string) e
 	case errors.As(err, &er) && er.Code == "RequestTimeTooSkewed":
 		return fmt.Errorf("S3 at %s refuses this machine's clock as too far from its own (%s): set the clock (NTP)", host, er.Message)
 	case errors.As(err, &er) && (er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized):
-		return fmt.Errorf("S3 at %s refused the credentials for bucket %s (%s %s): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or ~/.aws/credentials)",
-			host, bucket, er.Code, strings.TrimSuffix(er.Message, "."))
+		return fmt.Errorf("S3 at %s refused the credentials for bucket %s (%s %s): %w",
+			host, bucket, er.Code, strings.TrimSuffix(er.Message, "."), ErrCredentials)
 	case errors.As(err, &er):
 		return fmt.Errorf("S3 bucket %s at %s: %s (%d %s)", bucket, host, er.Message, er.StatusCode, er.Code)
 	}
-	return fmt.Errorf("S3 endpoint %s cannot be reached (check AWS_ENDPOINT_URL): %v", host, err)
+	return fmt.Errorf("S3 endpoint %s %w: %v", host, ErrUnreachable, err)
 }
 
 func (b *Backend) key(name string) (string, error) {
