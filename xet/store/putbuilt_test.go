@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	blobfs "github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -117,5 +119,35 @@ func TestPutBuiltXorbRejects(t *testing.T) {
 				t.Fatal("a refused xorb was stored")
 			}
 		})
+	}
+}
+
+// A xorb stored as a file of its own is handed out by OpenXorb as that file (what the server's
+// sendfile of xorb ranges needs: an io.ReadSeeker with a syscall.Conn); a small, packed one reads
+// the same bytes through ranged reads.
+func TestOpenXorbHandsOutTheFile(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	for _, n := range []int{64, 2} { // about 2.3 MiB: a file of its own; a few KiB: packed
+		x := builtXorb(t, n, uint64(n))
+		if _, err := s.PutBuiltXorb(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		f, recordsLen, err := s.OpenXorb(ctx, x.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, isFile := f.(*os.File)
+		if big := len(x.Body) > blobfs.MaxPacked; big != isFile {
+			t.Errorf("xorb of %d bytes handed out as %T", len(x.Body), f)
+		}
+		got := make([]byte, recordsLen)
+		if _, err := f.ReadAt(got, 0); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !bytes.Equal(got, x.Body) {
+			t.Fatalf("xorb of %d bytes: its records read back differ", len(x.Body))
+		}
 	}
 }

@@ -192,7 +192,8 @@ func (s *Store) openXorbBlob(ctx context.Context, h hash.Hash) (blob.Blob, error
 }
 
 // OpenXorb returns the stored xorb object (chunk records first, footer after) for ranged reads. The
-// records region is [0, recordsLen).
+// records region is [0, recordsLen). A xorb that is a file of its own (blob.Filer) is handed out as
+// its *os.File, so that a server can send its ranges with sendfile.
 func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64, error) {
 	b, err := s.openXorbBlob(ctx, h)
 	if err != nil {
@@ -202,6 +203,9 @@ func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64,
 	if err != nil {
 		b.Close()
 		return nil, 0, err
+	}
+	if f, ok := b.(blob.Filer); ok {
+		return f.File(), int64(m.recordsLen()), nil // the file itself: the server's sendfile
 	}
 	return struct {
 		io.ReaderAt

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -120,6 +121,13 @@ type Blob interface {
 	Section(ctx context.Context, off, n int64) (io.ReadCloser, error)
 	Size() int64
 	Close() error
+}
+
+// Filer is a Blob that is a whole file of the local filesystem (blob/fs's blobs that are not
+// packed): a reader may use the file itself, e.g. for the kernel's sendfile. The file belongs to
+// the Blob (Close closes it); reads of it ignore contexts, as the Blob's own do.
+type Filer interface {
+	File() *os.File
 }
 
 // ReaderAt is b read under ctx, as an io.ReaderAt (for io.SectionReader and the parsers that read

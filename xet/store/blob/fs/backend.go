@@ -266,6 +266,9 @@ type fsBlob struct {
 func (b fsBlob) Size() int64  { return b.size }
 func (b fsBlob) Close() error { return b.f.Close() }
 
+// File implements blob.Filer.
+func (b fsBlob) File() *os.File { return b.f }
+
 // ReadAt implements blob.Blob.
 func (b fsBlob) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 	return b.f.ReadAt(p, off)
