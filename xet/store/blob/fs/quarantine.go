@@ -13,7 +13,7 @@ import (
 )
 
 // Quarantine implements blob.Backend: a blob that is a file of its own is renamed into
-// quarantine/<time>-<name> (kept for inspection, out of every listing); packed blobs cannot be
+// quarantine/<name with "/" as "_"> (kept for inspection, out of every listing); packed blobs cannot be
 // moved (an error).
 func (b *Backend) Quarantine(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
@@ -43,26 +43,4 @@ func (b *Backend) Quarantine(ctx context.Context, name string) error {
 		return fmt.Errorf("store: quarantine %s: %w", name, err)
 	}
 	return syncDir(filepath.Dir(p), name)
-}
-
-// writeParts writes the whole blob to f, a new empty file: an aligned bulk of the first part with
-// O_DIRECT when possible, the rest through f. It returns the bytes written.
-func writeParts(f *os.File, bb *blob.BytesBlob) (int64, error) {
-	var off int64
-	for i, p := range bb.Parts() {
-		if i == 0 && len(p) > 0 {
-			d := writeDirect(f.Name(), p)
-			p = p[d:]
-			off += int64(d)
-		}
-		for len(p) > 0 {
-			k, err := f.WriteAt(p, off)
-			off += int64(k)
-			p = p[k:]
-			if err != nil {
-				return off, err
-			}
-		}
-	}
-	return off, nil
 }
