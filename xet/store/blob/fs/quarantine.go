@@ -13,8 +13,8 @@ import (
 )
 
 // Quarantine implements blob.Backend: a blob that is a file of its own is renamed into
-// quarantine/<name with "/" as "_"> (kept for inspection, out of every listing); packed blobs cannot be
-// moved (an error).
+// quarantine/ (its name with "/" as "_"; kept for inspection, out of every listing); packed blobs
+// cannot be moved (an error).
 func (b *Backend) Quarantine(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err

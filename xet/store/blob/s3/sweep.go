@@ -71,9 +71,9 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// CleanTemp implements blob.Backend: it aborts multipart uploads begun more than age ago (PUTs of large blobs by an instance
-// that died mid-write): their parts are stored, and billed, until aborted. An object with a
-// younger upload in progress is left alone. ctx bounds the whole listing and aborting.
+// CleanTemp implements blob.Backend: it aborts the multipart uploads under the prefix begun more
+// than age ago (a writer that died mid-upload): their parts are stored, and billed, until aborted.
+// An object with a younger upload in progress is left alone. ctx bounds the listing and aborts.
 func (b *Backend) CleanTemp(ctx context.Context, age time.Duration) (removed int, err error) {
 	cutoff := time.Now().Add(-age)
 	old := map[string]bool{}
