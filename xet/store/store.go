@@ -36,7 +36,7 @@ import (
 var ErrNotFound = blob.ErrNotFound
 
 // missing is ErrNotFound for one entry, formatted only when printed: a dedupe query misses for most
-// chunks, and formatting a message nobody reads was a visible share of a small upload's CPU.
+// chunks, and most of those messages are never read.
 type missing struct {
 	what string
 	h    hash.Hash
