@@ -41,21 +41,26 @@ for p in xet/hash; do only "$p" "" "the hash package stands alone"; done
 for p in xet/chunk xet/xorb xet/shard xet/casapi xet/lfsbatch; do
   only "$p" "xet/hash" "a format package imports only xet/hash"
 done
-forbid xet/cas "xet/store|xet/embedded|xet/server|xet/upload|xet/download" "what clients ask of a CAS knows no implementation but HTTP"
+forbid xet/cas "xet/store(/.*)?|xet/embedded|xet/server|xet/upload|xet/download" "what clients ask of a CAS knows no implementation but HTTP"
 forbid xet/store "xet/cas|xet/embedded|xet/upload|xet/download|xet/server" "the store sits under the server and the embedded CAS"
+only xet/store/blob "" "the blob storage interface knows no store, no backend"
+for p in xet/store/blob/fs xet/store/blob/s3; do
+  only "$p" "xet/store/blob|xet/hash|xet/xorb|xet/shard|xet/chunk|xet/casapi" "a backend keeps blobs: it imports the blob interface and format packages, never the store logic"
+done
+forbid xet/store/blob/blobtest "xet/store|xet/store/blob/(fs|s3)" "the backends' conformance suite tests any backend through the interface, not the store"
 for p in xet/upload xet/download; do
-  forbid "$p" "xet/store|xet/embedded|xet/server" "transfers reach a CAS only through xet/cas"
+  forbid "$p" "xet/store(/.*)?|xet/embedded|xet/server" "transfers reach a CAS only through xet/cas"
 done
 only agent/share "internal/rawio" "sharing relays requests; what an upload is stays in the agent"
-forbid localshards "xet/cas|xet/store|xet/embedded|xet/upload|xet/download|xet/server|agent" "the shard cache holds shards, nothing else"
-forbid localchunks "xet/store|xet/embedded|xet/upload|xet/server|localshards|agent|protocol" "the chunk index holds maps of local files (download's Span and Local), nothing else"
+forbid localshards "xet/cas|xet/store(/.*)?|xet/embedded|xet/upload|xet/download|xet/server|agent" "the shard cache holds shards, nothing else"
+forbid localchunks "xet/store(/.*)?|xet/embedded|xet/upload|xet/server|localshards|agent|protocol" "the chunk index holds maps of local files (download's Span and Local), nothing else"
 forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only agent/credentials "" "credential lookup stands alone (git-lfs's helpers only)"
 only agent/hub "agent/credentials|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
-forbid agent/migrate "cmd/.*|xet/server|xet/store/.*" "migrate is a client: wired by the CLI, never the server"
+forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"
 
 if [ $fail = 0 ]; then echo "import rules: ok ($(echo "$all" | wc -l) packages)"; fi
 exit $fail

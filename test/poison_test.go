@@ -121,7 +121,7 @@ func findEntry(t *testing.T, root, dir, name string) (string, string, []byte) {
 			}
 			defer b.Close()
 			data := make([]byte, b.Size())
-			if _, err := b.ReadAt(data, 0); err != nil {
+			if _, err := b.ReadAt(ctx, data, 0); err != nil {
 				t.Fatal(err)
 			}
 			return storeRoot, n, data

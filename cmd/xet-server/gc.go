@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -60,8 +59,8 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "xet-server gc:", err)
 		return 1
 	}
-	if c, ok := st.Backend().(store.TempCleaner); ok && !o.DryRun {
-		n, err := c.CleanTemp(time.Hour)
+	if !o.DryRun {
+		n, err := cleanTemp(ctx, st)
 		if err != nil {
 			fmt.Fprintln(stderr, "xet-server gc:", err)
 			return 1

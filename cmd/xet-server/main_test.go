@@ -247,8 +247,9 @@ func TestS3BadConfiguration(t *testing.T) {
 		name, endpoint, secret, bucket, want string
 	}{
 		{"missing bucket", srv.Endpoint, srv.SecretKey, "nosuchbucket", "does not exist (create it first)"},
-		{"bad credentials", srv.Endpoint, "wrong-secret", srv.Bucket, "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
-		{"unreachable endpoint", closed, srv.SecretKey, srv.Bucket, "cannot be reached (check AWS_ENDPOINT_URL)"},
+		{"bad credentials", srv.Endpoint, "wrong-secret", srv.Bucket, "check the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
+		{"unreachable endpoint", closed, srv.SecretKey, srv.Bucket, "cannot be reached: "},
+		{"unreachable endpoint names its variable", closed, srv.SecretKey, srv.Bucket, "(check AWS_ENDPOINT_URL)"},
 		{"clock skew", skewed.URL, srv.SecretKey, srv.Bucket, "set the clock"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

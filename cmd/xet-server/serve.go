@@ -19,10 +19,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/s3"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -336,25 +338,50 @@ func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, server.XorbUR
 		st, err := openFS(filepath.Join(f.data, "cas"), log)
 		return st, nil, err
 	case strings.HasPrefix(f.storage, "s3://"):
-		bucket, prefix, err := store.ParseS3URL(f.storage)
+		bucket, prefix, err := s3.ParseURL(f.storage)
 		if err != nil {
 			return nil, nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		be, err := store.NewS3Backend(ctx, store.S3Config{}, bucket, prefix)
+		be, err := s3.New(ctx, s3Config(os.Getenv), bucket, prefix)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, s3Hint(err)
 		}
 		st, err := store.Open("", store.Options{Backend: be, Log: log})
 		if err != nil || !f.s3Direct {
 			return st, nil, err
 		}
-		return st, be, nil
+		return st, store.PresignedXorbs{Storage: be}, nil
 	default:
 		st, err := openFS(f.storage, log)
 		return st, nil, err
 	}
+}
+
+// s3Config is where --storage s3:// is, from the standard AWS variables: AWS_ENDPOINT_URL (default
+// AWS), AWS_REGION (default us-east-1), and the credentials from AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY, else the shared credentials file (~/.aws/credentials, AWS_PROFILE).
+func s3Config(getenv func(string) string) s3.Config {
+	return s3.Config{
+		Endpoint: getenv("AWS_ENDPOINT_URL"),
+		Region:   getenv("AWS_REGION"),
+		Creds: credentials.NewChainCredentials([]credentials.Provider{
+			&credentials.EnvAWS{},
+			&credentials.FileAWSCredentials{},
+		}),
+	}
+}
+
+// s3Hint names the variables to check for an S3 error that says what was wrong.
+func s3Hint(err error) error {
+	switch {
+	case errors.Is(err, s3.ErrCredentials):
+		return fmt.Errorf("%w: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or ~/.aws/credentials)", err)
+	case errors.Is(err, s3.ErrUnreachable):
+		return fmt.Errorf("%w (check AWS_ENDPOINT_URL)", err)
+	}
+	return err
 }
 
 // openFS opens a store on a directory.
@@ -362,16 +389,23 @@ func openFS(dir string, log zerolog.Logger) (*store.Store, error) {
 	return store.Open(dir, store.Options{Log: log})
 }
 
+// cleanTemp removes what writers killed mid-write left in the storage over an hour ago, within
+// cleanTempTimeout.
+func cleanTemp(ctx context.Context, st *store.Store) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, cleanTempTimeout)
+	defer cancel()
+	return st.Backend().CleanTemp(ctx, time.Hour)
+}
+
+// cleanTempTimeout bounds one cleaning (a bucket's listing of unfinished uploads, their aborts).
+const cleanTempTimeout = 5 * time.Minute
+
 // cleanTempHourly removes, at once and then hourly, what writers killed mid-write left in the
 // storage over an hour ago: temp files and stray packs of a directory, unfinished multipart
 // uploads of a bucket.
 func cleanTempHourly(ctx context.Context, st *store.Store, log zerolog.Logger) {
-	c, ok := st.Backend().(store.TempCleaner)
-	if !ok {
-		return
-	}
 	for {
-		if n, err := c.CleanTemp(time.Hour); err != nil {
+		if n, err := cleanTemp(ctx, st); err != nil {
 			log.Warn().Err(err).Msg("cleaning temp files")
 		} else if n > 0 {
 			log.Info().Int("removed", n).Msg("removed temp files of interrupted writes")

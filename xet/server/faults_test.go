@@ -16,6 +16,8 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+	blobfs "github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -54,7 +56,7 @@ func (f *faultStore) Reconstruct(ctx context.Context, file hash.Hash, rng *casap
 
 // fullBackend fails every write with ENOSPC while full is set.
 type fullBackend struct {
-	store.Backend
+	blob.Backend
 	full atomic.Bool
 }
 
@@ -65,8 +67,8 @@ func (b *fullBackend) Create(ctx context.Context, name string, r io.Reader) (boo
 	return b.Backend.Create(ctx, name, r)
 }
 
-func (b *fullBackend) CreateBatch(ctx context.Context, blobs []store.NewBlob) ([]bool, error) {
-	return store.CreateEach(ctx, b, blobs)
+func (b *fullBackend) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]bool, error) {
+	return blob.CreateEach(ctx, b, blobs)
 }
 
 // A full disk answers 507 (v2 shards: an error frame, not retryable: a full disk is not freed in
@@ -77,7 +79,7 @@ func TestDiskFull(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		// One store on a backend that can run out of space: the CAS routes reach it through
 		// faultStore, basic uploads through the UploadIngester's embedded CAS.
-		fsb, err := store.NewFSBackend(t.TempDir())
+		fsb, err := blobfs.New(t.TempDir(), blobfs.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

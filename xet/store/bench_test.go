@@ -5,6 +5,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+	blobfs "github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
+
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -125,11 +128,11 @@ func BenchmarkPutXorb64MiB(b *testing.B) {
 				dir := b.TempDir()
 				var opts Options
 				if mode == "whole" {
-					fsb, err := NewFSBackend(dir)
+					fsb, err := blobfs.New(dir, blobfs.Options{})
 					if err != nil {
 						b.Fatal(err)
 					}
-					opts.Backend = struct{ Backend }{fsb} // hides streamsCreates
+					opts.Backend = wholeCreates{fsb}
 				}
 				s, err := Open(dir, opts)
 				if err != nil {
@@ -142,4 +145,13 @@ func BenchmarkPutXorb64MiB(b *testing.B) {
 			}
 		})
 	}
+}
+
+// wholeCreates is a backend that is handed whole blobs, not streams.
+type wholeCreates struct{ blob.Backend }
+
+func (w wholeCreates) Features() blob.Features {
+	f := w.Backend.Features()
+	f.StreamsCreates = false
+	return f
 }

@@ -7,16 +7,18 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
 // countingBackend counts Opens.
 type countingBackend struct {
-	Backend
+	blob.Backend
 	opens atomic.Int64
 }
 
-func (c *countingBackend) Open(ctx context.Context, name string) (Blob, error) {
+func (c *countingBackend) Open(ctx context.Context, name string) (blob.Blob, error) {
 	c.opens.Add(1)
 	return c.Backend.Open(ctx, name)
 }

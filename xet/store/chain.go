@@ -10,12 +10,11 @@ import (
 )
 
 // The SHA-256 check of a registration (checkSHA256s) reads every new file back from its xorbs. On a
-// server that writes xorbs with O_DIRECT that is a disk read of the whole push at its very end (on
-// the 2-core test VM, 1 GiB read back in 1.0–1.2 s while the clients wait). Our client says, with
-// each xorb, where its raw bytes sit in a file (xorb.Follows); the store then hashes them as the
-// xorb is validated, continuing the SHA-256 of the xorb it follows, and keeps the state. The check
-// starts from the state of the longest run of the file's first terms that it covers, and reads
-// only the rest.
+// server that writes xorbs with O_DIRECT that is a disk read of the whole push at its very end,
+// while the clients wait. Our client says, with each xorb, where its raw bytes sit in a file
+// (xorb.Follows); the store then hashes them as the xorb is validated, continuing the SHA-256 of
+// the xorb it follows, and keeps the state. The check starts from the state of the longest run of
+// the file's first terms that it covers, and reads only the rest.
 //
 // A state is used only for exactly the bytes it hashed: its id chains the hashes of the xorbs it
 // went over (chainID), and a term counts only when it spans its whole xorb and the xorb's state

@@ -23,7 +23,7 @@ const DedupeExpiry = 7 * 24 * time.Hour
 func (s *Store) GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error) {
 	name := dedupeName(chunk)
 	// Most queried chunks are not indexed: ask the cheap existence check first (a miss here only
-	// costs a dedupe opportunity, see Backend.Exists).
+	// costs a dedupe opportunity, see blob.Backend.Exists).
 	if ok, err := s.be.Exists(ctx, name); err != nil {
 		return nil, fmt.Errorf("dedupe chunk %s: %w", chunk, err)
 	} else if !ok {

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // Problem is one inconsistency Check found: the entry and what is wrong with it.
@@ -39,20 +39,15 @@ type CheckReport struct {
 func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	r := &CheckReport{}
 	var names []string
-	if fb, ok := s.be.(*FSBackend); ok {
-		if ents, err := os.ReadDir(filepath.Join(fb.root, "tmp")); err == nil {
-			r.Temp = len(ents)
+	if c, ok := s.be.(blob.Checker); ok {
+		bad, temp, err := c.Check(ctx)
+		if err != nil {
+			return nil, err
 		}
-		if fb.packs != nil {
-			bad, err := fb.packs.verify()
-			if err != nil {
-				return nil, err
-			}
-			for name, what := range bad {
-				r.add(name, what)
-			}
-			r.Temp += fb.strayPackFiles()
+		for name, what := range bad {
+			r.add(name, what)
 		}
+		r.Temp = temp
 	}
 	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/"} {
 		n, err := s.be.List(ctx, prefix)
@@ -225,8 +220,8 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (report string, ok 
 // Fsck is the package's Fsck on an open store (any backend); label names it in the report.
 func (s *Store) Fsck(ctx context.Context, label string, opts FsckOptions) (report string, ok bool, err error) {
 	var b strings.Builder
-	if c, ok := s.be.(TempCleaner); ok && opts.CleanTemp {
-		n, err := c.CleanTemp(time.Hour)
+	if opts.CleanTemp {
+		n, err := s.be.CleanTemp(ctx, time.Hour)
 		if err != nil {
 			return "", false, err
 		}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // Garbage collection removes xorbs no file record names: the uploads of clients that died (or were
@@ -35,8 +36,8 @@ import (
 // whatever a record names. The grace period also protects a xorb uploaded for a shard still in
 // flight.
 //
-// FSBackend's small blobs live in pack files: gc moves and deletes them by rewriting their packs
-// (SweepPacked). A pack a running writer holds is left for a later run (counted as Busy).
+// A backend that packs small blobs (blob/fs) moves and deletes them by rewriting their packs
+// (blob.PackSweeper). A pack a running writer holds is left for a later run (counted as Busy).
 
 // RegisterWithin bounds the time from a registration's check that its xorbs exist to the write of
 // its records (see Collect). The grace period of gc must exceed it.
@@ -80,7 +81,7 @@ func (r *GCReport) String() string {
 
 // gcStep is one thing a run does to one blob.
 type gcStep struct {
-	blob BlobInfo
+	blob blob.Info
 	to   string // new name; "" deletes
 	kind int    // stepTrash, stepDelete, stepRestore
 }
@@ -91,13 +92,10 @@ const (
 	stepRestore
 )
 
-// Collect runs garbage collection (see above). The store's backend must be a Sweeper. An
-// unreadable file record stops it before anything is moved: what it names cannot be known.
+// Collect runs garbage collection (see above). An unreadable file record stops it before anything
+// is moved: what it names cannot be known.
 func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) {
-	sw, ok := s.be.(Sweeper)
-	if !ok {
-		return nil, errors.New("gc: this storage backend cannot delete blobs")
-	}
+	sw := s.be
 	if opts.Grace == 0 {
 		opts.Grace = DefaultGrace
 	}
@@ -164,7 +162,7 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 
 // trashSteps is step 2: trash entries older than cutoff are deleted, and referenced ones moved back
 // (or dropped, when the xorb was stored again meanwhile).
-func (s *Store) trashSteps(ctx context.Context, trash []BlobInfo, refs map[hash.Hash]bool, cutoff time.Time) ([]gcStep, error) {
+func (s *Store) trashSteps(ctx context.Context, trash []blob.Info, refs map[hash.Hash]bool, cutoff time.Time) ([]gcStep, error) {
 	var steps []gcStep
 	for _, t := range trash {
 		name := strings.TrimPrefix(t.Name, trashPrefix)
@@ -191,14 +189,14 @@ func (s *Store) trashSteps(ctx context.Context, trash []BlobInfo, refs map[hash.
 }
 
 // applySteps moves and deletes; it returns the steps done (packed ones in a busy pack are not).
-func (s *Store) applySteps(ctx context.Context, sw Sweeper, steps []gcStep, r *GCReport) ([]gcStep, error) {
+func (s *Store) applySteps(ctx context.Context, sw blob.Backend, steps []gcStep, r *GCReport) ([]gcStep, error) {
 	var done []gcStep
 	packed := map[string]gcStep{}
-	var changes []PackChange
+	var changes []blob.PackChange
 	for _, st := range steps {
 		if st.blob.Packed {
 			packed[st.blob.Name] = st
-			changes = append(changes, PackChange{st.blob.Name, st.to})
+			changes = append(changes, blob.PackChange{Name: st.blob.Name, To: st.to})
 			continue
 		}
 		var err error
@@ -219,9 +217,7 @@ func (s *Store) applySteps(ctx context.Context, sw Sweeper, steps []gcStep, r *G
 	if len(changes) == 0 {
 		return done, nil
 	}
-	ps, ok := sw.(interface {
-		SweepPacked(context.Context, []PackChange) ([]PackChange, error)
-	})
+	ps, ok := sw.(blob.PackSweeper)
 	if !ok {
 		return done, errors.New("gc: packed blobs on a backend that cannot rewrite packs")
 	}
@@ -241,7 +237,7 @@ func (s *Store) applySteps(ctx context.Context, sw Sweeper, steps []gcStep, r *G
 // name among the xorbs just moved to the trash: a registration that confirmed a xorb before the
 // move and wrote its records before this listing (one writing after it finds the xorb gone when
 // it checks again, and restores it itself). It returns the steps that still stand.
-func (s *Store) recheckMoved(ctx context.Context, sw Sweeper, steps []gcStep, seen map[string]bool, r *GCReport) ([]gcStep, error) {
+func (s *Store) recheckMoved(ctx context.Context, sw blob.Backend, steps []gcStep, seen map[string]bool, r *GCReport) ([]gcStep, error) {
 	late, err := s.referencedXorbs(ctx, seen)
 	if err != nil || len(late) == 0 {
 		return steps, err
@@ -313,12 +309,8 @@ func (s *Store) referencedXorbs(ctx context.Context, seen map[string]bool) (map[
 // restoreXorb moves xorb h back from trash/ (a reader or a registration needs it); false when it
 // is not there either.
 func (s *Store) restoreXorb(ctx context.Context, h hash.Hash) (bool, error) {
-	sw, ok := s.be.(Sweeper)
-	if !ok {
-		return false, nil
-	}
-	err := sw.Move(ctx, trashPrefix+xorbName(h), xorbName(h))
-	if errors.Is(err, ErrPacked) { // copied back; the next gc drops the trash copy
+	err := s.be.Move(ctx, trashPrefix+xorbName(h), xorbName(h))
+	if errors.Is(err, blob.ErrPacked) { // copied back; the next gc drops the trash copy
 		var b []byte
 		if b, err = s.readEntry(ctx, trashPrefix+xorbName(h)); err == nil {
 			_, err = s.be.Create(ctx, xorbName(h), bytes.NewReader(b))

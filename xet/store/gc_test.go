@@ -3,12 +3,14 @@ package store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+	blobfs "github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -16,8 +18,8 @@ import (
 // conformGC runs garbage collection on a backend through its life: young orphans kept, old ones
 // trashed then deleted, a dry run changing nothing, a registration restoring a trashed xorb, a
 // record written in the race with the move (the xorb is restored by the next run), referenced
-// xorbs never touched. On FSBackend, the packs holding small xorbs are rewritten.
-func conformGC(t *testing.T, be Backend) {
+// xorbs never touched. On blob/fs, the packs holding small xorbs are rewritten.
+func conformGC(t *testing.T, be blob.Backend) {
 	ctx := context.Background()
 	var offset atomic.Int64 // how far the store's clock is ahead of the real one
 	s, err := Open("", Options{Backend: be, Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
@@ -39,17 +41,15 @@ func conformGC(t *testing.T, be Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := validator{s: s, ctx: ctx}
-	racing, err := v.checkShard(sh)
+	v := validator{s: s}
+	racing, err := v.checkShard(ctx, sh)
 	if err != nil {
 		t.Fatal(err)
 	}
 	collect := func(ahead time.Duration, dry bool) *GCReport {
 		t.Helper()
 		offset.Store(int64(ahead))
-		if fb, ok := be.(*FSBackend); ok {
-			fb.releaseIdle() // as after writerIdle: the pack this test wrote is free to rewrite
-		}
+		be.Close() // as after an idle writer's time: the pack this test wrote is free to rewrite
 		rep, err := s.Collect(ctx, GCOptions{DryRun: dry})
 		if err != nil {
 			t.Fatalf("gc at +%v: %v", ahead, err)
@@ -122,8 +122,8 @@ func TestGCReaderRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := validator{s: s, ctx: ctx}
-	plans, err := v.checkShard(sh)
+	v := validator{s: s}
+	plans, err := v.checkShard(ctx, sh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,67 +142,13 @@ func TestGCReaderRestores(t *testing.T) {
 	}
 }
 
-// conformSweep: what gc asks of a backend (Sweeper): listing with sizes and times, moving, deleting.
-func conformSweep(t *testing.T, be Backend) {
-	ctx := context.Background()
-	sw, ok := be.(Sweeper)
-	if !ok {
-		t.Fatalf("%T is not a Sweeper", be)
-	}
-	big := bytes.Repeat([]byte("x"), 2<<20) // a file of its own on FSBackend, not packed
-	small := []byte("small")
-	before := time.Now().Add(-time.Minute)
-	for name, data := range map[string][]byte{"xorbs/aa/big": big, "xorbs/bb/small": small} {
-		if _, err := be.Create(ctx, name, bytes.NewReader(data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	infos, err := sw.ListInfo(ctx, "xorbs/")
-	if err != nil || len(infos) != 2 {
-		t.Fatalf("ListInfo: %v %v", infos, err)
-	}
-	packed := false
-	for _, in := range infos {
-		want := map[string]int64{"xorbs/aa/big": int64(len(big)), "xorbs/bb/small": int64(len(small))}[in.Name]
-		if in.Size != want || in.ModTime.Before(before) || in.ModTime.After(time.Now().Add(time.Minute)) {
-			t.Errorf("ListInfo entry %+v: want size %d and a time of now", in, want)
-		}
-		packed = packed || in.Packed
-	}
-	if err := sw.Move(ctx, "xorbs/aa/big", "trash/xorbs/aa/big"); err != nil {
-		t.Fatal(err)
-	}
-	if names, _ := be.List(ctx, "xorbs/"); len(names) != 1 {
-		t.Fatalf("after the move, xorbs/ lists %v", names)
-	}
-	if ok, _ := be.Exists(ctx, "trash/xorbs/aa/big"); !ok {
-		t.Fatal("the moved blob is not at its new name")
-	}
-	if err := sw.Move(ctx, "xorbs/aa/big", "trash/xorbs/aa/big"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("moving a missing blob: %v, want ErrNotFound", err)
-	}
-	if err := sw.Delete(ctx, "trash/xorbs/aa/big"); err != nil {
-		t.Fatal(err)
-	}
-	if err := sw.Delete(ctx, "trash/xorbs/aa/big"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("deleting a missing blob: %v, want ErrNotFound", err)
-	}
-	err = sw.Delete(ctx, "xorbs/bb/small")
-	switch {
-	case packed && !errors.Is(err, ErrPacked):
-		t.Fatalf("deleting a packed blob: %v, want ErrPacked", err)
-	case !packed && err != nil:
-		t.Fatal(err)
-	}
-}
-
 // A pack another writer holds (a running server's) is left alone and reported busy; once that
 // writer is idle, the pack is rewritten, and the other process stops finding the collected xorb
 // within packStaleness.
 func TestGCBusyPack(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	server, err := NewFSBackend(dir)
+	server, err := blobfs.New(dir, blobfs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +159,7 @@ func TestGCBusyPack(t *testing.T) {
 	r := loadRef(t)
 	orphan := r.xorb(0, 1)
 	mustPutXorb(t, running, orphan)
-	gcBackend, err := NewFSBackend(dir)
+	gcBackend, err := blobfs.New(dir, blobfs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,14 +170,14 @@ func TestGCBusyPack(t *testing.T) {
 	if rep, err := gc.Collect(ctx, GCOptions{}); err != nil || rep.Busy != 1 || rep.Trashed != 0 {
 		t.Fatalf("gc with the pack held by a writer: %v %v", rep, err)
 	}
-	server.releaseIdle()
+	server.Close()
 	if rep, err := gc.Collect(ctx, GCOptions{}); err != nil || rep.Busy != 0 || rep.Trashed != 1 {
 		t.Fatalf("gc once the writer is idle: %v %v", rep, err)
 	}
 	if packs, _ := filepath.Glob(filepath.Join(dir, "packs", "*.pack")); len(packs) != 1 {
 		t.Fatalf("packs after the rewrite: %v", packs)
 	}
-	time.Sleep(packStaleness + 100*time.Millisecond)
+	time.Sleep(blobfs.PackStaleness + 100*time.Millisecond)
 	if ok, err := running.HasXorb(ctx, orphan.hash); err != nil || ok {
 		t.Fatalf("the other process still finds the collected xorb: %v %v", ok, err)
 	}
@@ -246,18 +192,18 @@ func TestGCBusyPack(t *testing.T) {
 // movesOnWrite is a backend on which "gc" moves a xorb to the trash just before the next batch
 // write: between a registration's check of its xorbs and the write of its records.
 type movesOnWrite struct {
-	*FSBackend
+	*blobfs.Backend
 	name string
 }
 
-func (m *movesOnWrite) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, error) {
+func (m *movesOnWrite) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]bool, error) {
 	if m.name != "" {
 		if err := m.Move(ctx, m.name, trashPrefix+m.name); err != nil {
 			return nil, err
 		}
 		m.name = ""
 	}
-	return m.FSBackend.CreateBatch(ctx, blobs)
+	return m.Backend.CreateBatch(ctx, blobs)
 }
 
 // A xorb gc moves between a registration's check and its write is moved back by the
@@ -265,7 +211,7 @@ func (m *movesOnWrite) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool
 // from a bucket could not restore it).
 func TestRegistrationRechecksItsXorbs(t *testing.T) {
 	ctx := context.Background()
-	be := &movesOnWrite{FSBackend: looseBackend(t, t.TempDir()).(*FSBackend)}
+	be := &movesOnWrite{Backend: looseBackend(t, t.TempDir())}
 	s, err := Open("", Options{Backend: be})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -97,14 +98,14 @@ func (s *Store) xorbMeta(ctx context.Context, h hash.Hash) (*xorbMeta, error) {
 		return nil, err
 	}
 	defer b.Close()
-	return s.xorbMetaFrom(h, b)
+	return s.xorbMetaFrom(ctx, h, b)
 }
 
-func (s *Store) xorbMetaFrom(h hash.Hash, b Blob) (*xorbMeta, error) {
+func (s *Store) xorbMetaFrom(ctx context.Context, h hash.Hash, b blob.Blob) (*xorbMeta, error) {
 	if m, ok := s.meta.get(h); ok {
 		return m, nil
 	}
-	m, err := parseStoredFooter(h, b, b.Size())
+	m, err := parseStoredFooter(h, blob.ReaderAt(ctx, b), b.Size())
 	if err != nil {
 		return nil, err
 	}

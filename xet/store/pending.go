@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -15,13 +17,13 @@ import (
 // the store until that batch is.
 type PendingXorb struct {
 	Hash hash.Hash
-	blob NewBlob
+	blob blob.NewBlob
 	meta *xorbMeta
 }
 
 // MaxPendingXorb is the largest xorb worth holding back for its shard's batch (a pack's largest
 // blob); larger ones are stored at once with PutBuiltXorb.
-const MaxPendingXorb = packMaxBlob
+const MaxPendingXorb = fs.MaxPacked
 
 // PrepareBuiltXorb checks a xorb this process built (the trust boundary of PutBuiltXorb) and
 // serializes it for PutShardWithXorbs; x.Body is copied and not retained.
@@ -33,7 +35,7 @@ func PrepareBuiltXorb(x *xorb.Xorb) (*PendingXorb, error) {
 	data := foot.AppendTo(bytes.Clone(x.Body))
 	return &PendingXorb{
 		Hash: x.Hash,
-		blob: NewBlob{xorbName(x.Hash), data},
+		blob: blob.NewBlob{Name: xorbName(x.Hash), Data: data},
 		meta: &xorbMeta{hash: x.Hash, hashes: foot.ChunkHashes, boundEnds: foot.BoundaryEnds, rawEnds: foot.RawEnds},
 	}, nil
 }
@@ -44,7 +46,7 @@ func (p *PendingXorb) Size() int { return len(p.blob.Data) }
 // PutPendingXorbs stores held-back xorbs without a shard (their shard never came, or too many are
 // held back), in one batch.
 func (s *Store) PutPendingXorbs(ctx context.Context, ps []*PendingXorb) error {
-	blobs := make([]NewBlob, len(ps))
+	blobs := make([]blob.NewBlob, len(ps))
 	for i, p := range ps {
 		blobs[i] = p.blob
 	}

@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -88,63 +86,10 @@ func checkBuilt(x *xorb.Xorb) error {
 	return nil
 }
 
-// BytesBlob is a blob held in memory in parts (a xorb's records and its footer). It is an
-// io.Reader like any blob source, and tells Backend.Create its size; FSBackend writes its large
-// parts without copying them into the page cache (O_DIRECT, where the filesystem allows it). The
-// parts must not change until Create returns.
-type BytesBlob struct {
-	parts [][]byte
-	size  int64
-	r     io.Reader
-}
-
-// NewBytesBlob returns the blob made of parts, in order.
-func NewBytesBlob(parts ...[]byte) *BytesBlob {
-	b := &BytesBlob{parts: parts}
-	rs := make([]io.Reader, len(parts))
-	for i, p := range parts {
-		b.size += int64(len(p))
-		rs[i] = bytes.NewReader(p)
-	}
-	b.r = io.MultiReader(rs...)
-	return b
-}
-
-// Size returns the blob's length.
-func (b *BytesBlob) Size() int64 { return b.size }
-
-// Read reads the blob.
-func (b *BytesBlob) Read(p []byte) (int, error) { return b.r.Read(p) }
-
-// WriteTo writes the (unread part of the) blob to w, one write per part.
-func (b *BytesBlob) WriteTo(w io.Writer) (int64, error) { return b.r.(io.WriterTo).WriteTo(w) }
-
-// writeFile writes the whole blob to f, a new empty file: an aligned bulk of the first part with
-// O_DIRECT when possible, the rest through f. It returns the bytes written.
-func (b *BytesBlob) writeFile(f *os.File) (int64, error) {
-	var off int64
-	for i, p := range b.parts {
-		if i == 0 && len(p) > 0 {
-			d := writeDirect(f.Name(), p)
-			p = p[d:]
-			off += int64(d)
-		}
-		for len(p) > 0 {
-			k, err := f.WriteAt(p, off)
-			off += int64(k)
-			p = p[k:]
-			if err != nil {
-				return off, err
-			}
-		}
-	}
-	return off, nil
-}
-
 // storeXorb writes a validated xorb object (records, then the v1 footer). Its chunk index is not
 // cached here: a long upload would fill the cache (40 bytes a chunk) for xorbs nobody reads yet.
 func (s *Store) storeXorb(ctx context.Context, h hash.Hash, records []byte, foot *xorb.Footer, chunks int, raw uint64) (bool, error) {
-	created, err := s.be.Create(ctx, xorbName(h), NewBytesBlob(records, foot.AppendTo(nil)))
+	created, err := s.be.Create(ctx, xorbName(h), blob.NewBytesBlob(records, foot.AppendTo(nil)))
 	if err != nil {
 		return false, fmt.Errorf("storing xorb %s: %w", h, err)
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	blobfs "github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -50,7 +52,12 @@ func readObject(t *testing.T, s *Store, h hash.Hash) []byte {
 func TestPutBuiltXorbMatchesPutXorb(t *testing.T) {
 	ctx := context.Background()
 	x := builtXorb(t, 40, 1)
-	trusted, checked := openStore(t), openStore(t)
+	dir := t.TempDir()
+	trusted, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := openStore(t)
 	if ok, err := trusted.PutBuiltXorb(ctx, x); !ok || err != nil {
 		t.Fatalf("PutBuiltXorb = %v, %v", ok, err)
 	}
@@ -68,7 +75,7 @@ func TestPutBuiltXorbMatchesPutXorb(t *testing.T) {
 		t.Fatalf("object stored by PutBuiltXorb does not validate: %v", err)
 	}
 	// A fresh store on the same directory reads the footer back (no cached index).
-	again, err := Open(trusted.be.(*FSBackend).root, Options{})
+	again, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,36 +122,32 @@ func TestPutBuiltXorbRejects(t *testing.T) {
 	}
 }
 
-// A BytesBlob whose size disagrees with what it yields is not stored.
-func TestCreateChecksSize(t *testing.T) {
+// A xorb stored as a file of its own is handed out by OpenXorb as that file (what the server's
+// sendfile of xorb ranges needs: an io.ReadSeeker with a syscall.Conn); a small, packed one reads
+// the same bytes through ranged reads.
+func TestOpenXorbHandsOutTheFile(t *testing.T) {
+	ctx := context.Background()
 	s := openStore(t)
-	be := s.be.(*FSBackend)
-	blob := NewBytesBlob([]byte("hello"))
-	blob.size = 7
-	if _, err := be.Create(context.Background(), "xorbs/aa/x", blob); err == nil {
-		t.Fatal("Create accepted a blob shorter than its size")
-	}
-	if ok, _ := be.Exists(context.Background(), "xorbs/aa/x"); ok {
-		t.Fatal("short blob stored")
-	}
-	// A large, aligned blob goes through O_DIRECT where possible and reads back intact.
-	big := make([]byte, 3<<20+12345)
-	for i := range big {
-		big[i] = byte(i * 31)
-	}
-	if ok, err := be.Create(context.Background(), "xorbs/bb/y", NewBytesBlob(big, []byte("tail"))); !ok || err != nil {
-		t.Fatalf("Create = %v, %v", ok, err)
-	}
-	b, err := be.Open(context.Background(), "xorbs/bb/y")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	got, err := io.ReadAll(io.NewSectionReader(b, 0, b.Size()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, append(big, "tail"...)) {
-		t.Fatal("blob read back differs")
+	for _, n := range []int{64, 2} { // about 2.3 MiB: a file of its own; a few KiB: packed
+		x := builtXorb(t, n, uint64(n))
+		if _, err := s.PutBuiltXorb(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		f, recordsLen, err := s.OpenXorb(ctx, x.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, isFile := f.(*os.File)
+		if big := len(x.Body) > blobfs.MaxPacked; big != isFile {
+			t.Errorf("xorb of %d bytes handed out as %T", len(x.Body), f)
+		}
+		got := make([]byte, recordsLen)
+		if _, err := f.ReadAt(got, 0); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !bytes.Equal(got, x.Body) {
+			t.Fatalf("xorb of %d bytes: its records read back differ", len(x.Body))
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -68,8 +69,8 @@ func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bo
 	if err != nil {
 		return false, err
 	}
-	var xorbs []NewBlob
-	v := validator{s: s, ctx: ctx}
+	var xorbs []blob.NewBlob
+	v := validator{s: s}
 	if pending != nil {
 		v.pending = map[hash.Hash]*xorbMeta{}
 		for i := range sh.Xorbs {
@@ -79,7 +80,7 @@ func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bo
 			}
 		}
 	}
-	plans, err := v.checkShard(sh)
+	plans, err := v.checkShard(ctx, sh)
 	if err != nil {
 		return false, err
 	}
@@ -135,9 +136,9 @@ type filePlan struct {
 
 // checkShard validates the shard's xorbs and files against the store and returns one plan per
 // distinct file.
-func (v *validator) checkShard(sh *shard.Shard) ([]filePlan, error) {
+func (v *validator) checkShard(ctx context.Context, sh *shard.Shard) ([]filePlan, error) {
 	for i := range sh.Xorbs {
-		if err := v.checkXorb(&sh.Xorbs[i]); err != nil {
+		if err := v.checkXorb(ctx, &sh.Xorbs[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -145,7 +146,7 @@ func (v *validator) checkShard(sh *shard.Shard) ([]filePlan, error) {
 	seen := make(map[hash.Hash]bool, len(sh.Files))
 	for i := range sh.Files {
 		f := &sh.Files[i]
-		rec, dd, err := v.checkFile(f)
+		rec, dd, err := v.checkFile(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -162,19 +163,19 @@ func (v *validator) checkShard(sh *shard.Shard) ([]filePlan, error) {
 // (xorbs, file records, SHA-256 mappings in ns, dedupe entries): the backend makes them visible in
 // that order, so an entry never points at one not yet written, and one fsync covers a small
 // shard's xorbs and entries. existed=true when no file record or mapping was new.
-func (s *Store) register(ctx context.Context, ns string, xorbs []NewBlob, plans []filePlan) (bool, error) {
+func (s *Store) register(ctx context.Context, ns string, xorbs []blob.NewBlob, plans []filePlan) (bool, error) {
 	blobs := slices.Clone(xorbs)
 	first := len(blobs)
 	for _, p := range plans {
-		blobs = append(blobs, NewBlob{fileName(p.file), p.rec.marshal()})
+		blobs = append(blobs, blob.NewBlob{Name: fileName(p.file), Data: p.rec.marshal()})
 	}
 	for _, p := range plans {
-		blobs = append(blobs, NewBlob{sha256VerifiedName(ns, p.rec.SHA256), marshalSHA(p.file, p.rec.Size)})
+		blobs = append(blobs, blob.NewBlob{Name: sha256VerifiedName(ns, p.rec.SHA256), Data: marshalSHA(p.file, p.rec.Size)})
 	}
 	indexed := len(blobs)
 	for _, p := range plans {
 		for _, d := range p.dedupe {
-			blobs = append(blobs, NewBlob{dedupeName(d.chunk), marshalDedupe(d.xorb)})
+			blobs = append(blobs, blob.NewBlob{Name: dedupeName(d.chunk), Data: marshalDedupe(d.xorb)})
 		}
 	}
 	created, err := s.be.CreateBatch(ctx, blobs)
@@ -253,21 +254,17 @@ func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byt
 	if err != nil {
 		return buf, err
 	}
-	f, _, err := s.OpenXorb(ctx, t.Xorb)
+	f, err := s.openXorbBlob(ctx, t.Xorb)
 	if err != nil {
 		return buf, err
 	}
 	defer f.Close()
 	start, end := int64(m.recordStart(int(t.Start))), int64(m.recordStart(int(t.End)))
-	var src io.Reader = io.NewSectionReader(f, start, end-start)
-	if sec, ok := f.(sectioner); ok { // one streamed read of the term
-		rc, err := sec.Section(start, end-start)
-		if err != nil {
-			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
-		}
-		defer rc.Close()
-		src = rc
+	src, err := f.Section(ctx, start, end-start) // one streamed read of the term
+	if err != nil {
+		return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
 	}
+	defer src.Close()
 	// The records are scanned in a buffer sized to the term (a small file's is a few KB: a fixed
 	// 1 MiB per term was most of what a server allocated for a push of small files), and an
 	// uncompressed payload, most of a large file, is hashed where it lies (xorb.RecordRaw).
@@ -302,12 +299,6 @@ var scanBufs = sync.Pool{New: func() any { b := make([]byte, scanBufSize); retur
 
 const scanBufSize = 1 << 20
 
-// sectioner is a blob that streams a section better than ReadAt calls would: an object store with
-// one ranged GET, a file with O_DIRECT reads (fsBlob.Section).
-type sectioner interface {
-	Section(off, n int64) (io.ReadCloser, error)
-}
-
 type dedupeChunk struct{ chunk, xorb hash.Hash }
 
 // validator checks a shard against the store. It holds no more than the chunk index of the xorb it
@@ -316,21 +307,20 @@ type dedupeChunk struct{ chunk, xorb hash.Hash }
 // computed as terms are checked, never from a list of all the file's chunks.
 type validator struct {
 	s       *Store
-	ctx     context.Context
 	pending map[hash.Hash]*xorbMeta // xorbs stored with the shard (PutShardWithXorbs)
 	last    *xorbMeta
 	refs    int64
 	merkle  hash.MerkleBuilder
 }
 
-func (v *validator) meta(x hash.Hash) (*xorbMeta, error) {
+func (v *validator) meta(ctx context.Context, x hash.Hash) (*xorbMeta, error) {
 	if v.last != nil && v.last.hash == x {
 		return v.last, nil
 	}
 	if m := v.pending[x]; m != nil {
 		return m, nil
 	}
-	m, err := v.s.xorbMeta(v.ctx, x)
+	m, err := v.s.xorbMeta(ctx, x)
 	if errors.Is(err, ErrNotFound) {
 		return nil, invalid("xorb %s is not stored (upload xorbs before the shard)", x)
 	}
@@ -342,8 +332,8 @@ func (v *validator) meta(x hash.Hash) (*xorbMeta, error) {
 }
 
 // checkXorb compares a xorb entry of the shard's xorb section with the stored xorb.
-func (v *validator) checkXorb(x *shard.Xorb) error {
-	m, err := v.meta(x.Hash)
+func (v *validator) checkXorb(ctx context.Context, x *shard.Xorb) error {
+	m, err := v.meta(ctx, x.Hash)
 	if err != nil {
 		return err
 	}
@@ -365,7 +355,7 @@ func (v *validator) checkXorb(x *shard.Xorb) error {
 }
 
 // checkFile validates one file of the shard and returns its record and global-dedupe chunks.
-func (v *validator) checkFile(f *shard.File) (*fileRecord, []dedupeChunk, error) {
+func (v *validator) checkFile(ctx context.Context, f *shard.File) (*fileRecord, []dedupeChunk, error) {
 	if !f.HasSHA256 {
 		return nil, nil, invalid("file %s: no SHA-256 metadata ext", f.Hash)
 	}
@@ -377,10 +367,10 @@ func (v *validator) checkFile(f *shard.File) (*fileRecord, []dedupeChunk, error)
 	v.merkle.Reset()
 	first := true
 	for i, t := range f.Terms {
-		if err := v.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		m, err := v.meta(t.Xorb)
+		m, err := v.meta(ctx, t.Xorb)
 		if err != nil {
 			return nil, nil, fmt.Errorf("file %s term %d: %w", f.Hash, i, err)
 		}

@@ -45,7 +45,7 @@ func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reade
 		onRaw = func(raw []byte) { sha.Write(raw) }
 	}
 	if l, ok := body.(interface{ Len() int }); ok && !exists && l.Len() >= streamMin {
-		if _, ok := s.be.(streamingBackend); ok {
+		if s.be.Features().StreamsCreates {
 			if l.Len() > MaxXorbBodyBytes {
 				return false, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
 			}
@@ -181,11 +181,10 @@ func readBounded(r io.Reader, limit int) ([]byte, error) {
 }
 
 // recvBufs keeps the receive buffers of large xorb uploads for the next ones. A fresh 64 MiB
-// buffer per upload is memory the kernel must fault in and zero page by page (on the 2-core test
-// VM about a second of CPU per GiB received, a fifth of what the server spent on a 1 GiB push);
-// a recycled one is already mapped. At most 4 are kept, and none once the server has received no
-// large upload for 30 s. New ones are mapped in huge pages where the platform allows
-// (bufpool.Map), which costs a fifth as much to fault in.
+// buffer per upload is memory the kernel must fault in and zero page by page; a recycled one is
+// already mapped. At most 4 are kept, and none once the server has received no large upload for
+// 30 s. New ones are mapped in huge pages where the platform allows (bufpool.Map), which fault in
+// with far fewer faults.
 var recvBufs = &bufpool.Pool{Keep: 4, Idle: 30 * time.Second, Min: recvMin, Release: bufpool.Unmap}
 
 // recvMin: smaller bodies get a buffer of their own size, not a recycled one.

@@ -168,7 +168,7 @@ func (s *Store) readBlob(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("store: corrupt entry %s: %d bytes", name, size)
 	}
 	buf := make([]byte, size)
-	if _, err := b.ReadAt(buf, 0); err != nil {
+	if _, err := b.ReadAt(ctx, buf, 0); err != nil {
 		return nil, fmt.Errorf("store: reading %s: %w", name, err)
 	}
 	return buf, nil

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // VerifyXorb reads the stored xorb h whole and checks it as an upload is checked (ValidateXorb):
@@ -22,12 +19,12 @@ func (s *Store) VerifyXorb(ctx context.Context, h hash.Hash) error {
 		return fmt.Errorf("xorb %s: %w", h, err)
 	}
 	defer b.Close()
-	m, err := parseStoredFooter(h, b, b.Size())
+	m, err := parseStoredFooter(h, blob.ReaderAt(ctx, b), b.Size())
 	if err != nil {
 		return err
 	}
 	data := make([]byte, m.recordsLen())
-	if _, err := b.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := b.ReadAt(ctx, data, 0); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("xorb %s: %w", h, err)
 	}
 	_, err = ValidateXorb(h, data)
@@ -47,39 +44,6 @@ func (s *Store) replaceDamaged(ctx context.Context, h hash.Hash) (replaced bool,
 	s.meta.drop(h)
 	s.log.Warn().Str("xorb", h.String()).AnErr("damage", verr).Msg("stored xorb damaged: moved aside, replaced by the upload")
 	return true, nil
-}
-
-// Quarantine implements Backend: a blob that is a file of its own is renamed into
-// quarantine/<time>-<name> (kept for inspection, out of every listing); packed blobs cannot be
-// moved (an error).
-func (b *FSBackend) Quarantine(ctx context.Context, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p, err := b.path(name)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-		if b.packs != nil {
-			if _, ok, _ := b.packs.lookup(name); ok {
-				return fmt.Errorf("store: %s is packed and cannot be moved aside (fsck reports it)", name)
-			}
-		}
-		return fmt.Errorf("store: %s: %w", name, ErrNotFound)
-	}
-	dir := filepath.Join(b.root, "quarantine")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("store: quarantine: %w", err)
-	}
-	dst := filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
-	if err := os.Rename(p, dst); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("store: %s: %w", name, ErrNotFound)
-		}
-		return fmt.Errorf("store: quarantine %s: %w", name, err)
-	}
-	return syncDir(filepath.Dir(p), name)
 }
 
 // FileComplete reports whether every xorb the file's record names is stored: what an upload may be

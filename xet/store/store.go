@@ -1,10 +1,9 @@
-// Package store is a strict Xet CAS kept on storage (a directory now; the Backend interface lets an
-// object store follow). It validates and keeps xorbs (chunk records with a rebuilt v1 footer) and
-// shards, indexes files by Xet hash and by SHA-256 per repository namespace, indexes global-dedupe
-// chunks, and plans file reconstructions in the CAS API's v2 shape.
+// Package store is a strict Xet CAS kept on blob storage (blob.Backend: a directory, blob/fs, or an
+// S3-compatible bucket, blob/s3). It validates and keeps xorbs (chunk records with a rebuilt v1
+// footer) and shards, indexes files by Xet hash and by SHA-256 per repository namespace, indexes
+// global-dedupe chunks, and plans file reconstructions in the CAS API's v2 shape.
 //
-// Blob names (all blobs immutable; FSBackend keeps those up to 1 MiB in pack files, larger ones as
-// files of these names, written to tmp/ and linked into place):
+// Blob names (all blobs immutable):
 //
 //	xorbs/<h[0:2]>/<xorb hash>        chunk records, then the XETBLOB v1 footer
 //	files/<h[0:2]>/<file hash>        the file's reconstruction record (terms, size, SHA-256)
@@ -28,13 +27,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 )
 
-// ErrNotFound: no such xorb, file, SHA-256 mapping or dedupe chunk.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound: no such xorb, file, SHA-256 mapping or dedupe chunk. It is blob.ErrNotFound, so a
+// backend's "no such blob" matches it.
+var ErrNotFound = blob.ErrNotFound
 
 // missing is ErrNotFound for one entry, formatted only when printed: a dedupe query misses for most
-// chunks, and formatting a message nobody reads was a visible share of a small upload's CPU.
+// chunks, and most of those messages are never read.
 type missing struct {
 	what string
 	h    hash.Hash
@@ -63,8 +65,8 @@ type Options struct {
 	Log zerolog.Logger
 	// Now returns the current time (global-dedupe shard timestamps); time.Now when nil.
 	Now func() time.Time
-	// Backend replaces the filesystem backend on dir (tests, other storage). Optional.
-	Backend Backend
+	// Backend replaces the filesystem backend on dir (blob/s3, tests). Optional.
+	Backend blob.Backend
 	// MetaCacheBytes bounds the in-memory cache of parsed xorb footers (default 64 MiB; an
 	// embedded store in a client process should use EmbeddedMetaCacheBytes).
 	MetaCacheBytes int64
@@ -74,9 +76,9 @@ type Options struct {
 	EntryCacheBytes int64
 }
 
-// Store is a Xet CAS on a Backend. Safe for concurrent use; see the package doc.
+// Store is a Xet CAS on a blob.Backend. Safe for concurrent use; see the package doc.
 type Store struct {
-	be      Backend
+	be      blob.Backend
 	log     zerolog.Logger
 	now     func() time.Time
 	meta    *lru[hash.Hash, *xorbMeta]
@@ -84,26 +86,21 @@ type Store struct {
 	chains  *lru[hash.Hash, *chainState]
 }
 
-// ReadAtCloser is an open stored xorb object.
+// ReadAtCloser is an open stored xorb object, read under the ctx it was opened with.
 type ReadAtCloser interface {
 	io.ReaderAt
 	io.Closer
 }
 
-// Close lets go of what the store holds for writing (FSBackend: its pack, see FSBackend.Close),
-// for a process about to exit. The store stays usable.
-func (s *Store) Close() error {
-	if c, ok := s.be.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
+// Close lets go of what the store holds for writing (blob.Backend.Close: blob/fs's pack), for a
+// process about to exit. The store stays usable.
+func (s *Store) Close() error { return s.be.Close() }
 
 // Open opens (creating when missing) the store in dir. It is cheap: nothing is read up front.
 func Open(dir string, opts Options) (*Store, error) {
 	be := opts.Backend
 	if be == nil {
-		fsb, err := NewFSBackend(dir)
+		fsb, err := fs.New(dir, fs.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +117,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{be: be, log: opts.Log, now: now, meta: newLRU[hash.Hash](limit, (*xorbMeta).cost),
 		chains: newLRU[hash.Hash](chainStates, func(c *chainState) int64 { return int64(len(c.state)) + 128 })}
 	entryLimit := opts.EntryCacheBytes
-	if _, fs := be.(*FSBackend); entryLimit == 0 && !fs {
+	if entryLimit == 0 && !be.Features().CachedReads {
 		entryLimit = 32 << 20
 	}
 	if entryLimit > 0 {
@@ -134,7 +131,7 @@ func Open(dir string, opts Options) (*Store, error) {
 const EmbeddedMetaCacheBytes = 8 << 20
 
 // Backend returns the storage under s.
-func (s *Store) Backend() Backend { return s.be }
+func (s *Store) Backend() blob.Backend { return s.be }
 
 func fanout(kind string, h hash.Hash) string {
 	str := h.String()
@@ -181,7 +178,7 @@ func (s *Store) HasXorb(ctx context.Context, h hash.Hash) (bool, error) {
 }
 
 // openXorbBlob opens the stored xorb h, moving it back from gc's trash when it is there (Collect).
-func (s *Store) openXorbBlob(ctx context.Context, h hash.Hash) (Blob, error) {
+func (s *Store) openXorbBlob(ctx context.Context, h hash.Hash) (blob.Blob, error) {
 	b, err := s.be.Open(ctx, xorbName(h))
 	if errors.Is(err, ErrNotFound) {
 		if ok, rerr := s.restoreXorb(ctx, h); ok && rerr == nil {
@@ -195,16 +192,23 @@ func (s *Store) openXorbBlob(ctx context.Context, h hash.Hash) (Blob, error) {
 }
 
 // OpenXorb returns the stored xorb object (chunk records first, footer after) for ranged reads. The
-// records region is [0, recordsLen).
+// records region is [0, recordsLen). A xorb that is a file of its own (blob.Filer) is handed out as
+// its *os.File, so that a server can send its ranges with sendfile.
 func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64, error) {
 	b, err := s.openXorbBlob(ctx, h)
 	if err != nil {
 		return nil, 0, err
 	}
-	m, err := s.xorbMetaFrom(h, b)
+	m, err := s.xorbMetaFrom(ctx, h, b)
 	if err != nil {
 		b.Close()
 		return nil, 0, err
 	}
-	return b, int64(m.recordsLen()), nil
+	if f, ok := b.(blob.Filer); ok {
+		return f.File(), int64(m.recordsLen()), nil // the file itself: the server's sendfile
+	}
+	return struct {
+		io.ReaderAt
+		io.Closer
+	}{blob.ReaderAt(ctx, b), b}, int64(m.recordsLen()), nil
 }

@@ -15,14 +15,8 @@ import (
 // (putXorbStream) when the backend writes blobs as it reads them; shorter ones are read whole.
 const streamMin = 8 << 20
 
-// streamingBackend is a backend whose Create writes a blob as it reads it, at no more memory than a
-// buffer (FSBackend), so a large xorb upload can go to it as a stream. Others (S3, which signs
-// each PUT's whole payload) are given the checked body whole.
-type streamingBackend interface{ streamsCreates() }
-
-// streamBufs recycles the read buffers of streamed xorb uploads: memory in use on every upload,
-// unlike the whole-body buffers it replaces, which the kernel had to fault in and zero afresh for
-// every 64 MiB a server started or idle for a while received.
+// streamBufs recycles the read buffers of streamed xorb uploads (a buffer per upload in progress,
+// the body itself never held).
 var streamBufs = sync.Pool{New: func() any { b := make([]byte, streamBuf); return &b }}
 
 // streamBuf holds the largest chunk record several times over.

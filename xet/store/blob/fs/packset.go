@@ -1,6 +1,7 @@
-package store
+package fs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // packSet is a process's view of the packs under root/packs: every indexed blob's location, kept
@@ -196,17 +199,17 @@ func (ps *packSet) dropLocked(ids []string) error {
 	return nil
 }
 
-// fresh refreshes when the last refresh is over packStaleness old: a process notices packs gc
+// fresh refreshes when the last refresh is over PackStaleness old: a process notices packs gc
 // removed (and what they held) within that time, even when all its lookups hit.
 func (ps *packSet) fresh() error {
-	if time.Now().UnixNano()-ps.refreshedAt.Load() < int64(packStaleness) {
+	if time.Now().UnixNano()-ps.refreshedAt.Load() < int64(PackStaleness) {
 		return nil
 	}
 	return ps.refresh()
 }
 
-// packStaleness bounds how long a process may go on finding a blob gc removed from a pack.
-const packStaleness = time.Second
+// PackStaleness bounds how long a process may go on finding a blob gc removed from a pack.
+const PackStaleness = time.Second
 
 func openPackReader(dir, id string) (*packReader, error) {
 	if err := repairIfIdle(dir, id); err != nil {
@@ -311,12 +314,23 @@ func (ps *packSet) list(prefix string) []string {
 
 // packedBlob is a blob inside a pack: a window on the shared pack file (Close leaves it open).
 type packedBlob struct {
-	*io.SectionReader
+	r *io.SectionReader
 }
 
-func (packedBlob) Close() error { return nil }
+func (b packedBlob) Size() int64 { return b.r.Size() }
+func (packedBlob) Close() error  { return nil }
 
-func (l packLoc) blob() Blob { return packedBlob{io.NewSectionReader(l.r.pack, l.off, l.n)} }
+// ReadAt implements blob.Blob.
+func (b packedBlob) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	return b.r.ReadAt(p, off)
+}
+
+// Section implements blob.Blob (a packed blob is at most packMaxBlob long).
+func (b packedBlob) Section(_ context.Context, off, n int64) (io.ReadCloser, error) {
+	return io.NopCloser(io.NewSectionReader(b.r, off, n)), nil
+}
+
+func (l packLoc) blob() blob.Blob { return packedBlob{io.NewSectionReader(l.r.pack, l.off, l.n)} }
 
 // verify reads every indexed blob and returns the names whose bytes no longer match the checksum
 // their index entry recorded (damage on disk), with what was wrong.

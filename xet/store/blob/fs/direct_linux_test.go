@@ -1,7 +1,8 @@
-package store
+package fs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -28,7 +29,7 @@ func TestLongSectionsSkipThePageCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rc, err := fsBlob{File: f, size: 2 << 20}.Section(1, minDirectRead)
+	rc, err := fsBlob{f: f, size: 2 << 20}.Section(context.Background(), 1, minDirectRead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestLongSectionsSkipThePageCache(t *testing.T) {
 	if _, ok := rc.(*directSection); !ok {
 		t.Fatalf("a section of %d bytes is read through %T, not with O_DIRECT", minDirectRead, rc)
 	}
-	if rc, _ := (fsBlob{File: f, size: 2 << 20}).Section(0, minDirectRead-1); rc != nil {
+	if rc, _ := (fsBlob{f: f, size: 2 << 20}).Section(context.Background(), 0, minDirectRead-1); rc != nil {
 		defer rc.Close()
 		if _, ok := rc.(*directSection); ok {
 			t.Fatal("a short section is read with O_DIRECT")

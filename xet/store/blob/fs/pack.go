@@ -1,12 +1,14 @@
-package store
+package fs
 
 import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// Pack files keep the FSBackend's small blobs (the xorbs of small files, file records, SHA-256
+// Pack files keep the Backend's small blobs (the xorbs of small files, file records, SHA-256
 // mappings, dedupe entries) so that a store of many small objects is a few large files, not four
 // files per object, and so that one fsync makes a whole batch durable.
 //
@@ -30,7 +32,7 @@ import (
 const (
 	packDir = "packs"
 	// packMaxBlob: blobs up to this size go into packs; larger ones stay files of their own.
-	packMaxBlob = 1 << 20
+	packMaxBlob = MaxPacked
 	// packMaxBytes: a pack takes no new records once it is this large.
 	packMaxBytes = 1 << 30
 
@@ -39,8 +41,14 @@ const (
 	idxMagic        = "XETPIDX1"
 	recMagic        = "XPR1"
 	recHeader       = 4 + 4 + 2 + 4
-	maxNameLen      = 1024
 )
+
+// MaxPacked: blobs up to this size are kept in packs, many blobs to a file and one fsync to a
+// batch; larger ones are files of their own.
+const MaxPacked = 1 << 20
+
+// crcTable is the CRC-32C of records and index entries.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // packEntry is where a packed blob's data lives.
 type packEntry struct {
@@ -73,7 +81,7 @@ func parseRecord(b []byte) (packEntry, int, error) {
 	}
 	nl := int(binary.LittleEndian.Uint16(b[8:]))
 	dl := int64(binary.LittleEndian.Uint32(b[10:]))
-	if nl == 0 || nl > maxNameLen || dl > packMaxBlob || int64(len(b)-recHeader-nl) < dl {
+	if nl == 0 || nl > blob.MaxNameLen || dl > packMaxBlob || int64(len(b)-recHeader-nl) < dl {
 		return packEntry{}, 0, errBadRecord
 	}
 	total := recHeader + nl + int(dl)
@@ -109,7 +117,7 @@ func parseIndex(b []byte) ([]packEntry, int) {
 		}
 		nl := int(binary.LittleEndian.Uint16(r))
 		total := 2 + nl + 8 + 4 + 4 + 4
-		if nl == 0 || nl > maxNameLen || len(r) < total {
+		if nl == 0 || nl > blob.MaxNameLen || len(r) < total {
 			return out, used
 		}
 		if crc32.Checksum(r[:total-4], crcTable) != binary.LittleEndian.Uint32(r[total-4:]) {

@@ -1,4 +1,4 @@
-package store
+package fs
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-func newTestBackend(t *testing.T, dir string) *FSBackend {
+func newTestBackend(t *testing.T, dir string) *Backend {
 	t.Helper()
-	b, err := NewFSBackend(dir)
+	b, err := New(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func blobData(i int) []byte {
 func blobName(i int) string { return fmt.Sprintf("files/%02x/blob-%05d", i%256, i) }
 
 // writeBlobs creates blobs [from, to) concurrently through b, as a server's requests would.
-func writeBlobs(t *testing.T, b *FSBackend, from, to int) {
+func writeBlobs(t *testing.T, b *Backend, from, to int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, to-from)
@@ -57,7 +57,7 @@ func writeBlobs(t *testing.T, b *FSBackend, from, to int) {
 
 // mustRead checks, through a backend that has read nothing yet (another process), that blobs
 // [from, to) read back whole.
-func mustRead(t *testing.T, dir string, from, to int) *FSBackend {
+func mustRead(t *testing.T, dir string, from, to int) *Backend {
 	t.Helper()
 	b := newTestBackend(t, dir)
 	ctx := context.Background()
@@ -67,7 +67,7 @@ func mustRead(t *testing.T, dir string, from, to int) *FSBackend {
 			t.Fatalf("blob %d: %v", i, err)
 		}
 		got := make([]byte, bl.Size())
-		if _, err := bl.ReadAt(got, 0); err != nil || !bytes.Equal(got, blobData(i)) {
+		if _, err := bl.ReadAt(context.Background(), got, 0); err != nil || !bytes.Equal(got, blobData(i)) {
 			t.Fatalf("blob %d reads back %d bytes (%v), want its %d", i, len(got), err, len(blobData(i)))
 		}
 		bl.Close()
@@ -210,7 +210,7 @@ func TestPackTwoWritersOneDirectory(t *testing.T) {
 		t.Fatalf("%d packs for two concurrent writers, want 2", n)
 	}
 	mustRead(t, dir, 0, 400)
-	for _, be := range []*FSBackend{a, b} {
+	for _, be := range []*Backend{a, b} {
 		if _, err := be.Open(context.Background(), blobName(399)); err != nil {
 			t.Fatal(err)
 		}
@@ -232,13 +232,13 @@ func TestStrayPackIsCleaned(t *testing.T) {
 	if n := b.strayPackFiles(); n != 2 {
 		t.Fatalf("%d stray pack files, want 2", n)
 	}
-	if n, _ := b.CleanTemp(time.Hour); n != 0 {
+	if n, _ := b.CleanTemp(context.Background(), time.Hour); n != 0 {
 		t.Fatalf("CleanTemp removed %d young files", n)
 	}
 	old := time.Now().Add(-2 * time.Hour)
 	os.Chtimes(stray+packExt, old, old)
 	os.Chtimes(stray+idxExt+".new", old, old)
-	if n, _ := b.CleanTemp(time.Hour); n != 2 {
+	if n, _ := b.CleanTemp(context.Background(), time.Hour); n != 2 {
 		t.Fatalf("CleanTemp removed %d stray files, want 2", n)
 	}
 	mustRead(t, dir, 0, 5)
@@ -309,7 +309,7 @@ func TestCloseCutsZerosAhead(t *testing.T) {
 }
 
 // onePack returns a backend in a new directory that wrote blobs 0..n-1, and the path of its pack.
-func onePack(t *testing.T, n int) (string, *FSBackend, string) {
+func onePack(t *testing.T, n int) (string, *Backend, string) {
 	t.Helper()
 	dir := t.TempDir()
 	b := newTestBackend(t, dir)
@@ -342,7 +342,7 @@ func TestCuttingZerosKeepsThePacksTime(t *testing.T) {
 
 // killWriter ends b's pack writer as kill -9 would: its files close (and its lock goes), nothing is
 // cut or written.
-func killWriter(b *FSBackend) {
+func killWriter(b *Backend) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	b.w.pack.Close()

@@ -1,7 +1,8 @@
-package store
+package fs
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -28,13 +29,13 @@ func TestFSBlobSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b := fsBlob{File: f, size: int64(len(data))}
+	b := fsBlob{f: f, size: int64(len(data))}
 	cases := [][2]int64{
 		{0, int64(len(data))}, {1, int64(len(data)) - 1}, {4095, 5 << 20}, {4096, 2 << 20},
 		{int64(len(data)) - (1 << 20) - 3, (1 << 20) + 3}, {123, 10}, {4<<20 - 5, 1<<20 + 17},
 	}
 	for _, c := range cases {
-		rc, err := b.Section(c[0], c[1])
+		rc, err := b.Section(context.Background(), c[0], c[1])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func TestFSBlobSection(t *testing.T) {
 			t.Fatalf("section %v: %d bytes differ from the file's", c, len(got))
 		}
 	}
-	rc, err := b.Section(int64(len(data))-(1<<20), 2<<20)
+	rc, err := b.Section(context.Background(), int64(len(data))-(1<<20), 2<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

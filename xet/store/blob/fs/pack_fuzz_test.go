@@ -1,4 +1,4 @@
-package store
+package fs
 
 import (
 	"bytes"

@@ -1,4 +1,6 @@
-package store
+// Package s3 keeps blobs in an S3-compatible bucket (blob.Backend on minio-go). Where the bucket is
+// and how to sign for it are passed in (Config); the package reads no environment.
+package s3
 
 import (
 	"bytes"
@@ -8,17 +10,16 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// S3Backend keeps blobs as objects of an S3-compatible bucket, under a prefix. It assumes of the
+// Backend keeps blobs as objects of an S3-compatible bucket, under a prefix. It assumes of the
 // service: PUT, GET with Range, HEAD, ListObjectsV2, DELETE and server-side COPY (AWS S3, MinIO,
 // Ceph RGW, Cloudflare R2, versitygw); it does not need conditional PUTs. Create asks HEAD first
 // and then PUTs: two writers racing on one name both write it, which is harmless because the store
@@ -27,28 +28,33 @@ import (
 //
 // Concurrency: safe for concurrent use by goroutines and by any number of processes (server
 // instances) sharing the bucket; it keeps no state but the client.
-type S3Backend struct {
+type Backend struct {
 	c      *minio.Client
 	bucket string
 	prefix string // "" or "dir/"
 }
 
-// S3Config says where the bucket is. Empty fields come from the standard environment:
-// AWS_ENDPOINT_URL (default AWS), AWS_REGION (default us-east-1), AWS_ACCESS_KEY_ID and
-// AWS_SECRET_ACCESS_KEY, else the shared credentials file (~/.aws/credentials, AWS_PROFILE).
-type S3Config struct {
-	Endpoint  string // URL, e.g. http://127.0.0.1:7070
-	Region    string
+// Config says where the bucket is and how to sign for it.
+type Config struct {
+	Endpoint string // URL, e.g. http://127.0.0.1:7070; empty: AWS
+	Region   string // empty: us-east-1
+	// Creds signs the requests (the caller's choice of source: static keys, the AWS environment
+	// and credentials file, ...). Nil: AccessKey and SecretKey.
+	Creds     *credentials.Credentials
 	AccessKey string
 	SecretKey string
 	Transport http.RoundTripper // nil: minio-go's default
 }
 
+// maxUnsized bounds a Create source that does not say its size, read whole before its PUT: more
+// than any blob the store writes.
+const maxUnsized = 256 << 20
+
 // smallObject: an object up to this size is read whole on Open (one GET serves every ReadAt).
 const smallObject = 1 << 20
 
-// ParseS3URL splits s3://BUCKET[/PREFIX] into the bucket and the prefix ("" or ending in "/").
-func ParseS3URL(raw string) (bucket, prefix string, err error) {
+// ParseURL splits s3://BUCKET[/PREFIX] into the bucket and the prefix ("" or ending in "/").
+func ParseURL(raw string) (bucket, prefix string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "s3" || u.Host == "" {
 		return "", "", fmt.Errorf("storage %q: want s3://BUCKET[/PREFIX]", raw)
@@ -60,14 +66,9 @@ func ParseS3URL(raw string) (bucket, prefix string, err error) {
 	return u.Host, prefix, nil
 }
 
-// NewS3Backend returns the backend of bucket (which must exist) under prefix.
-func NewS3Backend(ctx context.Context, cfg S3Config, bucket, prefix string) (*S3Backend, error) {
-	if cfg.Endpoint == "" {
-		cfg.Endpoint = os.Getenv("AWS_ENDPOINT_URL")
-	}
-	if cfg.Region == "" {
-		cfg.Region = os.Getenv("AWS_REGION")
-	}
+// New returns the backend of bucket (which must exist) under prefix, once a request to the bucket
+// answered (see probeBucket).
+func New(ctx context.Context, cfg Config, bucket, prefix string) (*Backend, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
@@ -82,11 +83,10 @@ func NewS3Backend(ctx context.Context, cfg S3Config, bucket, prefix string) (*S3
 			lookup = minio.BucketLookupPath // MinIO, Ceph, versitygw, R2 take path-style addressing
 		}
 	}
-	creds := credentials.NewChainCredentials([]credentials.Provider{
-		&credentials.Static{Value: credentials.Value{AccessKeyID: cfg.AccessKey, SecretAccessKey: cfg.SecretKey, SignerType: credentials.SignatureV4}},
-		&credentials.EnvAWS{},
-		&credentials.FileAWSCredentials{},
-	})
+	creds := cfg.Creds
+	if creds == nil {
+		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, "")
+	}
 	opts := &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup, Transport: cfg.Transport}
 	c, err := minio.New(host, opts)
 	if err != nil {
@@ -95,8 +95,14 @@ func NewS3Backend(ctx context.Context, cfg S3Config, bucket, prefix string) (*S3
 	if err := probeBucket(ctx, *opts, host, bucket); err != nil {
 		return nil, err
 	}
-	return &S3Backend{c: c, bucket: bucket, prefix: prefix}, nil
+	return &Backend{c: c, bucket: bucket, prefix: prefix}, nil
 }
+
+// ErrCredentials: the service refused the credentials (New); the caller knows where they came from.
+var ErrCredentials = errors.New("check the credentials")
+
+// ErrUnreachable: nothing answered at the endpoint (New).
+var ErrUnreachable = errors.New("cannot be reached")
 
 // probeBucket checks at start-up that the bucket is there and answers with these credentials, with
 // one retry and a deadline (the client's own retries are for a service that worked), and says
@@ -126,16 +132,16 @@ func probeBucket(ctx context.Context, opts minio.Options, host, bucket string) e
 	case errors.As(err, &er) && er.Code == "RequestTimeTooSkewed":
 		return fmt.Errorf("S3 at %s refuses this machine's clock as too far from its own (%s): set the clock (NTP)", host, er.Message)
 	case errors.As(err, &er) && (er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized):
-		return fmt.Errorf("S3 at %s refused the credentials for bucket %s (%s %s): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or ~/.aws/credentials)",
-			host, bucket, er.Code, strings.TrimSuffix(er.Message, "."))
+		return fmt.Errorf("S3 at %s refused the credentials for bucket %s (%s %s): %w",
+			host, bucket, er.Code, strings.TrimSuffix(er.Message, "."), ErrCredentials)
 	case errors.As(err, &er):
 		return fmt.Errorf("S3 bucket %s at %s: %s (%d %s)", bucket, host, er.Message, er.StatusCode, er.Code)
 	}
-	return fmt.Errorf("S3 endpoint %s cannot be reached (check AWS_ENDPOINT_URL): %v", host, err)
+	return fmt.Errorf("S3 endpoint %s %w: %v", host, ErrUnreachable, err)
 }
 
-func (b *S3Backend) key(name string) (string, error) {
-	if err := checkName(name); err != nil {
+func (b *Backend) key(name string) (string, error) {
+	if err := blob.CheckName(name); err != nil {
 		return "", err
 	}
 	return b.prefix + name, nil
@@ -147,8 +153,8 @@ func notFound(err error) bool {
 	return errors.As(err, &er) && (er.Code == "NoSuchKey" || er.StatusCode == http.StatusNotFound)
 }
 
-// Create implements Backend.
-func (b *S3Backend) Create(ctx context.Context, name string, r io.Reader) (bool, error) {
+// Create implements blob.Backend.
+func (b *Backend) Create(ctx context.Context, name string, r io.Reader) (bool, error) {
 	k, err := b.key(name)
 	if err != nil {
 		return false, err
@@ -157,17 +163,20 @@ func (b *S3Backend) Create(ctx context.Context, name string, r io.Reader) (bool,
 		return false, err
 	}
 	size := int64(-1)
-	if s, ok := r.(interface{ Size() int64 }); ok {
+	if s, ok := r.(blob.Sized); ok {
 		size = s.Size()
 	} else {
-		data, err := io.ReadAll(io.LimitReader(r, MaxXorbBodyBytes+1<<20))
+		data, err := io.ReadAll(io.LimitReader(r, maxUnsized+1))
+		if err == nil && len(data) > maxUnsized {
+			err = fmt.Errorf("a source of unknown size over %d bytes", maxUnsized)
+		}
 		if err != nil {
 			return false, fmt.Errorf("store: writing %s: %w", name, err)
 		}
 		r, size = bytes.NewReader(data), int64(len(data))
 	}
-	// One PUT (a xorb is at most MaxXorbBodyBytes, far under S3's 5 GiB): multipart made the
-	// service assemble the parts, a second copy of every xorb. The payload stays signed (its
+	// One PUT (a blob of the store is far under S3's 5 GiB): multipart would make the service
+	// assemble the parts, a second copy of every blob. The payload stays signed (its
 	// SHA-256 in the signature): a service that keeps a body cut short by a dropped connection (an
 	// instance killed mid-PUT) then refuses it, as versitygw does not with UNSIGNED-PAYLOAD.
 	if _, err := b.c.PutObject(ctx, b.bucket, k, r, size, minio.PutObjectOptions{ContentType: "application/octet-stream",
@@ -177,35 +186,35 @@ func (b *S3Backend) Create(ctx context.Context, name string, r io.Reader) (bool,
 	return true, nil
 }
 
-// CreateBatch implements Backend: one PUT after the other (each visible when it returns).
-func (b *S3Backend) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, error) {
-	return CreateEach(ctx, b, blobs)
+// CreateBatch implements blob.Backend: one PUT after the other (each visible when it returns).
+func (b *Backend) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]bool, error) {
+	return blob.CreateEach(ctx, b, blobs)
 }
 
-// Open implements Backend: a small object is fetched whole, a larger one by ranged GETs.
-func (b *S3Backend) Open(ctx context.Context, name string) (Blob, error) {
+// Open implements blob.Backend: a small object is fetched whole, a larger one by ranged GETs.
+func (b *Backend) Open(ctx context.Context, name string) (blob.Blob, error) {
 	k, err := b.key(name)
 	if err != nil {
 		return nil, err
 	}
 	info, err := b.c.StatObject(ctx, b.bucket, k, minio.StatObjectOptions{})
 	if notFound(err) {
-		return nil, fmt.Errorf("store: %s: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", name, err)
 	}
-	o := &s3Blob{b: b, ctx: ctx, key: k, size: info.Size}
+	o := &s3Blob{b: b, key: k, size: info.Size}
 	if info.Size <= smallObject {
-		if o.data, err = o.get(0, info.Size); err != nil {
+		if o.data, err = o.get(ctx, 0, info.Size); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", name, err)
 		}
 	}
 	return o, nil
 }
 
-// Exists implements Backend.
-func (b *S3Backend) Exists(ctx context.Context, name string) (bool, error) {
+// Exists implements blob.Backend.
+func (b *Backend) Exists(ctx context.Context, name string) (bool, error) {
 	k, err := b.key(name)
 	if err != nil {
 		return false, err
@@ -220,8 +229,8 @@ func (b *S3Backend) Exists(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
-// List implements Backend (ListObjectsV2; S3 lists keys in order).
-func (b *S3Backend) List(ctx context.Context, prefix string) ([]string, error) {
+// List implements blob.Backend (ListObjectsV2; S3 lists keys in order).
+func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	var out []string
 	for o := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.prefix + prefix, Recursive: true}) {
 		if o.Err != nil {
@@ -232,8 +241,8 @@ func (b *S3Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	return out, nil
 }
 
-// Quarantine implements Backend: the object is moved under quarantine/.
-func (b *S3Backend) Quarantine(ctx context.Context, name string) error {
+// Quarantine implements blob.Backend: the object is moved under quarantine/.
+func (b *Backend) Quarantine(ctx context.Context, name string) error {
 	k, err := b.key(name)
 	if err != nil {
 		return err
@@ -241,20 +250,30 @@ func (b *S3Backend) Quarantine(ctx context.Context, name string) error {
 	return b.moveKey(ctx, name, k, b.prefix+"quarantine/"+strings.ReplaceAll(name, "/", "_"))
 }
 
-// XorbURL returns a presigned GET of the stored xorb h, valid for ttl: its records start at byte 0,
-// so the byte ranges of a reconstruction apply to it as they are (the Range header is not signed).
-func (b *S3Backend) XorbURL(ctx context.Context, h hash.Hash, ttl time.Duration) (string, error) {
-	u, err := b.c.PresignedGetObject(ctx, b.bucket, b.prefix+xorbName(h), ttl, nil)
+// PresignGet implements blob.Presigner (the Range header is not signed, so any range of the
+// object may be asked with the one URL).
+func (b *Backend) PresignGet(ctx context.Context, name string, ttl time.Duration) (string, error) {
+	k, err := b.key(name)
 	if err != nil {
-		return "", fmt.Errorf("presigning xorb %s: %w", h, err)
+		return "", err
+	}
+	u, err := b.c.PresignedGetObject(ctx, b.bucket, k, ttl, nil)
+	if err != nil {
+		return "", fmt.Errorf("presigning %s: %w", name, err)
 	}
 	return u.String(), nil
 }
 
+// Features implements blob.Backend: Create reads a blob whole (the PUT signs its payload), and every
+// read is a request.
+func (b *Backend) Features() blob.Features { return blob.Features{} }
+
+// Close implements blob.Backend: the backend holds nothing for writing.
+func (b *Backend) Close() error { return nil }
+
 // s3Blob is an open object: its bytes when small, else ranged GETs.
 type s3Blob struct {
-	b    *S3Backend
-	ctx  context.Context
+	b    *Backend
 	key  string
 	size int64
 	data []byte
@@ -263,7 +282,8 @@ type s3Blob struct {
 func (o *s3Blob) Size() int64  { return o.size }
 func (o *s3Blob) Close() error { return nil }
 
-func (o *s3Blob) ReadAt(p []byte, off int64) (int, error) {
+// ReadAt implements blob.Blob: one ranged GET under ctx, unless the object was read whole on Open.
+func (o *s3Blob) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errors.New("negative offset")
 	}
@@ -275,7 +295,7 @@ func (o *s3Blob) ReadAt(p []byte, off int64) (int, error) {
 	if o.data != nil {
 		n = copy(p, o.data[off:off+want])
 	} else {
-		b, err := o.get(off, want)
+		b, err := o.get(ctx, off, want)
 		if err != nil {
 			return 0, err
 		}
@@ -288,11 +308,11 @@ func (o *s3Blob) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // get reads n bytes at off with one ranged GET.
-func (o *s3Blob) get(off, n int64) ([]byte, error) {
+func (o *s3Blob) get(ctx context.Context, off, n int64) ([]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	obj, err := o.ranged(off, n)
+	obj, err := o.ranged(ctx, off, n)
 	if err != nil {
 		return nil, err
 	}
@@ -305,21 +325,21 @@ func (o *s3Blob) get(off, n int64) ([]byte, error) {
 }
 
 // ranged starts a GET of n > 0 bytes at off.
-func (o *s3Blob) ranged(off, n int64) (*minio.Object, error) {
+func (o *s3Blob) ranged(ctx context.Context, off, n int64) (*minio.Object, error) {
 	opts := minio.GetObjectOptions{}
 	if err := opts.SetRange(off, off+n-1); err != nil {
 		return nil, err
 	}
-	return o.b.c.GetObject(o.ctx, o.b.bucket, o.key, opts)
+	return o.b.c.GetObject(ctx, o.b.bucket, o.key, opts)
 }
 
 // Section streams n bytes at off with one ranged GET (a sequential reader of a large range, such
 // as the content check of a registration, would otherwise make one GET per ReadAt).
-func (o *s3Blob) Section(off, n int64) (io.ReadCloser, error) {
+func (o *s3Blob) Section(ctx context.Context, off, n int64) (io.ReadCloser, error) {
 	if o.data != nil || n == 0 {
-		return io.NopCloser(io.NewSectionReader(o, off, n)), nil
+		return io.NopCloser(io.NewSectionReader(blob.ReaderAt(ctx, o), off, n)), nil
 	}
-	obj, err := o.ranged(off, n)
+	obj, err := o.ranged(ctx, off, n)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package store
+package fs
 
 import (
 	"bytes"
@@ -8,14 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// CreateBatch implements Backend: runs of small blobs are written to this process's pack and made
+// CreateBatch implements blob.Backend: runs of small blobs are written to this process's pack and made
 // durable with one fsync (shared with concurrent callers); a large blob is written as its own file
 // after the run before it is durable, so the batch's order holds.
-func (b *FSBackend) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, error) {
+func (b *Backend) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]bool, error) {
 	if b.packs == nil {
-		return CreateEach(ctx, b, blobs)
+		return blob.CreateEach(ctx, b, blobs)
 	}
 	created := make([]bool, len(blobs))
 	for i := 0; i < len(blobs); {
@@ -53,7 +55,7 @@ func (b *FSBackend) CreateBatch(ctx context.Context, blobs []NewBlob) ([]bool, e
 
 // createPacked writes small blobs not stored yet (packed or as files) to the pack and waits until
 // they, and any of them another caller is writing, are durable.
-func (b *FSBackend) createPacked(blobs []NewBlob) ([]bool, error) {
+func (b *Backend) createPacked(blobs []blob.NewBlob) ([]bool, error) {
 	stored, err := b.existing(blobs)
 	if err != nil {
 		return nil, err
@@ -83,7 +85,7 @@ const writerIdle = 10 * time.Second
 
 // writer returns the pack writer, claiming a pack when there is none or the last one is full. The
 // caller calls doneWriter when its write is durable or failed.
-func (b *FSBackend) writer() (*packWriter, error) {
+func (b *Backend) writer() (*packWriter, error) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	if b.w != nil && b.w.done() {
@@ -103,7 +105,7 @@ func (b *FSBackend) writer() (*packWriter, error) {
 
 // doneWriter ends a use of writer w; failed gives w up (the next claim of its pack cuts what it
 // left). The last user starts the idle countdown.
-func (b *FSBackend) doneWriter(w *packWriter, failed bool) {
+func (b *Backend) doneWriter(w *packWriter, failed bool) {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	b.wUsers--
@@ -124,13 +126,13 @@ func (b *FSBackend) doneWriter(w *packWriter, failed bool) {
 // Close gives up this process's pack now, as an idle writer does after writerIdle (cutting the
 // zeros it keeps ahead of its records, see packWriter.grow), unless a write is in progress. The
 // backend stays usable: a later write claims a pack again.
-func (b *FSBackend) Close() error {
+func (b *Backend) Close() error {
 	b.releaseIdle()
 	return nil
 }
 
 // releaseIdle gives up the pack of a writer no one used for writerIdle.
-func (b *FSBackend) releaseIdle() {
+func (b *Backend) releaseIdle() {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	if b.wUsers == 0 && b.w != nil {
@@ -141,7 +143,7 @@ func (b *FSBackend) releaseIdle() {
 
 // existing reports which blobs are stored, packed or as files, reading the packs' new index entries
 // at most once.
-func (b *FSBackend) existing(blobs []NewBlob) ([]bool, error) {
+func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, error) {
 	if err := b.packs.fresh(); err != nil {
 		return nil, err
 	}
@@ -176,7 +178,7 @@ func (b *FSBackend) existing(blobs []NewBlob) ([]bool, error) {
 }
 
 // exists reports whether name is stored, packed or as a file.
-func (b *FSBackend) exists(name string) (bool, error) {
+func (b *Backend) exists(name string) (bool, error) {
 	if b.packs != nil {
 		if err := b.packs.fresh(); err != nil {
 			return false, err
@@ -202,7 +204,7 @@ func (b *FSBackend) exists(name string) (bool, error) {
 
 // strayPacks returns the pack files no writer will finish, with their modification times: an index
 // still under its temporary name (its creator died before the rename) and a .pack without an index.
-func (b *FSBackend) strayPacks() map[string]time.Time {
+func (b *Backend) strayPacks() map[string]time.Time {
 	out := map[string]time.Time{}
 	if b.packs == nil {
 		return out
@@ -229,4 +231,4 @@ func (b *FSBackend) strayPacks() map[string]time.Time {
 }
 
 // strayPackFiles counts strayPacks (fsck reports them with the temp files).
-func (b *FSBackend) strayPackFiles() int { return len(b.strayPacks()) }
+func (b *Backend) strayPackFiles() int { return len(b.strayPacks()) }

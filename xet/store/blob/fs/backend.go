@@ -1,4 +1,12 @@
-package store
+// Package fs keeps blobs in a directory (blob.Backend): small ones in append-only pack files
+// (pack.go, packwriter.go, packset.go; rewritten by packsweep.go), larger ones as files of their
+// own, written with O_DIRECT where the filesystem allows it (direct_linux.go). Create and
+// CreateBatch return once the blob is durable; small blobs of concurrent writes share a pack's
+// fdatasync (fsbatch.go).
+//
+// Concurrency: a Backend is safe for concurrent use by goroutines and by several processes sharing
+// one directory (each pack has one writer at a time, by flock).
+package fs
 
 import (
 	"bytes"
@@ -14,70 +22,18 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// Backend is the blob storage under a Store: named immutable blobs, each written whole and
-// atomically. The filesystem implementation is FSBackend; an object store (S3) can follow with
-// conditional puts (If-None-Match: *) and ranged GETs.
-//
-// Concurrency: every method is safe for concurrent use by goroutines and, for FSBackend, by several
-// processes sharing one directory. A reader never sees a partly written blob.
-type Backend interface {
-	// Create stores the bytes of r under name unless a blob of that name exists. When r has a
-	// Size() int64 method (see BytesBlob), it is the exact length of the blob, and the backend may
-	// reserve the space up front; a *BytesBlob may be written without being read through. It returns
-	// created=false (and reads r no further) when the name was taken, by this or another writer, before
-	// this one became visible. On error nothing is visible under name. (Writers in two processes
-	// racing on one name may both report created=true: FSBackend's packs take each process's word
-	// for what it wrote; both wrote the same name, which the store only gives to equivalent content.)
-	Create(ctx context.Context, name string, r io.Reader) (created bool, err error)
-	// CreateBatch creates each blob as Create would, in order: a blob is visible only once every
-	// blob before it in the batch is, so an entry may name one written earlier in its batch. It
-	// returns, per blob, whether this call created it. On error a prefix of the batch may have been
-	// created (a retry completes it). A backend that cannot do better calls CreateEach.
-	CreateBatch(ctx context.Context, blobs []NewBlob) (created []bool, err error)
-	// Open opens a blob for ranged reads; a missing blob gives an error matching ErrNotFound.
-	Open(ctx context.Context, name string) (Blob, error)
-	// Exists reports whether a blob of that name exists. It is for checks before a write, where a
-	// wrong "no" costs a duplicate write of the same content: FSBackend may miss a blob another
-	// process packed in the last 100 ms (Open never misses one).
-	Exists(ctx context.Context, name string) (bool, error)
-	// List returns the names under prefix (a "dir/" form), sorted.
-	List(ctx context.Context, prefix string) ([]string, error)
-	// Quarantine moves a damaged blob out of the way (kept for inspection, no longer listed or
-	// opened), so that its name can be written again; ErrNotFound when there is none. A backend may
-	// refuse for blobs it cannot move (FSBackend: packed ones).
-	Quarantine(ctx context.Context, name string) error
-}
-
-// Blob is an open blob: ranged reads and its size.
-type Blob interface {
-	io.ReaderAt
-	io.Closer
-	Size() int64
-}
-
-// CreateEach is CreateBatch for a backend without batches: one Create after the other.
-func CreateEach(ctx context.Context, be Backend, blobs []NewBlob) ([]bool, error) {
-	created := make([]bool, len(blobs))
-	for i, b := range blobs {
-		c, err := be.Create(ctx, b.Name, bytes.NewReader(b.Data))
-		if err != nil {
-			return created, err
-		}
-		created[i] = c
-	}
-	return created, nil
-}
-
-// FSBackend keeps blobs under a root directory. Blobs up to packMaxBlob (1 MiB) go into pack files
+// Backend keeps blobs under a root directory. Blobs up to packMaxBlob (1 MiB) go into pack files
 // under root/packs (pack.go): appended, fsynced once per batch of concurrent writes, indexed; so a
 // store of many small objects is a few files. Larger blobs are files of their own: names use '/'
 // and become paths; the writer puts a blob in root/tmp first (fsynced), then hard-links it to its
 // name, so that exactly one writer creates a name and readers see whole files only. Filesystems
 // without hard links fall back to rename (last writer wins, still atomic). Both kinds are read
 // under the same names.
-type FSBackend struct {
+type Backend struct {
 	root  string
 	packs *packSet // nil where packs are unsupported (no flock)
 
@@ -87,49 +43,34 @@ type FSBackend struct {
 	wIdle  *time.Timer
 }
 
-// NewFSBackend returns a backend on root, creating root and root/tmp.
-func NewFSBackend(root string) (*FSBackend, error) {
-	return newFSBackend(root, packsSupported)
+// Options configures a Backend.
+type Options struct {
+	// Loose keeps every blob a file of its own (no packs), as on platforms without flock: for
+	// tests that damage single blobs on disk.
+	Loose bool
 }
 
-// newFSBackend is NewFSBackend with packs on or off (tests that damage single files turn them off).
-func newFSBackend(root string, packs bool) (*FSBackend, error) {
+// New returns a backend on root, creating root and root/tmp.
+func New(root string, opts Options) (*Backend, error) {
 	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("store: creating %s: %w", root, err)
 	}
-	b := &FSBackend{root: root}
-	if packs {
+	b := &Backend{root: root}
+	if packsSupported && !opts.Loose {
 		b.packs = newPackSet(filepath.Join(root, packDir))
 	}
 	return b, nil
 }
 
-func (b *FSBackend) path(name string) (string, error) {
-	if err := checkName(name); err != nil {
+func (b *Backend) path(name string) (string, error) {
+	if err := blob.CheckName(name); err != nil {
 		return "", err
 	}
 	return filepath.Join(b.root, filepath.FromSlash(name)), nil
 }
 
-// checkName refuses blob names that could leave the store's namespace or collide with its own
-// directories (every backend checks names with it).
-func checkName(name string) error {
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
-		return fmt.Errorf("store: bad blob name %q", name)
-	}
-	if len(name) > maxNameLen {
-		return fmt.Errorf("store: blob name of %d bytes", len(name))
-	}
-	for i, part := range strings.Split(name, "/") {
-		if part == "" || part == "." || part == ".." || (i == 0 && (part == "tmp" || part == packDir || part == "quarantine")) {
-			return fmt.Errorf("store: bad blob name %q", name)
-		}
-	}
-	return nil
-}
-
-// Create implements Backend.
-func (b *FSBackend) Create(ctx context.Context, name string, r io.Reader) (bool, error) {
+// Create implements blob.Backend.
+func (b *Backend) Create(ctx context.Context, name string, r io.Reader) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -143,7 +84,7 @@ func (b *FSBackend) Create(ctx context.Context, name string, r io.Reader) (bool,
 			return false, fmt.Errorf("store: writing %s: %w", name, err)
 		}
 		if rest == nil {
-			created, err := b.CreateBatch(ctx, []NewBlob{{name, data}})
+			created, err := b.CreateBatch(ctx, []blob.NewBlob{{Name: name, Data: data}})
 			return err == nil && created[0], err
 		}
 		r = rest
@@ -154,22 +95,19 @@ func (b *FSBackend) Create(ctx context.Context, name string, r io.Reader) (bool,
 	return b.createFile(ctx, name, dst, r)
 }
 
-// streamsCreates: Create writes a blob as it reads it (copyDirect), at the memory of a buffer.
-func (b *FSBackend) streamsCreates() {}
-
 // smallBlob reads r whole when it is at most packMaxBlob long (rest nil); else rest reads all of r.
 func smallBlob(r io.Reader) (data []byte, rest io.Reader, err error) {
 	size := int64(-1)
-	if s, ok := r.(interface{ Size() int64 }); ok {
+	if s, ok := r.(blob.Sized); ok {
 		if size = s.Size(); size > packMaxBlob {
 			return nil, r, nil
 		}
 	}
-	if s, ok := r.(interface{ SizeAtLeast() int64 }); ok && s.SizeAtLeast() > packMaxBlob {
+	if s, ok := r.(blob.LongStream); ok && s.SizeAtLeast() > packMaxBlob {
 		return nil, r, nil // a stream of unknown length that is long whenever it is read whole
 	}
-	if bb, ok := r.(*BytesBlob); ok {
-		data = bytes.Join(bb.parts, nil)
+	if bb, ok := r.(*blob.BytesBlob); ok {
+		data = bytes.Join(bb.Parts(), nil)
 		if int64(len(data)) != size {
 			return nil, nil, fmt.Errorf("blob of %d bytes, it said %d", len(data), size)
 		}
@@ -188,7 +126,7 @@ func smallBlob(r io.Reader) (data []byte, rest io.Reader, err error) {
 }
 
 // createFile writes a blob as a file of its own.
-func (b *FSBackend) createFile(ctx context.Context, name, dst string, r io.Reader) (bool, error) {
+func (b *Backend) createFile(ctx context.Context, name, dst string, r io.Reader) (bool, error) {
 	if _, err := os.Lstat(dst); err == nil {
 		return false, nil
 	}
@@ -204,13 +142,13 @@ func (b *FSBackend) createFile(ctx context.Context, name, dst string, r io.Reade
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName) // the link (or rename) keeps the data; drop the temp name
 	size := int64(-1)
-	if s, ok := r.(interface{ Size() int64 }); ok {
+	if s, ok := r.(blob.Sized); ok {
 		size = s.Size()
 		preallocate(tmp, size)
 	}
 	var n int64
-	if bb, ok := r.(*BytesBlob); ok {
-		n, err = bb.writeFile(tmp)
+	if bb, ok := r.(*blob.BytesBlob); ok {
+		n, err = writeParts(tmp, bb)
 	} else {
 		n, err = copyDirect(tmp, r)
 	}
@@ -249,6 +187,28 @@ func (b *FSBackend) createFile(ctx context.Context, name, dst string, r io.Reade
 	return true, syncDir(filepath.Dir(dst), name)
 }
 
+// writeParts writes the whole blob to f, a new empty file: an aligned bulk of the first part with
+// O_DIRECT when possible, the rest through f. It returns the bytes written.
+func writeParts(f *os.File, bb *blob.BytesBlob) (int64, error) {
+	var off int64
+	for i, p := range bb.Parts() {
+		if i == 0 && len(p) > 0 {
+			d := writeDirect(f.Name(), p)
+			p = p[d:]
+			off += int64(d)
+		}
+		for len(p) > 0 {
+			k, err := f.WriteAt(p, off)
+			off += int64(k)
+			p = p[k:]
+			if err != nil {
+				return off, err
+			}
+		}
+	}
+	return off, nil
+}
+
 // syncDir makes a new directory entry durable.
 func syncDir(dir, name string) error {
 	d, err := os.Open(dir)
@@ -262,10 +222,9 @@ func syncDir(dir, name string) error {
 	return nil
 }
 
-// CleanTemp removes temporary files older than age that writers killed mid-write left in root/tmp,
-// and pack files whose creator died before their index was in place.
-// Files of live writers are younger; pass an age well above the longest write (an hour, say).
-func (b *FSBackend) CleanTemp(age time.Duration) (removed int, err error) {
+// CleanTemp implements blob.Backend: it removes the temporary files in root/tmp and the pack
+// files without an index (their creator died before the index was in place) older than age.
+func (b *Backend) CleanTemp(ctx context.Context, age time.Duration) (removed int, err error) {
 	dir := filepath.Join(b.root, "tmp")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -273,11 +232,17 @@ func (b *FSBackend) CleanTemp(age time.Duration) (removed int, err error) {
 	}
 	cutoff := time.Now().Add(-age)
 	for path, mtime := range b.strayPacks() {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
 		if mtime.Before(cutoff) && os.Remove(path) == nil {
 			removed++
 		}
 	}
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
 		info, err := e.Info()
 		if err != nil || !info.ModTime().Before(cutoff) {
 			continue
@@ -289,23 +254,58 @@ func (b *FSBackend) CleanTemp(age time.Duration) (removed int, err error) {
 	return removed, nil
 }
 
+// Features implements blob.Backend: Create writes a blob as it reads it (copyDirect), at the memory
+// of a buffer, and reads go through the page cache.
+func (b *Backend) Features() blob.Features {
+	return blob.Features{StreamsCreates: true, CachedReads: true}
+}
+
+// Check implements blob.Checker: packed blobs whose bytes no longer match their checksums, and
+// the files in root/tmp and stray packs (interrupted writes).
+func (b *Backend) Check(ctx context.Context) (damaged map[string]string, temp int, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if ents, err := os.ReadDir(filepath.Join(b.root, "tmp")); err == nil {
+		temp = len(ents)
+	}
+	if b.packs == nil {
+		return nil, temp, nil
+	}
+	damaged, err = b.packs.verify()
+	if err != nil {
+		return nil, 0, err
+	}
+	return damaged, temp + b.strayPackFiles(), nil
+}
+
+// fsBlob is a blob that is a file of its own.
 type fsBlob struct {
-	*os.File
+	f    *os.File
 	size int64
 }
 
-func (f fsBlob) Size() int64 { return f.size }
+func (b fsBlob) Size() int64  { return b.size }
+func (b fsBlob) Close() error { return b.f.Close() }
 
-// Section streams n bytes at off; long sections skip the page cache (openDirectSection).
-func (f fsBlob) Section(off, n int64) (io.ReadCloser, error) {
-	if d, ok := openDirectSection(f.Name(), off, n); ok {
-		return d, nil
-	}
-	return io.NopCloser(io.NewSectionReader(f, off, n)), nil
+// File implements blob.Filer.
+func (b fsBlob) File() *os.File { return b.f }
+
+// ReadAt implements blob.Blob.
+func (b fsBlob) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	return b.f.ReadAt(p, off)
 }
 
-// Open implements Backend.
-func (b *FSBackend) Open(ctx context.Context, name string) (Blob, error) {
+// Section streams n bytes at off; long sections skip the page cache (openDirectSection).
+func (b fsBlob) Section(_ context.Context, off, n int64) (io.ReadCloser, error) {
+	if d, ok := openDirectSection(b.f.Name(), off, n); ok {
+		return d, nil
+	}
+	return io.NopCloser(io.NewSectionReader(b.f, off, n)), nil
+}
+
+// Open implements blob.Backend.
+func (b *Backend) Open(ctx context.Context, name string) (blob.Blob, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func (b *FSBackend) Open(ctx context.Context, name string) (Blob, error) {
 					return l.blob(), nil
 				}
 			}
-			return nil, fmt.Errorf("store: %s: %w", name, ErrNotFound)
+			return nil, fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
 		}
 		return nil, fmt.Errorf("store: opening %s: %w", name, err)
 	}
@@ -341,19 +341,19 @@ func (b *FSBackend) Open(ctx context.Context, name string) (Blob, error) {
 		f.Close()
 		return nil, fmt.Errorf("store: opening %s: %w", name, err)
 	}
-	return fsBlob{File: f, size: st.Size()}, nil
+	return fsBlob{f: f, size: st.Size()}, nil
 }
 
-// Exists implements Backend.
-func (b *FSBackend) Exists(ctx context.Context, name string) (bool, error) {
+// Exists implements blob.Backend.
+func (b *Backend) Exists(ctx context.Context, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	return b.exists(name)
 }
 
-// List implements Backend.
-func (b *FSBackend) List(ctx context.Context, prefix string) ([]string, error) {
+// List implements blob.Backend.
+func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

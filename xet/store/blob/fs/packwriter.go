@@ -1,4 +1,4 @@
-package store
+package fs
 
 import (
 	"crypto/rand"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // packWriter appends to one pack whose index flock it holds, with group commit: records are
@@ -36,12 +38,6 @@ type packWriter struct {
 	syncMu sync.Mutex
 	idxEnd int64  // syncMu
 	synced uint64 // records durable and indexed; syncMu
-}
-
-// NewBlob is one blob of a CreateBatch.
-type NewBlob struct {
-	Name string
-	Data []byte
 }
 
 // claimPack returns a writer on an unlocked pack below packMaxBytes, or on a new pack.
@@ -151,13 +147,13 @@ func newPack(set *packSet) (*packWriter, error) {
 // append writes the records of the blobs not marked stored (nor being written by another caller)
 // and returns, per blob, whether this call wrote it, and the sequence number to sync up to before
 // any of them may be reported.
-func (w *packWriter) append(blobs []NewBlob, stored []bool) ([]bool, uint64, error) {
+func (w *packWriter) append(blobs []blob.NewBlob, stored []bool) ([]bool, uint64, error) {
 	return w.appendRecords(blobs, stored, false)
 }
 
 // appendRecords is append; with force it also writes blobs indexed already (gc moving them out of
 // a pack it rewrites), but still not a name another caller is writing.
-func (w *packWriter) appendRecords(blobs []NewBlob, stored []bool, force bool) ([]bool, uint64, error) {
+func (w *packWriter) appendRecords(blobs []blob.NewBlob, stored []bool, force bool) ([]bool, uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -207,10 +203,9 @@ const packGrow = 1 << 20
 
 // grow makes the pack file at least end bytes long, extending it in packGrow steps of written zeros
 // (w.mu held). Records then overwrite blocks that exist and leave the file's size alone, so the
-// fdatasync of a commit flushes their pages only: after an append that grows the file it must also
-// write the inode and allocate blocks, which on this project's 2-core test VM doubled its cost
-// (about 230 µs of CPU against 120 µs). The zeros past the last record are not a record: recovery
-// stops there and cuts them (recoverPack), as close does.
+// fdatasync of a commit flushes their pages only, not the inode and block allocation an append
+// that grows the file would add to every commit. The zeros past the last record are not a record:
+// recovery stops there and cuts them (recoverPack), as close does.
 func (w *packWriter) grow(end int64) error {
 	if end <= w.alloc {
 		return nil
@@ -379,7 +374,7 @@ func scanRecords(pack *os.File, off int64) ([]packEntry, int64, error) {
 		return nil, int64(len(packMagic)), nil
 	}
 	var out []packEntry
-	const window = packMaxBlob + recHeader + maxNameLen
+	const window = packMaxBlob + recHeader + blob.MaxNameLen
 	buf := make([]byte, window)
 	for off < st.Size() {
 		n, err := pack.ReadAt(buf, off)

@@ -1,4 +1,4 @@
-package store
+package fs
 
 import (
 	"context"
@@ -8,12 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-)
 
-// PackChange is what gc does to one packed blob: rename it (To) or drop it (To empty).
-type PackChange struct {
-	Name, To string
-}
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+)
 
 // sweepBatchBytes bounds the live data a pack rewrite holds in memory at once.
 const sweepBatchBytes = 64 << 20
@@ -22,10 +19,10 @@ const sweepBatchBytes = 64 << 20
 // blob of such a pack, and the renamed ones under their new names, are written to this process's
 // pack and made durable, then the old pack is removed. A pack another writer holds (a running
 // server's current pack) is left for a later run; applied lists the changes made. Other processes notice a
-// removed pack within packStaleness (their reads of it go on working meanwhile: the files stay
+// removed pack within PackStaleness (their reads of it go on working meanwhile: the files stay
 // open). A crash part-way leaves blobs in two packs (harmless) or a .pack without its index,
 // which CleanTemp removes.
-func (b *FSBackend) SweepPacked(ctx context.Context, changes []PackChange) (applied []PackChange, err error) {
+func (b *Backend) SweepPacked(ctx context.Context, changes []blob.PackChange) (applied []blob.PackChange, err error) {
 	if b.packs == nil || len(changes) == 0 {
 		return nil, nil
 	}
@@ -84,16 +81,16 @@ type lockedPack struct {
 
 // rewritePack rewrites a locked pack without the blobs its change drops and with those it renames
 // under their new names.
-func (b *FSBackend) rewritePack(ctx context.Context, lp *lockedPack) ([]PackChange, error) {
+func (b *Backend) rewritePack(ctx context.Context, lp *lockedPack) ([]blob.PackChange, error) {
 	id, pack, change := lp.id, lp.pack, lp.change
 	ib := make([]byte, lp.idxEnd)
 	if _, err := lp.idx.ReadAt(ib, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("store: rewriting pack %s: %w", id, err)
 	}
 	es, _ := parseIndex(ib[len(idxMagic):])
-	var applied []PackChange
+	var applied []blob.PackChange
 	seen := map[string]bool{}
-	var batch []NewBlob
+	var batch []blob.NewBlob
 	var batchBytes int64
 	for _, e := range es {
 		if seen[e.name] {
@@ -102,7 +99,7 @@ func (b *FSBackend) rewritePack(ctx context.Context, lp *lockedPack) ([]PackChan
 		seen[e.name] = true
 		name := e.name
 		if to, ok := change[e.name]; ok {
-			applied = append(applied, PackChange{e.name, to})
+			applied = append(applied, blob.PackChange{Name: e.name, To: to})
 			if to == "" {
 				continue
 			}
@@ -115,7 +112,7 @@ func (b *FSBackend) rewritePack(ctx context.Context, lp *lockedPack) ([]PackChan
 		if crc32.Checksum(data, crcTable) != e.crc {
 			return nil, fmt.Errorf("store: rewriting pack %s: %s is damaged on disk (run fsck); the pack was kept", id, e.name)
 		}
-		batch, batchBytes = append(batch, NewBlob{name, data}), batchBytes+e.n
+		batch, batchBytes = append(batch, blob.NewBlob{Name: name, Data: data}), batchBytes+e.n
 		if batchBytes >= sweepBatchBytes {
 			if err := b.writeForced(ctx, batch); err != nil {
 				return nil, err
@@ -141,7 +138,7 @@ func (b *FSBackend) rewritePack(ctx context.Context, lp *lockedPack) ([]PackChan
 
 // writeForced writes blobs to this process's pack, indexed already or not, and waits until they
 // are durable.
-func (b *FSBackend) writeForced(ctx context.Context, blobs []NewBlob) error {
+func (b *Backend) writeForced(ctx context.Context, blobs []blob.NewBlob) error {
 	if len(blobs) == 0 {
 		return ctx.Err()
 	}

@@ -1,0 +1,46 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+)
+
+// Quarantine implements blob.Backend: a blob that is a file of its own is renamed into
+// quarantine/ (its name with "/" as "_"; kept for inspection, out of every listing); packed blobs
+// cannot be moved (an error).
+func (b *Backend) Quarantine(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := b.path(name)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		if b.packs != nil {
+			if _, ok, _ := b.packs.lookup(name); ok {
+				return fmt.Errorf("store: %s is packed and cannot be moved aside (fsck reports it)", name)
+			}
+		}
+		return fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
+	}
+	dir := filepath.Join(b.root, "quarantine")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("store: quarantine: %w", err)
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
+	if err := os.Rename(p, dst); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
+		}
+		return fmt.Errorf("store: quarantine %s: %w", name, err)
+	}
+	return syncDir(filepath.Dir(p), name)
+}
