@@ -17,11 +17,7 @@ import (
 func TestAgentHostileInput(t *testing.T) {
 	e := newEnv(t)
 	e.install()
-	remote := filepath.Join(e.home, "remote.git")
-	work := filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
-	e.git(work, "remote", "add", "origin", remote)
+	work, _ := e.localRepo(repoOpts{})
 	good := filepath.Join(work, "a.bin")
 	writeFile(t, good, []byte("hello"))
 	oid := strings.Repeat("ab", 32)

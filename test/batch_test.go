@@ -76,13 +76,7 @@ func startServerAt(t *testing.T, data, usersText string, mods ...func(*server.Co
 // remote for the git objects.
 func batchRepo(t *testing.T, e *env, lfsURL string) (work, remote string) {
 	t.Helper()
-	remote = filepath.Join(e.home, "remote.git")
-	work = filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
-	writeFile(t, filepath.Join(work, ".lfsconfig"), []byte(fmt.Sprintf("[lfs]\n\turl = %s\n\tlocksverify = false\n", lfsURL)))
-	e.git(work, "remote", "add", "origin", remote)
-	return work, remote
+	return e.localRepo(repoOpts{lfsURL: lfsURL})
 }
 
 // Against xet-server, pushes, clones, pulls and fetches go through the xet transfer (the agent in

@@ -21,7 +21,7 @@ func TestConcurrentOverlappingPushes(t *testing.T) {
 			e := newEnv(t)
 			e.install()
 			remote := filepath.Join(e.home, "remote.git")
-			e.git("", "init", "-q", "--bare", remote)
+			e.bareRemote(remote)
 			storeDir := filepath.Join(remote, "xet")
 			lfsURL := ""
 			if kind == "server" {
@@ -31,11 +31,7 @@ func TestConcurrentOverlappingPushes(t *testing.T) {
 			works := make([]string, 4)
 			for i := range works {
 				works[i] = filepath.Join(e.home, fmt.Sprintf("w%d", i))
-				e.newRepo(works[i], "*.bin")
-				if lfsURL != "" {
-					writeFile(t, filepath.Join(works[i], ".lfsconfig"), []byte("[lfs]\n\turl = "+lfsURL+"\n\tlocksverify = false\n"))
-				}
-				e.git(works[i], "remote", "add", "origin", remote)
+				e.workTree(works[i], remote, repoOpts{lfsURL: lfsURL})
 			}
 			for round := range 20 {
 				pushRound(t, e, works, round)

@@ -26,12 +26,7 @@ type deltaRemote struct {
 
 var deltaRemotes = []deltaRemote{
 	{"embedded", func(t *testing.T, e *env) (string, string) {
-		remote := filepath.Join(e.home, "remote.git")
-		work := filepath.Join(e.home, "work")
-		e.git("", "init", "-q", "--bare", remote)
-		e.newRepo(work, "*.bin")
-		e.git(work, "remote", "add", "origin", remote)
-		return work, remote
+		return e.localRepo(repoOpts{})
 	}},
 	{"server", func(t *testing.T, e *env) (string, string) {
 		s := startServer(t, "")

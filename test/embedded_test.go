@@ -16,10 +16,7 @@ import (
 func TestEmbeddedPushCloneEdit(t *testing.T) {
 	e := newEnv(t)
 	e.install()
-	remote := filepath.Join(e.home, "remote.git")
-	work := filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin", "*.txt", "small/**")
+	work, remote := e.localRepo(repoOpts{patterns: []string{"*.bin", "*.txt", "small/**"}})
 
 	const bigSize = 50 << 20
 	big := testutil.RandomBytes(bigSize, 1)
@@ -31,7 +28,6 @@ func TestEmbeddedPushCloneEdit(t *testing.T) {
 	}
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "v1")
-	e.git(work, "remote", "add", "origin", remote)
 	e.git(work, "push", "-q", "origin", "main")
 
 	storeDir := filepath.Join(remote, "xet")
@@ -88,16 +84,12 @@ func TestEmbeddedPushCloneEdit(t *testing.T) {
 // objects are read from <remote>/lfs/objects, and new pushes go to the Xet store.
 func TestEmbeddedReadsPlainLFSRemote(t *testing.T) {
 	e := newEnv(t)
-	remote := filepath.Join(e.home, "remote.git")
-	work := filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
 	e.git("", "lfs", "install")
-	e.newRepo(work, "*.bin")
+	work, remote := e.localRepo(repoOpts{fileURL: true})
 	old := testutil.RandomBytes(3<<20, 5)
 	writeFile(t, filepath.Join(work, "old.bin"), old)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "plain lfs")
-	e.git(work, "remote", "add", "origin", "file://"+remote)
 	e.git(work, "push", "-q", "origin", "main") // git-lfs's own lfs-standalone-file
 	if _, err := os.Stat(filepath.Join(remote, "lfs", "objects")); err != nil {
 		t.Fatalf("plain git-lfs did not store into the remote: %v", err)
@@ -124,14 +116,10 @@ func TestEmbeddedReadsPlainLFSRemote(t *testing.T) {
 func TestEmbeddedMissingObjectSaysWhy(t *testing.T) {
 	e := newEnv(t)
 	e.install()
-	remote := filepath.Join(e.home, "remote.git")
-	work := filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
+	work, remote := e.localRepo(repoOpts{})
 	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 9))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
-	e.git(work, "remote", "add", "origin", remote)
 	e.git(work, "push", "-q", "origin", "main")
 	if err := os.RemoveAll(filepath.Join(remote, "xet")); err != nil {
 		t.Fatal(err)

@@ -60,15 +60,11 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 	needLinux(t)
 	e := newEnv(t)
 	e.install()
-	remote := filepath.Join(e.home, "remote.git")
-	work := filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
+	work, remote := e.localRepo(repoOpts{})
 	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(200<<20, 21))
 	writeFile(t, filepath.Join(work, "other.bin"), testutil.RandomBytes(1<<20, 22))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
-	e.git(work, "remote", "add", "origin", remote)
 
 	push := e.cmd(work, "git", "push", "origin", "main")
 	var out strings.Builder

@@ -149,6 +149,55 @@ func (e *env) newRepo(dir string, patterns ...string) {
 	}
 }
 
+// repoOpts are the variants of a work tree with a local bare remote (localRepo, workTree). The
+// zero value is the common case: $HOME/remote.git and $HOME/work, *.bin tracked, origin the
+// remote's path (standalone mode: the agent keeps the LFS data in the remote's xet directory).
+type repoOpts struct {
+	remote   string   // the bare remote (default $HOME/remote.git)
+	work     string   // the work tree (default $HOME/work)
+	patterns []string // tracked with LFS (default *.bin)
+	lfsURL   string   // set: the work tree's .lfsconfig sends LFS there (batch mode), not to the remote
+	fileURL  bool     // origin is the remote's file:// URL, not its path
+}
+
+// localRepo makes a bare remote and a work tree whose origin it is, as o says, and returns their
+// paths. The agent's configuration (install) is the caller's.
+func (e *env) localRepo(o repoOpts) (work, remote string) {
+	e.t.Helper()
+	if o.remote == "" {
+		o.remote = filepath.Join(e.home, "remote.git")
+	}
+	if o.work == "" {
+		o.work = filepath.Join(e.home, "work")
+	}
+	e.bareRemote(o.remote)
+	e.workTree(o.work, o.remote, o)
+	return o.work, o.remote
+}
+
+// bareRemote makes an empty bare repository at path (a local remote).
+func (e *env) bareRemote(path string) {
+	e.t.Helper()
+	e.git("", "init", "-q", "--bare", path)
+}
+
+// workTree makes a work tree at work whose origin is the bare remote at remote, with o's patterns,
+// LFS URL and origin form (o.remote and o.work are not used).
+func (e *env) workTree(work, remote string, o repoOpts) {
+	e.t.Helper()
+	if len(o.patterns) == 0 {
+		o.patterns = []string{"*.bin"}
+	}
+	e.newRepo(work, o.patterns...)
+	if o.lfsURL != "" {
+		writeFile(e.t, filepath.Join(work, ".lfsconfig"), []byte(fmt.Sprintf("[lfs]\n\turl = %s\n\tlocksverify = false\n", o.lfsURL)))
+	}
+	if o.fileURL {
+		remote = "file://" + remote
+	}
+	e.git(work, "remote", "add", "origin", remote)
+}
+
 func writeFile(t *testing.T, path string, data []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

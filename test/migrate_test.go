@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,13 +88,9 @@ func legacyHistory(t *testing.T, e *env, lts *lfsTestServer, commits int) (work,
 	e.git("", "lfs", "install")
 	e.git("", "config", "--global", "credential.helper", "store")
 	writeFile(t, filepath.Join(e.home, ".git-credentials"), []byte(strings.Replace(lts.url, "://", "://"+ltsUser+":"+ltsPass+"@", 1)+"\n"))
-	remote = filepath.Join(e.home, "remote.git")
-	work = filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
+	work, remote = e.localRepo(repoOpts{})
 	e.git(work, "config", "lfs.url", lts.url+"/")
 	e.git(work, "config", "lfs.locksverify", "false")
-	e.git(work, "remote", "add", "origin", remote)
 	big := testutil.RandomBytes(4<<20, 11)
 	ten := tensor(1 << 20)
 	// Not pointers, though they look alike: git-lfs leaves them alone, and so must migrate.
@@ -117,13 +114,13 @@ func legacyHistory(t *testing.T, e *env, lts *lfsTestServer, commits int) (work,
 // migrate runs `git-xet-transfer migrate args...` in dir and returns its output and exit code.
 func (e *env) migrate(dir string, args ...string) (string, int) {
 	e.t.Helper()
-	return e.migrateEnv(dir, nil, args...)
+	return e.migrateWith(filepath.Join(binDir, "git-xet-transfer"), dir, nil, args...)
 }
 
-// migrateEnv is migrate with extra environment variables.
-func (e *env) migrateEnv(dir string, vars []string, args ...string) (string, int) {
+// migrateWith is migrate run by the binary bin with extra environment variables.
+func (e *env) migrateWith(bin, dir string, vars []string, args ...string) (string, int) {
 	e.t.Helper()
-	c := e.cmd(dir, filepath.Join(binDir, "git-xet-transfer"), append([]string{"migrate"}, args...)...)
+	c := e.cmd(dir, bin, append([]string{"migrate"}, args...)...)
 	c.Env = append(c.Env, vars...)
 	out, err := c.CombinedOutput()
 	code := 0
@@ -133,6 +130,20 @@ func (e *env) migrateEnv(dir string, vars []string, args ...string) (string, int
 		e.t.Fatalf("migrate: %v", err)
 	}
 	return string(out), code
+}
+
+// buildCrashingAgent builds git-xet-transfer with the build tag xetcrash, the only build that
+// kills itself at the point migrate.CrashEnv names, and returns its path.
+func buildCrashingAgent(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the crash points use SIGKILL (unix)")
+	}
+	bin := filepath.Join(t.TempDir(), "git-xet-transfer")
+	if out, err := exec.Command("go", "build", "-tags", "xetcrash", "-o", bin, "../cmd/git-xet-transfer").CombinedOutput(); err != nil {
+		t.Fatalf("building git-xet-transfer with the crash points: %v\n%s", err, out)
+	}
+	return bin
 }
 
 var (
@@ -317,6 +328,7 @@ func TestMigrateToXetServerPartial(t *testing.T) {
 // after a session's shard, then run again, succeeds: nothing is uploaded twice (each xorb is
 // POSTed to the server once across both runs) and every object reconstructs from the target.
 func TestMigrateKilledAndResumed(t *testing.T) {
+	crashing := buildCrashingAgent(t)
 	lts := startLFSTestServer(t)
 	e := newEnv(t)
 	work, remote := legacyHistory(t, e, lts, 4)
@@ -325,7 +337,7 @@ func TestMigrateKilledAndResumed(t *testing.T) {
 			lb := &logbuf.Buffer{}
 			s := startServer(t, "", func(c *server.Config) { c.Log = zerolog.New(lb) })
 			target := s.url + "/org/" + point + ".git/info/lfs"
-			out, code := e.migrateEnv(work, []string{migrate.CrashEnv + "=" + point}, "--to", target, "--session-size", "3")
+			out, code := e.migrateWith(crashing, work, []string{migrate.CrashEnv + "=" + point}, "--to", target, "--session-size", "3")
 			if code != -1 {
 				t.Fatalf("the run to be killed at %s ended with %d:\n%s", point, code, out)
 			}

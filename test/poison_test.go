@@ -29,11 +29,7 @@ func TestPoisonedOidIsRepairedByAPush(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		e := newEnv(t)
 		e.install()
-		remote := filepath.Join(e.home, "remote.git")
-		work := filepath.Join(e.home, "work")
-		e.git("", "init", "-q", "--bare", remote)
-		e.newRepo(work, "*.bin")
-		e.git(work, "remote", "add", "origin", remote)
+		work, remote := e.localRepo(repoOpts{})
 		testPoisonRepair(t, e, work, remote, filepath.Join(remote, "xet"))
 	})
 }

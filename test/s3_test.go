@@ -247,11 +247,11 @@ func TestGCDuringPushes(t *testing.T) {
 	type pusher struct{ work, remote string }
 	var pushers []pusher
 	for i := range 3 {
-		work, remote := filepath.Join(e.home, fmt.Sprintf("work%d", i)), filepath.Join(e.home, fmt.Sprintf("remote%d.git", i))
-		e.git("", "init", "-q", "--bare", remote)
-		e.newRepo(work, "*.bin")
-		writeFile(t, filepath.Join(work, ".lfsconfig"), []byte(fmt.Sprintf("[lfs]\n\turl = %s/team/gc%d.git/info/lfs\n\tlocksverify = false\n", lb, i)))
-		e.git(work, "remote", "add", "origin", remote)
+		work, remote := e.localRepo(repoOpts{
+			work:   filepath.Join(e.home, fmt.Sprintf("work%d", i)),
+			remote: filepath.Join(e.home, fmt.Sprintf("remote%d.git", i)),
+			lfsURL: fmt.Sprintf("%s/team/gc%d.git/info/lfs", lb, i),
+		})
 		pushers = append(pushers, pusher{work, remote})
 	}
 	stop := time.Now().Add(60 * time.Second)

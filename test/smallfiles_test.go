@@ -36,14 +36,10 @@ func writeSmallFiles(t *testing.T, dir string, n int, seed uint64) {
 // bare remote (the embedded store).
 func smallFilesRepo(t *testing.T, e *env, n int, seed uint64) (work, remote string) {
 	t.Helper()
-	remote = filepath.Join(e.home, "remote.git")
-	work = filepath.Join(e.home, "work")
-	e.git("", "init", "-q", "--bare", remote)
-	e.newRepo(work, "*.bin")
+	work, remote = e.localRepo(repoOpts{})
 	writeSmallFiles(t, work, n, seed)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "small")
-	e.git(work, "remote", "add", "origin", remote)
 	return work, remote
 }
 
@@ -230,15 +226,14 @@ func TestOverlappingSmallFilePushesAtOnce(t *testing.T) {
 	e := newEnv(t)
 	e.install()
 	remote := filepath.Join(e.home, "remote.git")
-	e.git("", "init", "-q", "--bare", remote)
+	e.bareRemote(remote)
 	works := []string{filepath.Join(e.home, "a"), filepath.Join(e.home, "b")}
 	for i, w := range works {
-		e.newRepo(w, "*.bin")
+		e.workTree(w, remote, repoOpts{})
 		writeSmallFiles(t, w, 300, 71)                                         // the same 300 files in both
 		writeSmallFiles(t, filepath.Join(w, fmt.Sprint(i)), 150, uint64(80+i)) // and 150 of their own
 		e.git(w, "add", ".")
 		e.git(w, "commit", "-q", "-m", "overlap")
-		e.git(w, "remote", "add", "origin", remote)
 	}
 	errs := make(chan error, 2)
 	for i, w := range works {

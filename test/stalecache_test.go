@@ -25,7 +25,7 @@ func TestStaleShardCacheDoesNotBlockPush(t *testing.T) {
 	if err := os.RemoveAll(remote); err != nil {
 		t.Fatal(err)
 	}
-	e.git("", "init", "-q", "--bare", remote)
+	e.bareRemote(remote)
 	e.git(work, "update-ref", "-d", "refs/remotes/origin/main") // else git-lfs thinks a.bin is there
 	b := append(append([]byte(nil), data[:6<<20]...), testutil.RandomBytes(1<<20, 6)...)
 	writeFile(t, filepath.Join(work, "b.bin"), b) // shares 6 MiB with a.bin

@@ -1,5 +1,5 @@
 // Package credentials finds the user's credential for an LFS endpoint the way a Hugging Face Hub
-// client should (see ../shared/notes/hub-contract.md §3): resolved lazily, on the first request that
+// client should: resolved lazily, on the first request that
 // needs one, cached for the process, never logged. The sources, in order:
 //
 //  1. lfs.<url>.access = none: no credential at all;

@@ -1,5 +1,5 @@
 // Package hub is the client of the Hugging Face Hub's routes that a Xet agent calls itself in
-// standalone mode (see ../shared/notes/hub-contract.md): the LFS batch API, the Xet token routes,
+// standalone mode: the LFS batch API, the Xet token routes,
 // bridge URLs (which name the Xet file hash of an object) and plain signed downloads of objects not
 // yet in Xet. Credentials come from a credentials.Resolver, asked lazily: downloads and read tokens
 // go anonymous first and use the credential after a 401.

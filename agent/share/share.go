@@ -97,17 +97,15 @@ type Group struct {
 	ln      net.Listener
 	pipes   map[*Pipe]bool
 	serving sync.WaitGroup
-	ctx     context.Context
-	cancel  context.CancelFunc
+	cancel  context.CancelFunc // ends the handlers' context (Close)
 }
 
 // New returns the membership of the group of key, joined by the first HandOff. h serves other
 // processes' conversations if this one comes to lead.
 func New(key string, h Handler, log zerolog.Logger) *Group {
 	sum := sha256.Sum256([]byte("git-xet-transfer share v2\n" + key))
-	ctx, cancel := context.WithCancel(context.Background())
 	return &Group{name: "@git-xet-transfer/share/v2/" + hex.EncodeToString(sum[:16]), h: h, log: log,
-		pipes: map[*Pipe]bool{}, ctx: ctx, cancel: cancel}
+		pipes: map[*Pipe]bool{}}
 }
 
 // Leading reports whether this process leads its group.
@@ -129,7 +127,7 @@ func (g *Group) HandOff(ctx context.Context, in, out *os.File, buffered []byte) 
 		g.mu.Unlock()
 		return Outcome{}, false, nil
 	}
-	c := g.join()
+	c := g.join(ctx)
 	if c == nil {
 		g.mu.Unlock()
 		return Outcome{}, false, nil
@@ -160,10 +158,10 @@ func (g *Group) HandOff(ctx context.Context, in, out *os.File, buffered []byte) 
 
 // join connects to the leader, or leads when there is none (g.mu held). nil: no connection (this
 // process leads now, or the group cannot be reached).
-func (g *Group) join() net.Conn {
+func (g *Group) join(ctx context.Context) net.Conn {
 	for attempt := 0; attempt < 2; attempt++ {
 		if ln, err := listen(g.name); err == nil {
-			g.lead(ln)
+			g.lead(ctx, ln)
 			return nil
 		}
 		c, err := dial(g.name)
@@ -177,17 +175,21 @@ func (g *Group) join() net.Conn {
 	return nil
 }
 
-// lead makes this process the leader, serving connections on ln (g.mu held).
-func (g *Group) lead(ln net.Listener) {
+// lead makes this process the leader, serving connections on ln (g.mu held). The conversations it
+// serves outlive the HandOff that elected it: their handlers' context keeps ctx's values but ends
+// only when Close has given back or ended every one of them, not with ctx.
+func (g *Group) lead(ctx context.Context, ln net.Listener) {
 	g.leading = true
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	g.lmu.Lock()
-	g.ln = ln
+	g.ln, g.cancel = ln, cancel
 	g.lmu.Unlock()
 	g.log.Debug().Msg("share: leading the transfers of this store")
-	go g.accept(ln)
+	go g.accept(ctx, ln)
 }
 
-func (g *Group) accept(ln net.Listener) {
+// accept serves each connection on ln until ln is closed; ctx is the handlers'.
+func (g *Group) accept(ctx context.Context, ln net.Listener) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -198,13 +200,13 @@ func (g *Group) accept(ln net.Listener) {
 			c.Close()
 			continue
 		}
-		go g.serve(c)
+		go g.serve(ctx, c)
 	}
 }
 
 // serve takes the conversation a follower sends on c, runs the handler on it and tells the
 // follower how it ended.
-func (g *Group) serve(c net.Conn) {
+func (g *Group) serve(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	h, in, out, err := recvPipe(c)
 	if err != nil {
@@ -221,7 +223,7 @@ func (g *Group) serve(c net.Conn) {
 		return
 	}
 	g.log.Debug().Int("follower", h.Pid).Msg("share: serving a follower's transfers")
-	o := g.h(g.ctx, p)
+	o := g.h(ctx, p)
 	g.end(p)
 	if err := writeFrame(fast(c), o); err != nil {
 		g.log.Warn().Err(err).Int("follower", h.Pid).Msg("share: could not tell a follower how its conversation ended")
@@ -262,7 +264,7 @@ func (g *Group) Close() error {
 	g.closed = true
 	g.mu.Unlock()
 	g.lmu.Lock()
-	ln := g.ln
+	ln, cancel := g.ln, g.cancel
 	g.ln = nil
 	g.lmu.Unlock()
 	if ln == nil {
@@ -277,7 +279,7 @@ func (g *Group) Close() error {
 	}
 	g.lmu.Unlock()
 	g.serving.Wait()
-	g.cancel()
+	cancel()
 	return err
 }
 

@@ -19,8 +19,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 )
 
-// Differential test against xet-core's own chunker and hashers (../shared/tools/xet-oracle: the
-// Rust code built to wasm, run by node). For every file of a generated corpus, `hash --chunks` must
+// Differential test against xet-core's own chunker and hashers (the oracle: the Rust code built
+// to wasm, run by node, whose sources oracleDir reads from shared/tools/xet-oracle beside the
+// checkout). For every file of a generated corpus, `hash --chunks` must
 // print exactly what `oracle.mjs chunks` prints, and the file hash of `hash` must equal
 // `oracle.mjs file`. Needs node and npm (and the npm registry once, to set the oracle up in the
 // user cache dir); skipped without them unless CI=true.

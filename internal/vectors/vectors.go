@@ -1,5 +1,5 @@
-// Package vectors loads the reference test data in ../shared/testdata/reference (xet-vectors.txt and
-// the reference files beside it) for the format packages' tests.
+// Package vectors loads the reference test data (xet-vectors.txt and the reference files beside
+// it, in the directory Dir names) for the format packages' tests.
 package vectors
 
 import (
@@ -13,8 +13,8 @@ import (
 	"testing"
 )
 
-// Dir returns the reference data directory: $XET_REFERENCE_DIR, else ../shared/testdata/reference
-// beside the checkout. When it is missing the test is skipped with a message saying where it was
+// Dir returns the reference data directory: $XET_REFERENCE_DIR, else shared/testdata/reference in
+// the directory that holds the checkout. When it is missing the test is skipped with a message saying where it was
 // looked for, except under CI=true, where the data is always there and its absence fails the test.
 func Dir(t testing.TB) string {
 	t.Helper()

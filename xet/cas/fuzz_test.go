@@ -52,8 +52,7 @@ func checkPlan(t *testing.T, p *casapi.ReconstructionV2, err error, took time.Du
 	}
 }
 
-// The seed corpus in testdata/fuzz/ holds the captured Hub answers of
-// ../shared/testdata/reference/captured-responses.
+// The seed corpus in testdata/fuzz/ holds answers captured from the Hub.
 
 // FuzzReconstructionV2 feeds hostile bodies to the client as the answer of
 // GET /v2/reconstructions/{file}: an error or a plan, never a panic or a hang.

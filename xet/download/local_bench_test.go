@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/castest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 )
@@ -13,7 +14,7 @@ import (
 // BenchmarkLocalCopy: a whole file copied from a local copy of it (every chunk hash-checked, the
 // SHA-256 computed): the cost per byte of a delta download's unchanged part.
 func BenchmarkLocalCopy(b *testing.B) {
-	c := &countingCAS{Client: embeddedtest.New(b)}
+	c := castest.NewCounting(embeddedtest.New(b))
 	data := testutil.RandomBytes(128<<20, 3)
 	res := uploadAll(b, c, data)[0]
 	dir := b.TempDir()

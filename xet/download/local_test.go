@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/castest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -22,9 +23,9 @@ type spans []download.Span
 func (s spans) Spans([]hash.Hash) []download.Span { return s }
 
 // localFixture: v1 and v2 (v1 with three 64 KiB edits) stored in one CAS.
-func localFixture(t *testing.T) (c *countingCAS, v1, v2 []byte, r1, r2 *upload.FileResult) {
+func localFixture(t *testing.T) (c *castest.Counting, v1, v2 []byte, r1, r2 *upload.FileResult) {
 	t.Helper()
-	c = &countingCAS{Client: embeddedtest.New(t)}
+	c = castest.NewCounting(embeddedtest.New(t))
 	v1 = testutil.RandomBytes(12<<20, 7)
 	v2 = append([]byte(nil), v1...)
 	for _, at := range []int{1 << 20, 5 << 20, 11 << 20} {
@@ -38,7 +39,7 @@ func localFixture(t *testing.T) (c *countingCAS, v1, v2 []byte, r1, r2 *upload.F
 }
 
 // get downloads res to path and returns the spans it reported (with Path set) and its figures.
-func get(t *testing.T, c *countingCAS, res *upload.FileResult, path string, loc download.Local, keep bool) (spans, download.Stats) {
+func get(t *testing.T, c *castest.Counting, res *upload.FileResult, path string, loc download.Local, keep bool) (spans, download.Stats) {
 	t.Helper()
 	var got spans
 	var st download.Stats
@@ -161,7 +162,7 @@ func TestWrongLocalRecordFetchesAgain(t *testing.T) {
 // A download interrupted inside a term resumes from its last reported part: the parts are
 // checked in place and only the rest of the term is fetched.
 func TestResumeInsideATerm(t *testing.T) {
-	c := &countingCAS{Client: embeddedtest.New(t)}
+	c := castest.NewCounting(embeddedtest.New(t))
 	data := testutil.RandomBytes(40<<20, 9) // one xorb, one term
 	res := uploadAll(t, c, data)[0]
 	path := filepath.Join(t.TempDir(), "part")

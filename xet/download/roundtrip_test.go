@@ -13,6 +13,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/castest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
@@ -20,18 +21,6 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
-
-// countingCAS counts the xorbs and bytes stored through it.
-type countingCAS struct {
-	cas.Client
-	xorbs, xorbBytes int
-}
-
-func (c *countingCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
-	c.xorbs++
-	c.xorbBytes += len(x.Body)
-	return c.Client.PutXorb(ctx, x)
-}
 
 func uploadAll(t testing.TB, c cas.Client, files ...[]byte) []*upload.FileResult {
 	t.Helper()
@@ -91,14 +80,14 @@ func TestRoundTripLocal(t *testing.T) {
 }
 
 func TestManySmallFilesShareXorbs(t *testing.T) {
-	cc := &countingCAS{Client: embeddedtest.New(t)}
+	cc := castest.NewCounting(embeddedtest.New(t))
 	var files [][]byte
 	for i := range 40 {
 		files = append(files, testutil.RandomBytes(1000+i*3000, uint64(100+i)))
 	}
 	res := uploadAll(t, cc, files...)
-	if cc.xorbs >= len(files) || cc.xorbs == 0 {
-		t.Fatalf("%d files stored in %d xorbs; want fewer xorbs than files", len(files), cc.xorbs)
+	if n := cc.Xorbs.Load(); n >= int64(len(files)) || n == 0 {
+		t.Fatalf("%d files stored in %d xorbs; want fewer xorbs than files", len(files), n)
 	}
 	for i, r := range res {
 		if got := fetchFile(t, cc, r, nil); !bytes.Equal(got, files[i]) {

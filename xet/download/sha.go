@@ -13,7 +13,7 @@ import (
 
 // shaStream computes the SHA-256 of the output on a goroutine of its own, in file order, while
 // the jobs write their ranges concurrently and out of order. A write that continues the written
-// prefix is copied (a memmove, ~0.1 ns/B) into a pooled buffer and queued for the hasher; a write
+// prefix is copied (a memmove, far cheaper than hashing it) into a pooled buffer and queued for the hasher; a write
 // past it is only noted, and read back from the file (the page cache) once the prefix reaches it.
 // So SHA-256, a serial stream, runs beside the jobs' decoding and chunk hashing instead of in
 // turn with them, and jobs run in file order, so little is read back. The queue holds at most

@@ -15,8 +15,8 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
-// HubCompat makes the server answer the LFS and token routes the way the Hugging Face Hub does (see
-// ../shared/notes/hub-contract.md §8), so that a Hub client can be tested end to end on loopback:
+// HubCompat makes the server answer the LFS and token routes the way the Hugging Face Hub does, so
+// that a Hub client can be tested end to end on loopback:
 //
 //   - credentials are Hub access tokens, sent as "Authorization: Bearer <token>" or as the password
 //     of HTTP Basic with any user name (what git credential helpers and git-lfs-authenticate give);

@@ -29,7 +29,7 @@ func (c *answerCAS) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error)
 // session reference chunks that are not the file's.
 //
 // Seeds: the real answer of the store for the file's first chunk, and the Hub's global-dedupe
-// answer captured in ../shared/testdata/reference (testdata/fuzz/FuzzGlobalDedupeAnswer).
+// answer captured from the Hub (testdata/fuzz/FuzzGlobalDedupeAnswer).
 func FuzzGlobalDedupeAnswer(f *testing.F) {
 	first := testutil.RandomBytes(300<<10, 61)
 	ctx := context.Background()

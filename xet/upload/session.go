@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
@@ -156,8 +155,8 @@ type FileResult struct {
 // them all with one shard.
 //
 // Concurrency: Upload and Finish may be called from any goroutine but run one at a time (a mutex
-// serialises them). Each cut xorb is uploaded on its own goroutine of an errgroup limited to
-// Config.Concurrency; cutting blocks while that many are in flight, so memory holds at most
+// serialises them). Cut xorbs are uploaded by Config.Concurrency goroutines of an errgroup
+// (xorbUploads); cutting blocks while all of them are busy, so memory holds at most
 // Concurrency uploading xorbs, one waiting, the file's open xorb and the session accumulator,
 // whatever the file sizes. What the session keeps per chunk of its new data is bounded too: the
 // chunk lists of cut xorbs go to a temp file (chunkLists) and the chunk index has a byte limit
@@ -169,9 +168,7 @@ type Session struct {
 	log zerolog.Logger
 
 	mu       sync.Mutex
-	g        *errgroup.Group
-	gctx     context.Context
-	gcancel  context.CancelFunc
+	up       *xorbUploads // the xorb uploads in flight, until Finish; nil before the first
 	failed   error
 	index    *chunkIndex // chunks of this session's xorbs
 	lists    chunkLists  // chunk lists of the cut xorbs
@@ -222,10 +219,10 @@ func (s *Session) Resumed() int64 { return s.resumed.Load() }
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gcancel != nil {
-		s.gcancel()
-		_ = s.g.Wait()
-		s.g, s.gctx, s.gcancel = nil, nil, nil
+	if s.up != nil {
+		s.up.cancel()
+		_ = s.up.g.Wait()
+		s.up = nil
 	}
 	if s.failed == nil {
 		s.failed = errors.New("upload: session closed")
@@ -249,15 +246,12 @@ func (s *Session) chunkHash(ord, idx uint32) (hash.Hash, bool) {
 	return h, ok
 }
 
-// group returns the errgroup of the xorb uploads in flight, starting one when needed.
-func (s *Session) group() (*errgroup.Group, context.Context) {
-	if s.g == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		s.g, s.gctx = errgroup.WithContext(ctx)
-		s.gcancel = cancel
-		s.g.SetLimit(s.cfg.Concurrency)
+// uploads returns the xorb uploads in flight, starting them when needed.
+func (s *Session) uploads() *xorbUploads {
+	if s.up == nil {
+		s.up = s.startUploads()
 	}
-	return s.g, s.gctx
+	return s.up
 }
 
 // batchErr returns the error that stopped the uploads in flight, if any.
@@ -265,10 +259,10 @@ func (s *Session) batchErr() error {
 	if s.failed != nil {
 		return s.failed
 	}
-	if s.gctx != nil && s.gctx.Err() != nil {
-		s.failed = s.g.Wait()
+	if s.up != nil && s.up.stopped() {
+		s.failed = s.up.g.Wait()
 		if s.failed == nil {
-			s.failed = s.gctx.Err()
+			s.failed = context.Canceled
 		}
 		return s.failed
 	}
@@ -277,9 +271,7 @@ func (s *Session) batchErr() error {
 
 // watch cancels the uploads in flight when ctx ends; the returned func stops watching.
 func (s *Session) watch(ctx context.Context) func() {
-	s.group()
-	cancel := s.gcancel
-	stop := context.AfterFunc(ctx, cancel)
+	stop := context.AfterFunc(ctx, s.uploads().cancel)
 	return func() { stop() }
 }
 
@@ -405,9 +397,9 @@ func (s *Session) Finish(ctx context.Context) error {
 		}
 		s.acc = nil
 	}
-	err := s.g.Wait()
+	err := s.up.wait()
 	stop()
-	s.g, s.gctx, s.gcancel = nil, nil, nil
+	s.up = nil
 	if err == nil {
 		err = s.endLending()
 	}

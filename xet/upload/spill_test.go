@@ -14,7 +14,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/castest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -91,7 +91,7 @@ func TestSessionDedupesAgainstSpilledLists(t *testing.T) {
 // no wrong dedupe, no shard registered from a list the session does not have.
 func TestSessionFailsWhenASpilledListIsLost(t *testing.T) {
 	withListCache(t, 1)
-	rc := &countingCAS{Client: embeddedtest.New(t)}
+	rc := castest.NewCounting(embeddedtest.New(t))
 	s := NewSession(Config{CAS: rc, TempDir: t.TempDir()})
 	defer s.Close()
 	ctx := context.Background()
@@ -107,19 +107,9 @@ func TestSessionFailsWhenASpilledListIsLost(t *testing.T) {
 	if err := s.Finish(ctx); err == nil {
 		t.Fatal("Finish succeeded with a lost chunk list")
 	}
-	if rc.shards != 0 {
-		t.Fatalf("%d shards registered", rc.shards)
+	if n := rc.Shards.Load(); n != 0 {
+		t.Fatalf("%d shards registered", n)
 	}
-}
-
-type countingCAS struct {
-	cas.Client
-	shards int
-}
-
-func (c *countingCAS) PutShard(ctx context.Context, body []byte) error {
-	c.shards++
-	return c.Client.PutShard(ctx, body)
 }
 
 // Without a usable temp dir the session keeps the lists in memory, says so in the log, and

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/git-xet-transfer/git-xet-transfer/internal/bufpool"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -181,25 +183,97 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	if err := s.batchErr(); err != nil {
 		return err
 	}
-	g, gctx := s.group()
 	s.log.Debug().Str("xorb", built.Hash.String()).Int("chunks", len(built.Chunks)).Uint64("raw", built.RawBytes).
 		Int("bytes", built.Size()).Msg("upload: xorb cut")
-	c := s.cfg.CAS
-	g.Go(func() error {
-		defer putBody(built.Body) // stored, found, or failed: nobody reads it after PutXorb returns
-		if min := s.cfg.ResumeCheckBytes; min > 0 && int64(built.Size()) >= min {
-			if has, err := c.HasXorb(gctx, built.Hash); err == nil && has {
-				s.resumed.Add(int64(built.Size()))
-				s.log.Debug().Str("xorb", built.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
+	u := s.uploads()
+	select {
+	case u.xorbs <- built:
+		return ctx.Err()
+	case <-u.done: // an upload failed, or ctx ended (watch)
+		putBody(built.Body)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return s.batchErr()
+	}
+}
+
+// xorbUploads are the xorb uploads of a session: Config.Concurrency goroutines of an errgroup,
+// each taking cut xorbs from an unbuffered channel, so that a cut blocks while all are busy. They
+// run from the first Upload until Finish, across calls, so their context is their own: it ends
+// when one fails, at Close, or when the context of the Upload or Finish running meanwhile ends
+// (Session.watch).
+type xorbUploads struct {
+	g      *errgroup.Group
+	cancel context.CancelFunc
+	xorbs  chan *xorb.Xorb
+	done   <-chan struct{} // closed when the uploads stop: one failed, or cancel
+}
+
+// startUploads starts a session's xorb uploads.
+func (s *Session) startUploads() *xorbUploads {
+	ctx, cancel := context.WithCancel(context.Background())
+	g, ctx := errgroup.WithContext(ctx)
+	u := &xorbUploads{g: g, cancel: cancel, xorbs: make(chan *xorb.Xorb), done: ctx.Done()}
+	for range s.cfg.Concurrency {
+		g.Go(func() error { return s.uploadXorbs(ctx, u.xorbs) })
+	}
+	return u
+}
+
+// stopped reports whether the uploads stopped before wait (a failure, or cancel).
+func (u *xorbUploads) stopped() bool {
+	select {
+	case <-u.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait lets the uploads take no more xorbs, waits for those in flight and returns the first
+// failure.
+func (u *xorbUploads) wait() error {
+	close(u.xorbs)
+	err := u.g.Wait()
+	u.cancel()
+	return err
+}
+
+// uploadXorbs uploads the xorbs it is sent until xorbs is closed or ctx ends (an upload cut short
+// by ctx fails; an idle one just returns).
+func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan *xorb.Xorb) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case x, ok := <-xorbs:
+			if !ok {
 				return nil
 			}
+			if err := s.putXorb(ctx, x); err != nil {
+				return err
+			}
 		}
-		if _, err := c.PutXorb(gctx, built); err != nil {
-			return fmt.Errorf("upload xorb %s: %w", built.Hash, err)
+	}
+}
+
+// putXorb stores x unless it is large enough to ask first (Config.ResumeCheckBytes) and the CAS
+// already has it, and recycles its body.
+func (s *Session) putXorb(ctx context.Context, x *xorb.Xorb) error {
+	defer putBody(x.Body) // stored, found, or failed: nobody reads it after PutXorb returns
+	c := s.cfg.CAS
+	if min := s.cfg.ResumeCheckBytes; min > 0 && int64(x.Size()) >= min {
+		if has, err := c.HasXorb(ctx, x.Hash); err == nil && has {
+			s.resumed.Add(int64(x.Size()))
+			s.log.Debug().Str("xorb", x.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
+			return nil
 		}
-		return nil
-	})
-	return ctx.Err()
+	}
+	if _, err := c.PutXorb(ctx, x); err != nil {
+		return fmt.Errorf("upload xorb %s: %w", x.Hash, err)
+	}
+	return nil
 }
 
 // fileDone applies xet-core's aggregation rule to the leftover open xorb of a file: merged with the
