@@ -35,11 +35,7 @@ type versionsRemote struct {
 
 var versionsRemotes = []versionsRemote{
 	{"embedded", func(t *testing.T, e *env) (string, string, string) {
-		remote := filepath.Join(e.home, "remote.git")
-		work := filepath.Join(e.home, "work")
-		e.git("", "init", "-q", "--bare", remote)
-		e.newRepo(work, "*.bin")
-		e.git(work, "remote", "add", "origin", remote)
+		work, remote := e.localRepo(repoOpts{})
 		return work, remote, filepath.Join(remote, "xet")
 	}},
 	{"server", func(t *testing.T, e *env) (string, string, string) {
