@@ -116,7 +116,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
-	if h, ok := t.(HandingOff); ok && o.Pipes != nil && init.Operation == protocol.OperationUpload {
+	if h, ok := t.(HandingOff); ok && o.Pipes != nil {
 		var over bool
 		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, dec); over {
 			return err

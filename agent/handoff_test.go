@@ -94,7 +94,7 @@ func TestServePipe(t *testing.T) {
 	oid := oidN(7)
 	up := fmt.Sprintf(`{"event":"upload","oid":%q,"size":5000,"path":"obj"}`+"\n", oid)
 	var out bytes.Buffer
-	o := ServePipe(context.Background(), f, serves, "origin", zerolog.Nop(), &share.Pipe{Buffered: []byte(up), In: strings.NewReader(terminate), Out: &out, Dir: dir, Pid: 42})
+	o := ServePipe(context.Background(), f, serves, Init{Operation: "upload", Remote: "origin"}, zerolog.Nop(), &share.Pipe{Buffered: []byte(up), In: strings.NewReader(terminate), Out: &out, Dir: dir, Pid: 42})
 	if !o.Exit || o.Err != "" {
 		t.Fatalf("outcome %+v, want a clean exit on terminate", o)
 	}
@@ -107,7 +107,7 @@ func TestServePipe(t *testing.T) {
 
 	batch := fmt.Sprintf(`{"event":"upload","oid":%q,"size":5000,"path":"obj","action":{"href":"https://lfs.example/x"}}`+"\n", oid)
 	out.Reset()
-	o = ServePipe(context.Background(), f, serves, "origin", zerolog.Nop(), &share.Pipe{In: strings.NewReader(batch + terminate), Out: &out, Dir: dir, Pid: 43})
+	o = ServePipe(context.Background(), f, serves, Init{Operation: "upload", Remote: "origin"}, zerolog.Nop(), &share.Pipe{In: strings.NewReader(batch + terminate), Out: &out, Dir: dir, Pid: 43})
 	if o.Exit || !o.Stay || string(o.Resume) != batch+terminate {
 		t.Fatalf("outcome %+v (resume %q), want the conversation back from the batch request on", o, o.Resume)
 	}

@@ -13,19 +13,19 @@ import (
 )
 
 // Served is what a leading process serves of another process's conversation: it is asked for each
-// upload request before it runs. A request the leader would not do the same way as that process is
+// upload or download request before it runs. A request the leader would not do the same way as that process is
 // put back, and the conversation given back to its process, which keeps it.
 type Served func(ctx context.Context, obj Object) bool
 
 // ServePipe serves a follower's conversation in the leader (the body of its share.Handler): its
-// uploads go through t, the leader's own Transferer, and are answered on the follower's stdout,
+// requests for init's operation go through t, the leader's own Transferer (opened for init), and
+// are answered on the follower's stdout,
 // until terminate or the end of its input (Exit), a request serves refuses (Stay), or the leader's
 // group closes (the conversation is given back at a request boundary with the bytes read ahead).
-func ServePipe(ctx context.Context, t Transferer, serves Served, remote string, log zerolog.Logger, p *share.Pipe) share.Outcome {
+func ServePipe(ctx context.Context, t Transferer, serves Served, init Init, log zerolog.Logger, p *share.Pipe) share.Outcome {
 	in := newInput(p.Buffered, p.In)
 	enc := protocol.NewEncoder(p.Out)
 	o := Options{Log: log.With().Int("for", p.Pid).Logger(), ProgressInterval: defaultProgressInterval}
-	init := Init{Operation: protocol.OperationUpload, Remote: remote}
 	back := func(stay bool) share.Outcome { return share.Outcome{Resume: in.remaining(), Stay: stay} }
 	for served := 0; ; served++ {
 		if stopping(p) { // checked first too: a request already buffered is not read past the stop
@@ -38,7 +38,7 @@ func ServePipe(ctx context.Context, t Transferer, serves Served, remote string, 
 		case errors.Is(err, io.EOF):
 			return share.Outcome{Exit: true}
 		case err != nil:
-		case req.Event == protocol.EventUpload && !serves(ctx, objectOf(req)):
+		case (req.Event == protocol.EventUpload || req.Event == protocol.EventDownload) && !serves(ctx, objectOf(req)):
 			in.dec.UnreadLast()
 			return back(true)
 		case req.Path != "" && !filepath.IsAbs(req.Path):

@@ -2,10 +2,14 @@ package test
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
@@ -67,7 +71,8 @@ func pushVersions(t *testing.T, r versionsRemote, versions [][]byte, oneAtATime 
 
 // Several versions of a file pushed at once are stored as their changed chunks, as when they are
 // pushed one at a time: git-lfs gives each version to a different agent process, and they must not
-// each store the whole file. A clone of the versions pushed at once gets every version back.
+// each store the whole file. A clone and a fetch of the whole history moves each chunk about once
+// (not each version whole), and gets every version back byte for byte.
 func TestVersionsPushedAtOnce(t *testing.T) {
 	const size = 16 << 20
 	versions := versionsOf(4, size, 10, 64<<10, 33)
@@ -83,6 +88,16 @@ func TestVersionsPushedAtOnce(t *testing.T) {
 			clone := filepath.Join(e.home, "clone")
 			e.git("", "clone", "-q", remote, clone)
 			e.git(clone, "lfs", "fetch", "--all", "origin")
+			var fetched int64
+			for _, v := range versions {
+				fetched += e.downloadOf(oidOf(v)).NewBytes
+			}
+			total := int64(len(versions) * size)
+			t.Logf("clone + git lfs fetch --all fetched %d bytes of %d (%.2fx what plain git-lfs moves, %.2fx what the remote stores)",
+				fetched, total, float64(fetched)/float64(total), float64(fetched)/float64(all))
+			if fetched > all+all/10 {
+				t.Errorf("clone + git lfs fetch --all fetched %d bytes, want at most 1.1x the %d the remote stores: each chunk once", fetched, all)
+			}
 			for i := range versions {
 				if got := checkoutVersion(t, e, clone, len(versions)-1-i); string(got) != string(versions[i]) {
 					t.Fatalf("checkpoint %d does not come back byte for byte", i+1)
@@ -101,4 +116,61 @@ func checkoutVersion(t *testing.T, e *env, clone string, back int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// leaderPID is the agent process that last logged that it leads a group, 0 when none did.
+func (e *env) leaderPID() int {
+	pid := 0
+	for _, l := range e.logLines("share: leading") {
+		var v struct{ Pid int }
+		if json.Unmarshal([]byte(l), &v) == nil && v.Pid != 0 {
+			pid = v.Pid
+		}
+	}
+	return pid
+}
+
+// The agent process doing a multi-version push (the leader, which all the versions' uploads go
+// through) is killed with -9 while it stores them: the push fails, and pushing again completes it
+// with fsck clean and every version cloned back.
+func TestVersionsPushLeaderKilled(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	work, remote := e.localRepo(repoOpts{})
+	versions := versionsOf(4, 48<<20, 10, 64<<10, 35)
+	for i, v := range versions {
+		writeFile(t, filepath.Join(work, "model.bin"), v)
+		e.git(work, "add", ".")
+		e.git(work, "commit", "-q", "-m", fmt.Sprintf("checkpoint %d", i+1))
+	}
+	push, out := startPush(t, e, work)
+	storeDir := filepath.Join(remote, "xet")
+	if !waitFor(120*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 && e.leaderPID() != 0 }) {
+		killPush(push)
+		t.Fatalf("no xorb stored and no leader within 120 s\n%s", out.String())
+	}
+	pid := e.leaderPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		killPush(push)
+		t.Fatalf("killing the leader %d: %v", pid, err)
+	}
+	if err := push.Wait(); err == nil {
+		t.Fatalf("the push succeeded although its leader was killed mid-way\n%s", out.String())
+	}
+	t.Logf("leader %d killed; the push failed as it must", pid)
+
+	e.git(work, "push", "-q", "origin", "main")
+	fsck := e.cmd(work, filepath.Join(binDir, "git-xet-transfer"), "fsck")
+	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
+		t.Errorf("git-xet-transfer fsck after the kill and the second push: %v\n%s", err, b)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	e.git(clone, "lfs", "fetch", "--all", "origin")
+	for i := range versions {
+		if got := checkoutVersion(t, e, clone, len(versions)-1-i); string(got) != string(versions[i]) {
+			t.Fatalf("checkpoint %d does not come back byte for byte", i+1)
+		}
+	}
 }

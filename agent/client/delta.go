@@ -37,10 +37,19 @@ func (l locals) Spans(xs []hash.Hash) []download.Span {
 }
 
 // xetDownload reconstructs file into git-lfs's temp dir tmp, verified against the oid. A file of
-// 1 MiB or more copies the chunks it shares with objects already here (the chunk index) instead of
-// fetching them, resumes what an interrupted attempt verified (its partial file, named by the Xet
-// hash), and is recorded in the chunk index once complete.
+// 1 MiB or more copies the chunks it shares with objects already here (the chunk index, and the
+// downloads this process completed: recentDownloads) instead of fetching them, resumes what an
+// interrupted attempt verified (its partial file, named by the Xet hash), and is recorded in the
+// chunk index once complete. In the leader of a fetch's agents, such files take turns (turns.go):
+// the versions of a file fetched together each find the chunks of the ones before them.
 func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
+	if obj.Size >= localchunks.MinBytes && x.sharing.leading.Load() {
+		done, err := x.sharing.turns.take(ctx, e, "")
+		if err != nil {
+			return agent.Result{}, err
+		}
+		defer done()
+	}
 	var st download.Stats
 	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
 		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
@@ -56,7 +65,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 		} else {
 			part, req.Path, req.Keep = p, path, true
 		}
-		var from locals
+		from := locals{&x.recent}
 		if idx != nil {
 			from = append(from, idx)
 		}
@@ -86,6 +95,11 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 	if idx != nil {
 		if err := idx.Record(obj.Oid, obj.Size, file, terms); err != nil {
 			x.o.Log.Warn().Err(err).Msg("download: could not record the object in the local chunk index")
+		}
+	}
+	if obj.Size >= localchunks.MinBytes && x.sharing.leading.Load() {
+		if err := x.recent.add(req.Path, recentLink(tmp, obj.Oid), terms); err != nil {
+			x.o.Log.Debug().Err(err).Msg("download: not offered to the next ones")
 		}
 	}
 	if st.Local+st.InPlace > 0 {

@@ -103,7 +103,7 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 	if gd, err = filepath.Abs(gd); err != nil {
 		return "", err
 	}
-	return where + "\x00cache=" + cache + "\x00git=" + gd + "\x00remote=" + x.init.Remote, nil
+	return where + "\x00cache=" + cache + "\x00git=" + gd + "\x00remote=" + x.init.Remote + "\x00op=" + x.init.Operation, nil
 }
 
 // shareWhere names where the group's uploads go: the embedded store's directory, or the LFS URL of
@@ -131,7 +131,7 @@ func (x *xetTransferer) shareWhere(ctx context.Context) (string, error) {
 // servePipe serves a follower's conversation in the leader (share.Handler) through this process's
 // Upload, with its own (see agent.ServePipe).
 func (x *xetTransferer) servePipe(ctx context.Context, p *share.Pipe) share.Outcome {
-	return agent.ServePipe(ctx, x, x.servesOthers, x.init.Remote, x.o.Log, p)
+	return agent.ServePipe(ctx, x, x.servesOthers, x.init, x.o.Log, p)
 }
 
 // servesOthers reports whether the leader uploads obj for another process: every upload does (the

@@ -154,7 +154,8 @@ type xetTransferer struct {
 	network   once[bool]   // standalone mode with a network remote (hub mode)
 	ref       once[string] // hub mode: the revision of the token routes
 
-	sharing sharing // the uploads handed to, or served for, the push's other agents (share.go)
+	sharing sharing         // the transfers handed to, or served for, the other agents of a push or fetch (share.go)
+	recent  recentDownloads // the large downloads this process completed (recent.go)
 
 	indexChecked atomic.Bool // the chunk index was rebuilt if it needed to be (rebuildIndex)
 	tmpMade      atomic.Bool // git-lfs's temp directory exists (made once per process)
@@ -166,6 +167,7 @@ func (x *xetTransferer) Close() error {
 		errs = append(errs, g.Close())
 	}
 	x.sharing.batcher.wait() // its runners use the endpoints too
+	errs = append(errs, x.recent.close())
 	for _, e := range x.endpoints.found() {
 		if e.cache != nil {
 			errs = append(errs, e.cache.Close())
