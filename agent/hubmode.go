@@ -59,9 +59,8 @@ func (x *xetTransferer) networkRemote(ctx context.Context) bool {
 	if x.network == nil {
 		v := false
 		if x.o.StoreDir == "" {
-			if u, err := RemoteURL(ctx, x.o.Git, x.init.Remote); err == nil { // else ResolveLocalRemote reports it
-				_, local := LocalPath(u, x.o.Git.TopLevel(ctx))
-				v = !local
+			if ep, err := RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote); err == nil { // else ResolveLocalRemote reports it
+				v = !ep.Local()
 			}
 		}
 		x.network = &v

@@ -231,7 +231,7 @@ func (x *xetTransferer) localRemote(ctx context.Context) (LocalRemote, error) {
 	if x.remote != nil {
 		return *x.remote, nil
 	}
-	r, err := ResolveLocalRemote(ctx, x.o.Git, x.init.Remote)
+	r, err := ResolveLocalRemote(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 	if err != nil {
 		return LocalRemote{}, err
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
-	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 )
 
@@ -130,14 +130,17 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 func openTarget(ctx context.Context, g agent.Git, f migrateFlags, log zerolog.Logger) (migrate.Target, error) {
 	to := f.to
 	if to == "" {
-		if r, err := agent.ResolveLocalRemote(ctx, g, f.remote); err == nil {
+		if r, err := agent.ResolveLocalRemote(ctx, g, "upload", f.remote); err == nil {
 			return migrate.OpenEmbedded(r.StoreDir(), log)
 		}
-		e := credentials.New(f.remote, "upload").Endpoint()
-		if e == "" || e == "<unknown>" {
+		ep, err := agent.RemoteEndpoint(ctx, g, "upload", f.remote)
+		if err != nil {
+			return nil, err
+		}
+		if ep.Url == "" || ep.Url == "<unknown>" {
 			return nil, fmt.Errorf("remote %q has no LFS endpoint; give --to", f.remote)
 		}
-		return migrate.OpenBatch(e, f.remote, agent.XetOptions{Log: log})
+		return migrate.OpenBatch(ep.Url, f.remote, agent.XetOptions{Log: log})
 	}
 	if strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://") {
 		return migrate.OpenBatch(to, f.remote, agent.XetOptions{Log: log})
@@ -176,11 +179,7 @@ func switchToXet(ctx context.Context, g agent.Git, f migrateFlags, target migrat
 		set = append(set, [2]string{"remote." + f.remote + ".lfsurl", newURL})
 		// lfs.url wins over remote.<r>.lfsurl in git-lfs: when one is set (config or .lfsconfig),
 		// this repository's own lfs.url must name the target too.
-		cur, _ := g.Config(ctx, "lfs.url")
-		if cur == "" {
-			cur, _ = g.Run(ctx, "config", "-f", filepath.Join(g.TopLevel(ctx), ".lfsconfig"), "--get", "lfs.url")
-		}
-		if cur != "" && cur != newURL {
+		if cur, ok := gitrepo.Open(g.Dir).Get("lfs.url"); ok && cur != newURL {
 			set = append(set, [2]string{"lfs.url", newURL})
 		}
 	}
@@ -219,18 +218,11 @@ func targetURL(ctx context.Context, g agent.Git, f migrateFlags) (string, error)
 		p, _ := agent.LocalPath(f.to, g.TopLevel(ctx))
 		return p, nil
 	}
-	r, err := agent.ResolveLocalRemote(ctx, g, f.remote)
-	if err != nil {
+	ep, err := agent.RemoteEndpoint(ctx, g, "upload", f.remote)
+	if err != nil || !ep.Local() {
 		return "", nil
 	}
-	u, err := g.Run(ctx, "remote", "get-url", f.remote)
-	if err != nil {
-		return "", err
-	}
-	if p, ok := agent.LocalPath(u, g.TopLevel(ctx)); ok {
-		return p, nil
-	}
-	return r.URL, nil
+	return ep.LocalDir, nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -50,14 +50,19 @@ func LocalPath(remoteURL, base string) (path string, ok bool) {
 }
 
 // LocalRemote resolves remote's LFS endpoint for operation and returns it as a local remote, for
-// standalone mode: an error names the remote when the endpoint is not a directory on this machine.
+// standalone mode: an error names the remote when the endpoint is not a directory on this machine,
+// or when remote is a name git config does not know (where git-lfs's resolver would fall back on
+// origin, a caller naming a remote means that one).
 func (r *Repo) LocalRemote(ctx context.Context, operation, remote string) (LocalRemote, error) {
 	if remote == "" {
-		return LocalRemote{}, fmt.Errorf("git-lfs gave no remote in init")
+		return LocalRemote{}, fmt.Errorf("no remote given")
 	}
 	ep, err := r.Endpoint(ctx, operation, remote)
 	if err != nil {
 		return LocalRemote{}, err
+	}
+	if !r.known(remote) {
+		return LocalRemote{}, fmt.Errorf("remote %q is not a remote of this repository, nor a URL or a path", remote)
 	}
 	if !ep.Local() {
 		return LocalRemote{}, fmt.Errorf("remote %q has the LFS endpoint %s (from %s), which is not on this machine: the embedded Xet store works with "+
@@ -77,6 +82,19 @@ func (r *Repo) LocalRemote(ctx context.Context, operation, remote string) (Local
 		dir = gd
 	}
 	return LocalRemote{URL: ep.Url, RepoDir: dir}, nil
+}
+
+// known reports whether remote is a configured remote's name, a URL or a path.
+func (r *Repo) known(remote string) bool {
+	if strings.Contains(remote, ":") || isLocalPathRemote(remote) {
+		return true
+	}
+	for _, name := range r.Remotes() {
+		if name == remote {
+			return true
+		}
+	}
+	return false
 }
 
 func isDir(p string) bool {
