@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -20,19 +21,27 @@ import (
 // turn a bridge URL into its Xet hash, then reconstruct through the CAS with a read token; objects
 // not in Xet come by a plain verified GET. Uploads ask for "xet" and go on as in batch mode.
 
-// credentials returns the process's credential resolver (one per process: it caches).
-func (x *xetTransferer) credentials() *credentials.Resolver {
+// credentials returns the process's credential resolver (one per process: it caches), over the
+// process's config snapshot.
+func (x *xetTransferer) credentials(ctx context.Context) (*credentials.Resolver, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.creds == nil {
-		x.creds = credentials.New(x.init.Remote, x.init.Operation)
+		c, err := credentials.New(ctx, gitrepo.Open(x.o.Git.Dir), credentials.EnvFrom(os.Environ()), x.init.Remote, x.init.Operation)
+		if err != nil {
+			return nil, fmt.Errorf("remote %q: %w", x.init.Remote, err)
+		}
+		x.creds = c
 	}
-	return x.creds
+	return x.creds, nil
 }
 
 // hub returns the Hub client of the remote's LFS endpoint.
 func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) {
-	r := x.credentials()
+	r, err := x.credentials(ctx)
+	if err != nil {
+		return nil, err
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.hubClient != nil {

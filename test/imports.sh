@@ -52,8 +52,9 @@ forbid localchunks "xet/store|xet/embedded|xet/upload|xet/server|localshards|age
 forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
-only agent/credentials "" "credential lookup stands alone (git-lfs's helpers only)"
-only agent/hub "agent/credentials|xet/casapi|xet/hash|xet/retry" "the Hub client knows its routes, the token shape and the credential chain, no transfer code"
+only internal/gitrepo "" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git)"
+only agent/credentials "internal/gitrepo" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
+only agent/hub "agent/credentials|internal/gitrepo|xet/casapi|xet/hash|xet/retry" "the Hub client knows its routes, the token shape and the credential chain, no transfer code"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/migrate "cmd/.*|xet/server|xet/store/.*" "migrate is a client: wired by the CLI, never the server"
 

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
@@ -49,7 +50,8 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer target.Close()
 	o := migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, Target: target, DryRun: f.dryRun,
-		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20, Jobs: f.jobs}
+		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20, Jobs: f.jobs,
+		Env: credentials.EnvFrom(os.Environ())}
 	if root, err := localshards.Root(); err == nil {
 		if c, err := localshards.Open(localshards.EndpointDir(root, target.Where()), localshards.Options{Log: log}); err == nil {
 			defer c.Close()
@@ -81,7 +83,8 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // dryRunMigrate walks and estimates without opening the target.
 func dryRunMigrate(ctx context.Context, f migrateFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
-	rep, err := migrate.Run(ctx, migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, DryRun: true, Log: log})
+	rep, err := migrate.Run(ctx, migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, DryRun: true, Log: log,
+		Env: credentials.EnvFrom(os.Environ())})
 	if rep != nil {
 		rep.Print(stdout)
 	}
@@ -140,10 +143,10 @@ func openTarget(ctx context.Context, g agent.Git, f migrateFlags, log zerolog.Lo
 		if ep.Url == "" || ep.Url == "<unknown>" {
 			return nil, fmt.Errorf("remote %q has no LFS endpoint; give --to", f.remote)
 		}
-		return migrate.OpenBatch(ep.Url, f.remote, agent.XetOptions{Log: log})
+		return migrate.OpenBatch(ctx, gitrepo.Open(g.Dir), credentials.EnvFrom(os.Environ()), ep.Url, f.remote, agent.XetOptions{Log: log})
 	}
 	if strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://") {
-		return migrate.OpenBatch(to, f.remote, agent.XetOptions{Log: log})
+		return migrate.OpenBatch(ctx, gitrepo.Open(g.Dir), credentials.EnvFrom(os.Environ()), to, f.remote, agent.XetOptions{Log: log})
 	}
 	p, ok := agent.LocalPath(to, g.TopLevel(ctx))
 	if !ok {

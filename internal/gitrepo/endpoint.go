@@ -295,3 +295,36 @@ func replaceAlias(aliases map[string]string, raw string) (string, bool) {
 	}
 	return aliases[longest] + raw[len(longest):], true
 }
+
+// URLEndpoint is the endpoint of an LFS URL given as it is (…/info/lfs, a path, ssh://), resolved
+// as git-lfs resolves a configured lfs.url: insteadOf rules, local paths, SSH.
+func (r *Repo) URLEndpoint(ctx context.Context, operation, raw string) (Endpoint, error) {
+	if err := r.Load(ctx); err != nil {
+		return Endpoint{}, err
+	}
+	f := r.finder(ctx, operation)
+	ep := f.fromURL(raw, "given")
+	ep.Operation = operation
+	if p, ok := LocalPath(ep.Url, f.base); ok {
+		ep.LocalDir = p
+	}
+	return ep, nil
+}
+
+// GitURL is remote's git URL for operation (for uploads remote.<r>.pushurl, else remote.<r>.url;
+// a remote given as a URL or path is its own) with insteadOf rules applied, as git-lfs applies
+// them; "" when the remote has none.
+func (r *Repo) GitURL(ctx context.Context, operation, remote string) string {
+	if remote == "" {
+		remote = "origin"
+	}
+	f := r.finder(ctx, operation)
+	u, _ := f.gitRemoteURL(remote)
+	if u == "" && isLocalPathRemote(remote) {
+		u = remote
+	}
+	if u == "" {
+		return ""
+	}
+	return f.replaceAlias(u)
+}

@@ -101,7 +101,7 @@ func TestLoadRealRepository(t *testing.T) {
 		t.Errorf("lfs.url from the work tree's .lfsconfig: %q", v)
 	}
 	loc, err := r.Location(ctx)
-	if err != nil || loc.Bare || loc.TopLevel == "" || loc.GitDir != filepath.Join(loc.TopLevel, ".git") {
+	if err != nil || loc.Bare || loc.TopLevel == "" || loc.GitDir != filepath.Join(loc.TopLevel, ".git") || loc.CommonDir != loc.GitDir {
 		t.Errorf("location %+v, %v", loc, err)
 	}
 

@@ -40,9 +40,10 @@ type Repo struct {
 
 // Location is where the repository is.
 type Location struct {
-	GitDir   string // absolute
-	TopLevel string // the work tree's root; "" in a bare repository or inside the git directory
-	Bare     bool
+	GitDir    string // absolute
+	CommonDir string // absolute: the git directory shared by linked work trees, where git-lfs keeps objects
+	TopLevel  string // the work tree's root; "" in a bare repository or inside the git directory
+	Bare      bool
 }
 
 var (
@@ -55,11 +56,12 @@ var (
 func Open(dir string) *Repo {
 	openMu.Lock()
 	defer openMu.Unlock()
-	if r := opened[dir]; r != nil {
+	key := filepath.Clean(dir) // "" and "." are the current directory
+	if r := opened[key]; r != nil {
 		return r
 	}
 	r := New(Git{Dir: dir})
-	opened[dir] = r
+	opened[key] = r
 	return r
 }
 
@@ -75,21 +77,29 @@ func (r *Repo) Location(ctx context.Context) (Location, error) {
 	return r.loc, r.locErr
 }
 
-// location asks git for the git directory, whether the repository is bare, and its top level, in
-// one call. In a bare repository (or inside .git) --show-toplevel fails after the other two were
+// location asks git for the git directories, whether the repository is bare, and its top level,
+// in one call. In a bare repository (or inside .git) --show-toplevel fails after the others were
 // printed: that is a repository without a work tree, not an error.
 func (g Git) location(ctx context.Context) (Location, error) {
-	out, err := g.output(ctx, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel")
+	out, err := g.output(ctx, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir", "--show-toplevel")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) < 2 || lines[1] == "" {
+	if len(lines) < 3 || lines[1] == "" || lines[2] == "" {
 		if err == nil {
 			err = errors.New("git rev-parse printed no git directory")
 		}
 		return Location{}, fmt.Errorf("finding the repository's .git directory (is this inside a git repository?): %w", err)
 	}
-	loc := Location{Bare: lines[0] == "true", GitDir: filepath.Clean(lines[1])}
-	if len(lines) > 2 && err == nil {
-		loc.TopLevel = filepath.Clean(lines[2])
+	loc := Location{Bare: lines[0] == "true", GitDir: filepath.Clean(lines[1]), CommonDir: lines[2]}
+	if !filepath.IsAbs(loc.CommonDir) { // relative to the directory git ran in
+		base, werr := filepath.Abs(g.Dir)
+		if werr != nil {
+			return Location{}, fmt.Errorf("finding the repository's git directory: %w", werr)
+		}
+		loc.CommonDir = filepath.Join(base, loc.CommonDir)
+	}
+	loc.CommonDir = filepath.Clean(loc.CommonDir)
+	if len(lines) > 3 && err == nil {
+		loc.TopLevel = filepath.Clean(lines[3])
 	}
 	return loc, nil
 }
@@ -229,15 +239,30 @@ func (r *Repo) Env() config.Environment {
 func (r *Repo) LFSConfiguration(osEnv []string) *config.Configuration {
 	cfg := config.NewFrom(config.Values{}) // empty: NewFrom prints each value it is given
 	cfg.Git = r.Env()
-	os := map[string][]string{}
+	vars := environ{}
 	for _, kv := range osEnv {
 		if k, v, ok := strings.Cut(kv, "="); ok {
-			os[k] = append(os[k], v)
+			vars[k] = v
 		}
 	}
-	cfg.Os = config.EnvironmentOf(fetcher(os))
+	cfg.Os = config.EnvironmentOf(vars)
 	return cfg
 }
+
+// environ is a config.Fetcher over environment variables: exact names, the last value of each, no
+// listing (as git-lfs's OsFetcher).
+type environ map[string]string
+
+func (e environ) Get(key string) (string, bool) { v, ok := e[key]; return v, ok }
+
+func (e environ) GetAll(key string) []string {
+	if v, ok := e[key]; ok {
+		return []string{v}
+	}
+	return []string{}
+}
+
+func (e environ) All() map[string][]string { return nil }
 
 // fetcher is a config.Fetcher over fixed values, looked up as git-lfs's GitFetcher does.
 type fetcher map[string][]string
