@@ -22,13 +22,6 @@ func RemoteEndpoint(ctx context.Context, g Git, operation, remote string) (gitre
 	return gitrepo.Open(g.Dir).Endpoint(ctx, operation, remote)
 }
 
-// RemoteURL is the URL of RemoteEndpoint: where git-lfs sends the remote's LFS objects
-// (file://<git dir> for a local remote).
-func RemoteURL(ctx context.Context, g Git, operation, remote string) (string, error) {
-	ep, err := RemoteEndpoint(ctx, g, operation, remote)
-	return ep.Url, err
-}
-
 // LocalPath returns the directory a local remote URL names: a file:// URL's path or a plain path
 // (relative paths are taken from base, the repository's top directory, as git does). ok is false
 // for network remotes (https://, ssh://, host:path).

@@ -81,7 +81,7 @@ func printConfig(ctx context.Context, g agent.Git, self string, stdout io.Writer
 			}
 		}
 	}
-	if v, _ := g.Run(ctx, "config", "--get", "lfs.basictransfersonly"); v == "true" {
+	if gitrepo.Open(g.Dir).Bool("lfs.basictransfersonly", false) {
 		fmt.Fprintln(stdout, "  WARNING: lfs.basictransfersonly=true disables custom transfer agents such as xet")
 	}
 	return installed

@@ -68,9 +68,6 @@ func Open(dir string) *Repo {
 // New returns a Repo of g's directory of its own, loaded on first use (not shared with Open's).
 func New(g Git) *Repo { return &Repo{git: g} }
 
-// Git is the runner of git commands in the repository's directory.
-func (r *Repo) Git() Git { return r.git }
-
 // Location runs `git rev-parse` once and returns where the repository is.
 func (r *Repo) Location(ctx context.Context) (Location, error) {
 	r.locOnce.Do(func() { r.loc, r.locErr = r.git.location(ctx) })
