@@ -33,7 +33,9 @@ func TestParseList(t *testing.T) {
 // fakeRepo is a Repo over fixed entries, as if loaded.
 func fakeRepo(git, lfs []Entry) *Repo {
 	r := &Repo{gitCfg: git, lfsCfg: lfs}
+	r.gitOnce.Do(func() {})
 	r.cfgOnce.Do(func() {})
+	r.indexGit()
 	r.merge()
 	return r
 }
@@ -128,5 +130,28 @@ func needGit(t *testing.T) {
 			t.Fatal("git missing")
 		}
 		t.Skip("git missing")
+	}
+}
+
+// A key .lfsconfig cannot set is read without .lfsconfig: a broken .lfsconfig fails only what
+// depends on it.
+func TestOtherKeysWithoutLFSConfig(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", dir, "config", "xet.loglevel", "debug").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".lfsconfig"), []byte("[lfs\n\turl = broken"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Git{Dir: dir})
+	if v, ok := r.Get("xet.loglevel"); v != "debug" || !ok {
+		t.Errorf("xet.loglevel = %q, %v", v, ok)
+	}
+	if err := r.Load(context.Background()); err == nil || !strings.Contains(err.Error(), ".lfsconfig") {
+		t.Errorf("Load with a broken .lfsconfig: %v", err)
 	}
 }

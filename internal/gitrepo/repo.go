@@ -3,10 +3,11 @@
 // directory and work tree are, a runner of git commands, and the one resolver of the LFS endpoint
 // of a remote (Endpoint), which answers what git-lfs answers.
 //
-// A Repo runs at most three git processes in its life, each only when first needed: `git rev-parse`
-// (Location), `git config -l -z` and, when the repository has a .lfsconfig, `git config -l -z` on it.
-// Settings changed after that are not seen: a process that writes config and reads it back makes a
-// new Repo.
+// A Repo runs at most three git processes in its life, each only when first needed: `git config
+// -l -z`; `git rev-parse` (Location, and finding .lfsconfig); and, when the repository has a
+// .lfsconfig, `git config -l -z` on it. .lfsconfig is read only for a key it may set, or for the
+// endpoint. Settings changed after that are not seen: a process that writes config and reads it
+// back makes a new Repo.
 package gitrepo
 
 import (
@@ -29,9 +30,13 @@ type Repo struct {
 	loc     Location
 	locErr  error
 
+	gitOnce sync.Once
+	gitErr  error
+	gitCfg  []Entry             // git config -l -z, in order
+	gitVals map[string][]string // gitCfg's values by key
+
 	cfgOnce   sync.Once
 	cfgErr    error
-	gitCfg    []Entry             // git config -l -z, in order
 	lfsCfg    []Entry             // .lfsconfig, every entry (unsafe keys included), in order
 	merged    map[string][]string // what git-lfs sees: safe .lfsconfig values, then git config's
 	remotes   []string            // remotes named in git config, in order
@@ -101,19 +106,40 @@ func (g Git) location(ctx context.Context) (Location, error) {
 	return loc, nil
 }
 
-// Load reads the configuration (once; later calls return the first answer). Get and the others
-// call it themselves; a caller that must report a failure calls it first.
+// Load reads the configuration, .lfsconfig included (once; later calls return the first answer).
+// Get and the others call it themselves; a caller that must report a failure calls it first.
 func (r *Repo) Load(ctx context.Context) error {
 	r.cfgOnce.Do(func() { r.cfgErr = r.load(ctx) })
 	return r.cfgErr
 }
 
-func (r *Repo) load(ctx context.Context) error {
-	out, err := r.git.output(ctx, "config", "--includes", "-l", "-z")
-	if err != nil {
-		return fmt.Errorf("reading git config: %w", err)
+// loadGit reads git config alone: what a key that .lfsconfig cannot set needs.
+func (r *Repo) loadGit(ctx context.Context) error {
+	r.gitOnce.Do(func() {
+		out, err := r.git.output(ctx, "config", "--includes", "-l", "-z")
+		if err != nil {
+			r.gitErr = fmt.Errorf("reading git config: %w", err)
+			return
+		}
+		r.gitCfg = ParseList(out)
+		r.indexGit()
+	})
+	return r.gitErr
+}
+
+func (r *Repo) indexGit() {
+	r.gitVals = map[string][]string{}
+	for _, e := range r.gitCfg {
+		if !e.NoValue {
+			r.gitVals[e.Key] = append(r.gitVals[e.Key], e.Value)
+		}
 	}
-	r.gitCfg = ParseList(out)
+}
+
+func (r *Repo) load(ctx context.Context) error {
+	if err := r.loadGit(ctx); err != nil {
+		return err
+	}
 	if loc, err := r.Location(ctx); err == nil { // outside a repository there is no .lfsconfig
 		if r.lfsCfg, err = r.git.readLFSConfig(ctx, loc); err != nil {
 			return err
@@ -178,14 +204,20 @@ func (r *Repo) Get(key string) (string, bool) {
 }
 
 // GetAll returns every value of key in order: .lfsconfig's (for the keys it may set), then git
-// config's.
+// config's. A key .lfsconfig cannot set is looked up without reading .lfsconfig.
 func (r *Repo) GetAll(key string) []string {
-	_ = r.Load(context.Background())
-	return append([]string(nil), r.merged[foldKey(key)]...)
+	k := foldKey(key)
+	if safeInLFSConfig(k) {
+		_ = r.Load(context.Background())
+		return append([]string(nil), r.merged[k]...)
+	}
+	_ = r.loadGit(context.Background())
+	return append([]string(nil), r.gitVals[k]...)
 }
 
 func (r *Repo) noValue(key string) bool {
 	k := foldKey(key)
+	_ = r.loadGit(context.Background())
 	for _, e := range r.gitCfg {
 		if e.Key == k && e.NoValue {
 			return true
