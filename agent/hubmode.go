@@ -92,7 +92,8 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 	if v := os.Getenv("GIT_XET_REF"); v != "" {
 		return v
 	}
-	if v, _ := x.o.Git.Config(ctx, "xet.ref"); v != "" {
+	repo := gitrepo.Open(x.o.Git.Dir)
+	if v, _ := repo.Get("xet.ref"); v != "" {
 		return v
 	}
 	head, err := x.o.Git.Run(ctx, "symbolic-ref", "-q", "HEAD")
@@ -101,7 +102,7 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 	}
 	branch := strings.TrimPrefix(head, "refs/heads/")
 	if x.init.Operation == "upload" {
-		if m, _ := x.o.Git.Config(ctx, "branch."+branch+".merge"); m != "" {
+		if m, _ := repo.Get("branch." + branch + ".merge"); m != "" {
 			return strings.TrimPrefix(m, "refs/heads/")
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
 
 // runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
@@ -50,15 +51,17 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// agentConfig reads the agent's settings from git config in one call (every agent process of a push
-// starts with it) and returns a lookup that prefers the environment variable when it is set.
+// agentConfig reads the agent's settings from the process's config snapshot (one git call, which
+// the agent's later lookups share) and returns a lookup that prefers the environment variable when
+// it is set.
 func agentConfig(ctx context.Context, g agent.Git) func(env, key string) string {
-	m, _ := g.ConfigMatching(ctx, `^xet\.(loglevel|logfile|store)$`)
+	repo := gitrepo.Open(g.Dir) // a failure to read it reads as nothing set
 	return func(env, key string) string {
 		if v := os.Getenv(env); v != "" {
 			return v
 		}
-		return m[key]
+		v, _ := repo.Get(key)
+		return v
 	}
 }
 
