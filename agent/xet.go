@@ -18,6 +18,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
@@ -292,10 +293,11 @@ func (x *xetTransferer) repoGitDir(ctx context.Context) (string, error) {
 	if gd != "" {
 		return gd, nil
 	}
-	gd, err := x.o.Git.GitDir(ctx)
+	loc, err := gitrepo.Open(x.o.Git.Dir).Location(ctx) // the rev-parse the endpoint resolver shares
 	if err != nil {
 		return "", err
 	}
+	gd = loc.GitDir
 	x.mu.Lock()
 	x.gitDir = gd
 	x.mu.Unlock()

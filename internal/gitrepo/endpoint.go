@@ -318,6 +318,9 @@ func (r *Repo) GitURL(ctx context.Context, operation, remote string) string {
 	if remote == "" {
 		remote = "origin"
 	}
+	if r.Load(ctx) != nil {
+		return ""
+	}
 	f := r.finder(ctx, operation)
 	u, _ := f.gitRemoteURL(remote)
 	if u == "" && isLocalPathRemote(remote) {

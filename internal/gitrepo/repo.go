@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -248,11 +249,12 @@ func (r *Repo) URLGet(prefix, rawurl, key string) (string, bool) {
 // Remotes lists the remotes git config names, and those .lfsconfig names by a remote.<r>.lfsurl.
 func (r *Repo) Remotes() []string {
 	_ = r.Load(context.Background())
-	out := append([]string(nil), r.remotes...)
+	var only []string
 	for name := range r.lfsRemote {
-		out = append(out, name)
+		only = append(only, name)
 	}
-	return out
+	slices.Sort(only)
+	return append(append([]string(nil), r.remotes...), only...)
 }
 
 // Env is the snapshot as git-lfs's config.Environment, for git-lfs's own packages (URLConfig,
