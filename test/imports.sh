@@ -57,8 +57,11 @@ forbid localchunks "xet/store(/.*)?|xet/embedded|xet/upload|xet/server|localshar
 forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
-only agent/credentials "" "credential lookup stands alone (git-lfs's helpers only)"
-only agent/hub "agent/credentials|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
+only internal/gitrepo "" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git)"
+only agent/credentials "internal/gitrepo" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
+only agent/hub "agent/credentials|internal/gitrepo|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
+only agent "agent/share|internal/rawio|protocol|xet/lfsbatch|xet/hash" "the agent package is the loop: the protocol, hand-offs, and the shape of a batch action; what a transfer is lives in agent/client"
+forbid agent/client "agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is given requests by the loop and talks to a CAS, never to the server's code"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"
 

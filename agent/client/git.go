@@ -1,103 +1,10 @@
 package client
 
-import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"os/exec"
-	"path/filepath"
-	"strings"
-)
+import "github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 
-// Git runs git commands in one directory (the repository git-lfs runs the agent in).
-type Git struct {
-	Dir string // "" = the current directory
-}
-
-// Run runs git with args and returns its trimmed stdout. A non-zero exit is an error carrying
-// git's stderr.
-func (g Git) Run(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = g.Dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return "", &GitError{Args: args, Msg: msg, Err: err}
-	}
-	return strings.TrimSpace(out.String()), nil
-}
+// Git runs git commands in one directory (the repository git-lfs runs the agent in): gitrepo's
+// runner.
+type Git = gitrepo.Git
 
 // GitError is a failed git command.
-type GitError struct {
-	Args []string
-	Msg  string
-	Err  error
-}
-
-func (e *GitError) Error() string { return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), e.Msg) }
-func (e *GitError) Unwrap() error { return e.Err }
-
-// ExitCode returns git's exit code, or -1 when git did not run.
-func (e *GitError) ExitCode() int {
-	var ee *exec.ExitError
-	if errors.As(e.Err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
-}
-
-// Config returns the value of a git config key, "" when it is not set.
-func (g Git) Config(ctx context.Context, key string) (string, error) {
-	v, err := g.Run(ctx, "config", "--get", key)
-	var ge *GitError
-	if errors.As(err, &ge) && ge.ExitCode() == 1 {
-		return "", nil // not set
-	}
-	return v, err
-}
-
-// ConfigMatching returns the git config keys matching the regular expression re (git's
-// --get-regexp: keys come back lowercased, names as git spells them) and their last values, in one
-// call; an empty map when none is set.
-func (g Git) ConfigMatching(ctx context.Context, re string) (map[string]string, error) {
-	out, err := g.Run(ctx, "config", "--get-regexp", re)
-	var ge *GitError
-	if errors.As(err, &ge) && ge.ExitCode() == 1 {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok {
-			m[k] = v
-		} else if line != "" {
-			m[line] = "" // a key without a value
-		}
-	}
-	return m, nil
-}
-
-// GitDir returns the absolute path of the repository's git directory.
-func (g Git) GitDir(ctx context.Context) (string, error) {
-	d, err := g.Run(ctx, "rev-parse", "--absolute-git-dir")
-	if err != nil {
-		return "", fmt.Errorf("finding the repository's .git directory (is the agent running inside a git repository?): %w", err)
-	}
-	return filepath.Clean(d), nil
-}
-
-// TopLevel returns the working tree's root, or "" in a bare repository.
-func (g Git) TopLevel(ctx context.Context) string {
-	d, err := g.Run(ctx, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return ""
-	}
-	return d
-}
+type GitError = gitrepo.GitError

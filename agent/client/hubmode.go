@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -26,6 +27,8 @@ import (
 // hubAccess is the Hub client of a remote's LFS endpoint with the user's credential, both found on
 // first use and kept (the credential resolver caches what it finds).
 type hubAccess struct {
+	git               Git // the repository (its config snapshot: gitrepo.Open)
+	env               credentials.Env
 	remote, operation string
 	httpClient        *http.Client
 	userAgent         string
@@ -33,18 +36,25 @@ type hubAccess struct {
 	client            once[*hub.Client]
 }
 
-// credentials returns the process's credential resolver (one per process: it caches).
-func (h *hubAccess) credentials() *credentials.Resolver {
-	r, _ := h.creds.get(context.Background(), func(context.Context) (*credentials.Resolver, error) {
-		return credentials.New(h.remote, h.operation), nil
+// credentials returns the process's credential resolver (one per process: it caches), over the
+// process's config snapshot.
+func (h *hubAccess) credentials(ctx context.Context) (*credentials.Resolver, error) {
+	return h.creds.get(ctx, func(ctx context.Context) (*credentials.Resolver, error) {
+		c, err := credentials.New(ctx, gitrepo.Open(h.git.Dir), h.env, h.remote, h.operation)
+		if err != nil {
+			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+		}
+		return c, nil
 	})
-	return r
 }
 
 // get returns the Hub client of the remote's LFS endpoint.
 func (h *hubAccess) get(ctx context.Context) (*hub.Client, error) {
 	return h.client.get(ctx, func(ctx context.Context) (*hub.Client, error) {
-		r := h.credentials()
+		r, err := h.credentials(ctx)
+		if err != nil {
+			return nil, err
+		}
 		lfsURL, err := r.LFSURL(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
@@ -68,12 +78,11 @@ func (x *xetTransferer) networkRemote(ctx context.Context) bool {
 		if x.o.StoreDir != "" {
 			return false, nil
 		}
-		u, err := RemoteURL(ctx, x.o.Git, x.init.Remote)
+		ep, err := RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 		if err != nil {
 			return false, ctx.Err() // ResolveLocalRemote reports it; kept unless ctx ended
 		}
-		_, local := LocalPath(u, x.o.Git.TopLevel(ctx))
-		return !local, ctx.Err()
+		return !ep.Local(), nil
 	})
 	return v
 }
@@ -89,7 +98,8 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 	if v := x.o.Ref; v != "" {
 		return v
 	}
-	if v, _ := x.o.Git.Config(ctx, "xet.ref"); v != "" {
+	repo := gitrepo.Open(x.o.Git.Dir)
+	if v, _ := repo.Get("xet.ref"); v != "" {
 		return v
 	}
 	head, err := x.o.Git.Run(ctx, "symbolic-ref", "-q", "HEAD")
@@ -98,7 +108,7 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 	}
 	branch := strings.TrimPrefix(head, "refs/heads/")
 	if x.init.Operation == "upload" {
-		if m, _ := x.o.Git.Config(ctx, "branch."+branch+".merge"); m != "" {
+		if m, _ := repo.Get("branch." + branch + ".merge"); m != "" {
 			return strings.TrimPrefix(m, "refs/heads/")
 		}
 	}
@@ -212,6 +222,6 @@ func ActionCAS(a *lfsbatch.Action, remote, operation string, o Options) (cas.Cli
 		return nil, err
 	}
 	o = o.withDefaults()
-	h := &hubAccess{remote: remote, operation: operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
+	h := &hubAccess{git: o.Git, env: o.Credentials, remote: remote, operation: operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
 	return actionCAS(o, ba, h), nil
 }

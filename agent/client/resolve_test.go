@@ -61,28 +61,30 @@ func TestResolveLocalRemote(t *testing.T) {
 	g := Git{Dir: work}
 	ctx := context.Background()
 
-	r, err := ResolveLocalRemote(ctx, g, "origin")
+	r, err := ResolveLocalRemote(ctx, g, "upload", "origin")
 	if err != nil || r.RepoDir != filepath.Join(dir, "remote.git") || r.StoreDir() != filepath.Join(dir, "remote.git", "xet") {
 		t.Errorf("origin: %+v, %v", r, err)
 	}
-	r, err = ResolveLocalRemote(ctx, g, "other")
+	r, err = ResolveLocalRemote(ctx, g, "upload", "other")
 	if err != nil || r.RepoDir != filepath.Join(dir, "nonbare", ".git") {
 		t.Errorf("non-bare: %+v, %v", r, err)
 	}
-	r, err = ResolveLocalRemote(ctx, g, filepath.Join(dir, "remote.git")) // git push /path main
+	r, err = ResolveLocalRemote(ctx, g, "upload", filepath.Join(dir, "remote.git")) // git push /path main
 	if err != nil || r.RepoDir != filepath.Join(dir, "remote.git") {
 		t.Errorf("path: %+v, %v", r, err)
 	}
-	_, err = ResolveLocalRemote(ctx, g, "web")
+	_, err = ResolveLocalRemote(ctx, g, "upload", "web")
 	if err == nil || !strings.Contains(err.Error(), "not on this machine") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("network remote: %v", err)
 	}
-	_, err = ResolveLocalRemote(ctx, g, "nosuch")
+	_, err = ResolveLocalRemote(ctx, g, "upload", "nosuch")
 	if err == nil || !strings.Contains(err.Error(), `remote "nosuch"`) {
 		t.Errorf("missing remote: %v", err)
 	}
-	run(work, "config", "lfs.url", "file://"+filepath.Join(dir, "nonbare"))
-	r, err = ResolveLocalRemote(ctx, g, "origin")
+	// lfs.url wins over the remote's URL (a repository of its own: a process reads config once).
+	run(dir, "clone", "-q", "remote.git", "work2")
+	run(filepath.Join(dir, "work2"), "config", "lfs.url", "file://"+filepath.Join(dir, "nonbare"))
+	r, err = ResolveLocalRemote(ctx, Git{Dir: filepath.Join(dir, "work2")}, "upload", "origin")
 	if err != nil || r.RepoDir != filepath.Join(dir, "nonbare", ".git") {
 		t.Errorf("lfs.url wins: %+v, %v", r, err)
 	}

@@ -111,11 +111,11 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 func (x *xetTransferer) shareWhere(ctx context.Context) (string, error) {
 	dir := x.o.StoreDir
 	if dir == "" && x.networkRemote(ctx) {
-		u, err := RemoteURL(ctx, x.o.Git, x.init.Remote)
+		ep, err := RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 		if err != nil {
 			return "", err
 		}
-		return "lfs=" + u, nil
+		return "lfs=" + ep.Url, nil
 	}
 	if dir == "" {
 		r, err := x.localRemote(ctx)

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
@@ -58,6 +60,9 @@ type Options struct {
 	// Ref is the revision Hub-mode uploads ask a write token for (GIT_XET_REF); "" = xet.ref, else
 	// the current branch's upstream (uploads) or the current branch, else main.
 	Ref string
+	// Credentials are the credential sources the environment gives (HF_TOKEN, the token file, the
+	// environment git-lfs's credential helpers and ssh read).
+	Credentials credentials.Env
 }
 
 // CacheOptions locate and bound the shard cache.
@@ -109,8 +114,8 @@ func New(o Options) agent.Opener {
 		o := o.withDefaults()
 		o.Log.Debug().Int("procs", t.Procs).Int("upload_concurrency", t.Upload).
 			Int("download_concurrency", t.Download).Msg("tuned")
-		x := &xetTransferer{o: o, init: init, tune: t}
-		x.hubs = hubAccess{remote: init.Remote, operation: init.Operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
+		x := &xetTransferer{o: o, init: init, tune: t, findRemote: ResolveLocalRemote}
+		x.hubs = hubAccess{git: o.Git, env: o.Credentials, remote: init.Remote, operation: init.Operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
 		x.sharing.off = o.NoShare
 		x.sharing.batcher.x = x
 		return x, nil
@@ -149,10 +154,12 @@ type xetTransferer struct {
 	// never waits on a lock held across git, the network or opening a store.
 	endpoints onceMap[string, *endpoint] // by CAS URL (batch), store dir (embedded), "hub:"+route
 	remote    once[LocalRemote]          // standalone mode
-	gitDir    once[string]
-	hubs      hubAccess    // hub mode, and the Hub's token routes of batch mode
-	network   once[bool]   // standalone mode with a network remote (hub mode)
-	ref       once[string] // hub mode: the revision of the token routes
+	// findRemote resolves the local remote (ResolveLocalRemote; a test's may block).
+	findRemote func(ctx context.Context, g Git, operation, remote string) (LocalRemote, error)
+	gitDir     once[string]
+	hubs       hubAccess    // hub mode, and the Hub's token routes of batch mode
+	network    once[bool]   // standalone mode with a network remote (hub mode)
+	ref        once[string] // hub mode: the revision of the token routes
 
 	sharing sharing         // the transfers handed to, or served for, the other agents of a push or fetch (share.go)
 	recent  recentDownloads // the large downloads this process completed (recent.go)
@@ -247,7 +254,7 @@ func batchRefresher(o Options, ba *batchAction, h *hubAccess) func(ctx context.C
 // localRemote resolves the remote of init once.
 func (x *xetTransferer) localRemote(ctx context.Context) (LocalRemote, error) {
 	return x.remote.get(ctx, func(ctx context.Context) (LocalRemote, error) {
-		return ResolveLocalRemote(ctx, x.o.Git, x.init.Remote)
+		return x.findRemote(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 	})
 }
 
@@ -299,7 +306,10 @@ func (x *xetTransferer) openEmbedded(dir string) (*endpoint, error) {
 
 // repoGitDir is the git directory of the repository the agent serves (asked once).
 func (x *xetTransferer) repoGitDir(ctx context.Context) (string, error) {
-	return x.gitDir.get(ctx, x.o.Git.GitDir)
+	return x.gitDir.get(ctx, func(ctx context.Context) (string, error) {
+		loc, err := gitrepo.Open(x.o.Git.Dir).Location(ctx) // the rev-parse the endpoint resolver shares
+		return loc.GitDir, err
+	})
 }
 
 // tmpDir is git-lfs's temp directory (.git/lfs/tmp): downloads are written there so git-lfs's

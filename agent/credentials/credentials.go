@@ -1,6 +1,6 @@
 // Package credentials finds the user's credential for an LFS endpoint the way a Hugging Face Hub
-// client should: resolved lazily, on the first request that
-// needs one, cached for the process, never logged. The sources, in order:
+// client does: resolved lazily, on the first request that needs one, cached for the process, never
+// logged. The sources, in order:
 //
 //  1. lfs.<url>.access = none: no credential at all;
 //  2. a password in the LFS URL or the git remote URL (https://user:token@host/...);
@@ -13,10 +13,13 @@
 //     as git does.
 //
 // Tokens (sources 2-5 and 7) are sent as "Authorization: Bearer <token>", which both the Hub's LFS
-// routes and its token routes accept. The host is the LFS endpoint's (lfs.url, remote.<r>.lfsurl),
-// not the git remote's, when they differ. The netrc parser, the SSH command line, URL-keyed git
-// config and the credential helpers are git-lfs's own (github.com/git-lfs/git-lfs/v3), so they follow
-// the same rules as git-lfs itself; the endpoint is found as git-lfs's lfsapi finds it (endpoint.go).
+// routes and its token routes accept; a source that names a user too also gives HTTP Basic for
+// plain LFS servers (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
+// remote.<r>.lfsurl), not the git remote's, when they differ. The endpoint is internal/gitrepo's
+// (git-lfs's order); the netrc parser, the SSH command line, URL-keyed git config and the
+// credential helpers are git-lfs's own (github.com/git-lfs/git-lfs/v3), given the repository's
+// config snapshot and the environment the caller passes (Env): this package runs no git to read
+// config and reads no environment variable itself.
 package credentials
 
 import (
@@ -34,7 +37,40 @@ import (
 	"github.com/git-lfs/git-lfs/v3/config"
 	"github.com/git-lfs/git-lfs/v3/creds"
 	"github.com/git-lfs/git-lfs/v3/lfshttp"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
+
+// Env is what the resolver takes from the process environment. The command fills it (EnvFrom);
+// nothing here reads the environment.
+type Env struct {
+	HFToken     string // HF_TOKEN
+	HFTokenPath string // HF_TOKEN_PATH
+	HFHome      string // HF_HOME
+	Home        string // HOME: the default token file is under it
+	// OS is the whole environment as KEY=VALUE, which git-lfs's packages read (GIT_SSH,
+	// GIT_SSH_COMMAND, GIT_ASKPASS, GIT_TERMINAL_PROMPT, NETRC, HOME, ...).
+	OS []string
+}
+
+// EnvFrom picks Env out of environ (KEY=VALUE strings, as os.Environ returns them).
+func EnvFrom(environ []string) Env {
+	e := Env{OS: environ}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HF_TOKEN":
+			e.HFToken = v
+		case "HF_TOKEN_PATH":
+			e.HFTokenPath = v
+		case "HF_HOME":
+			e.HFHome = v
+		case "HOME":
+			e.Home = v
+		}
+	}
+	return e
+}
 
 // Credential is what to send for one request. Its String form names the source, never the secret.
 type Credential struct {
@@ -78,6 +114,7 @@ var ErrNone = errors.New("no credential found")
 
 // Resolver finds the credential of one LFS endpoint. It is safe for concurrent use.
 type Resolver struct {
+	env       Env
 	cfg       *config.Configuration
 	endpoint  lfshttp.Endpoint // the LFS endpoint (SSH metadata for ssh remotes)
 	remoteURL string           // the git remote's URL (may hold user info)
@@ -89,24 +126,31 @@ type Resolver struct {
 	approved bool // the cached helper credential was approved (once per process, as git does per command)
 }
 
-// NewForURL returns the resolver of an LFS endpoint given as a URL (…/info/lfs), not a remote.
-func NewForURL(lfsURL, operation string) *Resolver {
-	cfg := config.New()
-	ep := fromURL(lfsURL)
-	ep.Operation = operation
-	return &Resolver{cfg: cfg, endpoint: ep, remoteURL: lfsURL, lfs: lfshttp.NewClient(cfg),
-		helpers: creds.NewCredentialHelperContext(cfg.GitEnv(), cfg.OSEnv())}
+// NewForURL returns the resolver of an LFS endpoint given as a URL (…/info/lfs), not a remote, with
+// repo's configuration (credential helpers, URL-keyed settings). Nothing is resolved yet.
+func NewForURL(ctx context.Context, repo *gitrepo.Repo, env Env, lfsURL, operation string) (*Resolver, error) {
+	ep, err := repo.URLEndpoint(ctx, operation, lfsURL)
+	if err != nil {
+		return nil, err
+	}
+	return newResolver(repo, env, ep, lfsURL), nil
 }
 
 // New returns the resolver for remote (a remote name such as "origin", or a URL) and operation
-// ("upload" or "download"), reading git config and the environment of the repository in the current
-// directory, as git-lfs does. Nothing is resolved yet.
-func New(remote, operation string) *Resolver {
-	cfg := config.New()
-	ep, remoteURL := endpointFor(cfg.GitEnv(), remote, operation)
-	ep.Operation = operation
+// ("upload" or "download") of repo, its endpoint found as git-lfs finds it. Nothing is resolved
+// yet.
+func New(ctx context.Context, repo *gitrepo.Repo, env Env, remote, operation string) (*Resolver, error) {
+	ep, err := repo.Endpoint(ctx, operation, remote)
+	if err != nil {
+		return nil, err
+	}
+	return newResolver(repo, env, ep, repo.GitURL(ctx, operation, remote)), nil
+}
+
+func newResolver(repo *gitrepo.Repo, env Env, ep gitrepo.Endpoint, remoteURL string) *Resolver {
+	cfg := repo.LFSConfiguration(env.OS)
 	return &Resolver{
-		cfg: cfg, endpoint: ep, remoteURL: remoteURL,
+		env: env, cfg: cfg, endpoint: ep.Endpoint, remoteURL: remoteURL,
 		lfs:     lfshttp.NewClient(cfg),
 		helpers: creds.NewCredentialHelperContext(cfg.GitEnv(), cfg.OSEnv()),
 	}
@@ -175,10 +219,10 @@ func (r *Resolver) resolve() (c Credential, cache bool, err error) {
 			return c, true, nil
 		}
 	}
-	if t := strings.TrimSpace(os.Getenv("HF_TOKEN")); t != "" {
+	if t := strings.TrimSpace(r.env.HFToken); t != "" {
 		return bearer(t, "HF_TOKEN"), true, nil
 	}
-	if path := tokenFile(); path != "" {
+	if path := r.env.tokenFile(); path != "" {
 		if b, err := os.ReadFile(path); err == nil {
 			if t := strings.TrimSpace(string(b)); t != "" {
 				return bearer(t, "token file "+path), true, nil
@@ -202,19 +246,18 @@ func bearer(token, source string) Credential {
 	return Credential{Authorization: "Bearer " + token, Source: source}
 }
 
-// tokenFile is where the Hugging Face CLI keeps the user's token.
-func tokenFile() string {
-	if p := os.Getenv("HF_TOKEN_PATH"); p != "" {
-		return p
+// tokenFile is where the Hugging Face CLI keeps the user's token, "" when there is no home.
+func (e Env) tokenFile() string {
+	if e.HFTokenPath != "" {
+		return e.HFTokenPath
 	}
-	if h := os.Getenv("HF_HOME"); h != "" {
-		return filepath.Join(h, "token")
+	if e.HFHome != "" {
+		return filepath.Join(e.HFHome, "token")
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
+	if e.Home == "" {
 		return ""
 	}
-	return filepath.Join(home, ".cache", "huggingface", "token")
+	return filepath.Join(e.Home, ".cache", "huggingface", "token")
 }
 
 func (r *Resolver) netrc() (Credential, bool, error) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
 
 // world is a repository in a fresh HOME with no credential anywhere; tests add sources to it.
@@ -77,7 +79,7 @@ func (w *world) helper(pass string) string {
 
 func (w *world) get(operation string) Credential {
 	w.t.Helper()
-	c, err := New("origin", operation).Get(context.Background())
+	c, err := testResolver(w.t, "origin", operation).Get(context.Background())
 	if err != nil {
 		w.t.Fatalf("Get: %v", err)
 	}
@@ -85,6 +87,17 @@ func (w *world) get(operation string) Credential {
 		w.t.Errorf("the credential's String shows the secret: %q", c.String())
 	}
 	return c
+}
+
+// testResolver is New in the current directory's repository, with the process's environment (a
+// fresh config snapshot each time: the tests change config between calls).
+func testResolver(t *testing.T, remote, operation string) *Resolver {
+	t.Helper()
+	r, err := New(context.Background(), gitrepo.New(gitrepo.Git{}), EnvFrom(os.Environ()), remote, operation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func want(t *testing.T, c Credential, auth, source string) {
@@ -105,7 +118,7 @@ func TestEachSourceAlone(t *testing.T) {
 	})
 	t.Run("URL user info", func(t *testing.T) {
 		newWorld(t, "https://someone:fromurl@hub.example/org/model")
-		c, err := New("origin", "upload").Get(context.Background())
+		c, err := testResolver(t, "origin", "upload").Get(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +160,7 @@ func TestEachSourceAlone(t *testing.T) {
 	t.Run("git credential", func(t *testing.T) {
 		w := newWorld(t, hubURL)
 		logf := w.helper("fromhelper")
-		r := New("origin", "upload")
+		r := testResolver(t, "origin", "upload")
 		c, err := r.Get(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +216,7 @@ func TestHostOfTheLFSEndpoint(t *testing.T) {
 	w := newWorld(t, "https://github.example/team/code")
 	w.git(w.repo, "config", "lfs.url", hubURL+".git/info/lfs")
 	w.file(".netrc", "machine github.example login u password wronghost\nmachine hub.example login u password righthost\n", 0o600)
-	r := New("origin", "download")
+	r := testResolver(t, "origin", "download")
 	if r.Host() != "https://hub.example" {
 		t.Errorf("host %q", r.Host())
 	}
@@ -213,7 +226,7 @@ func TestHostOfTheLFSEndpoint(t *testing.T) {
 // With no source at all, the error says which host and what to do.
 func TestNoCredential(t *testing.T) {
 	newWorld(t, hubURL)
-	_, err := New("origin", "upload").Get(context.Background())
+	_, err := testResolver(t, "origin", "upload").Get(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "https://hub.example") || !strings.Contains(err.Error(), "HF_TOKEN") {
 		t.Fatalf("error %v", err)
 	}
@@ -224,8 +237,24 @@ func TestSSHHref(t *testing.T) {
 	w := newWorld(t, "git@hub.example:org/model")
 	t.Setenv("GIT_SSH", w.file("bin/ssh", "#!/bin/sh\n"+
 		`printf '{"href":"http://127.0.0.1:9/org/model.git/info/lfs","header":{"Authorization":"Basic eDp5"},"expires_in":3600}'`+"\n", 0o755))
-	u, err := New("origin", "upload").LFSURL(context.Background())
+	u, err := testResolver(t, "origin", "upload").LFSURL(context.Background())
 	if err != nil || u != "http://127.0.0.1:9/org/model.git/info/lfs" {
 		t.Fatalf("LFSURL = %q, %v", u, err)
 	}
+}
+
+// The resolver reads the environment it is given, not the process's.
+func TestEnvIsGiven(t *testing.T) {
+	newWorld(t, hubURL)
+	env := EnvFrom(os.Environ())
+	env.HFToken = "given"
+	r, err := New(context.Background(), gitrepo.New(gitrepo.Git{}), env, "origin", "upload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, c, "Bearer given", "HF_TOKEN")
 }

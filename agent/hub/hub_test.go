@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -31,7 +32,11 @@ func client(t *testing.T, tok string, h http.HandlerFunc) (*Client, string) {
 	t.Setenv("HF_TOKEN", tok)
 	t.Setenv("HF_TOKEN_PATH", filepath.Join(t.TempDir(), "none"))
 	lfs := srv.URL + "/org/model.git/info/lfs"
-	c, err := New(lfs, credentials.New(lfs, "download"), srv.Client(), "test")
+	creds, err := credentials.NewForURL(context.Background(), gitrepo.New(gitrepo.Git{Dir: t.TempDir()}), credentials.EnvFrom(os.Environ()), lfs, "download")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(lfs, creds, srv.Client(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

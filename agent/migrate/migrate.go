@@ -10,17 +10,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/git-lfs/git-lfs/v3/config"
+	"github.com/git-lfs/git-lfs/v3/lfshttp"
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -38,8 +38,9 @@ type Options struct {
 	// SessionBytes bounds one upload session (default 1 GiB): a finished session is durable and
 	// recorded, so a killed run loses at most one session's work.
 	SessionBytes int64
-	VerifyAll    bool // reconstruct every object (default: a sample)
-	Jobs         int  // xorb uploads in flight (default 2, 1 for an embedded target)
+	VerifyAll    bool            // reconstruct every object (default: a sample)
+	Jobs         int             // xorb uploads in flight (default 2, 1 for an embedded target)
+	Env          credentials.Env // the environment the old LFS server's credential is found with
 	Log          zerolog.Logger
 	Progress     func(Progress)
 }
@@ -69,7 +70,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.WalkTime = time.Since(began)
 	crashPoint("walk")
 	o.Log.Info().Int("commits", inv.Commits).Int("objects", len(inv.Objects)).Int64("bytes", inv.Logical).Dur("took", rep.WalkTime).Msg("migrate: walked")
-	src, err := newSource(o)
+	src, err := newSource(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -82,27 +83,30 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, err
 }
 
-func newSource(o Options) (*source, error) {
-	cfg := config.NewIn(o.Dir, "")
-	gd := cfg.LocalGitStorageDir()
-	if gd == "" {
-		return nil, fmt.Errorf("%s is not inside a git repository", o.Dir)
+func newSource(ctx context.Context, o Options) (*source, error) {
+	repo := gitrepo.Open(o.Dir)
+	loc, err := repo.Location(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not inside a git repository: %w", o.Dir, err)
 	}
-	creds := credentials.New(o.Remote, "download")
-	s := &source{gitDir: gd, remote: o.Remote, creds: creds,
+	creds, err := credentials.New(ctx, repo, o.Env, o.Remote, "download")
+	if err != nil {
+		return nil, err
+	}
+	s := &source{gitDir: loc.CommonDir, remote: o.Remote, creds: creds,
 		api: hub.NewAPI(creds, &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())}
-	e := creds.Endpoint()
+	ep, err := repo.Endpoint(ctx, "download", o.Remote)
 	switch {
-	case strings.HasPrefix(e, "file://"):
-		if u, err := url.Parse(e); err == nil {
-			dir := filepath.FromSlash(u.Path)
-			if d := filepath.Join(dir, ".git"); isDir(d) {
-				dir = d
-			}
-			s.remoteObjects = filepath.Join(dir, "lfs", "objects")
+	case err != nil:
+		return nil, err
+	case ep.Local():
+		dir := ep.LocalDir
+		if d := filepath.Join(dir, ".git"); isDir(d) {
+			dir = d
 		}
-	case e != "" && e != "<unknown>":
-		s.lfsURL = strings.TrimSuffix(e, "/")
+		s.remoteObjects = filepath.Join(dir, "lfs", "objects")
+	case ep.Url != "" && ep.Url != lfshttp.UrlUnknown:
+		s.lfsURL = strings.TrimSuffix(ep.Url, "/")
 	}
 	return s, nil
 }

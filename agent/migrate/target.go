@@ -14,6 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -88,9 +89,14 @@ type batchTarget struct {
 }
 
 // OpenBatch returns the target at an LFS URL (…/info/lfs), reached with the user's credential for
-// that URL (as git push finds it: URL user info, netrc, ssh, git credential, Hub tokens).
-func OpenBatch(lfsURL, remote string, o client.Options) (Target, error) {
-	api := hub.NewAPI(credentials.NewForURL(lfsURL, "upload"), &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())
+// that URL (as git push finds it: URL user info, netrc, ssh, git credential, Hub tokens), with the
+// configuration of repo and the credential sources of o.
+func OpenBatch(ctx context.Context, repo *gitrepo.Repo, lfsURL, remote string, o client.Options) (Target, error) {
+	creds, err := credentials.NewForURL(ctx, repo, o.Credentials, lfsURL, "upload")
+	if err != nil {
+		return nil, err
+	}
+	api := hub.NewAPI(creds, &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())
 	return &batchTarget{remote: remote, lfsURL: strings.TrimSuffix(lfsURL, "/"), api: api, opts: o}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
 
 // runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
@@ -31,7 +32,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 
 	g := client.Git{}
-	env := readEnvironment(os.Getenv)
+	env := readEnvironment(os.Getenv, os.Environ())
 	cfg := agentConfig(ctx, g, env)
 	log, closeLog := agentLogger(cfg, stderr)
 	defer closeLog()
@@ -56,16 +57,18 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// agentConfig reads the agent's settings from git config in one call (every agent process of a push
-// starts with it) and returns a lookup that prefers the environment variable when it is set.
+// agentConfig reads the agent's settings from the process's config snapshot (one git call, which
+// the agent's later lookups share) and returns a lookup that prefers the environment variable when
+// it is set.
 func agentConfig(ctx context.Context, g client.Git, env environment) func(name, key string) string {
-	m, _ := g.ConfigMatching(ctx, `^xet\.(loglevel|logfile|store)$`)
+	repo := gitrepo.Open(g.Dir) // a failure to read it reads as nothing set
 	vars := map[string]string{"GIT_XET_STORE": env.Store, "GIT_XET_LOG": env.Log, "GIT_XET_LOG_LEVEL": env.LogLevel}
 	return func(name, key string) string {
 		if v := vars[name]; v != "" {
 			return v
 		}
-		return m[key]
+		v, _ := repo.Get(key)
+		return v
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/rs/zerolog"
 )
@@ -25,15 +26,17 @@ type environment struct {
 	Ref                              string
 	CacheDirs                        localshards.Dirs
 	CacheSizeLimit, CacheMaxEntries  int64
-	HFToken, HFTokenPath, Home       string // the Hub credential's sources (HF_HOME is CacheDirs.HFHome)
+	Credentials                      credentials.Env // HF_TOKEN, HF_TOKEN_PATH, HF_HOME, HOME and the whole environment
 	HFEndpoint                       string
 
 	// Problems are values that could not be used (named, with what was wanted); the defaults hold.
 	Problems []string
 }
 
-// readEnvironment reads the environment through getenv (os.Getenv, or a test's map).
-func readEnvironment(getenv func(string) string) environment {
+// readEnvironment reads the environment through getenv (os.Getenv, or a test's map); environ is
+// the whole environment (os.Environ), which git-lfs's packages are given for the variables they
+// read themselves.
+func readEnvironment(getenv func(string) string, environ []string) environment {
 	e := environment{
 		Store:      getenv("GIT_XET_STORE"),
 		Log:        getenv("GIT_XET_LOG"),
@@ -44,10 +47,9 @@ func readEnvironment(getenv func(string) string) environment {
 		Ref:        getenv("GIT_XET_REF"),
 		CacheDirs: localshards.Dirs{HFXetCache: getenv("HF_XET_CACHE"), HFHome: getenv("HF_HOME"),
 			XDGCacheHome: getenv("XDG_CACHE_HOME"), Home: homeDir(getenv)},
-		HFToken:     getenv("HF_TOKEN"),
-		HFTokenPath: getenv("HF_TOKEN_PATH"),
-		Home:        homeDir(getenv),
-		HFEndpoint:  strings.TrimRight(getenv("HF_ENDPOINT"), "/"),
+		Credentials: credentials.Env{HFToken: getenv("HF_TOKEN"), HFTokenPath: getenv("HF_TOKEN_PATH"), HFHome: getenv("HF_HOME"),
+			Home: homeDir(getenv), OS: environ},
+		HFEndpoint: strings.TrimRight(getenv("HF_ENDPOINT"), "/"),
 	}
 	if v := getenv("GIT_XET_STALL_TIMEOUT"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {
@@ -96,7 +98,7 @@ func homeDir(getenv func(string) string) string {
 // clientOptions are the Xet client's options that come from the environment.
 func (e environment) clientOptions() client.Options {
 	o := client.Options{StallTimeout: e.StallTimeout, Concurrency: e.Concurrency, NoShare: e.NoShare, DirectIO: e.DirectIO,
-		Ref: e.Ref}
+		Ref: e.Ref, Credentials: e.Credentials}
 	o.Cache.SizeLimit, o.Cache.MaxEntries = e.CacheSizeLimit, e.CacheMaxEntries
 	if root, err := e.CacheDirs.Root(); err == nil {
 		o.Cache.Root = root

@@ -19,7 +19,7 @@ func TestEnvironmentDocumented(t *testing.T) {
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var names []string
-	readEnvironment(func(name string) string { names = append(names, name); return "" })
+	readEnvironment(func(name string) string { names = append(names, name); return "" }, nil)
 	if len(names) < 15 {
 		t.Fatalf("read only %d variables: %v", len(names), names)
 	}
@@ -37,7 +37,7 @@ func TestReadEnvironment(t *testing.T) {
 		"HF_XET_SHARD_CACHE_SIZE_LIMIT": "1kb", "HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE": "1000",
 		"HF_HOME": "/h", "HOME": "/u", "HF_ENDPOINT": "https://hub.example/",
 	}
-	e := readEnvironment(func(n string) string { return vars[n] })
+	e := readEnvironment(func(n string) string { return vars[n] }, nil)
 	if e.StallTimeout != 30*time.Second || e.Concurrency != 3 || !e.NoShare || !e.DirectIO || e.CacheSizeLimit != 1000 ||
 		e.CacheMaxEntries != 1000 || e.HFEndpoint != "https://hub.example" || len(e.Problems) != 0 {
 		t.Fatalf("%+v", e)
@@ -48,7 +48,7 @@ func TestReadEnvironment(t *testing.T) {
 	}
 	bad := map[string]string{"GIT_XET_STALL_TIMEOUT": "soon", "GIT_XET_CONCURRENCY": "-2",
 		"HF_XET_SHARD_CACHE_SIZE_LIMIT": "lots", "HF_XET_SHARD_CHUNK_INDEX_TABLE_MAX_SIZE": "0"}
-	e = readEnvironment(func(n string) string { return bad[n] })
+	e = readEnvironment(func(n string) string { return bad[n] }, nil)
 	if len(e.Problems) != 4 || e.StallTimeout != 0 || e.Concurrency != 0 || e.CacheSizeLimit != 0 || e.CacheMaxEntries != 0 {
 		t.Fatalf("malformed values: %+v", e)
 	}

@@ -25,7 +25,7 @@ func runFsck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx := context.Background()
 	if *dir == "" {
-		r, err := client.ResolveLocalRemote(ctx, client.Git{}, *remote)
+		r, err := client.ResolveLocalRemote(ctx, client.Git{}, "upload", *remote)
 		if err != nil {
 			fmt.Fprintf(stderr, "git-xet-transfer fsck: %v\n", err)
 			return 1

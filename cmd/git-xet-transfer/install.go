@@ -86,7 +86,7 @@ func selfPath() (string, error) {
 // hubKeys are the standalone keys of install --hub: the Hub's hosts, and $HF_ENDPOINT when set.
 func hubKeys() []string {
 	urls := []string{"https://huggingface.co/", "https://hf.co/"}
-	if e := readEnvironment(os.Getenv).HFEndpoint; e != "" {
+	if e := readEnvironment(os.Getenv, os.Environ()).HFEndpoint; e != "" {
 		urls = append(urls, e+"/")
 	}
 	keys := make([]string, 0, len(urls))

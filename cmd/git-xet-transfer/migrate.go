@@ -17,6 +17,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 )
 
@@ -37,7 +38,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	g := client.Git{}
-	env := readEnvironment(os.Getenv)
+	env := readEnvironment(os.Getenv, os.Environ())
 	log, closeLog := agentLogger(agentConfig(ctx, g, env), stderr)
 	defer closeLog()
 	if f.dryRun { // nothing is opened on the target: it must not change
@@ -50,7 +51,8 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer target.Close()
 	o := migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, Target: target, DryRun: f.dryRun,
-		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20, Jobs: f.jobs}
+		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20, Jobs: f.jobs,
+		Env: env.Credentials}
 	if root, err := env.CacheDirs.Root(); err == nil {
 		if c, err := localshards.Open(localshards.EndpointDir(root, target.Where()),
 			localshards.Options{Log: log, SizeLimit: env.CacheSizeLimit, MaxEntries: env.CacheMaxEntries}); err == nil {
@@ -83,7 +85,8 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // dryRunMigrate walks and estimates without opening the target.
 func dryRunMigrate(ctx context.Context, f migrateFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
-	rep, err := migrate.Run(ctx, migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, DryRun: true, Log: log})
+	rep, err := migrate.Run(ctx, migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, DryRun: true, Log: log,
+		Env: credentials.EnvFrom(os.Environ())})
 	if rep != nil {
 		rep.Print(stdout)
 	}
@@ -132,17 +135,20 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 func openTarget(ctx context.Context, g client.Git, f migrateFlags, env environment, log zerolog.Logger) (migrate.Target, error) {
 	to := f.to
 	if to == "" {
-		if r, err := client.ResolveLocalRemote(ctx, g, f.remote); err == nil {
+		if r, err := client.ResolveLocalRemote(ctx, g, "upload", f.remote); err == nil {
 			return migrate.OpenEmbedded(r.StoreDir(), log)
 		}
-		e := credentials.New(f.remote, "upload").Endpoint()
-		if e == "" || e == "<unknown>" {
+		ep, err := client.RemoteEndpoint(ctx, g, "upload", f.remote)
+		if err != nil {
+			return nil, err
+		}
+		if ep.Url == "" || ep.Url == "<unknown>" {
 			return nil, fmt.Errorf("remote %q has no LFS endpoint; give --to", f.remote)
 		}
-		return migrate.OpenBatch(e, f.remote, env.migrateOptions(log))
+		return migrate.OpenBatch(ctx, gitrepo.Open(g.Dir), ep.Url, f.remote, env.migrateOptions(log))
 	}
 	if strings.HasPrefix(to, "http://") || strings.HasPrefix(to, "https://") {
-		return migrate.OpenBatch(to, f.remote, env.migrateOptions(log))
+		return migrate.OpenBatch(ctx, gitrepo.Open(g.Dir), to, f.remote, env.migrateOptions(log))
 	}
 	p, ok := client.LocalPath(to, g.TopLevel(ctx))
 	if !ok {
@@ -178,11 +184,7 @@ func switchToXet(ctx context.Context, g client.Git, f migrateFlags, target migra
 		set = append(set, [2]string{"remote." + f.remote + ".lfsurl", newURL})
 		// lfs.url wins over remote.<r>.lfsurl in git-lfs: when one is set (config or .lfsconfig),
 		// this repository's own lfs.url must name the target too.
-		cur, _ := g.Config(ctx, "lfs.url")
-		if cur == "" {
-			cur, _ = g.Run(ctx, "config", "-f", filepath.Join(g.TopLevel(ctx), ".lfsconfig"), "--get", "lfs.url")
-		}
-		if cur != "" && cur != newURL {
+		if cur, ok := gitrepo.Open(g.Dir).Get("lfs.url"); ok && cur != newURL {
 			set = append(set, [2]string{"lfs.url", newURL})
 		}
 	}
@@ -221,18 +223,11 @@ func targetURL(ctx context.Context, g client.Git, f migrateFlags) (string, error
 		p, _ := client.LocalPath(f.to, g.TopLevel(ctx))
 		return p, nil
 	}
-	r, err := client.ResolveLocalRemote(ctx, g, f.remote)
-	if err != nil {
+	ep, err := client.RemoteEndpoint(ctx, g, "upload", f.remote)
+	if err != nil || !ep.Local() {
 		return "", nil
 	}
-	u, err := g.Run(ctx, "remote", "get-url", f.remote)
-	if err != nil {
-		return "", err
-	}
-	if p, ok := client.LocalPath(u, g.TopLevel(ctx)); ok {
-		return p, nil
-	}
-	return r.URL, nil
+	return ep.LocalDir, nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
 
 // runStatus prints what is configured, where the caches and stores are, and the versions of git,
@@ -79,7 +80,7 @@ func printConfig(ctx context.Context, g client.Git, self string, stdout io.Write
 			}
 		}
 	}
-	if v, _ := g.Run(ctx, "config", "--get", "lfs.basictransfersonly"); v == "true" {
+	if gitrepo.Open(g.Dir).Bool("lfs.basictransfersonly", false) {
 		fmt.Fprintln(stdout, "  WARNING: lfs.basictransfersonly=true disables custom transfer agents such as xet")
 	}
 	return installed
@@ -88,7 +89,7 @@ func printConfig(ctx context.Context, g client.Git, self string, stdout io.Write
 // printShardCache prints the shard cache root and the size of each endpoint's folder.
 func printShardCache(stdout io.Writer) {
 	fmt.Fprintln(stdout, "\nshard cache:")
-	root, err := readEnvironment(os.Getenv).CacheDirs.Root()
+	root, err := readEnvironment(os.Getenv, os.Environ()).CacheDirs.Root()
 	if err != nil {
 		fmt.Fprintf(stdout, "  unavailable: %v\n", err)
 		return
@@ -102,22 +103,24 @@ func printShardCache(stdout io.Writer) {
 	}
 }
 
-// printRemotes prints, inside a repository, each remote and where its Xet data goes.
+// printRemotes prints, inside a repository, each remote, its LFS endpoint for pushes and where its
+// Xet data goes.
 func printRemotes(ctx context.Context, g client.Git, stdout io.Writer) {
-	if top, err := g.Run(ctx, "rev-parse", "--git-dir"); err != nil || top == "" {
+	repo := gitrepo.Open(g.Dir)
+	if _, err := repo.Location(ctx); err != nil {
 		return
 	}
 	fmt.Fprintln(stdout, "\nremotes of this repository:")
-	names, _ := g.Run(ctx, "remote")
-	for _, name := range strings.Fields(names) {
-		u, err := client.RemoteURL(ctx, g, name)
+	for _, name := range repo.Remotes() {
+		ep, err := repo.Endpoint(ctx, "upload", name)
 		if err != nil {
 			fmt.Fprintf(stdout, "  %s: %v\n", name, err)
 			continue
 		}
-		r, err := client.ResolveLocalRemote(ctx, g, name)
+		u := gitrepo.Redact(ep.Url)
+		r, err := repo.LocalRemote(ctx, "upload", name)
 		if err != nil {
-			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(ctx, g, u))
+			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(repo, ep))
 			continue
 		}
 		st := "no Xet store yet"
@@ -130,26 +133,11 @@ func printRemotes(ctx context.Context, g client.Git, stdout io.Writer) {
 
 // networkMode says how a network remote's LFS objects move: for a Hugging Face Hub remote, whether
 // it is in standalone mode (install --hub) or batch mode.
-func networkMode(ctx context.Context, g client.Git, remoteURL string) string {
-	if !isHubURL(remoteURL) {
+func networkMode(repo *gitrepo.Repo, ep gitrepo.Endpoint) string {
+	if !isHubURL(ep.Url) {
 		return "network remote: Xet when its LFS server offers the \"xet\" transfer"
 	}
-	lfsURL := strings.TrimSuffix(remoteURL, "/")
-	// git-lfs keys an SSH remote by the https URL it guesses from it (port dropped).
-	switch u, err := url.Parse(lfsURL); {
-	case err == nil && (u.Scheme == "http" || u.Scheme == "https"):
-	case err == nil && u.Host != "": // ssh://git@hf.co/ns/name
-		lfsURL = "https://" + u.Hostname() + u.Path
-	default: // scp-like git@hf.co:ns/name
-		_, hostPath, _ := strings.Cut(lfsURL, "@")
-		host, path, _ := strings.Cut(hostPath, ":")
-		lfsURL = "https://" + host + "/" + strings.TrimPrefix(path, "/")
-	}
-	if !strings.HasSuffix(lfsURL, ".git") {
-		lfsURL += ".git"
-	}
-	lfsURL += "/info/lfs"
-	if v, _ := g.Run(ctx, "config", "--get-urlmatch", "lfs.standalonetransferagent", lfsURL); v == agentName {
+	if v, _ := repo.URLGet("lfs", ep.Url, "standalonetransferagent"); v == agentName {
 		return "Hugging Face Hub, standalone mode: uploads and downloads through Xet"
 	}
 	return "Hugging Face Hub, batch mode: uploads through Xet, downloads whole files through the Hub's bridge; " +
@@ -165,7 +153,7 @@ func isHubURL(s string) bool {
 		host, _, _ = strings.Cut(s[at+1:], ":")
 	}
 	hosts := []string{"huggingface.co", "hf.co"}
-	if e, err := url.Parse(readEnvironment(os.Getenv).HFEndpoint); err == nil && e.Host != "" {
+	if e, err := url.Parse(readEnvironment(os.Getenv, os.Environ()).HFEndpoint); err == nil && e.Host != "" {
 		hosts = append(hosts, e.Hostname())
 	}
 	return slices.Contains(hosts, strings.ToLower(host))

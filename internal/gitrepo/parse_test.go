@@ -1,0 +1,157 @@
+package gitrepo
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseList(t *testing.T) {
+	out := "core.bare\nfalse\x00lfs.url\nhttps://a.test/r\x00alias.x\nline one\nline two\x00xet.flag\x00remote.Up.url\n\x00lfs.url\n/srv/b\x00"
+	got := ParseList(out)
+	want := []Entry{
+		{Key: "core.bare", Value: "false"},
+		{Key: "lfs.url", Value: "https://a.test/r"},
+		{Key: "alias.x", Value: "line one\nline two"},
+		{Key: "xet.flag", NoValue: true},
+		{Key: "remote.Up.url", Value: ""},
+		{Key: "lfs.url", Value: "/srv/b"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d entries %+v, want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// fakeRepo is a Repo over fixed entries, as if loaded.
+func fakeRepo(git, lfs []Entry) *Repo {
+	r := &Repo{gitCfg: git, lfsCfg: lfs}
+	r.gitOnce.Do(func() {})
+	r.cfgOnce.Do(func() {})
+	r.indexGit()
+	r.merge()
+	return r
+}
+
+func TestSnapshotLookups(t *testing.T) {
+	r := fakeRepo(ParseList("lfs.url\nfromgit\x00remote.Up.lfsurl\nu1\x00xet.flag\x00xet.off\nno\x00"),
+		ParseList("lfs.url\nfromfile\x00lfs.pushurl\npush\x00core.sshcommand\nevil\x00remote.x.url\nevil\x00lfs.https://h.test/.access\nnone\x00"))
+	check := func(key, want string, wantOK bool) {
+		t.Helper()
+		if v, ok := r.Get(key); v != want || ok != wantOK {
+			t.Errorf("Get(%q) = %q, %v; want %q, %v", key, v, ok, want, wantOK)
+		}
+	}
+	check("lfs.url", "fromgit", true)     // git config wins over .lfsconfig
+	check("LFS.URL", "fromgit", true)     // section and name fold
+	check("remote.Up.LfsUrl", "u1", true) // the subsection keeps its case
+	check("remote.up.lfsurl", "", false)
+	check("lfs.pushurl", "push", true)  // a safe key from .lfsconfig
+	check("core.sshcommand", "", false) // an unsafe one is ignored
+	check("remote.x.url", "", false)    // .lfsconfig may name only remote.<r>.lfsurl
+	check("xet.flag", "", true)         // set without a value
+	if all := r.GetAll("lfs.url"); strings.Join(all, ",") != "fromfile,fromgit" {
+		t.Errorf("GetAll(lfs.url) = %q", all)
+	}
+	if !r.Bool("xet.flag", false) || r.Bool("xet.off", true) || !r.Bool("xet.unset", true) {
+		t.Error("Bool: a key without a value is true, \"no\" false, unset the default")
+	}
+	if v, ok := r.URLGet("lfs", "https://h.test/org/r.git/info/lfs", "access"); v != "none" || !ok {
+		t.Errorf("URLGet(lfs.<url>.access) = %q, %v", v, ok)
+	}
+}
+
+// A real repository: one git config listing with include.path followed, .lfsconfig from the work
+// tree, else the index, else HEAD.
+func TestLoadRealRepository(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	inc := filepath.Join(t.TempDir(), "inc")
+	if err := os.WriteFile(inc, []byte("[xet]\n\tfromInclude = yes\n[alias]\n\tml = \"!echo a\\nb\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("config", "include.path", inc)
+	if err := os.WriteFile(filepath.Join(dir, ".lfsconfig"), []byte("[lfs]\n\turl = https://file.test/r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := New(Git{Dir: dir})
+	if err := r.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.Get("xet.frominclude"); v != "yes" {
+		t.Errorf("included key: %q", v)
+	}
+	if v, _ := r.Get("alias.ml"); v != "!echo a\nb" {
+		t.Errorf("value with a newline: %q", v)
+	}
+	if v, _ := r.Get("lfs.url"); v != "https://file.test/r" {
+		t.Errorf("lfs.url from the work tree's .lfsconfig: %q", v)
+	}
+	loc, err := r.Location(ctx)
+	if err != nil || loc.Bare || loc.TopLevel == "" || loc.GitDir != filepath.Join(loc.TopLevel, ".git") || loc.CommonDir != loc.GitDir {
+		t.Errorf("location %+v, %v", loc, err)
+	}
+
+	git("add", ".lfsconfig")
+	git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+	if err := os.WriteFile(filepath.Join(dir, ".lfsconfig"), []byte("[lfs]\n\turl = https://index.test/r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", ".lfsconfig")
+	os.Remove(filepath.Join(dir, ".lfsconfig"))
+	if v, _ := New(Git{Dir: dir}).Get("lfs.url"); v != "https://index.test/r" {
+		t.Errorf("lfs.url from the index: %q", v)
+	}
+	git("rm", "-q", "--cached", ".lfsconfig")
+	if v, _ := New(Git{Dir: dir}).Get("lfs.url"); v != "https://file.test/r" {
+		t.Errorf("lfs.url from HEAD: %q", v)
+	}
+}
+
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git missing")
+		}
+		t.Skip("git missing")
+	}
+}
+
+// A key .lfsconfig cannot set is read without .lfsconfig: a broken .lfsconfig fails only what
+// depends on it.
+func TestOtherKeysWithoutLFSConfig(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", dir, "config", "xet.loglevel", "debug").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".lfsconfig"), []byte("[lfs\n\turl = broken"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Git{Dir: dir})
+	if v, ok := r.Get("xet.loglevel"); v != "debug" || !ok {
+		t.Errorf("xet.loglevel = %q, %v", v, ok)
+	}
+	if err := r.Load(context.Background()); err == nil || !strings.Contains(err.Error(), ".lfsconfig") {
+		t.Errorf("Load with a broken .lfsconfig: %v", err)
+	}
+}
