@@ -28,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // ErrNotFound: no such xorb, file, SHA-256 mapping or dedupe chunk.
@@ -207,4 +208,15 @@ func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64,
 		return nil, 0, err
 	}
 	return b, int64(m.recordsLen()), nil
+}
+
+// XorbFooter returns the footer of stored xorb h (chunk hashes, record ends, raw ends) as the store
+// keeps it after the records, from the cache of parsed footers when there. ErrNotFound when missing.
+// The slices are shared with the cache: the caller does not change them.
+func (s *Store) XorbFooter(ctx context.Context, h hash.Hash) (*xorb.Footer, error) {
+	m, err := s.xorbMeta(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return &xorb.Footer{Version: 1, Hash: h, ChunkHashes: m.hashes, BoundaryEnds: m.boundEnds, RawEnds: m.rawEnds}, nil
 }
