@@ -68,6 +68,11 @@ type job struct {
 	local    []piece
 	resume   *resumeState
 	fallback []*job
+	// parts, when set, are the runs of the job's one term, local or not (rng is the listed range
+	// holding the term): see runPartial. seg, when set, makes the job one fetched run of such a
+	// term.
+	parts []part
+	seg   *segState
 }
 
 // planJobs returns the jobs of a plan, in output order: a local job for each term lp covers, a
@@ -79,7 +84,7 @@ func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, err
 	resumed := make(map[int]*job)
 	var extra []*job
 	for ti, t := range l.terms {
-		if lp.whole[ti] != nil || !lp.resumes[t.Hash] {
+		if lp.whole[ti] != nil || lp.partial[ti] != nil || !lp.resumes[t.Hash] {
 			continue
 		}
 		fb, err := jobs(p, l, func(i int) bool { return i == ti })
@@ -91,9 +96,20 @@ func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, err
 			extra = append(extra, j)
 		}
 	}
-	js, err := jobs(p, l, func(i int) bool { return lp.whole[i] == nil && resumed[i] == nil })
+	js, err := jobs(p, l, func(i int) bool { return lp.whole[i] == nil && lp.partial[i] == nil && resumed[i] == nil })
 	if err != nil {
 		return nil, err
+	}
+	for ti, parts := range lp.partial {
+		fb, err := jobs(p, l, func(i int) bool { return i == ti })
+		if err != nil {
+			return nil, err
+		}
+		if len(fb) == 1 && len(fb[0].terms) == 1 {
+			js = append(js, &job{xorb: l.terms[ti].Hash, fetch: fb[0].fetch, rng: fb[0].rng, terms: []int{ti}, parts: parts, fallback: fb})
+		} else {
+			js = append(js, fb...)
+		}
 	}
 	for ti, ps := range lp.whole {
 		fb, err := jobs(p, l, func(i int) bool { return i == ti })
