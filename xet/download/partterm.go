@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -233,6 +234,11 @@ func (j *job) runSegment(ctx context.Context, s *sink, fetch func(context.Contex
 		rng: casapi.XorbRange{Chunks: casapi.ChunkRange{Start: sg.start, End: sg.end},
 			Bytes: casapi.ByteRange{Start: recordStart(foot, sg.start), End: recordEnd(foot, sg.end-1) - 1}}}
 	if err := fetch(ctx, sub); err != nil {
+		if errors.Is(err, cas.ErrURLExpired) {
+			// Expired, or a URL that grants only its listed ranges whole: the whole term's fetch
+			// tells which (it re-plans when expired).
+			return 0, fmt.Errorf("%w: %w", errNoOffsets, err)
+		}
 		return 0, err
 	}
 	var n int64

@@ -23,11 +23,12 @@ import (
 // none; failAt makes the fetch of that number (1 the first) fail once, retryably.
 type rangeCAS struct {
 	cas.Client
-	noFooter bool
-	failAt   int
-	mu       sync.Mutex
-	ranges   []casapi.ByteRange
-	footers  int
+	noFooter  bool
+	failAt    int
+	wholeOnly bool // refuse (403) ranges under 1 MiB, as a URL granting only its listed ranges whole
+	mu        sync.Mutex
+	ranges    []casapi.ByteRange
+	footers   int
 }
 
 func (c *rangeCAS) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
@@ -37,6 +38,9 @@ func (c *rangeCAS) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r
 	c.mu.Unlock()
 	if n == c.failAt {
 		return nil, retry.Mark(errors.New("connection reset (test)"))
+	}
+	if c.wholeOnly && r.Len() < 1<<20 {
+		return nil, cas.ErrURLExpired
 	}
 	return c.Client.Fetch(ctx, x, f, r)
 }
@@ -160,5 +164,18 @@ func TestPartlyLocalTermRetriesOnlyTheFailedRange(t *testing.T) {
 	}
 	if len(c.ranges) != len(seen)+1 || seen[c.ranges[1]] != 2 || st.FetchedTerms > editBound {
 		t.Fatalf("ranges fetched: %v (the second failed once); %+v", c.ranges, st)
+	}
+}
+
+// A URL that refuses ranges inside its listed one (403): the term is fetched whole, the download
+// does not fail.
+func TestPartlyLocalTermURLRefusesSubranges(t *testing.T) {
+	c, v1, r1, local, dir := olderWithNewerLocal(t)
+	c.wholeOnly = true
+	out := filepath.Join(dir, "v1")
+	st := getCfg(t, download.Config{CAS: c}, r1, out, local)
+	sameFile(t, out, v1)
+	if st.FetchedTerms != int64(len(v1)) || len(c.ranges) != 2 {
+		t.Fatalf("sub-ranges refused: %+v, ranges %v", st, c.ranges)
 	}
 }

@@ -76,7 +76,8 @@ type job struct {
 }
 
 // planJobs returns the jobs of a plan, in output order: a local job for each term lp covers, a
-// resumed fetch for each term partly in place, and fetches for the other terms.
+// resumed fetch for each term partly in place, a job of local and fetched runs for each other term
+// lp covers in part, and fetches for the other terms.
 func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, error) {
 	if lp == nil {
 		return jobs(p, l, func(int) bool { return true })
@@ -84,7 +85,7 @@ func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, err
 	resumed := make(map[int]*job)
 	var extra []*job
 	for ti, t := range l.terms {
-		if lp.whole[ti] != nil || lp.partial[ti] != nil || !lp.resumes[t.Hash] {
+		if lp.whole[ti] != nil || !lp.resumes[t.Hash] {
 			continue
 		}
 		fb, err := jobs(p, l, func(i int) bool { return i == ti })
@@ -96,11 +97,17 @@ func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, err
 			extra = append(extra, j)
 		}
 	}
-	js, err := jobs(p, l, func(i int) bool { return lp.whole[i] == nil && lp.partial[i] == nil && resumed[i] == nil })
+	partial := make(map[int][]part) // a resumed term continues from its own record, without a footer
+	for ti, parts := range lp.partial {
+		if resumed[ti] == nil {
+			partial[ti] = parts
+		}
+	}
+	js, err := jobs(p, l, func(i int) bool { return lp.whole[i] == nil && partial[i] == nil && resumed[i] == nil })
 	if err != nil {
 		return nil, err
 	}
-	for ti, parts := range lp.partial {
+	for ti, parts := range partial {
 		fb, err := jobs(p, l, func(i int) bool { return i == ti })
 		if err != nil {
 			return nil, err
