@@ -257,7 +257,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 			}
 			preallocate(f, l.size)
 		}
-		s := newSink(cfg, req, f, df, l)
+		s := newSink(cfg, req, f, df, l, js)
 		if whole {
 			s.merkle = newMerkleStream(len(l.terms), filepath.Dir(f.Name()), defaultWaitBudget)
 		}
@@ -298,9 +298,21 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 	}
 }
 
-func newSink(cfg Config, req Request, f, df *os.File, l *layout) *sink {
-	return &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart,
+// newSink returns the sink of jobs js writing layout l to f.
+func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sink {
+	s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart,
 		readFooter: cfg.CAS.XorbFooter, footers: make(map[hash.Hash]*footerEntry), gap: cfg.GapBytes}
+	for _, j := range js {
+		if j.parts != nil {
+			e := s.footers[j.xorb]
+			if e == nil {
+				e = new(footerEntry)
+				s.footers[j.xorb] = e
+			}
+			e.uses++
+		}
+	}
+	return s
 }
 
 // runJobs runs the jobs, Concurrency at a time; a job failing retryably is run again within

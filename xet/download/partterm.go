@@ -77,20 +77,24 @@ func partialWorth(parts []part, gap int64) bool {
 // no footer, or it does not match the plan); the term is fetched whole.
 var errNoOffsets = errors.New("no chunk offsets for the xorb")
 
-// footerEntry is one xorb's footer, read once per download.
+// footerEntry is one xorb's footer, read once per download, and the number of partly local
+// terms of the xorb that have not finished (uses, under the sink's mu): the last lets it go, so a
+// download holds the footers of the xorbs in work only (up to 40 bytes per chunk each).
 type footerEntry struct {
 	once sync.Once
 	f    *xorb.Footer
 	err  error
+	uses int
 }
 
 // footer returns the footer of xorb x, read through fetch f the first time a term of x asks for
-// it in this download (one read per xorb, whichever term asks first).
+// it in this download (one read per xorb, whichever term asks first). The caller calls
+// footerDone(x) once it no longer needs it.
 func (s *sink) footer(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error) {
 	s.mu.Lock()
 	e := s.footers[x]
-	if e == nil {
-		e = new(footerEntry)
+	if e == nil { // a job newSink did not count: keep it for the download
+		e = &footerEntry{uses: 1 << 30}
 		s.footers[x] = e
 	}
 	s.mu.Unlock()
@@ -102,6 +106,17 @@ func (s *sink) footer(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xo
 		}
 	})
 	return e.f, e.err
+}
+
+// footerDone says a partly local term of xorb x has finished with its footer.
+func (s *sink) footerDone(x hash.Hash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.footers[x]; e != nil {
+		if e.uses--; e.uses <= 0 {
+			delete(s.footers, x)
+		}
+	}
 }
 
 // recordStart and recordEnd are where record i starts and ends (exclusive) in the xorb.
@@ -185,6 +200,7 @@ func (j *job) runPartial(ctx context.Context, s *sink, fetch func(context.Contex
 		return errNoOffsets // only whole, verified downloads use local chunks
 	}
 	foot, err := s.footer(ctx, j.xorb, j.fetch)
+	defer s.footerDone(j.xorb)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
