@@ -77,7 +77,8 @@ type Request struct {
 	NoSync   bool
 	Progress func(done int64) // bytes written so far (may be nil)
 	// Local, for a whole-file download, offers chunks already on this machine: terms it covers
-	// are copied from there (each chunk verified first) instead of fetched.
+	// are copied from there (each chunk verified first) instead of fetched, and of a term it
+	// covers in part only the missing chunks are fetched (Config.GapBytes).
 	Local Local
 	// OnTerm, for a whole-file download, is told of each term once its bytes are written and its
 	// chunk hashes verified (Span.Path ""): the verified part of the output so far. Calls are

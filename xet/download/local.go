@@ -13,9 +13,10 @@ import (
 
 // Local finds chunks of xorbs that are already in files on this machine (earlier versions of a
 // file, the verified part of an interrupted download). It is a hint, never trusted: every chunk
-// read from a span is hashed and compared with the span's entry before it is written, a term whose
-// local bytes do not verify is fetched instead, and the whole file is verified (file hash, SHA-256)
-// as when nothing is local.
+// read from a span is hashed and compared with the span's entry (and, in a term only partly local,
+// with the xorb footer's hash of that chunk) before it is written, local bytes that do not verify
+// are fetched instead, and the whole file is verified (file hash, SHA-256) as when nothing is
+// local.
 type Local interface {
 	// Spans returns spans holding chunks of any of xorbs (in any order; they may overlap).
 	Spans(xorbs []hash.Hash) []Span
@@ -113,9 +114,13 @@ func planLocal(loc Local, l *layout, out string, gap int64) *localPlan {
 		if l.pos[ti] < 0 || l.pos[ti]+int64(t.UnpackedLength) > l.size {
 			continue
 		}
-		if ps, ok := cover(lp.byXorb[t.Hash], t.Range.Start, t.Range.End, int64(t.UnpackedLength)); ok {
+		ss := lp.byXorb[t.Hash]
+		if len(ss) == 0 {
+			continue
+		}
+		if ps, ok := cover(ss, t.Range.Start, t.Range.End, int64(t.UnpackedLength)); ok {
 			lp.whole[ti] = ps
-		} else if parts := coverParts(lp.byXorb[t.Hash], t.Range.Start, t.Range.End); partialWorth(parts, gap) {
+		} else if parts := coverParts(ss, t.Range.Start, t.Range.End); partialWorth(parts, gap) {
 			lp.partial[ti] = parts
 		}
 	}
