@@ -45,7 +45,10 @@ func (s Span) Bytes() int64 {
 	return n
 }
 
-// Stats says where a download's bytes came from.
+// Stats says where a download's bytes came from. Local+InPlace+FetchedTerms is the file's size,
+// but when a partly local term had to be fetched whole after some of it was written (its URL
+// refused a range inside the listed one, or its footer's offsets were wrong): that term counts
+// both ways.
 type Stats struct {
 	Fetched      int64 // bytes fetched from the CAS: xorb ranges (their serialized size) and Footers
 	Footers      int64 // bytes of xorb footers read (for terms partly local; a URL may send up to 64 KiB for one)

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -250,10 +250,11 @@ func (j *job) runSegment(ctx context.Context, s *sink, fetch func(context.Contex
 		rng: casapi.XorbRange{Chunks: casapi.ChunkRange{Start: sg.start, End: sg.end},
 			Bytes: casapi.ByteRange{Start: recordStart(foot, sg.start), End: recordEnd(foot, sg.end-1) - 1}}}
 	if err := fetch(ctx, sub); err != nil {
-		if errors.Is(err, cas.ErrURLExpired) {
-			// Expired, or a URL that grants only its listed ranges whole: the whole term's fetch
-			// tells which (it re-plans when expired).
-			return 0, fmt.Errorf("%w: %w", errNoOffsets, err)
+		if ctx.Err() == nil && !retry.IsRetryable(err) {
+			// A URL that grants only its listed ranges whole (403: or expired), or records that
+			// are not where the footer says: the whole term's fetch is the plan's own word (it
+			// re-plans when the URL expired, and fails when the term is bad too).
+			return 0, fmt.Errorf("%w: range %s: %w", errNoOffsets, sub.rng.Bytes.Header(), err)
 		}
 		return 0, err
 	}

@@ -23,12 +23,13 @@ import (
 // none; failAt makes the fetch of that number (1 the first) fail once, retryably.
 type rangeCAS struct {
 	cas.Client
-	noFooter  bool
-	failAt    int
-	wholeOnly bool // refuse (403) ranges under 1 MiB, as a URL granting only its listed ranges whole
-	mu        sync.Mutex
-	ranges    []casapi.ByteRange
-	footers   int
+	noFooter   bool
+	failAt     int
+	wholeOnly  bool // refuse (403) ranges under 1 MiB, as a URL granting only its listed ranges whole
+	badOffsets bool // a footer whose inner record offsets are wrong
+	mu         sync.Mutex
+	ranges     []casapi.ByteRange
+	footers    int
 }
 
 func (c *rangeCAS) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
@@ -52,7 +53,17 @@ func (c *rangeCAS) XorbFooter(ctx context.Context, x hash.Hash, f casapi.XorbFet
 	if c.noFooter {
 		return nil, cas.ErrNoFooter
 	}
-	return c.Client.XorbFooter(ctx, x, f)
+	foot, err := c.Client.XorbFooter(ctx, x, f)
+	if err != nil || !c.badOffsets {
+		return foot, err
+	}
+	// Every record but the last one byte later than it is (the ends of the xorb still right).
+	bad := *foot
+	bad.BoundaryEnds = append([]uint32(nil), foot.BoundaryEnds...)
+	for i := range len(bad.BoundaryEnds) - 1 {
+		bad.BoundaryEnds[i]++
+	}
+	return &bad, nil
 }
 
 // olderWithNewerLocal: v1 (one xorb, one term) and v2 (three 64 KiB edits, its new chunks in a
@@ -177,5 +188,18 @@ func TestPartlyLocalTermURLRefusesSubranges(t *testing.T) {
 	sameFile(t, out, v1)
 	if st.FetchedTerms != int64(len(v1)) || len(c.ranges) != 2 {
 		t.Fatalf("sub-ranges refused: %+v, ranges %v", st, c.ranges)
+	}
+}
+
+// A footer whose offsets are not where the records are: the term is fetched whole, as the plan
+// lists it, and the output verifies.
+func TestPartlyLocalTermWrongFooterOffsets(t *testing.T) {
+	c, v1, r1, local, dir := olderWithNewerLocal(t)
+	c.badOffsets = true
+	out := filepath.Join(dir, "v1")
+	st := getCfg(t, download.Config{CAS: c}, r1, out, local)
+	sameFile(t, out, v1)
+	if st.FetchedTerms < int64(len(v1)) || len(c.ranges) != 2 {
+		t.Fatalf("wrong footer offsets: %+v, ranges %v", st, c.ranges)
 	}
 }
