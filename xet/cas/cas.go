@@ -28,6 +28,9 @@ var (
 	// ErrRangeNotSatisfiable: a reconstruction was asked for a range starting at or past the end of
 	// the file (HTTP 416).
 	ErrRangeNotSatisfiable = errors.New("cas: range not satisfiable")
+	// ErrNoFooter: the CAS does not offer the footer of a xorb through its fetch URL (the caller
+	// fetches whole ranges, as listed in the plan, instead).
+	ErrNoFooter = errors.New("cas: xorb footer not offered")
 )
 
 // Client is what the upload and download code need from a CAS. Implementations are safe for
@@ -53,4 +56,10 @@ type Client interface {
 	// Fetch returns the bytes r (inclusive) of a xorb fetch (URL from the plan, or the local
 	// store). The body yields exactly r.Len() bytes or fails; the caller closes it.
 	Fetch(ctx context.Context, xorb hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error)
+	// XorbFooter returns the footer of a xorb (its chunk hashes and where each chunk's record ends)
+	// through a fetch of the plan, so a download can fetch single chunks of a listed range. It is
+	// checked (xorb.ReadFooter: lengths, rising offsets; the xorb hash it names) but not trusted:
+	// every chunk fetched with it is still hashed. ErrNoFooter (wrapped) when the CAS does not
+	// offer it.
+	XorbFooter(ctx context.Context, xorb hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error)
 }

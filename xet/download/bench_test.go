@@ -349,6 +349,9 @@ func (c *sinkCAS) Reconstruct(context.Context, hash.Hash, *casapi.ByteRange) (*c
 func (c *sinkCAS) Fetch(context.Context, hash.Hash, casapi.XorbFetch, casapi.ByteRange) (io.ReadCloser, error) {
 	return nil, errors.New("sink CAS: nothing to fetch")
 }
+func (c *sinkCAS) XorbFooter(context.Context, hash.Hash, casapi.XorbFetch) (*xorb.Footer, error) {
+	return nil, cas.ErrNoFooter
+}
 
 // rssChild is the child of TestPeakRSS: upload, then download, of generated data (with
 // XET_RSS_SINK=1, only the upload, to a sinkCAS).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -42,6 +43,11 @@ type sink struct {
 	onTerm   func(Span) // Request.OnTerm; called under mu
 	onPart   func(Span) // Request.OnPart; called under mu
 	stats    Stats
+	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read (under
+	// mu); gap is Config.GapBytes. See runPartial.
+	readFooter func(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error)
+	footers    map[hash.Hash]*footerEntry
+	gap        int64
 }
 
 // addStat updates the figures under the sink's lock.
@@ -199,9 +205,15 @@ func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
 	if s.merkle != nil {
 		r.ents = make([][]hash.Entry, len(j.terms))
 		for a, ti := range j.terms {
-			r.ents[a] = make([]hash.Entry, r.l.terms[ti].Range.End-r.l.terms[ti].Range.Start)
+			if j.seg == nil {
+				r.ents[a] = make([]hash.Entry, r.l.terms[ti].Range.End-r.l.terms[ti].Range.Start)
+			}
 		}
 		r.ck = make([]checkpoint, len(j.terms))
+	}
+	if sg := j.seg; sg != nil && r.ents != nil { // one run of its one term, whose entries are kept
+		r.cursor[0] = sg.before
+		r.ents[0] = sg.ents
 	}
 	if rs := j.resume; rs != nil && r.ents != nil { // its one term's first chunks are in place
 		r.cursor[0] = rs.bytes
@@ -281,7 +293,7 @@ func (r *jobRun) chunk(k, n uint32) error {
 		}
 	}
 	r.read += uint64(len(rec))
-	if err := r.emit(raw, inPlace); err != nil || r.s.onPart == nil || r.ents == nil {
+	if err := r.emit(raw, inPlace); err != nil || r.s.onPart == nil || r.ents == nil || j.seg != nil {
 		return err
 	}
 	return r.report(ci)
@@ -392,7 +404,7 @@ func (r *jobRun) finish() error {
 		return fmt.Errorf("xorb %s: range %s: %w", j.xorb, j.rng.Bytes.Header(), err)
 	}
 	for a, ti := range j.terms {
-		if t := l.terms[ti]; r.cursor[a] != int64(t.UnpackedLength) {
+		if t := l.terms[ti]; j.seg == nil && r.cursor[a] != int64(t.UnpackedLength) {
 			return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decoded %d bytes, plan says %d",
 				ti, t.Hash, t.Range.Start, t.Range.End, r.cursor[a], t.UnpackedLength)
 		}
@@ -407,9 +419,12 @@ func (r *jobRun) finish() error {
 	if j.resume != nil {
 		decoded -= j.resume.bytes
 	}
+	if j.seg != nil {
+		decoded = r.cursor[0] - j.seg.before
+	}
 	r.s.addStat(func(st *Stats) { st.Fetched += int64(j.rng.Bytes.Len()); st.FetchedTerms += decoded })
-	if r.ents == nil {
-		return nil
+	if r.ents == nil || j.seg != nil {
+		return nil // a run's term is finished by runPartial
 	}
 	if r.s.onPart != nil {
 		r.lastParts()

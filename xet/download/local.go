@@ -13,9 +13,10 @@ import (
 
 // Local finds chunks of xorbs that are already in files on this machine (earlier versions of a
 // file, the verified part of an interrupted download). It is a hint, never trusted: every chunk
-// read from a span is hashed and compared with the span's entry before it is written, a term whose
-// local bytes do not verify is fetched instead, and the whole file is verified (file hash, SHA-256)
-// as when nothing is local.
+// read from a span is hashed and compared with the span's entry (and, in a term only partly local,
+// with the xorb footer's hash of that chunk) before it is written, local bytes that do not verify
+// are fetched instead, and the whole file is verified (file hash, SHA-256) as when nothing is
+// local.
 type Local interface {
 	// Spans returns spans holding chunks of any of xorbs (in any order; they may overlap).
 	Spans(xorbs []hash.Hash) []Span
@@ -44,9 +45,13 @@ func (s Span) Bytes() int64 {
 	return n
 }
 
-// Stats says where a download's bytes came from.
+// Stats says where a download's bytes came from. Local+InPlace+FetchedTerms is the file's size,
+// but when a partly local term had to be fetched whole after some of it was written (its URL
+// refused a range inside the listed one, or its footer's offsets were wrong): that term counts
+// both ways.
 type Stats struct {
-	Fetched      int64 // bytes of xorb ranges fetched from the CAS (their serialized size)
+	Fetched      int64 // bytes fetched from the CAS: xorb ranges (their serialized size) and Footers
+	Footers      int64 // bytes of xorb footers read (for terms partly local; a URL may send up to 64 KiB for one)
 	FetchedTerms int64 // bytes of the output decoded from fetched ranges
 	Local        int64 // bytes copied from local files, verified
 	InPlace      int64 // bytes found verified where they belong (a resumed download)
@@ -70,18 +75,20 @@ type localSpan struct {
 
 func (s *localSpan) end() uint32 { return s.Start + uint32(len(s.Chunks)) }
 
-// localPlan: the terms that local spans cover whole (the pieces to copy each from), and the
-// spans by xorb (for resumed terms).
+// localPlan: the terms that local spans cover whole (the pieces to copy each from), the terms
+// they cover in part (worth fetching chunk by chunk), and the spans by xorb (for resumed terms).
 type localPlan struct {
 	whole   map[int][]piece
+	partial map[int][]part
 	byXorb  map[hash.Hash][]*localSpan
 	resumes map[hash.Hash]bool // xorbs with spans of an earlier attempt to resume from
 }
 
 // planLocal finds the terms that local spans cover entirely (every chunk, with the term's
-// unpacked length). Spans in the output itself are preferred (a resumed download reads them where
-// they are and writes nothing).
-func planLocal(loc Local, l *layout, out string) *localPlan {
+// unpacked length), and those they cover in part where the local chunks are worth more than the
+// requests around them (partialWorth with gap, Config.GapBytes). Spans in the output itself are
+// preferred (a resumed download reads them where they are and writes nothing).
+func planLocal(loc Local, l *layout, out string, gap int64) *localPlan {
 	seen := make(map[hash.Hash]bool)
 	var xs []hash.Hash
 	for _, t := range l.terms {
@@ -90,7 +97,8 @@ func planLocal(loc Local, l *layout, out string) *localPlan {
 			xs = append(xs, t.Hash)
 		}
 	}
-	lp := &localPlan{whole: make(map[int][]piece), byXorb: make(map[hash.Hash][]*localSpan), resumes: make(map[hash.Hash]bool)}
+	lp := &localPlan{whole: make(map[int][]piece), partial: make(map[int][]part),
+		byXorb: make(map[hash.Hash][]*localSpan), resumes: make(map[hash.Hash]bool)}
 	for _, sp := range loc.Spans(xs) {
 		if !seen[sp.Xorb] || len(sp.Chunks) == 0 || sp.Pos < 0 {
 			continue
@@ -109,8 +117,14 @@ func planLocal(loc Local, l *layout, out string) *localPlan {
 		if l.pos[ti] < 0 || l.pos[ti]+int64(t.UnpackedLength) > l.size {
 			continue
 		}
-		if ps, ok := cover(lp.byXorb[t.Hash], t.Range.Start, t.Range.End, int64(t.UnpackedLength)); ok {
+		ss := lp.byXorb[t.Hash]
+		if len(ss) == 0 {
+			continue
+		}
+		if ps, ok := cover(ss, t.Range.Start, t.Range.End, int64(t.UnpackedLength)); ok {
 			lp.whole[ti] = ps
+		} else if parts := coverParts(ss, t.Range.Start, t.Range.End); partialWorth(parts, gap) {
+			lp.partial[ti] = parts
 		}
 	}
 	return lp
@@ -121,24 +135,33 @@ func cover(spans []*localSpan, start, end uint32, want int64) ([]piece, bool) {
 	var ps []piece
 	var total int64
 	for idx := start; idx < end; {
-		var sp *localSpan
-		for _, s := range spans {
-			if s.Start <= idx && idx < s.end() {
-				sp = s
-				break
-			}
-		}
+		sp := spanAt(spans, idx)
 		if sp == nil {
 			return nil, false
 		}
 		hi := min(end, sp.end())
-		a, b := idx-sp.Start, hi-sp.Start
-		p := piece{path: sp.Path, pos: sp.Pos + sp.off[a], ents: sp.Chunks[a:b], bytes: sp.off[b] - sp.off[a]}
+		p := sp.piece(idx, hi)
 		ps = append(ps, p)
 		total += p.bytes
 		idx = hi
 	}
 	return ps, total == want
+}
+
+// spanAt returns the first of spans holding chunk idx, or nil.
+func spanAt(spans []*localSpan, idx uint32) *localSpan {
+	for _, s := range spans {
+		if s.Start <= idx && idx < s.end() {
+			return s
+		}
+	}
+	return nil
+}
+
+// piece is the part of s holding chunks [lo, hi) (inside the span).
+func (s *localSpan) piece(lo, hi uint32) piece {
+	a, b := lo-s.Start, hi-s.Start
+	return piece{path: s.Path, pos: s.Pos + s.off[a], ents: s.Chunks[a:b], bytes: s.off[b] - s.off[a]}
 }
 
 // errLocalStale: a local file no longer holds what its span says.

@@ -68,10 +68,16 @@ type job struct {
 	local    []piece
 	resume   *resumeState
 	fallback []*job
+	// parts, when set, are the runs of the job's one term, local or not (rng is the listed range
+	// holding the term): see runPartial. seg, when set, makes the job one fetched run of such a
+	// term.
+	parts []part
+	seg   *segState
 }
 
 // planJobs returns the jobs of a plan, in output order: a local job for each term lp covers, a
-// resumed fetch for each term partly in place, and fetches for the other terms.
+// resumed fetch for each term partly in place, a job of local and fetched runs for each other term
+// lp covers in part, and fetches for the other terms.
 func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, error) {
 	if lp == nil {
 		return jobs(p, l, func(int) bool { return true })
@@ -91,9 +97,26 @@ func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, err
 			extra = append(extra, j)
 		}
 	}
-	js, err := jobs(p, l, func(i int) bool { return lp.whole[i] == nil && resumed[i] == nil })
+	partial := make(map[int][]part) // a resumed term continues from its own record, without a footer
+	for ti, parts := range lp.partial {
+		if resumed[ti] == nil {
+			partial[ti] = parts
+		}
+	}
+	js, err := jobs(p, l, func(i int) bool { return lp.whole[i] == nil && partial[i] == nil && resumed[i] == nil })
 	if err != nil {
 		return nil, err
+	}
+	for ti, parts := range partial {
+		fb, err := jobs(p, l, func(i int) bool { return i == ti })
+		if err != nil {
+			return nil, err
+		}
+		if len(fb) == 1 && len(fb[0].terms) == 1 {
+			js = append(js, &job{xorb: l.terms[ti].Hash, fetch: fb[0].fetch, rng: fb[0].rng, terms: []int{ti}, parts: parts, fallback: fb})
+		} else {
+			js = append(js, fb...)
+		}
 	}
 	for ti, ps := range lp.whole {
 		fb, err := jobs(p, l, func(i int) bool { return i == ti })

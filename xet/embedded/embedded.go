@@ -189,6 +189,16 @@ func (l *CAS) Fetch(ctx context.Context, x hash.Hash, _ casapi.XorbFetch, r casa
 	return &sectionCloser{SectionReader: io.NewSectionReader(f, int64(r.Start), int64(r.Len())), c: f}, nil
 }
 
+// XorbFooter returns the footer the store keeps after x's records (from its cache of parsed
+// footers).
+func (l *CAS) XorbFooter(ctx context.Context, x hash.Hash, _ casapi.XorbFetch) (*xorb.Footer, error) {
+	f, err := l.s.XorbFooter(ctx, x)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("xorb %s footer: %w", x, err))
+	}
+	return f, nil
+}
+
 // LookupSHA256 finds the Xet file registered with this SHA-256 (an LFS oid) in l's namespace.
 // sha is in the hash.FromSHA256 form (hash.ParseSHA256 of the oid).
 func (l *CAS) LookupSHA256(ctx context.Context, sha hash.Hash) (file hash.Hash, size uint64, err error) {

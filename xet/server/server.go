@@ -47,6 +47,8 @@ type Store interface {
 	// be told is "already stored".
 	LookupVerifiedSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
 	OpenXorb(ctx context.Context, h hash.Hash) (f store.ReadAtCloser, recordsLen int64, err error)
+	// XorbFooter is the footer stored after a xorb's records (served to a signed URL's suffix range).
+	XorbFooter(ctx context.Context, h hash.Hash) (*xorb.Footer, error)
 	GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error)
 	// FileComplete reports whether every xorb of a registered file is stored.
 	FileComplete(ctx context.Context, file hash.Hash) (bool, error)

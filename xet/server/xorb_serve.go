@@ -2,9 +2,11 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +21,12 @@ import (
 // is missing, or a range falls outside; 416 when ranges overlap or start past the records; 206 with the
 // bytes otherwise (several ranges as multipart/byteranges). The bytes stream from the store's file
 // (io.SectionReader over OpenXorb), never whole in memory.
+//
+// A single suffix range ("bytes=-N") with a valid signature reads the tail of the xorb object as an
+// object store would (the records, then the footer): it is answered with the last N bytes of the
+// footer at most (206, Content-Range in object offsets), never with records outside the signed
+// ranges. The footer holds the xorb's chunk hashes and record offsets, with which a client fetches
+// single chunks of its signed ranges.
 func (s *Server) handleSignedXorb(w http.ResponseWriter, r *http.Request) {
 	if r.PathValue("prefix") != casapi.PrefixDefault {
 		writeError(w, http.StatusNotFound, "unknown xorb prefix")
@@ -37,6 +45,10 @@ func (s *Server) handleSignedXorb(w http.ResponseWriter, r *http.Request) {
 	hdr := r.Header.Get("Range")
 	if hdr == "" {
 		writeError(w, http.StatusForbidden, "a Range header inside the signed ranges is required")
+		return
+	}
+	if n, ok := suffixLen(hdr); ok {
+		s.serveFooter(w, r, h, n)
 		return
 	}
 	f, recordsLen, err := s.cfg.Store.OpenXorb(r.Context(), h)
@@ -76,6 +88,39 @@ func (s *Server) handleSignedXorb(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", contentTypeOctets)
 	w.Header().Set("Cache-Control", "private, max-age="+strconv.Itoa(int(s.cfg.URLTTL/time.Second)))
 	http.ServeContent(w, r, "", time.Time{}, recordsView(f, recordsLen))
+}
+
+// suffixLen returns N of a Range header that is one suffix range, "bytes=-N" (N > 0).
+func suffixLen(hdr string) (uint64, bool) {
+	spec, ok := strings.CutPrefix(hdr, "bytes=-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(spec), 10, 64)
+	return n, err == nil && n > 0
+}
+
+// serveFooter answers a suffix range of xorb h with the last n bytes (at most) of its footer.
+func (s *Server) serveFooter(w http.ResponseWriter, r *http.Request, h hash.Hash, n uint64) {
+	foot, err := s.cfg.Store.XorbFooter(r.Context(), h)
+	if err != nil {
+		s.fail(w, r, "xorb footer", err)
+		return
+	}
+	if len(foot.BoundaryEnds) == 0 {
+		writeError(w, http.StatusInternalServerError, "xorb footer lists no chunks")
+		return
+	}
+	b := foot.AppendTo(nil)
+	recordsLen := uint64(foot.BoundaryEnds[len(foot.BoundaryEnds)-1])
+	total := recordsLen + uint64(len(b))
+	b = b[uint64(len(b))-min(n, uint64(len(b))):]
+	w.Header().Set("Content-Type", contentTypeOctets)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", total-uint64(len(b)), total-1, total))
+	w.Header().Set("Cache-Control", "private, max-age="+strconv.Itoa(int(s.cfg.URLTTL/time.Second)))
+	w.WriteHeader(http.StatusPartialContent)
+	_, _ = w.Write(b)
 }
 
 // recordsView exposes bytes [0, n) of a stored xorb object (its chunk records; the footer after them

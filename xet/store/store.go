@@ -29,6 +29,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // ErrNotFound: no such xorb, file, SHA-256 mapping or dedupe chunk. It is blob.ErrNotFound, so a
@@ -211,4 +212,15 @@ func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64,
 		io.ReaderAt
 		io.Closer
 	}{blob.ReaderAt(ctx, b), b}, int64(m.recordsLen()), nil
+}
+
+// XorbFooter returns the footer of stored xorb h (chunk hashes, record ends, raw ends) as the store
+// keeps it after the records, from the cache of parsed footers when there. ErrNotFound when missing.
+// The slices are shared with the cache: the caller does not change them.
+func (s *Store) XorbFooter(ctx context.Context, h hash.Hash) (*xorb.Footer, error) {
+	m, err := s.xorbMeta(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return &xorb.Footer{Version: 1, Hash: h, ChunkHashes: m.hashes, BoundaryEnds: m.boundEnds, RawEnds: m.rawEnds}, nil
 }

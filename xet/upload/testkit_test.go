@@ -208,6 +208,10 @@ func (c *recCAS) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r c
 	return c.inner.Fetch(ctx, x, f, r)
 }
 
+func (c *recCAS) XorbFooter(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error) {
+	return c.inner.XorbFooter(ctx, x, f)
+}
+
 // counts returns the number of queries, xorb uploads and shard uploads so far.
 func (c *recCAS) counts() (queries, xorbs, shards int) {
 	c.mu.Lock()
