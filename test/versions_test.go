@@ -30,31 +30,40 @@ func versionsOf(n, size, edits, blockSize int, seed uint64) [][]byte {
 	return v
 }
 
-// versionsRemote is a kind of remote for the versions tests: it makes a work tree whose pushes go
-// to it, and says where its Xet data is stored.
+// versionsRemote is a kind of remote for the versions tests: it makes a test world with the agent
+// installed and a work tree whose pushes go to the remote, and says where its Xet data is stored.
 type versionsRemote struct {
 	name  string
-	setup func(t *testing.T, e *env) (work, remote, store string)
+	setup func(t *testing.T) (e *env, work, remote, store string)
 }
 
 var versionsRemotes = []versionsRemote{
-	{"embedded", func(t *testing.T, e *env) (string, string, string) {
+	{"embedded", func(t *testing.T) (*env, string, string, string) {
+		e := newEnv(t)
+		e.install()
 		work, remote := e.localRepo(repoOpts{})
-		return work, remote, filepath.Join(remote, "xet")
+		return e, work, remote, filepath.Join(remote, "xet")
 	}},
-	{"server", func(t *testing.T, e *env) (string, string, string) {
+	{"server", func(t *testing.T) (*env, string, string, string) {
+		e := newEnv(t)
+		e.install()
 		s := startServer(t, "")
 		work, remote := batchRepo(t, e, s.url+"/team/versions.git/info/lfs")
-		return work, remote, s.data
+		return e, work, remote, s.data
+	}},
+	{"hub", func(t *testing.T) (*env, string, string, string) {
+		h := startHub(t, time.Hour)
+		e := hubEnv(t, h)
+		e.vars = append(e.vars, "HF_TOKEN="+hubWriteToken)
+		work, remote := hubRepo(t, e, h, "org/versions")
+		return e, work, remote, h.data
 	}},
 }
 
 // pushVersions commits each version as model.bin, one commit each, and pushes after every commit
 // (oneAtATime) or once at the end; it returns the bytes the remote's Xet store holds then.
 func pushVersions(t *testing.T, r versionsRemote, versions [][]byte, oneAtATime bool) (e *env, remote string, stored int64) {
-	e = newEnv(t)
-	e.install()
-	work, remote, store := r.setup(t, e)
+	e, work, remote, store := r.setup(t)
 	for i, v := range versions {
 		writeFile(t, filepath.Join(work, "model.bin"), v)
 		e.git(work, "add", ".")
