@@ -44,7 +44,7 @@ func (l locals) Spans(xs []hash.Hash) []download.Span {
 // the versions of a file fetched together each find the chunks of the ones before them.
 func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	if obj.Size >= localchunks.MinBytes && x.sharing.leading.Load() {
-		done, err := x.sharing.turns.take(ctx, e, "")
+		done, err := x.sharing.turns.take(ctx, e, "", nil)
 		if err != nil {
 			return agent.Result{}, err
 		}

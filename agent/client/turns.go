@@ -8,26 +8,31 @@ import (
 	"time"
 )
 
-// turns gives the leader's large uploads to one endpoint their turns, one at a time, the oldest
-// file first. The versions of a file that one push carries reach the agents together, and git-lfs
-// gives each to a different process; uploaded side by side, none would find the others' chunks
-// (the shard cache learns of an upload when its shard is registered). In turns, each version is
-// chunked after the previous one's shard is registered, so it stores and sends only its changed
-// chunks. Oldest first: git-lfs writes a file's object when `git add` cleans it, so the versions of
-// a file committed one after the other have increasing modification times, and each is chunked
-// after the version it was made from.
+// turns gives the leader's large transfers to one endpoint their turns. The versions of a file
+// that one push carries reach the agents together, and git-lfs gives each to a different process;
+// uploaded side by side, none would find the others' chunks (the shard cache learns of an upload
+// when its shard is registered). So related uploads — a family: files whose samples (kin.go) share
+// a chunk — take turns, one at a time, the oldest file first: each version is chunked after the
+// previous one's shard is registered, so it stores and sends only its changed chunks. Oldest
+// first: git-lfs writes a file's object when `git add` cleans it, so the versions of a file
+// committed one after the other have increasing modification times, and each is chunked after the
+// version it was made from. Unrelated files are families of their own and go side by side, as
+// before. A family ends when its last member's turn does: a version that comes later finds the
+// earlier ones in the shard cache anyway.
 //
-// Unrelated large files take turns too: one upload at a time already has every core of the
-// leader (allCores) and its xorbs in flight (Tuning.Upload).
+// Downloads cannot be sampled before they are fetched: those to one endpoint are one family, in
+// the order they come, each offered to the next when it is done (recentDownloads).
 //
 // Safe for concurrent use. The zero value is ready.
 type turns struct {
-	mu     sync.Mutex
-	queues map[*endpoint]*turnQueue
-	seq    uint64
+	mu       sync.Mutex
+	families map[*endpoint][]*family
+	seq      uint64
 }
 
-type turnQueue struct {
+// family is the transfers to one endpoint that take turns.
+type family struct {
+	kin     sample // the union of its members' samples; nil: the downloads' family
 	busy    bool
 	waiting []*turn
 }
@@ -35,67 +40,92 @@ type turnQueue struct {
 type turn struct {
 	mtime time.Time
 	seq   uint64        // arrival order, between files of the same time
-	ready chan struct{} // closed when it is this upload's turn
+	ready chan struct{} // closed when it is this transfer's turn
 }
 
-// take waits for the turn of an upload of the file at path to e, and returns the function that
-// ends the turn. It fails only when ctx ends first.
-func (t *turns) take(ctx context.Context, e *endpoint, path string) (done func(), err error) {
+// take waits for the turn of a transfer to e of the file at path with sample s (nil: a download),
+// and returns the function that ends the turn. It fails only when ctx ends first.
+func (t *turns) take(ctx context.Context, e *endpoint, path string, s sample) (done func(), err error) {
 	var mtime time.Time
 	if fi, err := os.Stat(path); err == nil {
 		mtime = fi.ModTime()
 	}
 	t.mu.Lock()
-	if t.queues == nil {
-		t.queues = map[*endpoint]*turnQueue{}
-	}
-	q := t.queues[e]
-	if q == nil {
-		q = &turnQueue{}
-		t.queues[e] = q
-	}
-	if !q.busy {
-		q.busy = true
+	f := t.familyOf(e, s)
+	if !f.busy {
+		f.busy = true
 		t.mu.Unlock()
-		return func() { t.next(q) }, nil
+		return func() { t.next(e, f) }, nil
 	}
 	t.seq++
 	me := &turn{mtime: mtime, seq: t.seq, ready: make(chan struct{})}
-	q.waiting = append(q.waiting, me)
+	f.waiting = append(f.waiting, me)
 	t.mu.Unlock()
 	select {
 	case <-me.ready:
-		return func() { t.next(q) }, nil
+		return func() { t.next(e, f) }, nil
 	case <-ctx.Done():
 		t.mu.Lock()
-		i := slices.Index(q.waiting, me)
+		i := slices.Index(f.waiting, me)
 		if i >= 0 {
-			q.waiting = slices.Delete(q.waiting, i, i+1)
+			f.waiting = slices.Delete(f.waiting, i, i+1)
 		}
 		t.mu.Unlock()
 		if i < 0 { // the turn came as ctx ended: pass it on
-			t.next(q)
+			t.next(e, f)
 		}
 		return nil, ctx.Err()
 	}
 }
 
-// next ends the current turn of q and gives the next to the oldest waiting file.
-func (t *turns) next(q *turnQueue) {
+// familyOf returns the family of e that a transfer with sample s joins (made when none is
+// related), with s added to its kin. t.mu is held.
+func (t *turns) familyOf(e *endpoint, s sample) *family {
+	if t.families == nil {
+		t.families = map[*endpoint][]*family{}
+	}
+	for _, f := range t.families[e] {
+		if (s == nil) != (f.kin == nil) {
+			continue
+		}
+		if s == nil || f.kin.shares(s) {
+			for h := range s {
+				f.kin[h] = struct{}{}
+			}
+			return f
+		}
+	}
+	f := &family{}
+	if s != nil {
+		f.kin = sample{}
+		for h := range s {
+			f.kin[h] = struct{}{}
+		}
+	}
+	t.families[e] = append(t.families[e], f)
+	return f
+}
+
+// next ends the current turn of f and gives the next to its oldest waiting file, or ends f.
+func (t *turns) next(e *endpoint, f *family) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(q.waiting) == 0 {
-		q.busy = false
+	if len(f.waiting) == 0 {
+		f.busy = false
+		fs := t.families[e]
+		if i := slices.Index(fs, f); i >= 0 {
+			t.families[e] = slices.Delete(fs, i, i+1)
+		}
 		return
 	}
 	k := 0
-	for i, w := range q.waiting {
-		o := q.waiting[k]
+	for i, w := range f.waiting {
+		o := f.waiting[k]
 		if w.mtime.Before(o.mtime) || (w.mtime.Equal(o.mtime) && w.seq < o.seq) {
 			k = i
 		}
 	}
-	w := q.waiting[k]
-	q.waiting = append(q.waiting[:k], q.waiting[k+1:]...)
+	w := f.waiting[k]
+	f.waiting = slices.Delete(f.waiting, k, k+1)
 	close(w.ready)
 }

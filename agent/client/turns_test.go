@@ -8,10 +8,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
-// Uploads to one endpoint take turns, the oldest file first among those waiting; a waiter whose
-// context ends leaves the queue; another endpoint does not wait.
+// Related uploads to one endpoint take turns, the oldest file first among those waiting; a waiter
+// whose context ends leaves the queue; an unrelated file and another endpoint do not wait.
 func TestTurnsOldestFirst(t *testing.T) {
 	dir := t.TempDir()
 	path := func(name string, age time.Duration) string {
@@ -27,8 +29,10 @@ func TestTurnsOldestFirst(t *testing.T) {
 	}
 	var tr turns
 	e, other := &endpoint{}, &endpoint{}
+	kin := sample{hash.Chunk([]byte("shared")): {}}
+	stranger := sample{hash.Chunk([]byte("other")): {}}
 	ctx := context.Background()
-	first, err := tr.take(ctx, e, path("now", 0))
+	first, err := tr.take(ctx, e, path("now", 0), kin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +42,7 @@ func TestTurnsOldestFirst(t *testing.T) {
 	waiting := func(n int) bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		return len(tr.queues[e].waiting) == n
+		return len(tr.families[e]) > 0 && len(tr.families[e][0].waiting) == n
 	}
 	for i, f := range []struct {
 		name string
@@ -46,7 +50,7 @@ func TestTurnsOldestFirst(t *testing.T) {
 	}{{"v3", time.Hour}, {"v1", 3 * time.Hour}, {"v2", 2 * time.Hour}} {
 		p := path(f.name, f.age)
 		wg.Go(func() {
-			done, err := tr.take(ctx, e, p)
+			done, err := tr.take(ctx, e, p, kin)
 			if err != nil {
 				t.Error(err)
 				return
@@ -62,7 +66,7 @@ func TestTurnsOldestFirst(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	gone := make(chan error)
-	go func() { _, err := tr.take(cctx, e, path("v0", 4*time.Hour)); gone <- err }()
+	go func() { _, err := tr.take(cctx, e, path("v0", 4*time.Hour), kin); gone <- err }()
 	for !waiting(4) {
 		time.Sleep(time.Millisecond)
 	}
@@ -70,17 +74,22 @@ func TestTurnsOldestFirst(t *testing.T) {
 	if err := <-gone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a waiter whose context ended: %v", err)
 	}
-	done, err := tr.take(ctx, other, path("elsewhere", 0))
-	if err != nil {
-		t.Fatal(err)
+	for _, o := range []struct {
+		e *endpoint
+		s sample
+	}{{other, kin}, {e, stranger}} {
+		done, err := tr.take(ctx, o.e, path("elsewhere", 0), o.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
 	}
-	done()
 	first()
 	wg.Wait()
 	if want := []string{"v1", "v2", "v3"}; len(order) != 3 || order[0] != want[0] || order[1] != want[1] || order[2] != want[2] {
 		t.Fatalf("turns in order %v, want %v", order, want)
 	}
-	if tr.queues[e].busy {
-		t.Fatal("the queue is still busy after every turn ended")
+	if len(tr.families[e]) != 0 {
+		t.Fatalf("%d families left after every turn ended", len(tr.families[e]))
 	}
 }

@@ -374,11 +374,13 @@ func (x *xetTransferer) Upload(ctx context.Context, obj agent.Object, progress f
 		}
 	}
 	if obj.Size >= ShareMaxBytes && x.sharing.leading.Load() {
-		done, err := x.sharing.turns.take(ctx, e, obj.Path)
-		if err != nil {
-			return agent.Result{}, err
+		if s, err := sampleFile(obj.Path, obj.Size); err == nil { // else the upload's own open fails
+			done, err := x.sharing.turns.take(ctx, e, obj.Path, s)
+			if err != nil {
+				return agent.Result{}, err
+			}
+			defer done()
 		}
-		defer done()
 	}
 	return x.uploadTo(ctx, e, mode, obj, sha, progress)
 }
