@@ -87,12 +87,17 @@ func TestVersionsPushedAtOnce(t *testing.T) {
 	versions := versionsOf(4, size, 10, 64<<10, 33)
 	for _, r := range versionsRemotes {
 		t.Run(r.name, func(t *testing.T) {
-			_, _, one := pushVersions(t, r, versions, true)
+			e1, _, one := pushVersions(t, r, versions, true)
 			e, remote, all := pushVersions(t, r, versions, false)
 			t.Logf("%d versions of %d bytes: stored %d bytes pushed one at a time, %d pushed at once (%.2fx)",
 				len(versions), size, one, all, float64(all)/float64(one))
 			if all > one+one/10 {
 				t.Errorf("pushed at once the store holds %d bytes, want at most 1.1x the %d of one-at-a-time pushes", all, one)
+			}
+			sentOne, sentAll := e1.uploadedNew(), e.uploadedNew()
+			t.Logf("new bytes the uploads sent: %d one at a time, %d at once (%.2fx)", sentOne, sentAll, float64(sentAll)/float64(sentOne))
+			if sentAll > sentOne+sentOne*15/100 {
+				t.Errorf("pushed at once the uploads sent %d new bytes, want at most 1.15x the %d of one-at-a-time pushes", sentAll, sentOne)
 			}
 			clone := filepath.Join(e.home, "clone")
 			e.git("", "clone", "-q", remote, clone)
@@ -125,6 +130,16 @@ func checkoutVersion(t *testing.T, e *env, clone string, back int) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// uploadedNew is the sum of the new bytes (sent to the CAS, not deduplicated) of every upload the
+// agents logged.
+func (e *env) uploadedNew() int64 {
+	var n int64
+	for _, l := range e.logLines(`"op":"upload"`, "transfer complete") {
+		n += parseTransfer(e.t, l).NewBytes
+	}
+	return n
 }
 
 // leaderPID is the agent process that last logged that it leads a group, 0 when none did.
