@@ -32,8 +32,12 @@ func TestGCFilesystem(t *testing.T) {
 	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(3<<20, 82))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "refused")
-	if out, err := e.gitErr(work, "push", "-q", "origin", "main"); err == nil {
+	out, err := e.gitErr(work, "push", "-q", "origin", "main")
+	if err == nil {
 		t.Fatalf("the push succeeded with every shard refused\n%s", out)
+	}
+	if n := len(xorbFiles(srv.data)); n == 0 {
+		t.Fatalf("the refused push failed before any xorb reached the server (nothing for gc to find): %v\n%s", err, out)
 	}
 	writeSmallFiles(t, work, 20, 83) // the same paths, other bytes
 	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(3<<20, 84))
