@@ -189,3 +189,15 @@ func namespaceOf(dir string) string {
 	}
 	return dir
 }
+
+// RepoStoredBytes is RepoUsage's Stored: what counts against a repository's quota.
+func (s *Store) RepoStoredBytes(ctx context.Context, ns string) (uint64, error) {
+	u, err := s.RepoUsage(ctx, ns)
+	return u.Stored, err
+}
+
+// Ping asks the storage one question (whether the format blob exists): nil when it answers.
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.be.Exists(ctx, formatName)
+	return err
+}
