@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -72,7 +73,7 @@ func NewMetrics() *Metrics {
 		quotaRefusals: f("quota_refusals_total", "Uploads refused for a repository's quota."),
 	}
 	reg.MustRegister(m.requests, m.latency, m.bridge, m.reconstructions, m.backendLatency, m.backendErrors,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -80,9 +81,6 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
-
-// Registry is where the metrics are registered (a caller may add its own).
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Observer is the store.Observer that counts the store's work in m (store.Options.Observe).
 func (m *Metrics) Observer() store.Observer { return storeObserver{m} }

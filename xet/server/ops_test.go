@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,11 +242,6 @@ func TestQuotaRefusesPush(t *testing.T) {
 	}
 }
 
-func oidOf(b []byte) string {
-	d := sha256.Sum256(b)
-	return hex.EncodeToString(d[:])
-}
-
 func countXorbs(t *testing.T, st *store.Store) int {
 	t.Helper()
 	s, err := st.Stats(context.Background())
@@ -307,10 +303,10 @@ func TestDrain(t *testing.T) {
 // /readyz fails while the storage does not answer.
 func TestReadyzFailsWithoutStorage(t *testing.T) {
 	down := errors.New("bucket unreachable")
-	var fail bool
+	var fail atomic.Bool
 	e, _ := opsEnv(t, func(c *Config) {
 		c.Ready = func(context.Context) error {
-			if fail {
+			if fail.Load() {
 				return down
 			}
 			return nil
@@ -319,7 +315,7 @@ func TestReadyzFailsWithoutStorage(t *testing.T) {
 	if r := e.do("GET", "/readyz", nil); r.status != 200 {
 		t.Fatalf("readyz: %v", r)
 	}
-	fail = true
+	fail.Store(true)
 	if r := e.do("GET", "/readyz", nil); r.status != 503 {
 		t.Fatalf("readyz with the storage down: %v", r)
 	}

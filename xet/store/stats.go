@@ -118,7 +118,7 @@ type Stats struct {
 
 // Stats reads every xorb's size, file record and mapping of the store.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {
-	st := &Stats{Format: s.format, Repos: map[string]Usage{}}
+	st := &Stats{Format: s.Format(), Repos: map[string]Usage{}}
 	xorbs, err := s.be.ListInfo(ctx, "xorbs/")
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
