@@ -90,7 +90,7 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*float64(mult) >= 1<<62 {
+	if err != nil || !(v >= 0) || v*float64(mult) >= 1<<62 { // !(v >= 0): NaN too
 		return 0, fmt.Errorf("size %q: want a number of bytes, optionally with KiB, MiB, GiB, TiB (or KB, MB, GB, TB)", s)
 	}
 	return int64(v * float64(mult)), nil
