@@ -43,6 +43,7 @@ func TestFormatVersion(t *testing.T) {
 		t.Fatalf("damaged format blob: %v", err)
 	}
 }
+
 // parseFormat never panics and accepts only "xet-store-format N" with N ≥ 1.
 func FuzzParseFormat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
