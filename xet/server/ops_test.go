@@ -201,7 +201,7 @@ func TestQuotaRefusesPush(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "repository org/x is over its 3 MiB quota on 127.0.0.1:") {
 		t.Fatalf("push over the quota: %v", err)
 	}
-	if err := e.push(t, "org/x", vectors.SplitMix(5_000_000, 4)); err == nil || !strings.Contains(err.Error(), "larger than repository org/x's 3 MiB quota") {
+	if err := e.push(t, "org/x", vectors.SplitMix(5_000_000, 4)); err == nil || !strings.Contains(err.Error(), "larger than the 3 MiB quota of repository org/x") {
 		t.Fatalf("an object over the quota by itself: %v", err)
 	}
 	if n := countXorbs(t, e.st); n != xorbsBefore {
@@ -318,5 +318,26 @@ func TestReadyzFailsWithoutStorage(t *testing.T) {
 	fail.Store(true)
 	if r := e.do("GET", "/readyz", nil); r.status != 503 {
 		t.Fatalf("readyz with the storage down: %v", r)
+	}
+}
+
+// A "user:NAME" quota limits the repositories under NAME/ together: a push to a second repository
+// of the owner that would take them over is refused with the message; another owner's repository
+// pushes.
+func TestOwnerQuota(t *testing.T) {
+	e, _ := opsEnv(t, func(c *Config) { c.Quotas = &Quotas{Owners: []QuotaRule{{"team", 3 << 20}}} })
+	shared := vectors.SplitMix(1_000_000, 9)
+	if err := e.push(t, "team/a", append(vectors.SplitMix(1_000_000, 10), shared...)); err != nil {
+		t.Fatal(err)
+	}
+	err := e.push(t, "team/b", vectors.SplitMix(2_000_000, 11))
+	if err == nil || !strings.Contains(err.Error(), "the repositories of team are over their 3 MiB quota on 127.0.0.1:") {
+		t.Fatalf("a push over the owner's quota: %v", err)
+	}
+	if err := e.push(t, "other/c", vectors.SplitMix(2_000_000, 12)); err != nil {
+		t.Fatalf("another owner: %v", err)
+	}
+	if err := e.push(t, "team/b", vectors.SplitMix(500_000, 13)); err != nil {
+		t.Fatalf("a push within the owner's quota: %v", err)
 	}
 }

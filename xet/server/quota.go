@@ -23,6 +23,9 @@ type Quotas struct {
 	Default int64
 	// Repos are the rules of a quotas file, in its order: the first whose pattern matches wins.
 	Repos []QuotaRule
+	// Owners limit what the repositories under NAME/ (a user's own, or an organization's) take
+	// together: "user:NAME SIZE" lines of a quotas file, Pattern the name.
+	Owners []QuotaRule
 }
 
 // QuotaRule is one line of a quotas file: a repository pattern (path.Match, "*" within one
@@ -45,10 +48,24 @@ func (q *Quotas) Limit(ns string) int64 {
 	return q.Default
 }
 
-// ParseQuotas reads a quotas file: one "PATTERN SIZE" per line (SIZE as ParseSize reads it, or
-// "none"); blank lines and lines starting with # are skipped.
-func ParseQuotas(r io.Reader) ([]QuotaRule, error) {
-	var rules []QuotaRule
+// ownerLimit is the quota of the repositories under owner/ together (0: none).
+func (q *Quotas) ownerLimit(owner string) int64 {
+	if q == nil {
+		return 0
+	}
+	for _, r := range q.Owners {
+		if r.Pattern == owner {
+			return r.Bytes
+		}
+	}
+	return 0
+}
+
+// ParseQuotas reads a quotas file: one "PATTERN SIZE" per line for repositories, "user:NAME SIZE"
+// for the repositories under NAME/ together (SIZE as ParseSize reads it, or "none"); blank lines
+// and lines starting with # are skipped.
+func ParseQuotas(r io.Reader) (*Quotas, error) {
+	q := &Quotas{}
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -69,9 +86,16 @@ func ParseQuotas(r io.Reader) ([]QuotaRule, error) {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
 		}
-		rules = append(rules, QuotaRule{f[0], b})
+		if name, ok := strings.CutPrefix(f[0], "user:"); ok {
+			if name == "" || strings.Contains(name, "/") {
+				return nil, fmt.Errorf("line %d: %q: want user:NAME, a name without /", n, f[0])
+			}
+			q.Owners = append(q.Owners, QuotaRule{name, b})
+			continue
+		}
+		q.Repos = append(q.Repos, QuotaRule{f[0], b})
 	}
-	return rules, sc.Err()
+	return q, sc.Err()
 }
 
 // ParseSize reads a byte count: a number with an optional unit B, KB, MB, GB, TB (powers of 1000)
@@ -114,14 +138,16 @@ func formatSize(n int64) string {
 // Stored bytes).
 type UsageStore interface {
 	RepoStoredBytes(ctx context.Context, ns string) (uint64, error)
+	// OwnerStoredBytes is what the repositories under owner/ take together.
+	OwnerStoredBytes(ctx context.Context, owner string) (uint64, error)
 }
 
 // usageCache keeps each repository's usage for usageTTL, or until an upload to it is stored
 // (forget): another instance's uploads are seen within usageTTL.
 type usageCache struct {
-	mu   sync.Mutex
-	m    map[string]usageEntry
-	read func(ctx context.Context, ns string) (uint64, error)
+	mu    sync.Mutex
+	m     map[string]usageEntry // by repository, and by "user:" + owner
+	store UsageStore
 }
 
 type usageEntry struct {
@@ -138,7 +164,13 @@ func (c *usageCache) get(ctx context.Context, ns string) (uint64, error) {
 	if ok && time.Since(e.at) < usageTTL {
 		return e.bytes, nil
 	}
-	b, err := c.read(ctx, ns)
+	var b uint64
+	var err error
+	if owner, ok := strings.CutPrefix(ns, "user:"); ok {
+		b, err = c.store.OwnerStoredBytes(ctx, owner)
+	} else {
+		b, err = c.store.RepoStoredBytes(ctx, ns)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -148,42 +180,35 @@ func (c *usageCache) get(ctx context.Context, ns string) (uint64, error) {
 	return b, nil
 }
 
-// forget drops ns's usage: an upload to it was stored. Safe on a nil cache.
+// forget drops the usage of ns and of its owner: an upload to it was stored. Safe on a nil cache.
 func (c *usageCache) forget(ns string) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	delete(c.m, ns)
+	if owner, _, ok := strings.Cut(ns, "/"); ok {
+		delete(c.m, "user:"+owner)
+	}
 	c.mu.Unlock()
 }
 
-// withinQuota answers 507 (or 413 when adding alone is over the quota) and returns false when
-// repository ns may not take adding more bytes: it is at or over its quota, or would be with them.
+// withinQuota answers 507 (or 413 when adding alone is over a quota) and returns false when
+// repository ns, or the repositories of its owner together, may not take adding more bytes: at
+// or over the quota, or would be with them.
 func (s *Server) withinQuota(w http.ResponseWriter, r *http.Request, ns string, adding int64) bool {
-	limit := s.cfg.Quotas.Limit(ns)
-	if s.quota == nil || limit <= 0 {
+	if s.quota == nil {
 		return true
 	}
-	used, err := s.quota.get(r.Context(), ns)
-	if err != nil {
+	status, msg, err := s.overQuota(r, ns, "repository "+ns, false, s.cfg.Quotas.Limit(ns), adding)
+	if owner, _, ok := strings.Cut(ns, "/"); ok && err == nil && status == 0 {
+		status, msg, err = s.overQuota(r, "user:"+owner, "the repositories of "+owner, true, s.cfg.Quotas.ownerLimit(owner), adding)
+	}
+	switch {
+	case err != nil:
 		s.fail(w, r, "quota", err)
 		return false
-	}
-	var status int
-	var msg string
-	switch {
-	case adding > limit:
-		status = http.StatusRequestEntityTooLarge
-		msg = fmt.Sprintf("an object of %s is larger than repository %s's %s quota on %s", formatSize(adding), ns, formatSize(limit), r.Host)
-	case int64(used) >= limit:
-		status = http.StatusInsufficientStorage
-		msg = fmt.Sprintf("repository %s is over its %s quota on %s (it uses %s)", ns, formatSize(limit), r.Host, formatSize(int64(used)))
-	case int64(used)+adding > limit:
-		status = http.StatusInsufficientStorage
-		msg = fmt.Sprintf("repository %s is over its %s quota on %s with this push (it uses %s, the push adds up to %s)",
-			ns, formatSize(limit), r.Host, formatSize(int64(used)), formatSize(adding))
-	default:
+	case status == 0:
 		return true
 	}
 	s.metrics.quotaRefused()
@@ -193,4 +218,32 @@ func (s *Server) withinQuota(w http.ResponseWriter, r *http.Request, ns string, 
 		writeError(w, status, msg)
 	}
 	return false
+}
+
+// overQuota is the refusal (status and message; 0 when none) of adding bytes to what key (a
+// repository, or "user:" + an owner) holds under limit; subject names it in the message.
+func (s *Server) overQuota(r *http.Request, key, subject string, plural bool, limit, adding int64) (int, string, error) {
+	if limit <= 0 {
+		return 0, "", nil
+	}
+	used, err := s.quota.get(r.Context(), key)
+	if err != nil {
+		return 0, "", err
+	}
+	is, its := "is", "its"
+	if plural {
+		is, its = "are", "their"
+	}
+	switch {
+	case adding > limit:
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("an object of %s is larger than the %s quota of %s on %s",
+			formatSize(adding), formatSize(limit), subject, r.Host), nil
+	case int64(used) >= limit:
+		return http.StatusInsufficientStorage, fmt.Sprintf("%s %s over %s %s quota on %s (%s %s)",
+			subject, is, its, formatSize(limit), r.Host, map[bool]string{false: "it uses", true: "they use"}[plural], formatSize(int64(used))), nil
+	case int64(used)+adding > limit:
+		return http.StatusInsufficientStorage, fmt.Sprintf("%s %s over %s %s quota on %s with this push (%s %s, the push adds up to %s)",
+			subject, is, its, formatSize(limit), r.Host, map[bool]string{false: "it uses", true: "they use"}[plural], formatSize(int64(used)), formatSize(adding)), nil
+	}
+	return 0, "", nil
 }

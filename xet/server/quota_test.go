@@ -22,17 +22,20 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestParseQuotas(t *testing.T) {
-	rules, err := ParseQuotas(strings.NewReader("# team\norg/datasets-* 200GiB\n\norg/scratch none\n*/* 10GiB\n"))
+	q, err := ParseQuotas(strings.NewReader("# team\norg/datasets-* 200GiB\n\norg/scratch none\n*/* 10GiB\nuser:alice 50GiB\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := &Quotas{Default: 1 << 30, Repos: rules}
+	q.Default = 1 << 30
+	if q.ownerLimit("alice") != 50<<30 || q.ownerLimit("bob") != 0 {
+		t.Errorf("owner limits: %+v", q.Owners)
+	}
 	for ns, want := range map[string]int64{"org/datasets-a": 200 << 30, "org/scratch": 0, "org/x": 10 << 30, "single": 1 << 30} {
 		if got := q.Limit(ns); got != want {
 			t.Errorf("Limit(%q) = %d, want %d", ns, got, want)
 		}
 	}
-	for _, bad := range []string{"org/x", "org/x 10GiB extra", "[ 1GiB", "org/x lots"} {
+	for _, bad := range []string{"org/x", "org/x 10GiB extra", "[ 1GiB", "org/x lots", "user: 1GiB", "user:a/b 1GiB"} {
 		if _, err := ParseQuotas(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%q: %v", bad, err)
 		}
@@ -43,15 +46,15 @@ func TestParseQuotas(t *testing.T) {
 // more.
 func FuzzParseQuotas(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
-		rules, err := ParseQuotas(strings.NewReader(text))
+		q, err := ParseQuotas(strings.NewReader(text))
 		if err != nil {
 			return
 		}
-		for _, r := range rules {
+		for _, r := range append(q.Repos, q.Owners...) {
 			if r.Bytes < 0 {
 				t.Fatalf("%q: negative size %d", text, r.Bytes)
 			}
-			(&Quotas{Repos: rules}).Limit("org/x")
 		}
+		q.Limit("org/x")
 	})
 }

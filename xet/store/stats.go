@@ -201,3 +201,27 @@ func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.be.Exists(ctx, formatName)
 	return err
 }
+
+// OwnerStoredBytes is what the repositories under owner/ (a user's or an organization's own) take
+// together: their distinct chunk ranges, each counted once across them. It lists every
+// repository's namespace; one whose name is too long to be recorded (stored by a digest) is not
+// counted.
+func (s *Store) OwnerStoredBytes(ctx context.Context, owner string) (uint64, error) {
+	names, err := s.be.List(ctx, "ns/")
+	if err != nil {
+		return 0, fmt.Errorf("usage of %s/: %w", owner, err)
+	}
+	dirs := map[string]bool{}
+	for _, n := range names {
+		if parts := strings.Split(n, "/"); len(parts) == 4 && strings.HasPrefix(namespaceOf(parts[1]), owner+"/") {
+			dirs[parts[1]] = true
+		}
+	}
+	c := newUsageCounter()
+	for d := range dirs {
+		if err := s.countNamespace(ctx, "ns/"+d+"/", c); err != nil {
+			return 0, err
+		}
+	}
+	return c.u.Stored, nil
+}
