@@ -120,10 +120,21 @@ func (m *Metrics) request(route, method string, code int, d time.Duration, in, o
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.requests.WithLabelValues(route, methodLabel(method), strconv.Itoa(code)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 	m.received.Add(float64(in))
 	m.sent.Add(float64(out))
+}
+
+// methodLabel is method when HTTP defines it, else "other": a label never takes a value a client
+// invents (each would be a series of its own).
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete,
+		http.MethodPatch, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 func (m *Metrics) xorbStored(inserted bool, bytes int64) {

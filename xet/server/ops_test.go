@@ -131,6 +131,8 @@ func TestMetricsCountPushes(t *testing.T) {
 	if metric(fams, "xet_backend_duration_seconds") == 0 || metric(fams, "xet_upload_slots") == 0 {
 		t.Fatal("no backend calls or upload slots counted")
 	}
+	e.do("BREW", "/v1/files/"+strings.Repeat("1", 64), nil) // a method a client made up
+	fams, text = scrape(t, m)
 	var batch bool
 	for _, s := range fams["xet_http_requests_total"].GetMetric() {
 		for _, l := range s.GetLabel() {
@@ -142,7 +144,7 @@ func TestMetricsCountPushes(t *testing.T) {
 	if !batch {
 		t.Fatalf("no batch requests by route template:\n%s", text)
 	}
-	for _, bad := range []string{"alice", "Bearer", "sig=", "org/a", "eyJ"} {
+	for _, bad := range []string{"alice", "Bearer", "sig=", "org/a", "eyJ", "BREW", strings.Repeat("1", 64)} {
 		if strings.Contains(text, bad) {
 			t.Errorf("metrics carry %q", bad)
 		}
