@@ -96,17 +96,21 @@ func (s *Server) logged(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
 		ri := &reqInfo{}
-		_, ri.route = s.mux.Handler(r)
 		body := &countingBody{ReadCloser: r.Body}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = body
 		}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri)))
+		// The mux records the pattern it matched in this request (nothing below copies it).
+		inner := r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
+		next.ServeHTTP(rec, inner)
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK
 		}
 		route := ri.route
+		if route == "" {
+			route = inner.Pattern
+		}
 		if route == "" || route == "/" {
 			route = "unmatched"
 		}
@@ -131,6 +135,7 @@ func (s *Server) logged(next http.Handler) http.Handler {
 func (s *Server) draining(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.drain.Load() && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			noteRoute(r, "draining")
 			w.Header().Set("Retry-After", strconv.Itoa(drainRetryAfter))
 			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusServiceUnavailable, "xet-server is shutting down: retry (another instance, or this one once restarted)")
