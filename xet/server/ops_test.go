@@ -121,7 +121,7 @@ func TestMetricsCountPushes(t *testing.T) {
 	if err := e.push(t, "org/b", data); err != nil {
 		t.Fatal(err)
 	}
-	fams, text := scrape(t, m)
+	fams, _ = scrape(t, m)
 	if got := metric(fams, "xet_deduplicated_bytes_total"); got < float64(len(data))*0.9 {
 		t.Fatalf("a second push of the same file deduplicated %v of %d bytes", got, len(data))
 	}
@@ -132,7 +132,7 @@ func TestMetricsCountPushes(t *testing.T) {
 		t.Fatal("no backend calls or upload slots counted")
 	}
 	e.do("BREW", "/v1/files/"+strings.Repeat("1", 64), nil) // a method a client made up
-	fams, text = scrape(t, m)
+	fams, text := scrape(t, m)
 	var batch bool
 	for _, s := range fams["xet_http_requests_total"].GetMetric() {
 		for _, l := range s.GetLabel() {
