@@ -13,13 +13,18 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -186,5 +191,54 @@ func TestMetricsListen(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(string(b), `xet_http_requests_total{code="200",method="GET",route="GET /healthz"}`) ||
 		!strings.Contains(string(b), "xet_backend_duration_seconds") {
 		t.Fatalf("metrics: %d\n%s", res.StatusCode, b)
+	}
+}
+
+// /readyz fails while the bucket cannot be reached, and recovers with it (a real S3 server,
+// versitygw, behind a proxy the test cuts).
+func TestReadyzFollowsStorage(t *testing.T) {
+	s3 := s3test.Start(t)
+	target, err := url.Parse(s3.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			panic(http.ErrAbortHandler) // the connection is cut
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	addr, _, stop := startServer(t, "--data", t.TempDir(), "--secret-file", secret, "--storage", s3.URL("cas"))
+	defer stop()
+	ready := func() int {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if s := ready(); s != 200 {
+		t.Fatalf("readyz with the bucket up: %d", s)
+	}
+	down.Store(true)
+	if s := ready(); s != 503 {
+		t.Fatalf("readyz with the bucket cut off: %d", s)
+	}
+	if res, err := http.Get("http://" + addr + "/healthz"); err != nil || res.StatusCode != 200 {
+		t.Fatalf("healthz with the bucket cut off: %v %v", res, err)
+	}
+	down.Store(false)
+	if s := ready(); s != 200 {
+		t.Fatalf("readyz with the bucket back: %d", s)
 	}
 }

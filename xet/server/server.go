@@ -248,8 +248,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// readyTimeout bounds /readyz's storage check.
-const readyTimeout = 5 * time.Second
+// readyTimeout bounds /readyz's storage check: under the probe timeouts of load balancers (a few
+// seconds), well over a storage call that answers.
+const readyTimeout = 2 * time.Second
 
 // Open reports whether the server runs without authentication.
 func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
