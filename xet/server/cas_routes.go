@@ -227,6 +227,9 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		return
 	}
 	s.metrics.xorbStored(inserted, r.ContentLength)
+	if inserted {
+		s.quota.add(c.Namespace, r.ContentLength)
+	}
 	if !inserted {
 		// The store had it and read none of the body. Answering before the body is read makes
 		// net/http close the connection, which some proxies turn into a 502 for a request they are
@@ -387,13 +390,11 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 }
 
-// putShard registers a shard in ns and counts it; the namespace's usage is read again at its next
-// quota check.
+// putShard registers a shard in ns and counts it.
 func (s *Server) putShard(ctx context.Context, ns string, body []byte) (bool, error) {
 	existed, err := s.cfg.Store.PutShard(ctx, ns, body)
 	if err == nil {
 		s.metrics.shardStored()
-		s.quota.forget(ns)
 	}
 	return existed, err
 }

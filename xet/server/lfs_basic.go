@@ -139,12 +139,11 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.Limits.Object)
-	_, err = s.cfg.Ingest.Ingest(r.Context(), ns, body, r.ContentLength, sha.SHA256())
-	s.quota.forget(ns)
-	if err != nil {
+	if _, err := s.cfg.Ingest.Ingest(r.Context(), ns, body, r.ContentLength, sha.SHA256()); err != nil {
 		s.failLFS(w, r, "upload", err)
 		return
 	}
+	s.quota.add(ns, r.ContentLength)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -226,7 +226,9 @@ func TestQuotaRefusesPush(t *testing.T) {
 	up := &lfsbatch.Action{Href: e.base + "/api/models/org/x/xet-write-token/main", Header: map[string]string{
 		lfsbatch.HeaderCasURL: e.base, lfsbatch.HeaderAccessToken: tok, lfsbatch.HeaderTokenExpiration: "4102444800"}}
 	e.srv.cfg.Quotas.Default = 1 << 20 // the operator lowers the quota under what org/x holds
-	e.srv.quota.forget("org/x")
+	e.srv.quota.mu.Lock()
+	clear(e.srv.quota.m) // read again at the next check
+	e.srv.quota.mu.Unlock()
 	sess := upload.NewSession(upload.Config{CAS: casClient(t, up, "alice", alicePW)})
 	defer sess.Close()
 	more := vectors.SplitMix(100_000, 8)

@@ -142,8 +142,8 @@ type UsageStore interface {
 	OwnerStoredBytes(ctx context.Context, owner string) (uint64, error)
 }
 
-// usageCache keeps each repository's usage for usageTTL, or until an upload to it is stored
-// (forget): another instance's uploads are seen within usageTTL.
+// usageCache keeps each repository's usage for usageTTL, adding what uploads store meanwhile
+// (add): another instance's uploads are seen within usageTTL.
 type usageCache struct {
 	mu    sync.Mutex
 	m     map[string]usageEntry // by repository, and by "user:" + owner
@@ -180,17 +180,26 @@ func (c *usageCache) get(ctx context.Context, ns string) (uint64, error) {
 	return b, nil
 }
 
-// forget drops the usage of ns and of its owner: an upload to it was stored. Safe on a nil cache.
-func (c *usageCache) forget(ns string) {
-	if c == nil {
+// add counts n bytes just stored in ns (and its owner) until the usage is read again (usageTTL):
+// reading a repository's usage reads all its entries, too much to do after each upload. The bytes
+// are what was stored before dedupe within the store, so the count errs on the side of the quota.
+// Safe on a nil cache.
+func (c *usageCache) add(ns string, n int64) {
+	if c == nil || n <= 0 {
 		return
 	}
 	c.mu.Lock()
-	delete(c.m, ns)
+	defer c.mu.Unlock()
+	keys := []string{ns}
 	if owner, _, ok := strings.Cut(ns, "/"); ok {
-		delete(c.m, "user:"+owner)
+		keys = append(keys, "user:"+owner)
 	}
-	c.mu.Unlock()
+	for _, k := range keys {
+		if e, ok := c.m[k]; ok {
+			e.bytes += uint64(n)
+			c.m[k] = e
+		}
+	}
 }
 
 // withinQuota answers 507 (or 413 when adding alone is over a quota) and returns false when
