@@ -137,18 +137,19 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 		metrics = server.NewMetrics()
 		f.observe = metrics.Observer()
 	}
-	srv, st, err := newServer(f, users, metrics, log)
-	if err != nil {
-		return err
-	}
 	var certs *certReloader
 	if f.tlsCert != "" {
 		if certs, err = newCertReloader(f.tlsCert, f.tlsKey, log); err != nil {
 			return err
 		}
 	}
+	srv, st, err := newServer(f, users, metrics, log)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
+		srv.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -158,6 +159,7 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	stopMetrics, err := serveMetrics(f.metricsListen, metrics, log)
 	if err != nil {
 		ln.Close()
+		srv.Close()
 		return err
 	}
 	defer stopMetrics()
