@@ -23,7 +23,7 @@ import (
 
 // s3Pair starts a real S3 server (versitygw) and two xet-server processes over one of its buckets,
 // sharing the signing secret; it returns the S3 server, the instances and their base URLs.
-func s3Pair(t *testing.T) (*s3test.Server, []*xetServerProcess, []string) {
+func s3Pair(t *testing.T, extra ...string) (*s3test.Server, []*xetServerProcess, []string) {
 	t.Helper()
 	s3 := s3test.Start(t)
 	serverEnv = s3.Env()
@@ -35,7 +35,9 @@ func s3Pair(t *testing.T) (*s3test.Server, []*xetServerProcess, []string) {
 	var servers []*xetServerProcess
 	var urls []string
 	for range 2 {
-		servers = append(servers, startServerProcess(t, freeAddr(t), t.TempDir(), "--storage", s3.URL("cas"), "--secret-file", secret))
+		args := append([]string{"--storage", s3.URL("cas"), "--secret-file", secret}, extra...)
+		servers = append(servers, startServerProcess(t, freeAddr(t), t.TempDir(), args...))
+		servers[len(servers)-1].secret = secret
 		urls = append(urls, "http://"+servers[len(servers)-1].addr)
 	}
 	return s3, servers, urls

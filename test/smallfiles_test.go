@@ -129,10 +129,11 @@ var serverEnv []string
 
 // xetServerProcess is xet-server as a process of its own (so that it can be killed with -9).
 type xetServerProcess struct {
-	cmd  *exec.Cmd
-	addr string
-	data string
-	log  *strings.Builder
+	cmd    *exec.Cmd
+	addr   string
+	data   string
+	log    *strings.Builder
+	secret string // --secret-file, when given
 }
 
 func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetServerProcess {

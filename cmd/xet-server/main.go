@@ -5,6 +5,7 @@
 //	xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]
 //	xet-server hash-password < password
 //	xet-server fsck [--clean-temp] [--verify-data [--repair]] DIR
+//	xet-server stats [--json] (DIR | --storage URL)
 //
 // Without --users it runs open (no authentication) and refuses non-loopback addresses.
 package main
@@ -30,6 +31,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runFsck(args[1:], stdout, stderr)
 		case "gc":
 			return runGC(args[1:], stdout, stderr)
+		case "stats":
+			return runStats(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			usage(stdout)
 			return 0
@@ -47,6 +50,8 @@ func usage(w io.Writer) {
   xet-server gc [--dry-run] [--grace 24h] (DIR | --storage URL)       delete xorbs no file names (uploads never
                                                                       finished), two runs a grace period apart;
                                                                       safe while servers run
+  xet-server stats [--json] (DIR | --storage URL)                    logical and stored bytes, dedupe ratio,
+                                                                      files and xorbs, per repository
 
 On S3 (AWS, MinIO, Ceph RGW, R2, versitygw), any number of instances over one bucket behind any
 HTTP load balancer; they share only the bucket and the signing secret:

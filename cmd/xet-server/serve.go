@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -37,6 +38,11 @@ type serveFlags struct {
 	maxObject                                  int64
 	policy                                     string
 	hubTokens, hubPublic                       string
+	metricsListen                              string
+	quotaDefault, quotasFile                   string
+	drainDelay, tlsPoll, gcEvery               time.Duration
+	// observe is told of the store's work (the metrics); not a flag.
+	observe store.Observer
 }
 
 // runServe runs the server until SIGINT/SIGTERM. ready (tests) gets the bound address.
@@ -62,6 +68,12 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.Int64Var(&f.maxObject, "max-object-size", 64<<30, "largest basic-transfer LFS upload in bytes")
 	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
 	fl.StringVar(&f.hubTokens, "hub-compat", "", "emulate the Hugging Face Hub's LFS and token routes (for testing Hub clients), with the Hub tokens of FILE (token:name:read|write[:repo-patterns] per line); plain LFS uploads are kept whole in DIR/hub-legacy")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100); off without it, never on the main port")
+	fl.StringVar(&f.quotaDefault, "repo-quota", "", "storage quota of every repository (e.g. 10GiB): what its files reference after dedupe; uploads over it are refused (507)")
+	fl.StringVar(&f.quotasFile, "quotas", "", "quotas file: \"REPOSITORY-PATTERN SIZE\" per line (SIZE or none), first match wins, else --repo-quota; \"user:NAME SIZE\" for the repositories under NAME/ together")
+	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGTERM, how long to answer new requests 503 (Retry-After) and fail /readyz before closing the listener, so a load balancer moves traffic away (e.g. 10s behind one)")
+	fl.DurationVar(&f.tlsPoll, "tls-reload-interval", 10*time.Second, "how often to look for a changed --tls-cert/--tls-key (also reloaded on SIGHUP)")
+	fl.DurationVar(&f.gcEvery, "gc-every", 0, "run gc (as xet-server gc, default grace) this often in the server (0: never; run xet-server gc from cron instead)")
 	fl.StringVar(&f.hubPublic, "hub-public", "", "with --hub-compat: comma-separated patterns of repositories readable without a token")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -120,15 +132,37 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	if err != nil {
 		return err
 	}
-	srv, err := newServer(f, users, log)
+	var metrics *server.Metrics
+	if f.metricsListen != "" {
+		metrics = server.NewMetrics()
+		f.observe = metrics.Observer()
+	}
+	var certs *certReloader
+	if f.tlsCert != "" {
+		if certs, err = newCertReloader(f.tlsCert, f.tlsKey, log); err != nil {
+			return err
+		}
+	}
+	srv, st, err := newServer(f, users, metrics, log)
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
+		srv.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	if certs != nil {
+		hs.TLSConfig = &tls.Config{GetCertificate: certs.getCertificate, MinVersion: tls.VersionTLS12}
+	}
+	stopMetrics, err := serveMetrics(f.metricsListen, metrics, log)
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return err
+	}
+	defer stopMetrics()
 	logListening(f, users, ln.Addr().String(), log)
 	defer cpuProfile(os.Getenv("XET_SERVER_CPUPROFILE"), log)()
 
@@ -137,11 +171,17 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // before serving: an early SIGHUP must not end the process
 	defer signal.Stop(hup)
-	go reloadOnHUP(ctx, hup, users, log)
+	go reloadOnHUP(ctx, hup, users, certs, log)
+	if certs != nil && f.tlsPoll > 0 {
+		go certs.poll(f.tlsPoll, ctx.Done())
+	}
+	if f.gcEvery > 0 {
+		go gcEvery(ctx, st, f.gcEvery, log)
+	}
 	errc := make(chan error, 1)
 	go func() {
-		if f.tlsCert != "" {
-			errc <- hs.ServeTLS(ln, f.tlsCert, f.tlsKey)
+		if certs != nil {
+			errc <- hs.ServeTLS(ln, "", "")
 		} else {
 			errc <- hs.Serve(ln)
 		}
@@ -154,10 +194,55 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	drain(srv, f.drainDelay, log)
 	if err := shutdown(hs, f.shutdown, log); err != nil {
 		return err
 	}
 	return srv.Close()
+}
+
+// drain makes the server answer new requests 503 and fail /readyz for delay, while requests in
+// flight go on: a load balancer polling /readyz moves the traffic to other instances meanwhile.
+func drain(srv *server.Server, delay time.Duration, log zerolog.Logger) {
+	srv.Drain()
+	if delay <= 0 {
+		return
+	}
+	log.Info().Dur("delay", delay).Msg("draining: new requests are answered 503, /readyz fails")
+	time.Sleep(delay)
+}
+
+// serveMetrics serves /metrics on addr ("" or nil metrics: nothing) and returns what stops it.
+func serveMetrics(addr string, m *server.Metrics, log zerolog.Logger) (func(), error) {
+	if addr == "" || m == nil {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = ms.Serve(ln) }()
+	log.Info().Str("addr", ln.Addr().String()).Msg("metrics at /metrics")
+	return func() { ms.Close() }, nil
+}
+
+// gcEvery runs gc on st every interval (default grace) until ctx ends.
+func gcEvery(ctx context.Context, st *store.Store, interval time.Duration, log zerolog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := st.Collect(ctx, store.GCOptions{}); err != nil {
+				log.Warn().Err(err).Msg("gc")
+			}
+		}
+	}
 }
 
 // checkFlags checks the flags that go together and loads the users file; without one the server
@@ -189,13 +274,25 @@ func checkFlags(f serveFlags) (*server.Users, error) {
 }
 
 // newServer opens the data directory (store, signing secret) and builds the server on it.
-func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.Server, error) {
+func newServer(f serveFlags, users *server.Users, metrics *server.Metrics, log zerolog.Logger) (*server.Server, *store.Store, error) {
+	srv, st, err := buildServer(f, users, metrics, log)
+	if err != nil && st != nil {
+		st.Close()
+	}
+	return srv, st, err
+}
+
+func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log zerolog.Logger) (*server.Server, *store.Store, error) {
 	policy, err := xorb.ParsePolicy(f.policy)
 	if err != nil {
-		return nil, fmt.Errorf("--compression: %w", err)
+		return nil, nil, fmt.Errorf("--compression: %w", err)
+	}
+	quotas, err := loadQuotas(f)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(f.data, 0o750); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+		return nil, nil, fmt.Errorf("data directory: %w", err)
 	}
 	secretPath := f.secretFile
 	if secretPath == "" {
@@ -203,18 +300,21 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 	}
 	secret, err := loadSecret(secretPath, f.secretFile == "", log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	hub, err := hubCompat(f)
+	if err != nil {
+		return nil, nil, err
 	}
 	st, direct, err := openStorage(&f, log)
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
 	go cleanTempHourly(context.Background(), st, log)
-	hub, err := hubCompat(f)
-	if err != nil {
-		return nil, err
-	}
-	return server.New(server.Config{
+	srv, err := server.New(server.Config{
+		Quotas:     quotas,
+		Metrics:    metrics,
+		Ready:      st.Ping,
 		Hub:        hub,
 		Store:      st,
 		Direct:     direct,
@@ -228,6 +328,35 @@ func newServer(f serveFlags, users *server.Users, log zerolog.Logger) (*server.S
 		Limits:     server.Limits{Object: f.maxObject},
 		Log:        log,
 	})
+	return srv, st, err
+}
+
+// loadQuotas reads --repo-quota and --quotas (nil: no quotas).
+func loadQuotas(f serveFlags) (*server.Quotas, error) {
+	if f.quotaDefault == "" && f.quotasFile == "" {
+		return nil, nil
+	}
+	q := &server.Quotas{}
+	if f.quotaDefault != "" {
+		b, err := server.ParseSize(f.quotaDefault)
+		if err != nil {
+			return nil, fmt.Errorf("--repo-quota: %w", err)
+		}
+		q.Default = b
+	}
+	if f.quotasFile != "" {
+		qf, err := os.Open(f.quotasFile)
+		if err != nil {
+			return nil, fmt.Errorf("--quotas: %w", err)
+		}
+		defer qf.Close()
+		fq, err := server.ParseQuotas(qf)
+		if err != nil {
+			return nil, fmt.Errorf("--quotas %s: %w", f.quotasFile, err)
+		}
+		q.Repos, q.Owners = fq.Repos, fq.Owners
+	}
+	return q, nil
 }
 
 // hubCompat reads the --hub-compat token file.
@@ -264,14 +393,17 @@ func logListening(f serveFlags, users *server.Users, addr string, log zerolog.Lo
 	ev.Str("auth", "users").Int("users", users.Len()).Msg("xet-server listening")
 }
 
-// reloadOnHUP reloads the users file on each signal from hup until ctx ends; a bad file keeps
-// the old users.
-func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, users *server.Users, log zerolog.Logger) {
+// reloadOnHUP reloads the users file and the TLS certificate on each signal from hup until ctx
+// ends; a bad file keeps the old users, a bad certificate the old one.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, users *server.Users, certs *certReloader, log zerolog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if certs != nil {
+				certs.reloadLogged("SIGHUP")
+			}
 			if users == nil {
 				continue
 			}
@@ -335,7 +467,7 @@ func loadSecret(path string, generate bool, log zerolog.Logger) ([]byte, error) 
 func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, server.XorbURLs, error) {
 	switch {
 	case f.storage == "":
-		st, err := openFS(filepath.Join(f.data, "cas"), log)
+		st, err := openFS(filepath.Join(f.data, "cas"), f.observe, log)
 		return st, nil, err
 	case strings.HasPrefix(f.storage, "s3://"):
 		bucket, prefix, err := s3.ParseURL(f.storage)
@@ -348,13 +480,13 @@ func openStorage(f *serveFlags, log zerolog.Logger) (*store.Store, server.XorbUR
 		if err != nil {
 			return nil, nil, s3Hint(err)
 		}
-		st, err := store.Open("", store.Options{Backend: be, Log: log})
+		st, err := store.Open("", store.Options{Backend: be, Log: log, Observe: f.observe})
 		if err != nil || !f.s3Direct {
 			return st, nil, err
 		}
 		return st, store.PresignedXorbs{Storage: be}, nil
 	default:
-		st, err := openFS(f.storage, log)
+		st, err := openFS(f.storage, f.observe, log)
 		return st, nil, err
 	}
 }
@@ -385,8 +517,8 @@ func s3Hint(err error) error {
 }
 
 // openFS opens a store on a directory.
-func openFS(dir string, log zerolog.Logger) (*store.Store, error) {
-	return store.Open(dir, store.Options{Log: log})
+func openFS(dir string, observe store.Observer, log zerolog.Logger) (*store.Store, error) {
+	return store.Open(dir, store.Options{Log: log, Observe: observe})
 }
 
 // cleanTemp removes what writers killed mid-write left in the storage over an hour ago, within

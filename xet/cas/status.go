@@ -22,6 +22,9 @@ func (e *StatusError) Error() string {
 	msg := e.Message
 	if msg == "" {
 		msg = http.StatusText(e.Code)
+	} else if e.Code == http.StatusInsufficientStorage || e.Code == http.StatusRequestEntityTooLarge {
+		// A quota or size refusal: the server's message is what the user must read first.
+		return fmt.Sprintf("%s (HTTP %d from %s)", msg, e.Code, e.Op)
 	}
 	return fmt.Sprintf("%s: HTTP %d: %s", e.Op, e.Code, msg)
 }

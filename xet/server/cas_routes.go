@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,7 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 	if !ok {
 		return
 	}
+	s.metrics.reconstruction("v2")
 	base := s.baseURL(r)
 	out := &casapi.ReconstructionV2{
 		OffsetIntoFirstRange: p.OffsetIntoFirstRange,
@@ -123,6 +125,7 @@ func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, 
 	if !ok {
 		return
 	}
+	s.metrics.reconstruction("v1")
 	base := s.baseURL(r)
 	out := &casapi.ReconstructionV1{
 		OffsetIntoFirstRange: p.OffsetIntoFirstRange,
@@ -167,6 +170,7 @@ func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, _ Claims) {
 		return
 	}
 	b, err := s.cfg.Store.GlobalDedupe(r.Context(), chunk)
+	s.metrics.dedupeQuery(err == nil)
 	if err != nil {
 		s.fail(w, r, "chunk query", err)
 		return
@@ -187,7 +191,7 @@ func checkXorbPrefix(w http.ResponseWriter, r *http.Request) bool {
 // handlePutXorb answers POST /v1/xorbs/{prefix}/{xorb}: the body (chunk records) is stored when it
 // hashes to the xorb hash; {"was_inserted": false} when it was already there, 400 naming what was wrong
 // otherwise.
-func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, _ Claims) {
+func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims) {
 	if !checkXorbPrefix(w, r) {
 		return
 	}
@@ -197,6 +201,9 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, _ Claims)
 	}
 	if r.ContentLength > s.cfg.Limits.Xorb {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("xorb body of %d bytes exceeds %d", r.ContentLength, s.cfg.Limits.Xorb))
+		return
+	}
+	if !s.withinQuota(w, r, c.Namespace, 0) {
 		return
 	}
 	// Bound the bodies held at once: with the size hint below the store allocates a whole body
@@ -218,6 +225,10 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, _ Claims)
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return
+	}
+	s.metrics.xorbStored(inserted, r.ContentLength)
+	if inserted {
+		s.quota.add(c.Namespace, r.ContentLength)
 	}
 	if !inserted {
 		// The store had it and read none of the body. Answering before the body is read makes
@@ -291,11 +302,14 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 // handlePutShardV1 answers POST /v1/shards: {"result": 1} when the shard registered something new,
 // {"result": 0} when everything was known.
 func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Claims) {
+	if !s.withinQuota(w, r, c.Namespace, 0) {
+		return
+	}
 	body, ok := s.readShard(w, r)
 	if !ok {
 		return
 	}
-	existed, err := s.cfg.Store.PutShard(r.Context(), c.Namespace, body)
+	existed, err := s.putShard(r.Context(), c.Namespace, body)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return
@@ -314,6 +328,9 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 // answers in one write, headers and all frames, instead of one write and one client wake-up per
 // frame.
 func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Claims) {
+	if !s.withinQuota(w, r, c.Namespace, 0) {
+		return
+	}
 	body, ok := s.readShard(w, r)
 	if !ok {
 		return
@@ -337,7 +354,7 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		existed, err := s.cfg.Store.PutShard(r.Context(), c.Namespace, body)
+		existed, err := s.putShard(r.Context(), c.Namespace, body)
 		done <- outcome{existed, err}
 	}()
 	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
@@ -371,6 +388,15 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 			return
 		}
 	}
+}
+
+// putShard registers a shard in ns and counts it.
+func (s *Server) putShard(ctx context.Context, ns string, body []byte) (bool, error) {
+	existed, err := s.cfg.Store.PutShard(ctx, ns, body)
+	if err == nil {
+		s.metrics.shardStored()
+	}
+	return existed, err
 }
 
 // firstFrameDelay is how long POST /v2/shards holds its first frame back, hoping to send it with the

@@ -72,6 +72,7 @@ func (s *Server) authRepo(w http.ResponseWriter, r *http.Request, ns string, wri
 		if !c.Scope.Allows(need) {
 			return deny(http.StatusForbidden, "token scope "+string(c.Scope)+" does not allow "+string(need))
 		}
+		noteUser(r, c.Subject)
 		return principal{name: c.Subject, write: c.Scope == scopeWrite}, true
 	}
 	name, pass, ok := r.BasicAuth()
@@ -88,5 +89,6 @@ func (s *Server) authRepo(w http.ResponseWriter, r *http.Request, ns string, wri
 	if write && !u.CanAccess(ns, true) {
 		return deny(http.StatusForbidden, "user "+u.Name+" may not write to "+ns)
 	}
+	noteUser(r, u.Name)
 	return principal{name: u.Name, write: u.CanAccess(ns, true)}, true
 }

@@ -34,6 +34,7 @@ func (s *Server) handleObjectGet(w http.ResponseWriter, r *http.Request, ns, oid
 		return
 	}
 	want, _ := xhash.ParseSHA256(oid)
+	s.metrics.bridged("download")
 	s.streamFile(w, r, file, size, &want)
 }
 
@@ -127,6 +128,10 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		w.WriteHeader(http.StatusOK) // already stored
 		return
 	}
+	if !s.withinQuota(w, r, ns, max(r.ContentLength, 0)) {
+		return
+	}
+	s.metrics.bridged("upload")
 	select {
 	case s.ingest <- struct{}{}:
 		defer func() { <-s.ingest }()
@@ -138,6 +143,7 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		s.failLFS(w, r, "upload", err)
 		return
 	}
+	s.quota.add(ns, r.ContentLength)
 	w.WriteHeader(http.StatusOK)
 }
 

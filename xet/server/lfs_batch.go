@@ -38,10 +38,13 @@ func (s *Server) handleRepoRoute(w http.ResponseWriter, r *http.Request) {
 	rest := r.URL.Path[i+len(lfsInfix):]
 	switch {
 	case rest == "objects/batch" && r.Method == http.MethodPost:
+		noteRoute(r, "/{repo}/info/lfs/objects/batch")
 		s.handleBatch(w, r, ns)
 	case rest == "verify" && r.Method == http.MethodPost:
+		noteRoute(r, "/{repo}/info/lfs/verify")
 		s.handleVerify(w, r, ns)
 	case strings.HasPrefix(rest, "objects/") && strings.Count(rest, "/") == 1:
+		noteRoute(r, "/{repo}/info/lfs/objects/{oid}")
 		oid := rest[len("objects/"):]
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
@@ -90,6 +93,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 			return
 		}
 		resp.Objects = append(resp.Objects, res)
+	}
+	if write && !s.withinQuota(w, r, ns, uploadBytes(resp.Objects)) {
+		return
 	}
 	w.Header().Set("Content-Type", contentTypeLFS)
 	w.WriteHeader(http.StatusOK)
@@ -141,6 +147,17 @@ type batchGrant struct {
 	expiresIn    int64               // basic actions: their bearer token's lifetime
 	xetExpiresIn int64               // xet actions: the refresh credential's lifetime
 	hub          bool                // Hub mode: bridge and CDN URLs for downloads
+}
+
+// uploadBytes is the size of the objects a batch answer asks the client to upload.
+func uploadBytes(objs []lfsbatch.Result) int64 {
+	var n int64
+	for _, o := range objs {
+		if o.Actions["upload"] != nil {
+			n += max(o.Size, 0)
+		}
+	}
+	return n
 }
 
 // grant issues the batch's tokens: a CAS token for ns and the operation's scope, and for xet
@@ -383,6 +400,7 @@ func (s *Server) authTokenRoute(w http.ResponseWriter, r *http.Request, ns strin
 	case write && c.Scope != scopeWrite:
 		return deny(http.StatusForbidden, "refresh credential of scope "+string(c.Scope)+" cannot mint a write token")
 	}
+	noteUser(r, c.Subject)
 	return principal{name: c.Subject, write: c.Scope == scopeWrite}, true
 }
 

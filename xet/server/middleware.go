@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -50,27 +52,101 @@ func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// logged writes one access-log line per request: method, path (never the query, which holds URL
-// signatures), status, bytes, duration and remote address. Headers (Authorization, tokens) are never
-// logged.
+// reqInfo is what handlers learn of a request for its access-log line and metrics: the route
+// template of a route the mux does not name (the repository routes) and the user.
+type reqInfo struct {
+	route string
+	user  string
+}
+
+type reqInfoKey struct{}
+
+// noteUser records the authenticated user of r for the access log ("" changes nothing).
+func noteUser(r *http.Request, name string) {
+	if ri, ok := r.Context().Value(reqInfoKey{}).(*reqInfo); ok && name != "" {
+		ri.user = name
+	}
+}
+
+// noteRoute records the route template of r, for routes the mux matches with one catch-all.
+func noteRoute(r *http.Request, route string) {
+	if ri, ok := r.Context().Value(reqInfoKey{}).(*reqInfo); ok {
+		ri.route = route
+	}
+}
+
+// countingBody counts the bytes read of a request body.
+type countingBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// logged writes one access-log line per request (JSON, as every log line): method, route
+// template, path (never the query, which holds URL signatures), status, bytes received and sent,
+// duration, remote address and the user's name when the request authenticated one. Headers
+// (Authorization, tokens) are never logged. It counts the same in the metrics.
 func (s *Server) logged(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
+		ri := &reqInfo{}
+		body := &countingBody{ReadCloser: r.Body}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = body
+		}
+		// The mux records the pattern it matched in this request (nothing below copies it).
+		inner := r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
+		next.ServeHTTP(rec, inner)
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK
 		}
+		route := ri.route
+		if route == "" {
+			route = inner.Pattern
+		}
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		d := time.Since(start)
+		s.metrics.request(route, r.Method, status, d, body.n, rec.bytes)
 		ev := s.log.Info()
 		if status >= 500 {
 			ev = s.log.Warn()
 		}
-		ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).
-			Int64("bytes", rec.bytes).Dur("duration", time.Since(start)).
-			Str("remote", r.RemoteAddr).Msg("request")
+		ev = ev.Str("method", r.Method).Str("route", route).Str("path", r.URL.Path).Int("status", status).
+			Int64("bytes_in", body.n).Int64("bytes", rec.bytes).Dur("duration", d).Str("remote", r.RemoteAddr)
+		if ri.user != "" {
+			ev = ev.Str("user", ri.user)
+		}
+		ev.Msg("request")
 	})
 }
+
+// draining answers every request but the probes 503 with Retry-After while the server drains
+// (Drain), and asks the client to close the connection, so that a load balancer's next attempt
+// goes to another instance. Requests already in flight are not affected.
+func (s *Server) draining(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.drain.Load() && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			noteRoute(r, "draining")
+			w.Header().Set("Retry-After", strconv.Itoa(drainRetryAfter))
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusServiceUnavailable, "xet-server is shutting down: retry (another instance, or this one once restarted)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// drainRetryAfter is the Retry-After, in seconds, of a request refused while draining.
+const drainRetryAfter = 2
 
 // recovered turns a handler panic into a 500 and a log line instead of a dropped connection (but lets
 // http.ErrAbortHandler through: it deliberately cuts a streamed response).
@@ -134,6 +210,7 @@ func (s *Server) cas(need Scope, h casHandler) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, "token scope "+string(c.Scope)+" does not allow "+string(need))
 			return
 		}
+		noteUser(r, c.Subject)
 		h(w, r, c)
 	}
 }

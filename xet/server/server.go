@@ -22,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -54,7 +55,10 @@ type Store interface {
 	FileComplete(ctx context.Context, file hash.Hash) (bool, error)
 }
 
-var _ Store = (*store.Store)(nil)
+var (
+	_ Store      = (*store.Store)(nil)
+	_ UsageStore = (*store.Store)(nil)
+)
 
 // XorbURLs gives URLs that fetch a stored xorb's bytes (with a Range header) without the server.
 type XorbURLs interface {
@@ -137,8 +141,17 @@ type Config struct {
 	// Hub, when set, makes the LFS and token routes behave as the Hugging Face Hub's (a test
 	// emulator: see HubCompat). Users is not used then.
 	Hub *HubCompat
-	Log zerolog.Logger
-	Now func() time.Time
+	// Quotas limit what each repository may store (nil: no limits); Store must then be a
+	// UsageStore.
+	Quotas *Quotas
+	// Metrics, when set, counts requests and the server's work (served elsewhere: Metrics.Handler).
+	// The store's own work is counted through its Observer (store.Options.Observe).
+	Metrics *Metrics
+	// Ready reports whether the server can serve (its storage answers); /readyz fails while it
+	// errs. Nil: always ready.
+	Ready func(ctx context.Context) error
+	Log   zerolog.Logger
+	Now   func() time.Time
 }
 
 // Server serves the CAS and LFS routes over a Store.
@@ -151,6 +164,10 @@ type Server struct {
 	mux    *http.ServeMux
 	ingest chan struct{} // semaphore of MaxIngest slots
 	xorbs  chan struct{} // semaphore of MaxXorbPuts slots
+	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
+	metrics *Metrics
+	quota   *usageCache
+	drain   atomic.Bool // Drain was called
 }
 
 // New builds a Server. It fails when the configuration cannot be served safely (no store, short
@@ -194,15 +211,54 @@ func New(cfg Config) (*Server, error) {
 		ingest: make(chan struct{}, cfg.MaxIngest),
 		xorbs:  make(chan struct{}, cfg.MaxXorbPuts),
 	}
+	if cfg.Quotas != nil {
+		us, ok := cfg.Store.(UsageStore)
+		if !ok {
+			return nil, errors.New("server: quotas need a store that reports usage")
+		}
+		s.quota = &usageCache{m: map[string]usageEntry{}, store: us}
+	}
+	s.metrics = cfg.Metrics
+	s.metrics.slots(s)
 	s.routes()
 	return s, nil
 }
+
+// Drain makes the server refuse new requests (503 with Retry-After, the connection closed) and
+// fail /readyz, while requests in flight go on: what a process about to stop does first, so that a
+// load balancer sends the clients' retries elsewhere.
+func (s *Server) Drain() { s.drain.Store(true) }
+
+// handleReady answers /readyz: 200 when the server takes requests and its storage answers, 503
+// while it drains or the storage fails.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if s.drain.Load() {
+		writeError(w, http.StatusServiceUnavailable, "draining")
+		return
+	}
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			s.log.Warn().Err(err).Msg("readiness: storage check failed")
+			writeError(w, http.StatusServiceUnavailable, "storage unreachable")
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// readyTimeout bounds /readyz's storage check: under the probe timeouts of load balancers (a few
+// seconds), well over a storage call that answers.
+const readyTimeout = 2 * time.Second
 
 // Open reports whether the server runs without authentication.
 func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
-func (s *Server) Handler() http.Handler { return s.logged(s.recovered(s.paced(s.mux))) }
+func (s *Server) Handler() http.Handler {
+	return s.logged(s.recovered(s.draining(s.paced(s.mux))))
+}
 
 // Close lets go of what the store holds for writing (store.Store.Close), once no request is being
 // served.
@@ -226,6 +282,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /xorbs/{prefix}/{xorb}", s.handleSignedXorb)
 	m.HandleFunc("GET /api/", s.handleTokenRoute)
 	m.HandleFunc("GET /healthz", handleHealth)
+	m.HandleFunc("GET /readyz", s.handleReady)
 	if s.cfg.Hub != nil {
 		m.HandleFunc("GET /xet-bridge-us/{id}/{file}", s.handleBridge)
 		m.HandleFunc("GET /cdn-lfs/{id}/{oid}", s.handleCDN)

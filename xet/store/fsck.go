@@ -39,7 +39,7 @@ type CheckReport struct {
 func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	r := &CheckReport{}
 	var names []string
-	if c, ok := s.be.(blob.Checker); ok {
+	if c, ok := s.raw.(blob.Checker); ok {
 		bad, temp, err := c.Check(ctx)
 		if err != nil {
 			return nil, err

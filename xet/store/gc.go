@@ -157,6 +157,9 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 		}
 	}
 	s.log.Info().Str("report", r.String()).Msg("gc done")
+	if !opts.DryRun {
+		s.obs.Collected(r.DeletedBytes)
+	}
 	return r, nil
 }
 
@@ -217,7 +220,7 @@ func (s *Store) applySteps(ctx context.Context, sw blob.Backend, steps []gcStep,
 	if len(changes) == 0 {
 		return done, nil
 	}
-	ps, ok := sw.(blob.PackSweeper)
+	ps, ok := s.raw.(blob.PackSweeper)
 	if !ok {
 		return done, errors.New("gc: packed blobs on a backend that cannot rewrite packs")
 	}

@@ -106,9 +106,35 @@ func (s *Store) putShard(ctx context.Context, ns string, body []byte, trusted bo
 	if _, err := s.confirmXorbs(ctx, plans, v.pending); err != nil {
 		return false, fmt.Errorf("registering a shard: after its records were written: %w", err)
 	}
+	s.obs.Registered(newFiles(existed, plans), dedupedBytes(sh, plans))
 	s.log.Debug().Int("files", len(plans)).Int("xorbs", len(sh.Xorbs)).Bool("existed", existed).
 		Str("ns", ns).Msg("shard registered")
 	return existed, nil
+}
+
+// newFiles is how many files a registration added: none when nothing it wrote was new.
+func newFiles(existed bool, plans []filePlan) int {
+	if existed {
+		return 0
+	}
+	return len(plans)
+}
+
+// dedupedBytes is what the shard's files hold in xorbs it did not bring: bytes stored before.
+func dedupedBytes(sh *shard.Shard, plans []filePlan) uint64 {
+	own := make(map[hash.Hash]bool, len(sh.Xorbs))
+	for i := range sh.Xorbs {
+		own[sh.Xorbs[i].Hash] = true
+	}
+	var n uint64
+	for _, p := range plans {
+		for _, t := range p.rec.Terms {
+			if !own[t.Xorb] {
+				n += uint64(t.UnpackedBytes)
+			}
+		}
+	}
+	return n
 }
 
 // parseUploadShard parses a shard upload within the size limit, in any shape a client sends

@@ -75,11 +75,16 @@ type Options struct {
 	// mappings, dedupe entries). Default: 32 MiB on an object store, off on the filesystem (the
 	// page cache serves those reads); negative turns it off.
 	EntryCacheBytes int64
+	// Observe is told of the store's work (backend calls, registrations, gc runs). Optional.
+	Observe Observer
 }
 
 // Store is a Xet CAS on a blob.Backend. Safe for concurrent use; see the package doc.
 type Store struct {
-	be      blob.Backend
+	be      blob.Backend // raw, or observed when Options.Observe is set
+	raw     blob.Backend // the backend as given, for the roles only some have
+	obs     Observer
+	format  int
 	log     zerolog.Logger
 	now     func() time.Time
 	meta    *lru[hash.Hash, *xorbMeta]
@@ -97,7 +102,8 @@ type ReadAtCloser interface {
 // process about to exit. The store stays usable.
 func (s *Store) Close() error { return s.be.Close() }
 
-// Open opens (creating when missing) the store in dir. It is cheap: nothing is read up front.
+// Open opens (creating when missing) the store in dir. It reads only the store's format version
+// (recording FormatVersion in a store that has none) and refuses a newer one (ErrNewerFormat).
 func Open(dir string, opts Options) (*Store, error) {
 	be := opts.Backend
 	if be == nil {
@@ -107,6 +113,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		be = fsb
 	}
+	where := dir
+	if opts.Backend != nil {
+		where = "on " + fmt.Sprintf("%T", opts.Backend)
+	}
+	format, err := checkFormat(be, where)
+	if err != nil {
+		return nil, err
+	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -115,7 +129,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	if limit <= 0 {
 		limit = 64 << 20
 	}
-	s := &Store{be: be, log: opts.Log, now: now, meta: newLRU[hash.Hash](limit, (*xorbMeta).cost),
+	raw, obs := be, opts.Observe
+	if obs == nil {
+		obs = nopObserver{}
+	} else {
+		be = observed{be, obs}
+	}
+	s := &Store{be: be, raw: raw, obs: obs, format: format, log: opts.Log, now: now, meta: newLRU[hash.Hash](limit, (*xorbMeta).cost),
 		chains: newLRU[hash.Hash](chainStates, func(c *chainState) int64 { return int64(len(c.state)) + 128 })}
 	entryLimit := opts.EntryCacheBytes
 	if entryLimit == 0 && !be.Features().CachedReads {
@@ -132,7 +152,7 @@ func Open(dir string, opts Options) (*Store, error) {
 const EmbeddedMetaCacheBytes = 8 << 20
 
 // Backend returns the storage under s.
-func (s *Store) Backend() blob.Backend { return s.be }
+func (s *Store) Backend() blob.Backend { return s.raw }
 
 func fanout(kind string, h hash.Hash) string {
 	str := h.String()
