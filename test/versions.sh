@@ -104,17 +104,21 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 # Versions of a random file: edit.py versions DIR PREFIX N BYTES PERCENT writes DIR/PREFIX1..N, each
 # the previous with 64 KiB blocks adding up to PERCENT % of it rewritten at random places;
 # edit.py patch SRC DST COUNT BYTES writes DST, SRC with COUNT blocks of BYTES rewritten at random places.
+# The randomness is seeded (VERSIONS_SEED, default 1): every run makes the same files.
 cat >"$work/edit.py" <<'PY'
 import os, random, sys
+# Seeded (VERSIONS_SEED): the same data and the same edit places in every run, so that two runs (two
+# builds) compare on the same workload.
+random.seed(os.environ.get("VERSIONS_SEED", "1") + ":" + ":".join(sys.argv[1:4]))
 def patch(b, count, block):
     for _ in range(count):
         off = random.randrange(len(b) - block)
-        b[off:off + block] = os.urandom(block)
+        b[off:off + block] = random.randbytes(block)
 if sys.argv[1] == "versions":
     d, prefix, n, size, pct = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
     block = 64 << 10
     edits = max(1, round(size * pct / 100 / block))
-    b = bytearray(os.urandom(size))
+    b = bytearray(random.randbytes(size))
     for i in range(1, n + 1):
         if i > 1:
             patch(b, edits, block)

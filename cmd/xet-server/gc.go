@@ -29,18 +29,8 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: xet-server gc [--dry-run] [--grace DURATION] (DATA-DIR | --storage URL)")
 		fl.PrintDefaults()
 	}
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if !storeArg(fl, &f) {
-		fl.Usage()
-		return 2
-	}
-	if f.data != "" {
-		if fi, err := os.Stat(f.data); err != nil || !fi.IsDir() {
-			fmt.Fprintf(stderr, "xet-server gc: no data directory at %s\n", f.data)
-			return 1
-		}
+	if code := parseStoreArgs(fl, args, &f, "gc", stderr); code != 0 {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -66,6 +56,26 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "removed %d temp files or unfinished uploads older than an hour\n", n)
+	}
+	return 0
+}
+
+// parseStoreArgs parses a maintenance command's args with fl and finds the store they name (a data
+// directory that exists, or --storage); a code other than 0 is the command's exit code, its reason
+// said on stderr.
+func parseStoreArgs(fl *flag.FlagSet, args []string, f *serveFlags, name string, stderr io.Writer) (code int) {
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if !storeArg(fl, f) {
+		fl.Usage()
+		return 2
+	}
+	if f.data != "" {
+		if fi, err := os.Stat(f.data); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "xet-server %s: no data directory at %s\n", name, f.data)
+			return 1
+		}
 	}
 	return 0
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"text/tabwriter"
 
@@ -27,18 +26,8 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: xet-server stats [--json] (DATA-DIR | --storage URL)")
 		fl.PrintDefaults()
 	}
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if !storeArg(fl, &f) {
-		fl.Usage()
-		return 2
-	}
-	if f.data != "" {
-		if fi, err := os.Stat(f.data); err != nil || !fi.IsDir() {
-			fmt.Fprintf(stderr, "xet-server stats: no data directory at %s\n", f.data)
-			return 1
-		}
+	if code := parseStoreArgs(fl, args, &f, "stats", stderr); code != 0 {
+		return code
 	}
 	st, _, err := openStorage(&f, zerolog.New(stderr).Level(zerolog.WarnLevel))
 	if err != nil {

@@ -68,29 +68,6 @@ func (g Git) Config(ctx context.Context, key string) (string, error) {
 	return v, err
 }
 
-// ConfigMatching returns the git config keys matching the regular expression re (git's
-// --get-regexp: keys come back lowercased, names as git spells them) and their last values, in one
-// call; an empty map when none is set.
-func (g Git) ConfigMatching(ctx context.Context, re string) (map[string]string, error) {
-	out, err := g.Run(ctx, "config", "--get-regexp", re)
-	var ge *GitError
-	if errors.As(err, &ge) && ge.ExitCode() == 1 {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok {
-			m[k] = v
-		} else if line != "" {
-			m[line] = "" // a key without a value
-		}
-	}
-	return m, nil
-}
-
 // GitDir returns the absolute path of the repository's git directory.
 func (g Git) GitDir(ctx context.Context) (string, error) {
 	d, err := g.Run(ctx, "rev-parse", "--absolute-git-dir")
