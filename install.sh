@@ -25,7 +25,7 @@ echo "building git-xet-transfer"
 version="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
 tmp="$(mktemp "$bindir/.git-xet-transfer.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
-go build -trimpath -ldflags "-X main.buildVersion=$version" -o "$tmp" ./cmd/git-xet-transfer
+go build -trimpath -buildvcs=true -ldflags "-X github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo.stamped=$version" -o "$tmp" ./cmd/git-xet-transfer
 chmod 755 "$tmp"
 mv -f "$tmp" "$bindir/git-xet-transfer"   # atomic: a running agent keeps its old file
 trap - EXIT
