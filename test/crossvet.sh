@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # go vet (which type-checks every package with its tests) for each release target, two targets at a
-# time, sharing the build cache. Any finding fails. Usage: test/crossvet.sh [GOOS/GOARCH ...]
+# time, sharing the build cache (built as scripts/release.sh builds: -trimpath, CGO_ENABLED=0, so the
+# release check after it compiles only the commands). Any finding fails. Usage: test/crossvet.sh [GOOS/GOARCH ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 vet() { # vet GOOS/GOARCH
   local t="$1" log="$out/${1//\//_}"
-  if GOOS="${t%/*}" GOARCH="${t#*/}" CGO_ENABLED=0 go vet ./... >"$log" 2>&1; then
+  if GOOS="${t%/*}" GOARCH="${t#*/}" CGO_ENABLED=0 go vet -trimpath ./... >"$log" 2>&1; then
     echo "ok    $t"
   else
     echo "FAIL  $t"; sed 's/^/      /' "$log"; return 1
