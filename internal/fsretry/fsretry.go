@@ -4,7 +4,8 @@
 // FILE_SHARE_DELETE fails (ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION)
 // until that process closes it: another agent reading a shard or chunk map, a virus scanner or the
 // search indexer opening a new file. Such holds are short, so Rename and Remove retry those errors
-// with backoff (10 ms doubling to 320 ms, at most Budget in all) and then return the last error.
+// with backoff (10 ms doubling to 320 ms, at most Budget in all) and then return the last error; a
+// lasting ERROR_ACCESS_DENIED (a read-only file, a missing permission) is so reported after Budget.
 // Elsewhere (unix: an open file can be renamed over and unlinked) they are os.Rename and
 // os.Remove, tried once.
 package fsretry
