@@ -53,7 +53,7 @@ exec "`+realGo+`" "$@"
 	cmd.Env = []string{"PATH=" + path, "HOME=" + home, "PREFIX=" + prefix, "GOROOT=" + goroot,
 		"GOCACHE=" + strings.TrimSpace(mustOutput(t, realGo, "env", "GOCACHE")),
 		"GOMODCACHE=" + strings.TrimSpace(mustOutput(t, realGo, "env", "GOMODCACHE")),
-		"GOFLAGS=-mod=mod", "GOPROXY=off", "GIT_CONFIG_NOSYSTEM=1"}
+		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local", "GIT_CONFIG_NOSYSTEM=1"}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("install.sh: %v\n%s", err, out)
