@@ -102,7 +102,7 @@ func winSplit(p string) (vol, rest string) {
 	}
 	if strings.HasPrefix(p, `\\`) {
 		parts := strings.SplitN(strings.TrimLeft(p, `\`), `\`, 3)
-		if len(parts) >= 2 {
+		if len(parts) >= 2 && parts[0] != "" && parts[1] != "" { // \\server\share
 			vol = `\\` + parts[0] + `\` + parts[1]
 			if len(parts) == 3 {
 				rest = `\` + parts[2]

@@ -1,6 +1,10 @@
 package gitrepo
 
-import "testing"
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
 
 // TestLocalPathWindows feeds the remotes a Windows user has (git for Windows's forms) to the rules
 // LocalPath uses on Windows; they run on every machine.
@@ -53,4 +57,32 @@ func TestFileURLWindows(t *testing.T) {
 	if u := fileURL("/srv/x.git", false); u != "file:///srv/x.git" {
 		t.Errorf("fileURL unix: %q", u)
 	}
+}
+
+// FuzzLocalPathWindows: any remote string, with Windows's rules or not: no panic; a local result
+// under Windows's rules has only backslashes, and one that is absolute reads back from its file URL.
+func FuzzLocalPathWindows(f *testing.F) {
+	for _, s := range []string{`C:\repos\x.git`, `file:///C:/repos/x.git`, `\\server\share\x.git`, `C:x.git`, `git@host:x.git`, `//`, `file://`, `C:`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		localPath(s, `/work/proj`, false)
+		p, ok := localPath(s, `C:\work\proj`, true)
+		if !ok {
+			return
+		}
+		if strings.Contains(p, "/") {
+			t.Fatalf("localPath(%q) = %q: a forward slash", s, p)
+		}
+		if !winIsAbs(p) || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || strings.ContainsRune("%?#", r) }) {
+			return // drive-relative, or no Windows name (control characters), or not URL-safe: git-lfs writes file URLs unescaped too
+		}
+		u, err := url.Parse(fileURL(p, true))
+		if err != nil || strings.HasPrefix(p, `\\`) && u.Host != strings.SplitN(p[2:], `\`, 2)[0] {
+			return // a UNC server name no URL carries as its host (a space, an @ in it)
+		}
+		if back, ok := localPath(fileURL(p, true), `D:\`, true); !ok || back != p {
+			t.Fatalf("localPath(%q) = %q; its URL %q reads back as %q, %v", s, p, fileURL(p, true), back, ok)
+		}
+	})
 }
