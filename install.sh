@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds git-xet-transfer, installs it on the PATH (no root needed), installs git-lfs when it is
-# missing, and runs `git-xet-transfer install` (global git config). Safe to run again.
+# Builds git-xet-transfer, installs it on the PATH (no root needed), installs git-lfs 3.8.1 when it
+# is missing, and runs `git-xet-transfer install` (global git config). Safe to run again. Linux and
+# macOS; on Windows use a release archive (README).
 #
 #   ./install.sh            # ~/.local/bin, or /usr/local/bin when writable
 #   PREFIX=/opt/bin ./install.sh
@@ -25,7 +26,7 @@ echo "building git-xet-transfer"
 version="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
 tmp="$(mktemp "$bindir/.git-xet-transfer.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
-go build -trimpath -ldflags "-X main.buildVersion=$version" -o "$tmp" ./cmd/git-xet-transfer
+go build -trimpath -buildvcs=true -ldflags "-X github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo.stamped=$version" -o "$tmp" ./cmd/git-xet-transfer
 chmod 755 "$tmp"
 mv -f "$tmp" "$bindir/git-xet-transfer"   # atomic: a running agent keeps its old file
 trap - EXIT
@@ -38,15 +39,16 @@ case ":$PATH:" in
 esac
 export PATH="$bindir:$PATH"
 
-# git-lfs
+# git-lfs: the release the README and the tests rely on (3.8.1), built with go install on every
+# platform (Linux, macOS), never a distribution's package (Debian 12 ships 3.3.0). One already on the
+# PATH is kept; its version is printed.
+lfs_version=v3.8.1
 if ! command -v git-lfs >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing git-lfs (apt-get)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git-lfs
-  else
-    echo "installing git-lfs 3.8.1 (go install) into $bindir"
-    GOBIN="$bindir" go install github.com/git-lfs/git-lfs/v3@v3.8.1
-  fi
+  echo "installing git-lfs $lfs_version (go install) into $bindir"
+  GOBIN="$bindir" go install "github.com/git-lfs/git-lfs/v3@$lfs_version"
+else
+  have="$(git-lfs version 2>/dev/null | sed -n 's|^git-lfs/\([0-9.]*\).*|\1|p')"
+  [ "v$have" = "$lfs_version" ] || echo "install.sh: keeping git-lfs ${have:-of unknown version} ($(command -v git-lfs)); git-xet-transfer is tested with git-lfs ${lfs_version#v}"
 fi
 command -v git-lfs >/dev/null || die "git-lfs is still missing; install it (https://git-lfs.com) and run ./install.sh again"
 

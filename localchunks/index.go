@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
@@ -115,10 +116,10 @@ func writeFile(dir, name string, b []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
+		err = fsretry.Rename(f.Name(), filepath.Join(dir, name))
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		fsretry.Remove(f.Name())
 	}
 	return err
 }
@@ -142,7 +143,7 @@ func (x *Index) prune() error {
 	}
 	sort.Slice(ms, func(a, b int) bool { return ms[a].t.Before(ms[b].t) })
 	for _, m := range ms[:max(0, len(ms)-x.MaxMaps)] {
-		os.Remove(x.mapPath(m.name))
+		fsretry.Remove(x.mapPath(m.name))
 	}
 	return nil
 }
@@ -181,7 +182,7 @@ func (x *Index) Spans(xorbs []hash.Hash) []download.Span {
 		spans, err := x.load(oid)
 		if errors.Is(err, fs.ErrNotExist) {
 			for _, name := range entries[oid] {
-				os.Remove(filepath.Join(bx, name))
+				fsretry.Remove(filepath.Join(bx, name))
 			}
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
@@ -92,7 +93,7 @@ func (p *Partial) Add(sp download.Span) error {
 // Close releases the record; done removes it (the download is complete or abandoned).
 func (p *Partial) Close(done bool) error {
 	if done {
-		os.Remove(p.f.Name())
+		fsretry.Remove(p.f.Name())
 	}
 	return p.f.Close()
 }

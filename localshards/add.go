@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -166,10 +167,10 @@ func writeAtomic(dir, name string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, final)
+		err = fsretry.Rename(tmp, final)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = fsretry.Remove(tmp)
 		return err
 	}
 	return nil

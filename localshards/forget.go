@@ -3,9 +3,9 @@ package localshards
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -48,7 +48,7 @@ func (c *Cache) Forget(xorbs []hash.Hash) (int, error) {
 		if !sectionListsAny(name, buf, gone) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(c.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsretry.Remove(filepath.Join(c.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return removed, err
 		}
 		removed++

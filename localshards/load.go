@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -119,7 +120,7 @@ func (c *Cache) list() ([]string, time.Time, error) {
 				keep = ExpiredGrace
 			}
 			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > keep {
-				_ = os.Remove(filepath.Join(c.dir, name))
+				_ = fsretry.Remove(filepath.Join(c.dir, name))
 			}
 		}
 	}
@@ -170,7 +171,7 @@ func shortRead(err error) error {
 // setAside renames a malformed shard file to <name>.corrupt so no process reads it again.
 func (c *Cache) setAside(name string, why error) {
 	p := filepath.Join(c.dir, name)
-	err := os.Rename(p, p+corruptExt)
+	err := fsretry.Rename(p, p+corruptExt)
 	if err != nil && errors.Is(err, fs.ErrNotExist) {
 		return // another process got there first
 	}
@@ -216,7 +217,7 @@ func (c *Cache) selectLive(all []*candidate, prune bool) []*candidate {
 			c.known[cd.name] = -1
 			if prune && c.deletable(cd.m.expires) {
 				c.log.Debug().Str("file", cd.name).Msg("deleting expired cached shard")
-				_ = os.Remove(filepath.Join(c.dir, cd.name))
+				_ = fsretry.Remove(filepath.Join(c.dir, cd.name))
 			}
 			continue
 		}
@@ -236,7 +237,7 @@ func (c *Cache) selectLive(all []*candidate, prune bool) []*candidate {
 				break
 			}
 			c.log.Debug().Str("file", cd.name).Msg("pruning cached shard over the size limit")
-			_ = os.Remove(filepath.Join(c.dir, cd.name))
+			_ = fsretry.Remove(filepath.Join(c.dir, cd.name))
 			c.known[cd.name] = -1
 			cd.pruned = true
 			total -= cd.m.size

@@ -2,11 +2,11 @@ package localshards
 
 import (
 	"hash/crc32"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -235,7 +235,7 @@ func (c *Cache) mergeSingles(g []*candidate) (*candidate, error) {
 	}
 	for _, cd := range g {
 		if cd.name != name {
-			_ = os.Remove(filepath.Join(c.dir, cd.name))
+			_ = fsretry.Remove(filepath.Join(c.dir, cd.name))
 		}
 	}
 	c.log.Debug().Int("files", len(g)).Int("records", m.maxChunk).Msg("shard cache: singles files merged")

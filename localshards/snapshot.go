@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
@@ -147,10 +148,10 @@ func writeSnapshot(dir string, v *view, skipped []*candidate, nextRef uint64) er
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, snapshotName))
+		err = fsretry.Rename(tmp.Name(), filepath.Join(dir, snapshotName))
 	}
 	if err != nil {
-		_ = os.Remove(tmp.Name())
+		_ = fsretry.Remove(tmp.Name())
 	}
 	return err
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +79,7 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 	}
 	killed := 0
 	for _, pid := range agentPIDs(work) {
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+		if killProcess(pid) == nil {
 			killed++
 		}
 	}

@@ -355,3 +355,12 @@ func (e *env) pushWithoutLFS(work string) {
 		e.t.Fatalf("push without LFS objects: %v\n%s", err, out)
 	}
 }
+
+// killProcess kills the process pid at once (SIGKILL on unix, TerminateProcess on Windows).
+func killProcess(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}

@@ -45,7 +45,7 @@ forbid xet/cas "xet/store(/.*)?|xet/embedded|xet/server|xet/upload|xet/download"
 forbid xet/store "xet/cas|xet/embedded|xet/upload|xet/download|xet/server" "the store sits under the server and the embedded CAS"
 only xet/store/blob "" "the blob storage interface knows no store, no backend"
 for p in xet/store/blob/fs xet/store/blob/s3; do
-  only "$p" "xet/store/blob|xet/hash|xet/xorb|xet/shard|xet/chunk|xet/casapi" "a backend keeps blobs: it imports the blob interface and format packages, never the store logic"
+  only "$p" "xet/store/blob|xet/hash|xet/xorb|xet/shard|xet/chunk|xet/casapi|internal/fsretry" "a backend keeps blobs: it imports the blob interface, format packages and fsretry, never the store logic"
 done
 forbid xet/store/blob/blobtest "xet/store|xet/store/blob/(fs|s3)" "the backends' conformance suite tests any backend through the interface, not the store"
 for p in xet/upload xet/download; do
@@ -57,6 +57,8 @@ forbid localchunks "xet/store(/.*)?|xet/embedded|xet/upload|xet/server|localshar
 forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
+only internal/fsretry "" "renames and removals that wait out another process's hold stand alone"
+only internal/buildinfo "" "what build this is comes from the Go build information alone"
 only internal/gitrepo "" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git)"
 only agent/credentials "internal/gitrepo" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
 only agent/hub "agent/credentials|internal/gitrepo|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -166,7 +165,7 @@ func killAt(t *testing.T, p *holdProxy, dir string, wait func() error) {
 	}
 	pids := agentPIDs(dir)
 	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGKILL)
+		killProcess(pid)
 	}
 	if len(pids) == 0 {
 		t.Fatal("no agent to kill")

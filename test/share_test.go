@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -115,7 +114,7 @@ func TestSmallFilePushLeaderKilled(t *testing.T) {
 		killPush(push)
 		t.Fatalf("no leader served 20 uploads within 120 s\n%s", out.String())
 	}
-	syscall.Kill(leader, syscall.SIGKILL)
+	killProcess(leader)
 	ended := make(chan error, 1)
 	go func() { ended <- push.Wait() }()
 	select {

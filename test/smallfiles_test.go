@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,7 +62,7 @@ func startPush(t *testing.T, e *env, work string) (*exec.Cmd, *strings.Builder) 
 	push := e.cmd(work, "git", "push", "origin", "main")
 	out := &strings.Builder{}
 	push.Stdout, push.Stderr = out, out
-	push.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // killPush kills git, git-lfs and the agents
+	newProcessGroup(push) // killPush kills git, git-lfs and the agents
 	if err := push.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func killAgentsWhen(t *testing.T, push *exec.Cmd, out *strings.Builder, work, wh
 		t.Fatalf("not within 120 s: %s\n%s", what, out.String())
 	}
 	for _, pid := range agentPIDs(work) {
-		syscall.Kill(pid, syscall.SIGKILL)
+		killProcess(pid)
 	}
 	if err := push.Wait(); err == nil {
 		t.Fatalf("the push survived killing its agents (after %s): nothing was interrupted\n%s", what, out.String())
@@ -89,8 +88,7 @@ func killAgentsWhen(t *testing.T, push *exec.Cmd, out *strings.Builder, work, wh
 
 // killPush kills a push started by startPush, with everything it started, and reaps it.
 func killPush(push *exec.Cmd) {
-	syscall.Kill(-push.Process.Pid, syscall.SIGKILL)
-	push.Wait()
+	killProcessGroup(push)
 }
 
 // A push of many small files to the embedded store, its agents killed half-way, then pushed
@@ -189,7 +187,7 @@ func TestSmallFilePushServerKilled(t *testing.T) {
 		push.Wait()
 		t.Fatalf("no small objects stored within 60 s\n%s", out.String())
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Process.Kill()
 	s.cmd.Wait()
 	killPush(push) // it would retry for a while: the user gives up, restarts the server, pushes again
 	atKill := packedBytes(data)

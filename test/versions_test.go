@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -175,7 +174,7 @@ func TestVersionsPushLeaderKilled(t *testing.T) {
 		t.Fatalf("no xorb stored and no leader within 120 s\n%s", out.String())
 	}
 	pid := e.leaderPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killProcess(pid); err != nil {
 		killPush(push)
 		t.Fatalf("killing the leader %d: %v", pid, err)
 	}

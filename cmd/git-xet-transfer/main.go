@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 )
 
 // command is one subcommand: it gets its arguments (after the name) and the standard streams, and
@@ -35,7 +33,6 @@ func commands() []command {
 }
 
 func main() {
-	cas.Version = version()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

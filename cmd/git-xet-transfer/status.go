@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
 
@@ -41,7 +41,7 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // printVersions prints the versions of this program, git and git-lfs.
 func printVersions(ctx context.Context, g client.Git, self string, stdout io.Writer) {
-	fmt.Fprintf(stdout, "git-xet-transfer %s (%s, %s)\n", version(), self, runtime.Version())
+	fmt.Fprintf(stdout, "git-xet-transfer %s at %s\n", buildinfo.Get(), self)
 	if v, err := g.Run(ctx, "version"); err == nil {
 		fmt.Fprintf(stdout, "%s\n", v)
 	} else {
@@ -200,6 +200,6 @@ func runTrack(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintf(stdout, "git-xet-transfer %s\n", version())
+	fmt.Fprintf(stdout, "git-xet-transfer %s\n", buildinfo.Get())
 	return 0
 }

@@ -6,6 +6,7 @@
 //	xet-server hash-password < password
 //	xet-server fsck [--clean-temp] [--verify-data [--repair]] DIR
 //	xet-server stats [--json] (DIR | --storage URL)
+//	xet-server --version
 //
 // Without --users it runs open (no authentication) and refuses non-loopback addresses.
 package main
@@ -14,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo"
 )
 
 func main() {
@@ -33,6 +36,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runGC(args[1:], stdout, stderr)
 		case "stats":
 			return runStats(args[1:], stdout, stderr)
+		case "version", "--version":
+			fmt.Fprintf(stdout, "xet-server %s\n", buildinfo.Get())
+			return 0
 		case "help", "-h", "--help":
 			usage(stdout)
 			return 0
@@ -45,6 +51,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage:
   xet-server [serve] --listen ADDR --data DIR [--users FILE] [flags]   run the server (serve -h: flags)
   xet-server hash-password                                            read a password on stdin, print its hash
+  xet-server --version                                                print the version, commit and its date
   xet-server fsck [--clean-temp] [--verify-data [--repair]] (DIR | --storage URL)
                                                                       check a store
   xet-server gc [--dry-run] [--grace 24h] (DIR | --storage URL)       delete xorbs no file names (uploads never

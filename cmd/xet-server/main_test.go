@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,7 +97,7 @@ func startServer(t *testing.T, args ...string) (string, *logbuf.Buffer, func() i
 	select {
 	case a := <-addrc:
 		return a, logs, func() int {
-			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			if err := terminateSelf(); err != nil {
 				t.Fatal(err)
 			}
 			select {

@@ -267,7 +267,7 @@ func (f *finder) fromLocalPath(p string) lfshttp.Endpoint {
 	} else if _, err := os.Stat(p); err != nil {
 		return lfshttp.Endpoint{Url: p, OriginalUrl: p}
 	}
-	u := "file://" + filepath.ToSlash(p)
+	u := fileURL(p, onWindows)
 	return lfshttp.Endpoint{Url: u, OriginalUrl: u}
 }
 

@@ -24,31 +24,6 @@ func (r LocalRemote) LFSObject(oid string) string {
 	return filepath.Join(r.RepoDir, "lfs", "objects", oid[0:2], oid[2:4], oid)
 }
 
-// LocalPath returns the directory a local remote URL names: a file:// URL's path or a plain path
-// (relative paths are taken from base, the repository's top directory, as git does). ok is false
-// for network remotes (https://, ssh://, host:path).
-func LocalPath(remoteURL, base string) (path string, ok bool) {
-	if strings.HasPrefix(remoteURL, "file://") {
-		u, err := url.Parse(remoteURL)
-		if err != nil || (u.Host != "" && u.Host != "localhost") {
-			return "", false
-		}
-		return filepath.Clean(filepath.FromSlash(u.Path)), true
-	}
-	if remoteURL == "" || strings.Contains(remoteURL, "://") {
-		return "", false
-	}
-	// scp-like host:path (git treats a colon before the first slash as a host separator).
-	if i := strings.IndexByte(remoteURL, ':'); i > 0 && !strings.Contains(remoteURL[:i], "/") && !filepath.IsAbs(remoteURL) {
-		return "", false
-	}
-	p := filepath.FromSlash(remoteURL)
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(base, p)
-	}
-	return filepath.Clean(p), true
-}
-
 // LocalRemote resolves remote's LFS endpoint for operation and returns it as a local remote, for
 // standalone mode: an error names the remote when the endpoint is not a directory on this machine,
 // or when remote is a name git config does not know (where git-lfs's resolver would fall back on

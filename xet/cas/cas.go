@@ -8,17 +8,16 @@ import (
 	"errors"
 	"io"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// Version names this client in the User-Agent header (git-xet-transfer/<Version>). The agent sets it
-// from its build information.
-var Version = "dev"
-
-// DefaultUserAgent is the User-Agent sent when HTTPOptions.UserAgent is empty.
-func DefaultUserAgent() string { return "git-xet-transfer/" + Version }
+// DefaultUserAgent is the User-Agent sent when HTTPOptions.UserAgent is empty: the binary's version,
+// commit, commit time and platform (internal/buildinfo), e.g.
+// "git-xet-transfer/v1.2.3 (commit 0123456789ab, 2026-11-27T10:00:00Z; linux/amd64; go1.26.8)".
+func DefaultUserAgent() string { return buildinfo.Get().UserAgent("git-xet-transfer") }
 
 var (
 	// ErrNotFound: the CAS does not hold the file, xorb or chunk asked for (a dedupe miss included).

@@ -14,7 +14,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -432,9 +431,7 @@ func maxRSS() int64 {
 			}
 		}
 	}
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Maxrss << 10
+	return rusageMaxRSS()
 }
 
 // TestLargeRoundTrip streams 300 MiB through upload and download (skipped with -short).

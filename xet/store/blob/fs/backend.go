@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -140,7 +141,7 @@ func (b *Backend) createFile(ctx context.Context, name, dst string, r io.Reader)
 		return false, fmt.Errorf("store: writing %s: %w", name, err)
 	}
 	tmpName := tmp.Name()
-	defer os.Remove(tmpName) // the link (or rename) keeps the data; drop the temp name
+	defer fsretry.Remove(tmpName) // the link (or rename) keeps the data; drop the temp name
 	size := int64(-1)
 	if s, ok := r.(blob.Sized); ok {
 		size = s.Size()
@@ -181,7 +182,7 @@ func (b *Backend) createFile(ctx context.Context, name, dst string, r io.Reader)
 	if _, serr := os.Lstat(dst); serr == nil {
 		return false, nil
 	}
-	if rerr := os.Rename(tmpName, dst); rerr != nil {
+	if rerr := fsretry.Rename(tmpName, dst); rerr != nil {
 		return false, fmt.Errorf("store: writing %s: link: %v; rename: %w", name, err, rerr)
 	}
 	return true, syncDir(filepath.Dir(dst), name)
@@ -235,7 +236,7 @@ func (b *Backend) CleanTemp(ctx context.Context, age time.Duration) (removed int
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		if mtime.Before(cutoff) && os.Remove(path) == nil {
+		if mtime.Before(cutoff) && fsretry.Remove(path) == nil {
 			removed++
 		}
 	}
@@ -247,7 +248,7 @@ func (b *Backend) CleanTemp(ctx context.Context, age time.Duration) (removed int
 		if err != nil || !info.ModTime().Before(cutoff) {
 			continue
 		}
-		if os.Remove(filepath.Join(dir, e.Name())) == nil {
+		if fsretry.Remove(filepath.Join(dir, e.Name())) == nil {
 			removed++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -124,7 +125,7 @@ func (b *Backend) rewritePack(ctx context.Context, lp *lockedPack) ([]blob.PackC
 		return nil, err
 	}
 	for _, p := range []string{filepath.Join(b.packs.dir, id+idxExt), filepath.Join(b.packs.dir, id+packExt)} {
-		if err := os.Remove(p); err != nil {
+		if err := fsretry.Remove(p); err != nil {
 			return nil, fmt.Errorf("store: removing rewritten pack %s: %w", id, err)
 		}
 	}

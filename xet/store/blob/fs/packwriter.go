@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -126,19 +127,19 @@ func newPack(set *packSet) (*packWriter, error) {
 			err = errors.Join(pack.Sync(), idx.Sync())
 		}
 		if err == nil {
-			err = os.Rename(idx.Name(), filepath.Join(set.dir, id+idxExt))
+			err = fsretry.Rename(idx.Name(), filepath.Join(set.dir, id+idxExt))
 		}
 		if err == nil {
 			err = syncDir(set.dir, "packs/"+id)
 		}
 		if err != nil {
-			os.Remove(idx.Name())
+			fsretry.Remove(idx.Name())
 			idx.Close()
 		}
 	}
 	if err != nil {
 		pack.Close()
-		os.Remove(pack.Name())
+		fsretry.Remove(pack.Name())
 		return nil, fmt.Errorf("store: creating pack %s: %w", id, err)
 	}
 	return startWriter(set, id, pack, idx, int64(len(packMagic)), int64(len(idxMagic)))

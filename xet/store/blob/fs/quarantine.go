@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -36,7 +37,7 @@ func (b *Backend) Quarantine(ctx context.Context, name string) error {
 		return fmt.Errorf("store: quarantine: %w", err)
 	}
 	dst := filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
-	if err := os.Rename(p, dst); err != nil {
+	if err := fsretry.Rename(p, dst); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
 		}

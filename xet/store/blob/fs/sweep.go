@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -64,7 +65,7 @@ func (b *Backend) Move(ctx context.Context, from, to string) error {
 	if err := os.Chtimes(src, now, now); err != nil {
 		return fmt.Errorf("store: moving %s: %w", from, err)
 	}
-	if err := os.Rename(src, dst); err != nil {
+	if err := fsretry.Rename(src, dst); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("store: %s: %w", from, blob.ErrNotFound)
 		}
@@ -82,7 +83,7 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil {
+	if err := fsretry.Remove(p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
 		}

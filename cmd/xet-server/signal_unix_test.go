@@ -1,0 +1,11 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+// terminateSelf sends this process SIGTERM, as a service manager stops the server.
+func terminateSelf() error { return syscall.Kill(os.Getpid(), syscall.SIGTERM) }

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package test
+
+import "os/exec"
+
+// newProcessGroup: no process groups to kill here; killProcessGroup kills the command alone.
+func newProcessGroup(*exec.Cmd) {}
+
+// killProcessGroup kills cmd (not what it started: there are no process groups here) and reaps it.
+func killProcessGroup(cmd *exec.Cmd) {
+	cmd.Process.Kill()
+	cmd.Wait()
+}

@@ -1,0 +1,18 @@
+//go:build unix
+
+package test
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// newProcessGroup makes cmd, once started, lead a process group of its own, which
+// killProcessGroup kills with everything in it (git, git-lfs and the agents of a push).
+func newProcessGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+
+// killProcessGroup kills the group of a command started with newProcessGroup, and reaps it.
+func killProcessGroup(cmd *exec.Cmd) {
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+}
