@@ -23,9 +23,9 @@ win="git-xet-transfer_${v}_windows_amd64" mac="git-xet-transfer_${v}_darwin_arm6
 unzip -q -d "$out/x" "$out/a/$win.zip"
 tar -C "$out/x" -xzf "$out/a/$mac.tar.gz"
 for d in "$win" "$mac"; do
-  want="README.md git-xet-transfer xet-server"
-  [ "$d" = "$win" ] && want="README.md git-xet-transfer.exe xet-server.exe"
-  got="$(cd "$out/x/$d" && ls | grep -vx 'LICENSE' | tr '\n' ' ')"
+  want="LICENSE README.md git-xet-transfer xet-server"
+  [ "$d" = "$win" ] && want="LICENSE README.md git-xet-transfer.exe xet-server.exe"
+  got="$(cd "$out/x/$d" && ls | tr '\n' ' ')"
   [ "$got" = "$want " ] || { echo "release-check: $d holds $got, want $want"; exit 1; }
 done
 rev="$(git rev-parse HEAD)"
