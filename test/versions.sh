@@ -110,15 +110,17 @@ import os, random, sys
 # Seeded (VERSIONS_SEED): the same data and the same edit places in every run, so that two runs (two
 # builds) compare on the same workload.
 random.seed(os.environ.get("VERSIONS_SEED", "1") + ":" + ":".join(sys.argv[1:4]))
+def rbytes(n):  # random.randbytes in 1 MiB pieces (one call is limited to 256 MiB)
+    return b"".join(random.randbytes(min(1 << 20, n - i)) for i in range(0, n, 1 << 20))
 def patch(b, count, block):
     for _ in range(count):
         off = random.randrange(len(b) - block)
-        b[off:off + block] = random.randbytes(block)
+        b[off:off + block] = rbytes(block)
 if sys.argv[1] == "versions":
     d, prefix, n, size, pct = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
     block = 64 << 10
     edits = max(1, round(size * pct / 100 / block))
-    b = bytearray(random.randbytes(size))
+    b = bytearray(rbytes(size))
     for i in range(1, n + 1):
         if i > 1:
             patch(b, edits, block)
