@@ -3,6 +3,7 @@ package test
 import (
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,5 +93,57 @@ func TestNetworkProxyAndPrivateCAFromGitConfig(t *testing.T) {
 	pushClone(t, e, lfsURL)
 	if n := sq.requests(t, "xet.internal"); n < 4 {
 		t.Errorf("squid saw %d requests to xet.internal, want the batch requests and the agent's", n)
+	}
+}
+
+// A server that wants a client certificate and a header a CI system injects, behind a proxy that
+// wants a password: the certificate from http.<url>.sslCert/sslKey, the header from
+// http.extraHeader, the proxy's credentials from the http.proxy URL.
+func TestNetworkClientCertExtraHeaderProxyAuth(t *testing.T) {
+	p := newPKI(t)
+	sq := startSquid(t, "alice", "s3cret")
+	lfsURL := startTLSServer(t, p, tlsServerOpts{mtls: true, header: "X-CI-Token: tok123"})
+	base := strings.TrimSuffix(lfsURL, "/team/repo.git/info/lfs")
+	e := newEnv(t)
+	e.install()
+	e.git("", "config", "--global", "http.proxy", "http://alice:s3cret@"+sq.addr)
+	e.git("", "config", "--global", "http.sslCAInfo", p.caFile)
+	e.git("", "config", "--global", "http."+base+"/.sslCert", p.clientCert)
+	e.git("", "config", "--global", "http."+base+"/.sslKey", p.clientKey)
+	e.git("", "config", "--global", "http.extraHeader", "X-CI-Token: tok123")
+	pushClone(t, e, lfsURL)
+	if n := sq.requests(t, "xet.internal"); n < 4 {
+		t.Errorf("squid saw %d requests to xet.internal, want the batch requests and the agent's", n)
+	}
+}
+
+// http.sslVerify=false: the transfer works without the CA, and the agent says once on its stderr
+// (which git-lfs shows with GIT_TRACE=1) that it does not verify certificates.
+func TestNetworkSSLVerifyFalse(t *testing.T) {
+	p := newPKI(t)
+	lfsURL := startTLSServer(t, p, tlsServerOpts{host: "127.0.0.1"})
+	e := newEnv(t)
+	e.install()
+	e.git("", "config", "--global", "http.sslVerify", "false")
+	e.git("", "config", "--global", "lfs.concurrenttransfers", "1")
+	e.vars = append(e.vars, "GIT_TRACE=1")
+	out := pushClone(t, e, lfsURL)
+	if n := strings.Count(out, "TLS certificates are not verified"); n != 1 {
+		t.Errorf("push printed the warning %d times, want once:\n%s", n, out)
+	}
+}
+
+// The proxy given in the environment (HTTPS_PROXY), with NO_PROXY naming the server's address: the
+// requests go straight to the server (squid sees none), and a server on the IPv6 loopback works.
+func TestNetworkNoProxyAndIPv6(t *testing.T) {
+	p := newPKI(t)
+	sq := startSquid(t, "", "")
+	lfsURL := startTLSServer(t, p, tlsServerOpts{host: "::1", listen: "[::1]:0"})
+	e := newEnv(t)
+	e.install()
+	e.vars = append(e.vars, "HTTPS_PROXY=http://"+sq.addr, "NO_PROXY=::1,localhost", "GIT_SSL_CAINFO="+p.caFile)
+	pushClone(t, e, lfsURL)
+	if b, _ := os.ReadFile(sq.log); strings.Contains(string(b), "::1") {
+		t.Errorf("squid saw requests to the server NO_PROXY excludes:\n%s", b)
 	}
 }
