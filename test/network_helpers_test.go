@@ -114,7 +114,7 @@ func (p *pki) serveTLS(t *testing.T, ln net.Listener, h http.Handler, mtls bool)
 }
 
 // squid is Debian's squid as a forward proxy on a free loopback port, with its own config: names in
-// hosts resolve only through its hosts_file (xet.internal → 127.0.0.1); with user set, it asks for
+// hosts resolve only through its hosts_file (xet.internal and s3.internal → 127.0.0.1); with user set, it asks for
 // that user and password (basic proxy authentication).
 type squid struct {
 	addr string // host:port
@@ -151,7 +151,7 @@ func startSquid(t *testing.T, proxyUser, password string) *squid {
 		"cache_log " + filepath.Join(dir, "cache.log"),
 		"coredump_dir " + dir,
 	}
-	files := map[string]string{"hosts": "127.0.0.1 xet.internal\n"}
+	files := map[string]string{"hosts": "127.0.0.1 xet.internal s3.internal\n"}
 	if proxyUser != "" {
 		files["auth.sh"] = fmt.Sprintf("#!/bin/sh\nwhile read u p; do if [ \"$u\" = %q ] && [ \"$p\" = %q ]; then echo OK; else echo ERR; fi; done\n", proxyUser, password)
 		conf = append(conf, "auth_param basic program "+filepath.Join(dir, "auth.sh"), "auth_param basic children 1",

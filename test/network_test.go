@@ -4,10 +4,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -54,8 +57,31 @@ func startTLSServer(t *testing.T, p *pki, o tlsServerOpts) string {
 	return public + "/team/repo.git/info/lfs"
 }
 
-// pushClone pushes two LFS files to lfsURL through the agent in batch mode, clones them back and
-// checks the clone, counting the transfers the agents logged.
+// twin is a second user with e's git config and variables but a HOME, caches and log of its own: its
+// clone gets every byte from the server, none from e's files.
+func (e *env) twin() *env {
+	e.t.Helper()
+	c := newEnv(e.t)
+	cfg, err := os.ReadFile(filepath.Join(e.home, ".gitconfig"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	writeFile(e.t, filepath.Join(c.home, ".gitconfig"), cfg)
+	own := map[string]bool{}
+	for _, kv := range c.vars {
+		k, _, _ := strings.Cut(kv, "=")
+		own[k] = true
+	}
+	for _, kv := range e.vars {
+		if k, _, _ := strings.Cut(kv, "="); !own[k] {
+			c.vars = append(c.vars, kv)
+		}
+	}
+	return c
+}
+
+// pushClone pushes two LFS files to lfsURL through the agent in batch mode, clones them back as
+// another user (e.twin) and checks the clone, counting the transfers the agents logged.
 func pushClone(t *testing.T, e *env, lfsURL string) (pushOut string) {
 	t.Helper()
 	work, remote := batchRepo(t, e, lfsURL)
@@ -70,10 +96,11 @@ func pushClone(t *testing.T, e *env, lfsURL string) (pushOut string) {
 	if n := len(e.logLines(`"op":"upload"`, `"mode":"batch"`, "transfer complete")); n != 2 {
 		t.Fatalf("%d uploads through the xet transfer, want 2\n%s", n, out)
 	}
-	clone := filepath.Join(e.home, "clone")
-	e.git("", "clone", "-q", remote, clone)
+	c := e.twin()
+	clone := filepath.Join(c.home, "clone")
+	c.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
-	if n := len(e.logLines(`"op":"download"`, `"mode":"batch"`, "transfer complete")); n != 2 {
+	if n := len(c.logLines(`"op":"download"`, `"mode":"batch"`, "transfer complete")); n != 2 {
 		t.Errorf("%d downloads through the xet transfer, want 2", n)
 	}
 	return out
@@ -145,5 +172,65 @@ func TestNetworkNoProxyAndIPv6(t *testing.T) {
 	pushClone(t, e, lfsURL)
 	if b, _ := os.ReadFile(sq.log); strings.Contains(string(b), "::1") {
 		t.Errorf("squid saw requests to the server NO_PROXY excludes:\n%s", b)
+	}
+}
+
+// xet-server's own binary with --tls-client-ca (mTLS, no users file) over S3 (versitygw), behind
+// squid: the agent presents the client certificate of http.sslCert/http.sslKey, and the xorb ranges
+// it downloads straight from the bucket with presigned URLs go through the proxy too (the bucket's
+// name, s3.internal, resolves only there).
+func TestNetworkMTLSServerS3PresignedThroughProxy(t *testing.T) {
+	buildServer(t)
+	p := newPKI(t)
+	sq := startSquid(t, "", "")
+	s3 := s3test.Start(t)
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	public := "https://xet.internal:" + port
+	srv := exec.Command(filepath.Join(binDir, "xet-server"), "--listen", addr, "--data", t.TempDir(),
+		"--storage", s3.URL("cas"), "--public-url", public, "--log-level", "warn",
+		"--tls-cert", p.serverCert, "--tls-key", p.serverKey, "--tls-client-ca", p.caFile)
+	// The bucket is named s3.internal, which only squid resolves: the server reaches it through the
+	// proxy too, and the presigned URLs it hands out name that host.
+	_, s3Port, _ := net.SplitHostPort(strings.TrimPrefix(s3.Endpoint, "http://"))
+	s3Host := "s3.internal:" + s3Port
+	srv.Env = append(append(os.Environ(), s3.Env()...), "AWS_ENDPOINT_URL=http://"+s3Host, "HTTP_PROXY=http://"+sq.addr, "NO_PROXY=")
+	var log strings.Builder
+	srv.Stdout, srv.Stderr = &log, &log
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	if !waitFor(20*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("xet-server did not start\n%s", log.String())
+	}
+	e := newEnv(t)
+	e.install()
+	e.git("", "config", "--global", "http.proxy", "http://"+sq.addr)
+	e.git("", "config", "--global", "http.sslCAInfo", p.caFile)
+	e.git("", "config", "--global", "http.sslCert", p.clientCert)
+	e.git("", "config", "--global", "http.sslKey", p.clientKey)
+
+	// Without the client certificate the server refuses the connection: git-lfs's batch request fails.
+	plain := newEnv(t)
+	plain.git("", "config", "--global", "http.proxy", "http://"+sq.addr)
+	plain.git("", "config", "--global", "http.sslCAInfo", p.caFile)
+	resp, err := plain.cmd("", "git", "ls-remote", public+"/team/repo.git").CombinedOutput()
+	if err == nil {
+		t.Errorf("a connection without a client certificate was served:\n%s", resp)
+	}
+
+	pushClone(t, e, public+"/team/repo.git/info/lfs")
+	if n := sq.requests(t, "GET http://"+s3Host); n == 0 {
+		t.Errorf("no presigned GET to the bucket (%s) went through squid", s3Host)
+	}
+	if n := sq.requests(t, "xet.internal"); n < 4 {
+		t.Errorf("squid saw %d requests to xet.internal", n)
 	}
 }
