@@ -21,6 +21,7 @@ type tlsServerOpts struct {
 	listen string // default 127.0.0.1:0
 	mtls   bool   // require a client certificate of the private CA
 	header string // "Name: value" every request must carry (http.extraHeader)
+	mods   []func(*server.Config)
 }
 
 // startTLSServer starts xet-server (open mode) over TLS with the private CA's certificate and
@@ -39,7 +40,7 @@ func startTLSServer(t *testing.T, p *pki, o tlsServerOpts) string {
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	public := "https://" + net.JoinHostPort(o.host, port)
-	xs := startServer(t, "", func(c *server.Config) { c.PublicURL = public })
+	xs := startServer(t, "", append(o.mods, func(c *server.Config) { c.PublicURL = public })...)
 	h := xs.srv.Config.Handler
 	if o.header != "" {
 		name, value, _ := strings.Cut(o.header, ":")
@@ -83,6 +84,11 @@ func (e *env) twin() *env {
 // pushClone pushes two LFS files to lfsURL through the agent in batch mode, clones them back as
 // another user (e.twin) and checks the clone, counting the transfers the agents logged.
 func pushClone(t *testing.T, e *env, lfsURL string) (pushOut string) {
+	return pushCloneMode(t, e, lfsURL, "batch")
+}
+
+// pushCloneMode is pushClone with the transfers in the agent's mode.
+func pushCloneMode(t *testing.T, e *env, lfsURL, mode string) (pushOut string) {
 	t.Helper()
 	work, remote := batchRepo(t, e, lfsURL)
 	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(3<<20, 41))
@@ -93,14 +99,14 @@ func pushClone(t *testing.T, e *env, lfsURL string) (pushOut string) {
 	if err != nil {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
-	if n := len(e.logLines(`"op":"upload"`, `"mode":"batch"`, "transfer complete")); n != 2 {
+	if n := len(e.logLines(`"op":"upload"`, `"mode":"`+mode+`"`, "transfer complete")); n != 2 {
 		t.Fatalf("%d uploads through the xet transfer, want 2\n%s", n, out)
 	}
 	c := e.twin()
 	clone := filepath.Join(c.home, "clone")
 	c.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
-	if n := len(c.logLines(`"op":"download"`, `"mode":"batch"`, "transfer complete")); n != 2 {
+	if n := len(c.logLines(`"op":"download"`, `"mode":"`+mode+`"`, "transfer complete")); n != 2 {
 		t.Errorf("%d downloads through the xet transfer, want 2", n)
 	}
 	return out
@@ -232,5 +238,57 @@ func TestNetworkMTLSServerS3PresignedThroughProxy(t *testing.T) {
 	}
 	if n := sq.requests(t, "xet.internal"); n < 4 {
 		t.Errorf("squid saw %d requests to xet.internal", n)
+	}
+}
+
+// The Hub emulator in standalone mode (install --hub) over TLS behind squid: the agent's own calls
+// to the Hub's batch and token routes and to the CAS go through the proxy with the private CA.
+func TestNetworkHubThroughProxy(t *testing.T) {
+	p := newPKI(t)
+	sq := startSquid(t, "", "")
+	toks, err := server.ParseHubTokens(strings.NewReader(hubWriteToken + ":writer:write\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lfsURL := startTLSServer(t, p, tlsServerOpts{mods: []func(*server.Config){func(c *server.Config) {
+		c.Hub = &server.HubCompat{Tokens: toks, LegacyDir: t.TempDir()}
+	}}})
+	hubURL := strings.TrimSuffix(lfsURL, "/team/repo.git/info/lfs")
+	e := newEnv(t)
+	e.vars = append(e.vars, "HF_ENDPOINT="+hubURL, "HF_TOKEN="+hubWriteToken)
+	if out, err := e.cmd("", filepath.Join(binDir, "git-xet-transfer"), "install", "--hub").CombinedOutput(); err != nil {
+		t.Fatalf("install --hub: %v\n%s", err, out)
+	}
+	e.git("", "config", "--global", "http.proxy", "http://"+sq.addr)
+	e.git("", "config", "--global", "http.sslCAInfo", p.caFile)
+	pushCloneMode(t, e, hubURL+"/org/model.git/info/lfs", "hub")
+	if n := sq.requests(t, "xet.internal"); n < 4 {
+		t.Errorf("squid saw %d requests to xet.internal", n)
+	}
+}
+
+// migrate from an old LFS server (lfs-test-server) that only squid can reach, to xet-server over
+// TLS with the private CA, both given in git config: the objects are read through the proxy.
+func TestNetworkMigrateThroughProxy(t *testing.T) {
+	p := newPKI(t)
+	sq := startSquid(t, "", "")
+	lts := startLFSTestServerAs(t, "xet.internal")
+	target := startTLSServer(t, p, tlsServerOpts{})
+	e := newEnv(t)
+	e.git("", "config", "--global", "http.proxy", "http://"+sq.addr)
+	e.git("", "config", "--global", "http.sslCAInfo", p.caFile)
+	work, _ := legacyHistory(t, e, lts, 2)
+	if err := os.RemoveAll(filepath.Join(work, ".git", "lfs", "objects")); err != nil { // only the old server has them
+		t.Fatal(err)
+	}
+	out, code := e.migrate(work, "--to", target)
+	if code != 0 {
+		t.Fatalf("migrate: exit %d\n%s", code, out)
+	}
+	if n, all := figure(t, reMigrated, out), figure(t, reObjects, out); n != all || n == 0 {
+		t.Errorf("migrated %d of %d objects", n, all)
+	}
+	if n := sq.requests(t, "GET "+lts.url); n == 0 {
+		t.Errorf("no object was read from the old server through squid")
 	}
 }
