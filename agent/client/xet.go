@@ -244,6 +244,7 @@ func actionCAS(o Options, ba *batchAction, h *hubAccess) cas.Client {
 		HTTPClient:   o.HTTPClient,
 		Log:          o.Log,
 		StallTimeout: o.StallTimeout,
+		Retry:        retryPolicy(o.Git),
 	})
 }
 
