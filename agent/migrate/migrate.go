@@ -1,5 +1,5 @@
 // Package migrate moves an existing LFS repository's objects to Xet without rewriting history:
-// walk the refs for pointers (go-git, git-lfs's pointer decoder), get each object's bytes (the
+// walk the refs for pointers (go-git, a pointer decoder held to git-lfs's), get each object's bytes (the
 // local .git/lfs/objects, else the old LFS server by its batch API, SHA-256 verified), upload them
 // in multi-file sessions ordered so that versions of one path follow each other, verify them on
 // the target, and report. A state file under .git/xet/ records finished sessions; a run killed at
