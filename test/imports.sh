@@ -57,6 +57,7 @@ forbid localchunks "xet/store(/.*)?|xet/embedded|xet/upload|xet/server|localshar
 forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
+only internal/gitnet "" "how a request reaches a URL is git-lfs's lfshttp over a config the caller gives; it knows no project package"
 only internal/gitrepo "" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git)"
 only agent/credentials "internal/gitrepo" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
 only agent/hub "agent/credentials|internal/gitrepo|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
