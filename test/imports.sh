@@ -66,5 +66,14 @@ forbid agent/client "agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is g
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"
 
+# git-lfs's lfsapi and lfs run git commands in their package init: an agent process linking them pays
+# for three git runs before it reads a line (see "Start-up" in the README).
+for p in cmd/git-xet-transfer cmd/xet-server; do
+  if go list -deps "$mod/$p" | grep -qxE 'github.com/git-lfs/git-lfs/v3/(lfsapi|lfs)'; then
+    echo "import rule broken: $p links git-lfs's lfsapi or lfs, whose init runs git in every process"
+    fail=1
+  fi
+done
+
 if [ $fail = 0 ]; then echo "import rules: ok ($(echo "$all" | wc -l) packages)"; fi
 exit $fail

@@ -56,7 +56,8 @@ type Transport struct {
 	mu    sync.Mutex
 	hosts map[string]*host
 
-	warnOnce sync.Once
+	warnOnce     sync.Once
+	proxyWrapped map[string]bool // hosts whose lfshttp transport takes ALL_PROXY already
 }
 
 // host is what requests to one host:port share.
@@ -67,7 +68,9 @@ type host struct {
 }
 
 // New returns the Transport of o.
-func New(o Options) *Transport { return &Transport{o: o, hosts: map[string]*host{}} }
+func New(o Options) *Transport {
+	return &Transport{o: o, hosts: map[string]*host{}, proxyWrapped: map[string]bool{}}
+}
 
 // Client is an http.Client over New(o) that follows redirects as net/http does.
 func Client(o Options) *http.Client { return &http.Client{Transport: New(o)} }
@@ -155,13 +158,15 @@ func (t *Transport) build(u *url.URL) *host {
 	if !ok {
 		return &host{err: fmt.Errorf("git-lfs built no plain HTTP transport for %s", u.Host)}
 	}
-	rt = rt.Clone()
+	// Changed in place, not cloned: lfshttp's HTTP/2 upgrade is bound to this transport, and no one
+	// else uses lfshttp's client of the host.
 	if t.o.StallTimeout > 0 {
 		rt.ResponseHeaderTimeout = t.o.StallTimeout
 	}
 	rt.ExpectContinueTimeout = time.Second
 	rt.IdleConnTimeout = 60 * time.Second
-	if t.all != nil {
+	if t.all != nil && !t.proxyWrapped[u.Host] {
+		t.proxyWrapped[u.Host] = true
 		gitLFS := rt.Proxy
 		rt.Proxy = func(req *http.Request) (*url.URL, error) {
 			p, err := gitLFS(req)
