@@ -5,8 +5,9 @@
 // then ALL_PROXY, with NO_PROXY; proxy credentials in the proxy URL; CONNECT for https;
 // http.sslCAInfo / GIT_SSL_CAINFO, http.sslCAPath / GIT_SSL_CAPATH; http.sslVerify=false /
 // GIT_SSL_NO_VERIFY; http.sslCert and http.sslKey; http.extraHeader; http.cookieFile;
-// lfs.dialtimeout, lfs.tlstimeout, lfs.keepalive, lfs.activitytimeout; every http.<url>.* form
-// matched as git matches it.
+// lfs.dialtimeout, lfs.tlstimeout, lfs.keepalive, lfs.activitytimeout (when set: unset, the
+// caller's stall timeout alone bounds a silent answer); every http.<url>.* form matched as git
+// matches it.
 //
 // Nothing is read before the first request: a process that sends none runs no git for it.
 package gitnet
@@ -163,6 +164,11 @@ func (t *Transport) build(u *url.URL) *host {
 	if t.o.StallTimeout > 0 {
 		rt.ResponseHeaderTimeout = t.o.StallTimeout
 	}
+	if _, set := t.uc.Get("lfs", u.String(), "activitytimeout"); !set {
+		// lfshttp's default cuts any read or write that waits 30 s; unset, how long an answer may
+		// stall is the caller's (xet/cas's stall timeout), so connections are dialled plainly.
+		rt.DialContext = (&net.Dialer{Timeout: seconds(t.lfs.DialTimeout, 30), KeepAlive: seconds(t.lfs.KeepaliveTimeout, 1800)}).DialContext
+	}
 	rt.ExpectContinueTimeout = time.Second
 	rt.IdleConnTimeout = 60 * time.Second
 	if t.all != nil && !t.proxyWrapped[u.Host] {
@@ -253,4 +259,12 @@ func Redact(u *url.URL) string {
 	c := *u
 	c.User = nil
 	return c.String()
+}
+
+// seconds is n seconds, def when n is not positive (lfshttp's defaults for its timeouts).
+func seconds(n, def int) time.Duration {
+	if n < 1 {
+		n = def
+	}
+	return time.Duration(n) * time.Second
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-lfs/git-lfs/v3/config"
 )
@@ -94,4 +95,21 @@ func TestExtraHeaderAndAllProxy(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the proxy saw %q, want %q", got, want)
 	}
+}
+
+// lfs.activitytimeout, when set, ends a request whose answer is silent for longer.
+func TestActivityTimeoutWhenSet(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+	}))
+	defer s.Close()
+	_, err := client(map[string][]string{"lfs.activitytimeout": {"1"}}, nil, nil).Get(s.URL)
+	if err == nil {
+		t.Fatal("an answer silent for 1.5 s came through lfs.activitytimeout=1")
+	}
+	resp, err := client(nil, nil, nil).Get(s.URL)
+	if err != nil {
+		t.Fatalf("unset, the same answer failed: %v", err)
+	}
+	resp.Body.Close()
 }
