@@ -100,7 +100,7 @@ func newSource(ctx context.Context, o Options) (*source, error) {
 		return nil, err
 	}
 	s := &source{gitDir: loc.CommonDir, remote: o.Remote, creds: creds,
-		api: hub.NewAPI(creds, httpClient(repo, o.Env.OS, o.Warnings), cas.DefaultUserAgent())}
+		api: hub.NewAPI(creds, httpClient(repo, o.Env.OS, o.Warnings, 0), cas.DefaultUserAgent())}
 	ep, err := repo.Endpoint(ctx, "download", o.Remote)
 	switch {
 	case err != nil:
@@ -242,10 +242,14 @@ func sumSize(objs []*Object) int64 {
 
 // httpClient sends each request as git-lfs would (internal/gitnet over repo's config snapshot and
 // osEnv): the old LFS server and the batch target behind the user's proxy, with their private CA.
-func httpClient(repo *gitrepo.Repo, osEnv []string, warnings io.Writer) *http.Client {
+// stall bounds the wait for an answer's headers (0: the CAS client's default).
+func httpClient(repo *gitrepo.Repo, osEnv []string, warnings io.Writer, stall time.Duration) *http.Client {
+	if stall <= 0 {
+		stall = cas.DefaultStallTimeout
+	}
 	return gitnet.Client(gitnet.Options{
 		Config:       func() *config.Configuration { return repo.LFSConfiguration(osEnv) },
-		StallTimeout: cas.DefaultStallTimeout,
+		StallTimeout: stall,
 		Warnings:     warnings,
 	})
 }

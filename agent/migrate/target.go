@@ -98,7 +98,7 @@ func OpenBatch(ctx context.Context, repo *gitrepo.Repo, lfsURL, remote string, o
 	}
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = httpClient(repo, o.Credentials.OS, o.Warnings)
+		hc = httpClient(repo, o.Credentials.OS, o.Warnings, o.StallTimeout)
 		o.HTTPClient = hc // the CAS of the target's actions too
 	}
 	api := hub.NewAPI(creds, hc, cas.DefaultUserAgent())
