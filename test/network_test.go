@@ -90,6 +90,18 @@ func pushClone(t *testing.T, e *env, lfsURL string) (pushOut string) {
 // pushCloneMode is pushClone with the transfers in the agent's mode.
 func pushCloneMode(t *testing.T, e *env, lfsURL, mode string) (pushOut string) {
 	t.Helper()
+	return pushCloneMore(t, e, lfsURL, mode).out
+}
+
+// pushed is what pushCloneMore did: the work tree, the push's output, the clone and its user.
+type pushed struct {
+	work, out, clone string
+	c                *env
+}
+
+// pushCloneMore is pushCloneMode telling what it did.
+func pushCloneMore(t *testing.T, e *env, lfsURL, mode string) pushed {
+	t.Helper()
 	work, remote := batchRepo(t, e, lfsURL)
 	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(3<<20, 41))
 	writeFile(t, filepath.Join(work, "small.bin"), testutil.RandomBytes(100<<10, 42))
@@ -109,12 +121,13 @@ func pushCloneMode(t *testing.T, e *env, lfsURL, mode string) (pushOut string) {
 	if n := len(c.logLines(`"op":"download"`, `"mode":"`+mode+`"`, "transfer complete")); n != 2 {
 		t.Errorf("%d downloads through the xet transfer, want 2", n)
 	}
-	return out
+	return pushed{work: work, out: out, clone: clone, c: c}
 }
 
 // A user behind a proxy, reaching xet-server over TLS with a private CA, with both given only in git
 // config (http.proxy, http.sslCAInfo): the server's name resolves only through squid's hosts_file,
-// so every request of git-lfs and of the agent must go through the proxy, trusting that CA.
+// so every request of git-lfs and of the agent must go through the proxy, trusting that CA: a push,
+// a clone by another user, and that user's pull of a second version.
 func TestNetworkProxyAndPrivateCAFromGitConfig(t *testing.T) {
 	p := newPKI(t)
 	sq := startSquid(t, "", "")
@@ -123,7 +136,14 @@ func TestNetworkProxyAndPrivateCAFromGitConfig(t *testing.T) {
 	e.install()
 	e.git("", "config", "--global", "http.proxy", "http://"+sq.addr)
 	e.git("", "config", "--global", "http.sslCAInfo", p.caFile)
-	pushClone(t, e, lfsURL)
+	p2 := pushCloneMore(t, e, lfsURL, "batch")
+	work, clone, c := p2.work, p2.clone, p2.c
+	// v2 pushed from work, pulled into the other user's clone.
+	writeFile(t, filepath.Join(work, "small.bin"), testutil.RandomBytes(120<<10, 43))
+	e.git(work, "commit", "-q", "-am", "v2")
+	e.git(work, "push", "-q", "origin", "main")
+	c.git(clone, "pull", "-q", "origin", "main")
+	sameTree(t, work, clone)
 	if n := sq.requests(t, "xet.internal"); n < 4 {
 		t.Errorf("squid saw %d requests to xet.internal, want the batch requests and the agent's", n)
 	}
