@@ -110,8 +110,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, h.err
 	}
-	out := req.Clone(req.Context())
-	out.Header = t.lfs.ExtraHeadersFor(req)
+	out := req.Clone(req.Context()) // its own headers: the caller's request is not changed
+	out.Header = t.lfs.ExtraHeadersFor(out)
 	if h.jar != nil {
 		for _, c := range h.jar.Cookies(req.URL) {
 			out.AddCookie(c)
@@ -224,16 +224,17 @@ func tlsHint(err error) string {
 	var verify *tls.CertificateVerificationError
 	var invalid x509.CertificateInvalidError
 	var name x509.HostnameError
-	var alert tls.AlertError
+	msg := err.Error()
 	switch {
 	case errors.As(err, &unknown), errors.As(err, &verify), errors.As(err, &invalid):
 		return "the server's certificate is not trusted: give its CA's file in http.sslCAInfo (or http.<url>.sslCAInfo, GIT_SSL_CAINFO)"
 	case errors.As(err, &name):
 		return "the server's certificate is for another name: use the name it was issued for, or give its CA in http.sslCAInfo"
-	case errors.As(err, &alert) && (alert == 116 || alert == 42 || alert == 48):
-		// certificate_required, bad_certificate, unknown_ca
+	case strings.Contains(msg, "remote error: tls: certificate required"), strings.Contains(msg, "remote error: tls: bad certificate"),
+		strings.Contains(msg, "remote error: tls: unknown certificate authority"):
+		// the server's alert: it wants a client certificate, or refused the one sent
 		return "the server wants a client certificate it trusts: set http.sslCert and http.sslKey (or http.<url>.sslCert/sslKey)"
-	case strings.Contains(err.Error(), "tls: ") && strings.Contains(err.Error(), "certificate"):
+	case strings.Contains(msg, "tls: ") && strings.Contains(msg, "certificate"):
 		return "set http.sslCAInfo for the server's CA, or http.sslCert and http.sslKey for a client certificate"
 	}
 	return ""

@@ -2,6 +2,7 @@ package gitnet
 
 import (
 	"bytes"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -112,4 +113,19 @@ func TestActivityTimeoutWhenSet(t *testing.T) {
 		t.Fatalf("unset, the same answer failed: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// A server that wants a client certificate, asked without one: the error names http.sslCert.
+func TestClientCertRequiredNamesSetting(t *testing.T) {
+	s := httptest.NewUnstartedServer(http.NotFoundHandler())
+	s.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	s.StartTLS()
+	defer s.Close()
+	_, err := client(map[string][]string{"http.sslverify": {"false"}}, nil, nil).Get(s.URL)
+	if err == nil {
+		t.Fatal("a server that wants a client certificate answered without one")
+	}
+	if !strings.Contains(err.Error(), "http.sslCert") {
+		t.Errorf("error %q does not name http.sslCert", err)
+	}
 }
