@@ -32,10 +32,10 @@ const (
 
 // HTTPOptions configures an HTTP client. Zero fields take defaults.
 type HTTPOptions struct {
-	Endpoint   string      // CAS base URL, e.g. https://cas-server.xethub.hf.co
-	Token      TokenSource // bearer token for CAS routes; nil sends none
-	SessionID  string      // X-Xet-Session-Id; empty sends none
-	UserAgent  string      // default git-xet-transfer/<Version>
+	Endpoint   string       // CAS base URL, e.g. https://cas-server.xethub.hf.co
+	Token      TokenSource  // bearer token for CAS routes; nil sends none
+	SessionID  string       // X-Xet-Session-Id; empty sends none
+	UserAgent  string       // default git-xet-transfer/<Version>
 	HTTPClient *http.Client // default: direct connections (see newTransport)
 	// Retry is the budget of each CAS call but Fetch, which makes one attempt (the download
 	// retries ranges; see package retry).
