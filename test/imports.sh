@@ -59,6 +59,7 @@ forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes an
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only internal/fsretry "" "renames and removals that wait out another process's hold stand alone"
 only internal/buildinfo "" "what build this is comes from the Go build information alone"
+only internal/gitnet "" "how a request reaches a URL is git-lfs's lfshttp over a config the caller gives; it knows no project package"
 only internal/gitrepo "" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git)"
 only agent/credentials "internal/gitrepo" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
 only agent/hub "agent/credentials|internal/gitrepo|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
@@ -66,6 +67,15 @@ only agent "agent/share|internal/rawio|protocol|xet/lfsbatch|xet/hash" "the agen
 forbid agent/client "agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is given requests by the loop and talks to a CAS, never to the server's code"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"
+
+# git-lfs's lfsapi and lfs run git commands in their package init: an agent process linking them pays
+# for three git runs before it reads a line (see "Start-up" in the README).
+for p in cmd/git-xet-transfer cmd/xet-server; do
+  if go list -deps "$mod/$p" | grep -qxE 'github.com/git-lfs/git-lfs/v3/(lfsapi|lfs)'; then
+    echo "import rule broken: $p links git-lfs's lfsapi or lfs, whose init runs git in every process"
+    fail=1
+  fi
+done
 
 if [ $fail = 0 ]; then echo "import rules: ok ($(echo "$all" | wc -l) packages)"; fi
 exit $fail

@@ -37,6 +37,13 @@ const ltsUser, ltsPass = "olduser", "oldpass"
 
 func startLFSTestServer(t *testing.T) *lfsTestServer {
 	t.Helper()
+	return startLFSTestServerAs(t, "")
+}
+
+// startLFSTestServerAs is lfs-test-server on loopback whose URLs name the host name (with its
+// port) instead of its address ("" = the address).
+func startLFSTestServerAs(t *testing.T, name string) *lfsTestServer {
+	t.Helper()
 	bin, err := exec.LookPath("lfs-test-server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -50,9 +57,14 @@ func startLFSTestServer(t *testing.T) *lfsTestServer {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	host := addr
+	if name != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		host = net.JoinHostPort(name, port)
+	}
 	dir := t.TempDir()
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "LFS_LISTEN=tcp://"+addr, "LFS_HOST="+addr, "LFS_SCHEME=http",
+	cmd.Env = append(os.Environ(), "LFS_LISTEN=tcp://"+addr, "LFS_HOST="+host, "LFS_SCHEME=http",
 		"LFS_ADMINUSER=admin", "LFS_ADMINPASS=adminpass", "LFS_CONTENTPATH="+filepath.Join(dir, "content"),
 		"LFS_METADB="+filepath.Join(dir, "lfs.db"))
 	var logb bytes.Buffer
@@ -61,9 +73,9 @@ func startLFSTestServer(t *testing.T) *lfsTestServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	s := &lfsTestServer{url: "http://" + addr, content: filepath.Join(dir, "content")}
+	s := &lfsTestServer{url: "http://" + host, content: filepath.Join(dir, "content")}
 	ok := waitFor(10*time.Second, func() bool {
-		req, _ := http.NewRequest("POST", s.url+"/mgmt/add", strings.NewReader("name="+ltsUser+"&password="+ltsPass))
+		req, _ := http.NewRequest("POST", "http://"+addr+"/mgmt/add", strings.NewReader("name="+ltsUser+"&password="+ltsPass))
 		req.SetBasicAuth("admin", "adminpass")
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

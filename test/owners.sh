@@ -68,6 +68,14 @@ rule_xet_header_names() {
     "$(offenders xet/lfsbatch 'x-xet-')"
 }
 
+# How a request reaches a URL (proxy, TLS, client certificates, extra headers) is internal/gitnet's:
+# no other package picks a proxy or builds a TLS client configuration (xet/cas keeps a plain default
+# transport for callers that give no client; servers configure their own listeners).
+rule_http_transport() {
+  report 'proxies and client TLS settings are chosen by internal/gitnet only (give its client)' \
+    "$(offenders internal/gitnet 'ProxyFromEnvironment|ProxyURL\(|httpproxy\.|InsecureSkipVerify|RootCAs')"
+}
+
 rules=$(declare -F | awk '$3 ~ /^rule_/ {print $3}')
 for r in $rules; do "$r"; done
 if [ $fail = 0 ]; then echo "owner rules: ok ($(echo $rules | wc -w) rules, $(cut -d: -f1 "$code" | sort -u | wc -l) files)"; fi

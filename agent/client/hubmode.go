@@ -124,6 +124,7 @@ func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string
 	client := cas.NewHTTP(cas.HTTPOptions{
 		Endpoint: initial.CasURL, Token: ts, SessionID: sessionID,
 		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: x.o.StallTimeout,
+		Retry: retryPolicy(x.o.Git),
 	})
 	return &endpoint{mode: agent.ModeHub, cas: client, where: initial.CasURL}
 }

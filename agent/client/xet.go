@@ -16,8 +16,10 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 
+	"github.com/git-lfs/git-lfs/v3/config"
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitnet"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
@@ -39,9 +41,14 @@ type Options struct {
 	// Cache is the shard cache: its root (one folder per CAS URL or store directory; "" = no shard
 	// cache) and its limits (localshards.Options.SizeLimit, MaxEntries; zero = the defaults).
 	Cache CacheOptions
-	// HTTPClient is for the CAS and the token routes; default cas.NewTransport with StallTimeout.
+	// HTTPClient is for every request of the client (the CAS and the URLs its answers give, the token
+	// routes, the Hub); default: internal/gitnet's, which sends each as git-lfs would (the proxy,
+	// TLS, client certificate, extra headers and cookies git config and Credentials.OS give).
 	HTTPClient *http.Client
-	UserAgent  string // default cas.DefaultUserAgent()
+	// Warnings receives the one warning of a client that does not verify TLS certificates
+	// (http.sslVerify=false); the command gives stderr.
+	Warnings  io.Writer
+	UserAgent string // default cas.DefaultUserAgent()
 	// StoreDir overrides the embedded store's directory for standalone mode (default: <remote's
 	// git dir>/xet): xet.store or GIT_XET_STORE.
 	StoreDir string
@@ -72,14 +79,19 @@ type CacheOptions struct {
 	MaxEntries int64
 }
 
-// newHTTPClient is the agent's HTTP client: the CAS transport, whose wait for headers is the stall
-// timeout too (an answer whose headers do not come is a stall).
-func newHTTPClient(stall time.Duration) *http.Client {
-	tr := cas.NewTransport()
-	if stall > 0 {
-		tr.ResponseHeaderTimeout = stall
+// newHTTPClient is the client's HTTP client: git-lfs's transport for each URL from the repository's
+// config snapshot, whose wait for headers is the stall timeout too (an answer whose headers do not
+// come is a stall). The snapshot is read at the first request.
+func newHTTPClient(o Options) *http.Client {
+	stall := o.StallTimeout
+	if stall <= 0 {
+		stall = cas.DefaultStallTimeout
 	}
-	return &http.Client{Transport: tr}
+	return gitnet.Client(gitnet.Options{
+		Config:       func() *config.Configuration { return gitrepo.Open(o.Git.Dir).LFSConfiguration(o.Credentials.OS) },
+		StallTimeout: stall,
+		Warnings:     o.Warnings,
+	})
 }
 
 // AllCoresBytes: a transfer of at least this many bytes runs with GOMAXPROCS = NumCPU while it
@@ -125,7 +137,7 @@ func New(o Options) agent.Opener {
 // withDefaults fills the HTTP client and the user agent when they are not set.
 func (o Options) withDefaults() Options {
 	if o.HTTPClient == nil {
-		o.HTTPClient = newHTTPClient(o.StallTimeout)
+		o.HTTPClient = newHTTPClient(o)
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = cas.DefaultUserAgent()
@@ -232,6 +244,7 @@ func actionCAS(o Options, ba *batchAction, h *hubAccess) cas.Client {
 		HTTPClient:   o.HTTPClient,
 		Log:          o.Log,
 		StallTimeout: o.StallTimeout,
+		Retry:        retryPolicy(o.Git),
 	})
 }
 

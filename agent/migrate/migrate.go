@@ -1,5 +1,5 @@
 // Package migrate moves an existing LFS repository's objects to Xet without rewriting history:
-// walk the refs for pointers (go-git, git-lfs's pointer decoder), get each object's bytes (the
+// walk the refs for pointers (go-git, a pointer decoder held to git-lfs's), get each object's bytes (the
 // local .git/lfs/objects, else the old LFS server by its batch API, SHA-256 verified), upload them
 // in multi-file sessions ordered so that versions of one path follow each other, verify them on
 // the target, and report. A state file under .git/xet/ records finished sessions; a run killed at
@@ -9,17 +9,20 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/git-lfs/git-lfs/v3/config"
 	"github.com/git-lfs/git-lfs/v3/lfshttp"
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitnet"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 
@@ -29,12 +32,15 @@ import (
 
 // Options of a migration.
 type Options struct {
-	Dir    string   // inside the repository
-	Remote string   // whose old LFS server objects come from (default "origin")
-	Refs   []string // nil or ["all"]: every ref
-	Target Target
-	DryRun bool // walk and estimate (chunking local objects into a throwaway store); change nothing
-	Cache  upload.ShardCache
+	// Warnings receives the one warning of a process that does not verify TLS certificates
+	// (http.sslVerify=false); the command gives stderr.
+	Warnings io.Writer
+	Dir      string   // inside the repository
+	Remote   string   // whose old LFS server objects come from (default "origin")
+	Refs     []string // nil or ["all"]: every ref
+	Target   Target
+	DryRun   bool // walk and estimate (chunking local objects into a throwaway store); change nothing
+	Cache    upload.ShardCache
 	// SessionBytes bounds one upload session (default 1 GiB): a finished session is durable and
 	// recorded, so a killed run loses at most one session's work.
 	SessionBytes int64
@@ -94,7 +100,7 @@ func newSource(ctx context.Context, o Options) (*source, error) {
 		return nil, err
 	}
 	s := &source{gitDir: loc.CommonDir, remote: o.Remote, creds: creds,
-		api: hub.NewAPI(creds, &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())}
+		api: hub.NewAPI(creds, httpClient(repo, o.Env.OS, o.Warnings, 0), cas.DefaultUserAgent())}
 	ep, err := repo.Endpoint(ctx, "download", o.Remote)
 	switch {
 	case err != nil:
@@ -232,4 +238,18 @@ func sumSize(objs []*Object) int64 {
 		n += o.Size
 	}
 	return n
+}
+
+// httpClient sends each request as git-lfs would (internal/gitnet over repo's config snapshot and
+// osEnv): the old LFS server and the batch target behind the user's proxy, with their private CA.
+// stall bounds the wait for an answer's headers (0: the CAS client's default).
+func httpClient(repo *gitrepo.Repo, osEnv []string, warnings io.Writer, stall time.Duration) *http.Client {
+	if stall <= 0 {
+		stall = cas.DefaultStallTimeout
+	}
+	return gitnet.Client(gitnet.Options{
+		Config:       func() *config.Configuration { return repo.LFSConfiguration(osEnv) },
+		StallTimeout: stall,
+		Warnings:     warnings,
+	})
 }

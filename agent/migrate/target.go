@@ -96,7 +96,12 @@ func OpenBatch(ctx context.Context, repo *gitrepo.Repo, lfsURL, remote string, o
 	if err != nil {
 		return nil, err
 	}
-	api := hub.NewAPI(creds, &http.Client{Transport: cas.NewTransport()}, cas.DefaultUserAgent())
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = httpClient(repo, o.Credentials.OS, o.Warnings, o.StallTimeout)
+		o.HTTPClient = hc // the CAS of the target's actions too
+	}
+	api := hub.NewAPI(creds, hc, cas.DefaultUserAgent())
 	return &batchTarget{remote: remote, lfsURL: strings.TrimSuffix(lfsURL, "/"), api: api, opts: o}, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/git-lfs/git-lfs/v3/lfs"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -45,7 +44,7 @@ type walker struct {
 	repo    *git.Repository
 	sizes   sizer
 	trees   map[plumbing.Hash]bool
-	blobs   map[plumbing.Hash]*lfs.Pointer // nil: not a pointer
+	blobs   map[plumbing.Hash]*lfsPointer // nil: not a pointer
 	objects map[string]*Object
 	byPath  map[string][]*Object
 	inv     *Inventory
@@ -53,7 +52,7 @@ type walker struct {
 
 // Walk finds the LFS objects of the repository at dir: every pointer in the trees of the commits
 // reachable from refs (nil or ["all"]: every branch, tag and remote-tracking ref), decoded with
-// git-lfs's pointer decoder under its 1024-byte cutoff, plus the objects kept in .git/lfs/objects.
+// a pointer decoder held to git-lfs's (decodePointer) under its 1024-byte cutoff, plus the objects kept in .git/lfs/objects.
 // Commits and trees are read once each (trees shared between commits are not walked again).
 func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
 	repo, closeRepo, err := openRepo(dir)
@@ -61,7 +60,7 @@ func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
 		return nil, err
 	}
 	defer closeRepo()
-	w := &walker{repo: repo, trees: map[plumbing.Hash]bool{}, blobs: map[plumbing.Hash]*lfs.Pointer{},
+	w := &walker{repo: repo, trees: map[plumbing.Hash]bool{}, blobs: map[plumbing.Hash]*lfsPointer{},
 		objects: map[string]*Object{}, byPath: map[string][]*Object{}, inv: &Inventory{}}
 	if s, ok := repo.Storer.(sizer); ok {
 		w.sizes = s
@@ -215,7 +214,7 @@ func (w *walker) walkTree(h plumbing.Hash, prefix, commit string, seq int) error
 
 // pointer decodes blob h as an LFS pointer, once per blob: nil when it is not one (too big, or
 // not a pointer as git-lfs reads them).
-func (w *walker) pointer(h plumbing.Hash) (*lfs.Pointer, error) {
+func (w *walker) pointer(h plumbing.Hash) (*lfsPointer, error) {
 	if p, ok := w.blobs[h]; ok {
 		return p, nil
 	}
@@ -225,7 +224,7 @@ func (w *walker) pointer(h plumbing.Hash) (*lfs.Pointer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if size >= lfs.BlobSizeCutoff {
+		if size >= blobSizeCutoff {
 			return nil, nil
 		}
 	}
@@ -233,7 +232,7 @@ func (w *walker) pointer(h plumbing.Hash) (*lfs.Pointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.Size >= lfs.BlobSizeCutoff {
+	if b.Size >= blobSizeCutoff {
 		return nil, nil
 	}
 	r, err := b.Reader()
@@ -245,15 +244,15 @@ func (w *walker) pointer(h plumbing.Hash) (*lfs.Pointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := lfs.DecodePointer(strings.NewReader(string(data)))
-	if err != nil || p.Oid == "" {
+	p, ok := decodePointer(data)
+	if !ok {
 		return nil, nil // not a pointer: git-lfs leaves it alone too
 	}
-	w.blobs[h] = p
-	return p, nil
+	w.blobs[h] = &p
+	return &p, nil
 }
 
-func (w *walker) add(p *lfs.Pointer, path, commit string, seq int) {
+func (w *walker) add(p *lfsPointer, path, commit string, seq int) {
 	if o, ok := w.objects[p.Oid]; ok {
 		if seq > o.order { // an older commit: the upload order follows the oldest sighting
 			o.order = seq

@@ -52,7 +52,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer target.Close()
 	o := migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, Target: target, DryRun: f.dryRun,
 		VerifyAll: f.verify == "all", Log: log, SessionBytes: int64(f.sessionMB) << 20, Jobs: f.jobs,
-		Env: env.Credentials}
+		Env: env.Credentials, Warnings: stderr}
 	if root, err := env.CacheDirs.Root(); err == nil {
 		if c, err := localshards.Open(localshards.EndpointDir(root, target.Where()),
 			localshards.Options{Log: log, SizeLimit: env.CacheSizeLimit, MaxEntries: env.CacheMaxEntries}); err == nil {
@@ -86,7 +86,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // dryRunMigrate walks and estimates without opening the target.
 func dryRunMigrate(ctx context.Context, f migrateFlags, log zerolog.Logger, stdout, stderr io.Writer) int {
 	rep, err := migrate.Run(ctx, migrate.Options{Dir: ".", Remote: f.remote, Refs: f.refs, DryRun: true, Log: log,
-		Env: credentials.EnvFrom(os.Environ())})
+		Env: credentials.EnvFrom(os.Environ()), Warnings: stderr})
 	if rep != nil {
 		rep.Print(stdout)
 	}

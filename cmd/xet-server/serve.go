@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -33,7 +34,8 @@ type serveFlags struct {
 	listen, data, users, secretFile, publicURL string
 	storage                                    string
 	s3Direct                                   bool
-	tlsCert, tlsKey, logFile, logLevel         string
+	tlsCert, tlsKey, tlsClientCA               string
+	logFile, logLevel                          string
 	tokenTTL, urlTTL, refreshTTL, shutdown     time.Duration
 	maxObject                                  int64
 	policy                                     string
@@ -59,6 +61,7 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.StringVar(&f.publicURL, "public-url", "", "base URL clients reach the server at (default http://<request Host>); set it behind a proxy")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (serve HTTPS)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS key file")
+	fl.StringVar(&f.tlsClientCA, "tls-client-ca", "", "with --tls-cert: require a client certificate signed by a CA of FILE (PEM) on every connection (mTLS); with --users both are required, without it the certificate alone authenticates")
 	fl.StringVar(&f.logFile, "log-file", "", "append logs (JSON lines) to this file instead of stderr")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fl.DurationVar(&f.tokenTTL, "token-ttl", 15*time.Minute, "lifetime of CAS access tokens")
@@ -153,9 +156,19 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	if certs != nil {
-		hs.TLSConfig = &tls.Config{GetCertificate: certs.getCertificate, MinVersion: tls.VersionTLS12}
+	tlsConf, err := clientCertConfig(f.tlsClientCA)
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return err
 	}
+	if certs != nil {
+		if tlsConf == nil {
+			tlsConf = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		tlsConf.GetCertificate = certs.getCertificate
+	}
+	hs.TLSConfig = tlsConf
 	stopMetrics, err := serveMetrics(f.metricsListen, metrics, log)
 	if err != nil {
 		ln.Close()
@@ -254,12 +267,15 @@ func checkFlags(f serveFlags) (*server.Users, error) {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together")
 	}
+	if f.tlsClientCA != "" && f.tlsCert == "" {
+		return nil, errors.New("--tls-client-ca needs --tls-cert and --tls-key (client certificates are a TLS feature)")
+	}
 	if f.hubTokens != "" && !isLoopback(f.listen) {
 		return nil, fmt.Errorf("--hub-compat is a test emulator: listen on a loopback address, not %s", f.listen)
 	}
 	if f.users == "" {
-		if !isLoopback(f.listen) {
-			return nil, fmt.Errorf("refusing to listen on %s without authentication: give --users FILE, or listen on a loopback address (127.0.0.1:PORT)", f.listen)
+		if !isLoopback(f.listen) && f.tlsClientCA == "" {
+			return nil, fmt.Errorf("refusing to listen on %s without authentication: give --users FILE or --tls-client-ca FILE, or listen on a loopback address (127.0.0.1:PORT)", f.listen)
 		}
 		return nil, nil
 	}
@@ -383,6 +399,10 @@ func hubCompat(f serveFlags) (*server.HubCompat, error) {
 // logListening says where the server listens, and how open it is.
 func logListening(f serveFlags, users *server.Users, addr string, log zerolog.Logger) {
 	ev := log.Info().Str("addr", addr).Str("data", f.data).Bool("tls", f.tlsCert != "")
+	if users == nil && f.tlsClientCA != "" {
+		ev.Str("auth", "client-certificate").Msg("xet-server listening: every connection needs a client certificate of --tls-client-ca, which allows every request")
+		return
+	}
 	if users == nil {
 		ev.Str("auth", "none").Msg("xet-server listening WITHOUT authentication (loopback only): every request is allowed")
 		return
@@ -569,4 +589,21 @@ func cpuProfile(path string, log zerolog.Logger) func() {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
+}
+
+// clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
+// caFile (nil when caFile is "": no client certificate asked).
+func clientCertConfig(caFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-client-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--tls-client-ca: %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil
 }

@@ -32,11 +32,11 @@ const (
 
 // HTTPOptions configures an HTTP client. Zero fields take defaults.
 type HTTPOptions struct {
-	Endpoint   string      // CAS base URL, e.g. https://cas-server.xethub.hf.co
-	Token      TokenSource // bearer token for CAS routes; nil sends none
-	SessionID  string      // X-Xet-Session-Id; empty sends none
-	UserAgent  string      // default git-xet-transfer/<Version>
-	HTTPClient *http.Client
+	Endpoint   string       // CAS base URL, e.g. https://cas-server.xethub.hf.co
+	Token      TokenSource  // bearer token for CAS routes; nil sends none
+	SessionID  string       // X-Xet-Session-Id; empty sends none
+	UserAgent  string       // default git-xet-transfer/<Version>
+	HTTPClient *http.Client // default: direct connections (see newTransport)
 	// Retry is the budget of each CAS call but Fetch, which makes one attempt (the download
 	// retries ranges; see package retry).
 	Retry retry.Policy
@@ -58,11 +58,11 @@ type HTTP struct {
 	shardVersion atomic.Int32
 }
 
-// NewTransport returns the transport NewHTTP uses by default: proxies from the environment
-// (HTTPS_PROXY, NO_PROXY...), connection reuse, bounded idle pool and timeouts.
-func NewTransport() *http.Transport {
+// newTransport is the transport NewHTTP uses when it is given no client: direct connections (no
+// proxy, the system's CAs), reuse, a bounded idle pool and timeouts. The agent and migrate give
+// internal/gitnet's client instead, which sends each request as git-lfs would.
+func newTransport() *http.Transport {
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 60 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
@@ -81,7 +81,7 @@ func NewHTTP(o HTTPOptions) *HTTP {
 		o.UserAgent = DefaultUserAgent()
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: NewTransport()}
+		o.HTTPClient = &http.Client{Transport: newTransport()}
 	}
 	if o.StallTimeout <= 0 {
 		o.StallTimeout = DefaultStallTimeout

@@ -1,0 +1,131 @@
+package gitnet
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-lfs/git-lfs/v3/config"
+)
+
+func client(git, env map[string][]string, warn *bytes.Buffer) *http.Client {
+	o := Options{Config: func() *config.Configuration { return config.NewFrom(config.Values{Git: git, Os: env}) }}
+	if warn != nil {
+		o.Warnings = warn
+	}
+	return Client(o)
+}
+
+// A certificate the client does not trust: the error names the host and http.sslCAInfo.
+func TestTLSFailureNamesHostAndSetting(t *testing.T) {
+	s := httptest.NewTLSServer(http.NotFoundHandler())
+	defer s.Close()
+	_, err := client(nil, nil, nil).Get(s.URL + "/x")
+	if err == nil {
+		t.Fatal("a server signed by an unknown CA was trusted")
+	}
+	host := strings.TrimPrefix(s.URL, "https://")
+	if msg := err.Error(); !strings.Contains(msg, "TLS with "+host) || !strings.Contains(msg, "http.sslCAInfo") {
+		t.Errorf("error %q does not name the host and http.sslCAInfo", msg)
+	}
+}
+
+// http.sslVerify=false: the request is sent, and one warning is written however many hosts follow.
+func TestSSLVerifyFalseWarnsOnce(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer s.Close()
+	var warn bytes.Buffer
+	c := client(map[string][]string{"http.sslverify": {"false"}}, nil, &warn)
+	for _, u := range []string{s.URL, strings.Replace(s.URL, "127.0.0.1", "localhost", 1)} {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if n := strings.Count(warn.String(), "not verified"); n != 1 {
+		t.Errorf("%d warnings, want 1: %q", n, warn.String())
+	}
+}
+
+// A proxy that cannot be reached: the error names it, without the user or password of its URL.
+func TestProxyFailureNamesProxyWithoutCredentials(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := client(map[string][]string{"http.proxy": {"http://bob:pa55word@" + addr}}, nil, nil)
+	_, err = c.Get("https://xet.internal:1/x")
+	if err == nil {
+		t.Fatal("a request through a closed proxy succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "proxy http://"+addr) || strings.Contains(msg, "pa55word") || strings.Contains(msg, "bob") {
+		t.Errorf("error %q should name the proxy %s without its credentials", msg, addr)
+	}
+}
+
+// http.extraHeader and http.<url>.extraHeader are sent to the URLs they match, the most specific
+// key's values alone where several match (as git-lfs sends them); ALL_PROXY is the last
+// resort, after http.proxy and HTTP(S)_PROXY, and NO_PROXY excludes from it.
+func TestExtraHeaderAndAllProxy(t *testing.T) {
+	var got []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.Host+" "+r.Header.Get("X-Ci")+" "+r.Header.Get("X-Only"))
+	}))
+	defer proxy.Close()
+	c := client(map[string][]string{
+		"http.extraheader":                    {"X-CI: one"},
+		"http.http://a.internal/.extraheader": {"X-Only: a"},
+	}, map[string][]string{"ALL_PROXY": {proxy.URL}, "NO_PROXY": {"127.0.0.1"}}, nil)
+	for _, u := range []string{"http://a.internal/x", "http://b.internal/y"} {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []string{"a.internal  a", "b.internal one "}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the proxy saw %q, want %q", got, want)
+	}
+}
+
+// lfs.activitytimeout, when set, ends a request whose answer is silent for longer.
+func TestActivityTimeoutWhenSet(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+	}))
+	defer s.Close()
+	_, err := client(map[string][]string{"lfs.activitytimeout": {"1"}}, nil, nil).Get(s.URL)
+	if err == nil {
+		t.Fatal("an answer silent for 1.5 s came through lfs.activitytimeout=1")
+	}
+	resp, err := client(nil, nil, nil).Get(s.URL)
+	if err != nil {
+		t.Fatalf("unset, the same answer failed: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// A server that wants a client certificate, asked without one: the error names http.sslCert.
+func TestClientCertRequiredNamesSetting(t *testing.T) {
+	s := httptest.NewUnstartedServer(http.NotFoundHandler())
+	s.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	s.StartTLS()
+	defer s.Close()
+	_, err := client(map[string][]string{"http.sslverify": {"false"}}, nil, nil).Get(s.URL)
+	if err == nil {
+		t.Fatal("a server that wants a client certificate answered without one")
+	}
+	if !strings.Contains(err.Error(), "http.sslCert") {
+		t.Errorf("error %q does not name http.sslCert", err)
+	}
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Start-up cost of the agent against git's own: git-lfs starts up to lfs.concurrenttransfers agent
+# processes (8 by default) for every transfer command, one after another. This script runs the
+# agent as git-lfs does, in a work tree whose .lfsconfig names an LFS server, from `init` to
+# `terminate` with nothing in between (STARTUP_RUNS times, default 20), and `git version` as often,
+# in the same run, and prints both medians and their ratio. Runs in a temp HOME; touches nothing
+# else. Needs go and git.
+#
+#   test/startup.sh            STARTUP_RUNS=50 test/startup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${STARTUP_RUNS:-20}
+work=$(mktemp -d "${TMPDIR:-/tmp}/xet-startup.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin" "$work/home"
+go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
+export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 XDG_CACHE_HOME="$work/home/.cache"
+unset GIT_DIR GIT_WORK_TREE GIT_XET_LOG GIT_TRACE
+(cd "$work" && "$work/bin/git-xet-transfer" install >/dev/null)
+git init -q "$work/repo"
+printf '[lfs]\n\turl = http://127.0.0.1:9/team/repo.git/info/lfs\n' > "$work/repo/.lfsconfig"
+git -C "$work/repo" remote add origin http://127.0.0.1:9/team/repo.git
+msgs='{"event":"init","operation":"upload","remote":"origin","concurrent":true,"concurrenttransfers":8}
+{"event":"terminate"}'
+cd "$work/repo"
+# ms CMD...: the wall time of one run of CMD in milliseconds (three decimals).
+ms() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" >/dev/null 2>&1 || { echo "startup: $* failed" >&2; exit 1; }
+  t1=$(date +%s%N)
+  echo "$(( (t1 - t0) / 1000 ))" | awk '{printf "%.3f\n", $1 / 1000}'
+}
+agent() { printf '%s\n' "$msgs" | "$work/bin/git-xet-transfer"; }
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# Alternate the two, so that a busy moment of the machine falls on both.
+: > "$work/agent.ms"; : > "$work/git.ms"
+agent >/dev/null; git version >/dev/null # warm the page cache
+for _ in $(seq "$RUNS"); do
+  ms agent >> "$work/agent.ms"
+  ms git version >> "$work/git.ms"
+done
+a=$(median < "$work/agent.ms"); g=$(median < "$work/git.ms")
+echo "agent init → terminate: median $a ms of $RUNS runs"
+echo "git version:            median $g ms of $RUNS runs"
+awk -v a="$a" -v g="$g" 'BEGIN {printf "ratio: %.2f× (target ≤ 1.5×)\n", a / g}'
