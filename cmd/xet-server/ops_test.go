@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -127,7 +126,7 @@ func TestTLSCertificateReload(t *testing.T) {
 	// SIGHUP reloads at once. A rewrite the poll would also see: the serial says which came first
 	// only when the poll is slower, so look right after the signal.
 	writeCert(t, cert, key, 3)
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+	if err := hangUpSelf(); err != nil {
 		t.Fatal(err)
 	}
 	for serialOf(t, addr) != 3 {
