@@ -156,19 +156,11 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	tlsConf, err := clientCertConfig(f.tlsClientCA)
-	if err != nil {
+	if hs.TLSConfig, err = tlsConfig(f.tlsClientCA, certs); err != nil {
 		ln.Close()
 		srv.Close()
 		return err
 	}
-	if certs != nil {
-		if tlsConf == nil {
-			tlsConf = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		tlsConf.GetCertificate = certs.getCertificate
-	}
-	hs.TLSConfig = tlsConf
 	stopMetrics, err := serveMetrics(f.metricsListen, metrics, log)
 	if err != nil {
 		ln.Close()
@@ -593,6 +585,20 @@ func cpuProfile(path string, log zerolog.Logger) func() {
 
 // clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
 // caFile (nil when caFile is "": no client certificate asked).
+// tlsConfig is the server's TLS: its certificate from certs (reloaded on SIGHUP and when its files
+// change), client certificates required when caFile is set; nil without either (plain HTTP).
+func tlsConfig(caFile string, certs *certReloader) (*tls.Config, error) {
+	c, err := clientCertConfig(caFile)
+	if err != nil || certs == nil {
+		return c, err
+	}
+	if c == nil {
+		c = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	c.GetCertificate = certs.getCertificate
+	return c, nil
+}
+
 func clientCertConfig(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return nil, nil
