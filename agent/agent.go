@@ -89,6 +89,11 @@ type Options struct {
 	// Pipes, when set, let an upload agent hand its conversation to the push's leading agent
 	// process (see HandingOff and agent/share).
 	Pipes *Pipes
+	// FirstRequest, when set, is called once when the first request after init comes (before it is
+	// served or handed off), not at all when the conversation ends first (terminate, end of input).
+	// The command resolves its settings from git config there, so that the processes git-lfs starts
+	// and never sends a request to run no git.
+	FirstRequest func()
 }
 
 // defaultProgressInterval is Options.ProgressInterval when it is not set.
@@ -116,6 +121,12 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
+	if over, err := awaitFirst(parent, dec); over {
+		return err
+	}
+	if o.FirstRequest != nil {
+		o.FirstRequest()
+	}
 	if h, ok := t.(HandingOff); ok && o.Pipes != nil {
 		var over bool
 		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, dec); over {
@@ -135,6 +146,26 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	// Input ended without terminate: git-lfs went away, which is not this process's failure
 	// unless our own caller cancelled.
 	return parent.Err()
+}
+
+// awaitFirst waits for the first request after init and puts it back in dec: most of the processes
+// git-lfs starts get none (it starts lfs.concurrenttransfers of them for every command), and those
+// end here without handing off or serving (no git). over: the conversation ended before one, with
+// err (nil after terminate; parent's error at the end of input, as Run's loop returns; a read error
+// that is not one request's).
+func awaitFirst(parent context.Context, dec *protocol.Decoder) (over bool, err error) {
+	req, err := dec.Decode()
+	var me *protocol.MalformedError
+	switch {
+	case errors.Is(err, io.EOF):
+		return true, parent.Err()
+	case err != nil && !errors.As(err, &me):
+		return true, err
+	case err == nil && req.Event == protocol.EventTerminate:
+		return true, nil
+	}
+	dec.UnreadLast()
+	return false, nil
 }
 
 // openTransfer reads the init request, opens the transfer state for it and answers it.
