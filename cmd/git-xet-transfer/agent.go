@@ -42,7 +42,8 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	o := env.clientOptions()
-	o.Log, o.Git, o.StoreDir, o.SetProcs = log, g, cfg("GIT_XET_STORE", "xet.store"), true
+	o.Log, o.Git, o.SetProcs = log, g, true
+	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	in, out, pipes := agentIO(stdin, stdout)
 	err := agent.Run(ctx, in, out, agent.Options{
 		Open:  client.New(o),
