@@ -121,21 +121,25 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
-	if over, err := awaitFirst(parent, dec); over {
+	malformed, over, err := awaitFirst(parent, dec)
+	if over {
 		return err
 	}
 	if o.FirstRequest != nil {
 		o.FirstRequest()
 	}
-	if h, ok := t.(HandingOff); ok && o.Pipes != nil {
-		var over bool
+	served := 0
+	if malformed != nil {
+		if done, err := serveRequest(ctx, *malformed, init, t, enc, o, served); done || err != nil {
+			return err
+		}
+	} else if h, ok := t.(HandingOff); ok && o.Pipes != nil {
 		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, dec); over {
 			return err
 		}
 	}
 	reqs := make(chan readResult)
 	go readRequests(ctx, cancel, dec, reqs)
-	served := 0
 	for r := range reqs {
 		done, err := serveRequest(ctx, r, init, t, enc, o, served)
 		if done || err != nil {
@@ -152,20 +156,23 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 // git-lfs starts get none (it starts lfs.concurrenttransfers of them for every command), and those
 // end here without handing off or serving (no git). over: the conversation ended before one, with
 // err (nil after terminate; parent's error at the end of input, as Run's loop returns; a read error
-// that is not one request's).
-func awaitFirst(parent context.Context, dec *protocol.Decoder) (over bool, err error) {
+// that is not one request's). malformed: the first request could not be read (not put back; Run
+// answers it itself, without handing off).
+func awaitFirst(parent context.Context, dec *protocol.Decoder) (malformed *readResult, over bool, err error) {
 	req, err := dec.Decode()
 	var me *protocol.MalformedError
 	switch {
 	case errors.Is(err, io.EOF):
-		return true, parent.Err()
-	case err != nil && !errors.As(err, &me):
-		return true, err
-	case err == nil && req.Event == protocol.EventTerminate:
-		return true, nil
+		return nil, true, parent.Err()
+	case errors.As(err, &me):
+		return &readResult{nil, err}, false, nil
+	case err != nil:
+		return nil, true, err
+	case req.Event == protocol.EventTerminate:
+		return nil, true, nil
 	}
 	dec.UnreadLast()
-	return false, nil
+	return nil, false, nil
 }
 
 // openTransfer reads the init request, opens the transfer state for it and answers it.

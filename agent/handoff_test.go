@@ -136,6 +136,8 @@ func TestNoHandOffBeforeFirstRequest(t *testing.T) {
 		{"terminate", initUpload + "\n" + terminate, nil, 0},
 		{"end of input", initUpload + "\n", nil, 0},
 		{"a request", initUpload + "\n" + up + terminate, []string{up + terminate}, 1},
+		// One it cannot read is answered here (its line is gone: there is nothing to hand over).
+		{"a malformed request", initUpload + "\n" + `{"event":"upload","oid":"` + oidN(1) + `","size":-1}` + "\n" + terminate, nil, 1},
 	} {
 		h := &handingOffFake{fakeHandOff: fakeHandOff{outcomes: []share.Outcome{{Exit: true}}}}
 		open := func(ctx context.Context, init Init) (Transferer, error) { return h, nil }
@@ -143,7 +145,11 @@ func TestNoHandOffBeforeFirstRequest(t *testing.T) {
 		var out bytes.Buffer
 		err := Run(context.Background(), strings.NewReader(c.in), &out, Options{Open: open, Log: zerolog.Nop(),
 			Pipes: &Pipes{}, FirstRequest: func() { firsts++ }})
-		if err != nil || out.String() != "{}\n" {
+		if want := "{}\n"; c.name == "a malformed request" {
+			if err != nil || !strings.Contains(out.String(), `"error"`) {
+				t.Errorf("%s: wrote %q, want a complete with an error (%v)", c.name, out.String(), err)
+			}
+		} else if err != nil || out.String() != want {
 			t.Errorf("%s: %v, wrote %q; want the init reply only", c.name, err, out.String())
 		}
 		if fmt.Sprint(h.got) != fmt.Sprint(c.handOffs) || firsts != c.firsts {
