@@ -89,6 +89,11 @@ type Options struct {
 	// Pipes, when set, let an upload agent hand its conversation to the push's leading agent
 	// process (see HandingOff and agent/share).
 	Pipes *Pipes
+	// FirstRequest, when set, is called once when the first request after init comes (before it is
+	// served or handed off), not at all when the conversation ends first (terminate, end of input).
+	// The command resolves its settings from git config there, so that the processes git-lfs starts
+	// and never sends a request to run no git.
+	FirstRequest func()
 }
 
 // defaultProgressInterval is Options.ProgressInterval when it is not set.
@@ -116,15 +121,25 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
-	if h, ok := t.(HandingOff); ok && o.Pipes != nil {
-		var over bool
+	malformed, over, err := awaitFirst(parent, dec)
+	if over {
+		return err
+	}
+	if o.FirstRequest != nil {
+		o.FirstRequest()
+	}
+	served := 0
+	if malformed != nil {
+		if done, err := serveRequest(ctx, *malformed, init, t, enc, o, served); done || err != nil {
+			return err
+		}
+	} else if h, ok := t.(HandingOff); ok && o.Pipes != nil {
 		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, dec); over {
 			return err
 		}
 	}
 	reqs := make(chan readResult)
 	go readRequests(ctx, cancel, dec, reqs)
-	served := 0
 	for r := range reqs {
 		done, err := serveRequest(ctx, r, init, t, enc, o, served)
 		if done || err != nil {
@@ -135,6 +150,29 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	// Input ended without terminate: git-lfs went away, which is not this process's failure
 	// unless our own caller cancelled.
 	return parent.Err()
+}
+
+// awaitFirst waits for the first request after init and puts it back in dec: most of the processes
+// git-lfs starts get none (it starts lfs.concurrenttransfers of them for every command), and those
+// end here without handing off or serving (no git). over: the conversation ended before one, with
+// err (nil after terminate; parent's error at the end of input, as Run's loop returns; a read error
+// that is not one request's). malformed: the first request could not be read (not put back; Run
+// answers it itself, without handing off).
+func awaitFirst(parent context.Context, dec *protocol.Decoder) (malformed *readResult, over bool, err error) {
+	req, err := dec.Decode()
+	var me *protocol.MalformedError
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, true, parent.Err()
+	case errors.As(err, &me):
+		return &readResult{nil, err}, false, nil
+	case err != nil:
+		return nil, true, err
+	case req.Event == protocol.EventTerminate:
+		return nil, true, nil
+	}
+	dec.UnreadLast()
+	return nil, false, nil
 }
 
 // openTransfer reads the init request, opens the transfer state for it and answers it.

@@ -115,3 +115,45 @@ func TestServePipe(t *testing.T) {
 		t.Fatalf("answered a request it gave back: %s", out.String())
 	}
 }
+
+// handingOffFake is a Transferer that can hand off, recording its hand-offs.
+type handingOffFake struct {
+	fake
+	fakeHandOff
+}
+
+// A process git-lfs sends no request (init, then terminate or the end of its input) neither hands
+// its conversation off nor asks for its settings (FirstRequest): both need git, and most of the
+// processes git-lfs starts for a command get no request. The first request does both, once, and
+// the leader is given that request first.
+func TestNoHandOffBeforeFirstRequest(t *testing.T) {
+	up := uploadLine(oidN(1), 5) + "\n"
+	for _, c := range []struct {
+		name, in string
+		handOffs []string
+		firsts   int
+	}{
+		{"terminate", initUpload + "\n" + terminate, nil, 0},
+		{"end of input", initUpload + "\n", nil, 0},
+		{"a request", initUpload + "\n" + up + terminate, []string{up + terminate}, 1},
+		// One it cannot read is answered here (its line is gone: there is nothing to hand over).
+		{"a malformed request", initUpload + "\n" + `{"event":"upload","oid":"` + oidN(1) + `","size":-1}` + "\n" + terminate, nil, 1},
+	} {
+		h := &handingOffFake{fakeHandOff: fakeHandOff{outcomes: []share.Outcome{{Exit: true}}}}
+		open := func(ctx context.Context, init Init) (Transferer, error) { return h, nil }
+		firsts := 0
+		var out bytes.Buffer
+		err := Run(context.Background(), strings.NewReader(c.in), &out, Options{Open: open, Log: zerolog.Nop(),
+			Pipes: &Pipes{}, FirstRequest: func() { firsts++ }})
+		if want := "{}\n"; c.name == "a malformed request" {
+			if err != nil || !strings.Contains(out.String(), `"error"`) {
+				t.Errorf("%s: wrote %q, want a complete with an error (%v)", c.name, out.String(), err)
+			}
+		} else if err != nil || out.String() != want {
+			t.Errorf("%s: %v, wrote %q; want the init reply only", c.name, err, out.String())
+		}
+		if fmt.Sprint(h.got) != fmt.Sprint(c.handOffs) || firsts != c.firsts {
+			t.Errorf("%s: handed off with %q, FirstRequest called %d times; want %q, %d", c.name, h.got, firsts, c.handOffs, c.firsts)
+		}
+	}
+}

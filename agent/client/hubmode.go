@@ -75,7 +75,7 @@ func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) { return x
 // It is found once per process.
 func (x *xetTransferer) networkRemote(ctx context.Context) bool {
 	v, _ := x.network.get(ctx, func(ctx context.Context) (bool, error) {
-		if x.o.StoreDir != "" {
+		if x.storeDir() != "" {
 			return false, nil
 		}
 		ep, err := RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)

@@ -56,8 +56,8 @@ func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj agen
 }
 
 func (x *xetTransferer) storeDirOf(r LocalRemote) string {
-	if x.o.StoreDir != "" {
-		return x.o.StoreDir
+	if x.storeDir() != "" {
+		return x.storeDir()
 	}
 	return r.StoreDir()
 }

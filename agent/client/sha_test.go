@@ -56,7 +56,7 @@ func storeTransferer(t *testing.T, log zerolog.Logger) (dir, storeDir string, tr
 	t.Helper()
 	dir = t.TempDir()
 	storeDir = filepath.Join(dir, "store")
-	open := New(Options{Log: log, Git: Git{Dir: dir}, StoreDir: storeDir, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}})
+	open := New(Options{Log: log, Git: Git{Dir: dir}, StoreDir: func() string { return storeDir }, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}})
 	tr, err := open(context.Background(), agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8})
 	if err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 // shareWhere names where the group's uploads go: the embedded store's directory, or the LFS URL of
 // a network remote (an LFS server's batch actions, or the Hub).
 func (x *xetTransferer) shareWhere(ctx context.Context) (string, error) {
-	dir := x.o.StoreDir
+	dir := x.storeDir()
 	if dir == "" && x.networkRemote(ctx) {
 		ep, err := RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,9 +50,11 @@ type Options struct {
 	// (http.sslVerify=false); the command gives stderr.
 	Warnings  io.Writer
 	UserAgent string // default cas.DefaultUserAgent()
-	// StoreDir overrides the embedded store's directory for standalone mode (default: <remote's
-	// git dir>/xet): xet.store or GIT_XET_STORE.
-	StoreDir string
+	// StoreDir, when set, returns the embedded store's directory for standalone mode, overriding
+	// the default <remote's git dir>/xet when not "" (xet.store or GIT_XET_STORE). It is called at
+	// most once per Transferer, when a request first needs it (never in a process given no
+	// request), so the command may read git config in it.
+	StoreDir func() string
 	// SetProcs lowers GOMAXPROCS to the process's share (Tune); off in tests that share a process.
 	SetProcs bool
 	// StallTimeout is how long an answer may send nothing before it is abandoned and fetched again
@@ -126,12 +129,20 @@ func New(o Options) agent.Opener {
 		o := o.withDefaults()
 		o.Log.Debug().Int("procs", t.Procs).Int("upload_concurrency", t.Upload).
 			Int("download_concurrency", t.Download).Msg("tuned")
-		x := &xetTransferer{o: o, init: init, tune: t, findRemote: ResolveLocalRemote}
+		x := &xetTransferer{o: o, init: init, tune: t, findRemote: ResolveLocalRemote, storeDir: sync.OnceValue(o.storeDir)}
 		x.hubs = hubAccess{git: o.Git, env: o.Credentials, remote: init.Remote, operation: init.Operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
 		x.sharing.off = o.NoShare
 		x.sharing.batcher.x = x
 		return x, nil
 	}
+}
+
+// storeDir is the directory StoreDir names ("" when unset).
+func (o Options) storeDir() string {
+	if o.StoreDir == nil {
+		return ""
+	}
+	return o.StoreDir()
 }
 
 // withDefaults fills the HTTP client and the user agent when they are not set.
@@ -169,9 +180,10 @@ type xetTransferer struct {
 	// findRemote resolves the local remote (ResolveLocalRemote; a test's may block).
 	findRemote func(ctx context.Context, g Git, operation, remote string) (LocalRemote, error)
 	gitDir     once[string]
-	hubs       hubAccess    // hub mode, and the Hub's token routes of batch mode
-	network    once[bool]   // standalone mode with a network remote (hub mode)
-	ref        once[string] // hub mode: the revision of the token routes
+	storeDir   func() string // Options.StoreDir, called once; "" = the remote's own
+	hubs       hubAccess     // hub mode, and the Hub's token routes of batch mode
+	network    once[bool]    // standalone mode with a network remote (hub mode)
+	ref        once[string]  // hub mode: the revision of the token routes
 
 	sharing sharing         // the transfers handed to, or served for, the other agents of a push or fetch (share.go)
 	recent  recentDownloads // the large downloads this process completed (recent.go)
@@ -276,7 +288,7 @@ func (x *xetTransferer) localRemote(ctx context.Context) (LocalRemote, error) {
 // local remote when the remote is on this machine (nil with xet.store set and a network remote).
 // With create false, e is nil when the store does not exist yet.
 func (x *xetTransferer) standaloneEndpoint(ctx context.Context, create bool) (e *endpoint, r *LocalRemote, err error) {
-	if x.o.StoreDir != "" {
+	if x.storeDir() != "" {
 		if lr, err := x.localRemote(ctx); err == nil {
 			r = &lr
 		}
@@ -294,7 +306,7 @@ func (x *xetTransferer) standaloneEndpoint(ctx context.Context, create bool) (e 
 // embeddedEndpoint opens the embedded store of a local remote. With create false (downloads) a
 // missing store is not created: it returns nil, and the caller falls back to plain LFS objects.
 func (x *xetTransferer) embeddedEndpoint(ctx context.Context, r LocalRemote, create bool) (*endpoint, error) {
-	dir := x.o.StoreDir
+	dir := x.storeDir()
 	if dir == "" {
 		dir = r.StoreDir()
 	}
@@ -559,7 +571,7 @@ func (x *xetTransferer) Download(ctx context.Context, obj agent.Object, progress
 			}
 		}
 		if !found && r == nil {
-			return agent.Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.o.StoreDir, x.init.Remote)
+			return agent.Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.storeDir(), x.init.Remote)
 		}
 		if !found {
 			return x.lfsFallback(ctx, *r, obj, sha, tmp, progress)

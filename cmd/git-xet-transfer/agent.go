@@ -34,7 +34,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := client.Git{}
 	env := readEnvironment(os.Getenv, os.Environ())
 	cfg := agentConfig(ctx, g, env)
-	log, closeLog := agentLogger(cfg, stderr)
+	log, resolveLog, closeLog := heldLogger(env, cfg, stderr)
 	defer closeLog()
 	defer profile(env.CPUProfile, log)()
 	for _, p := range env.Problems {
@@ -42,12 +42,16 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	o := env.clientOptions()
-	o.Log, o.Git, o.StoreDir, o.SetProcs = log, g, cfg("GIT_XET_STORE", "xet.store"), true
+	o.Log, o.Git, o.SetProcs = log, g, true
+	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	in, out, pipes := agentIO(stdin, stdout)
 	err := agent.Run(ctx, in, out, agent.Options{
 		Open:  client.New(o),
 		Log:   log,
 		Pipes: pipes,
+		// The settings from git config (the log's, xet.store) are read from here on, not before: a
+		// process given no request runs no git.
+		FirstRequest: resolveLog,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("agent stopped")
@@ -57,9 +61,9 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// agentConfig reads the agent's settings from the process's config snapshot (one git call, which
-// the agent's later lookups share) and returns a lookup that prefers the environment variable when
-// it is set.
+// agentConfig returns a lookup of the agent's settings that prefers the environment variable when
+// it is set, else reads the process's config snapshot (one git call on the first such lookup, which
+// the agent's later lookups share; none while the environment answers).
 func agentConfig(ctx context.Context, g client.Git, env environment) func(name, key string) string {
 	repo := gitrepo.Open(g.Dir) // a failure to read it reads as nothing set
 	vars := map[string]string{"GIT_XET_STORE": env.Store, "GIT_XET_LOG": env.Log, "GIT_XET_LOG_LEVEL": env.LogLevel}
@@ -78,6 +82,42 @@ func agentConfig(ctx context.Context, g client.Git, env environment) func(name, 
 // file, warn on stderr: git-lfs shows an agent's stderr only with GIT_TRACE, and a line per object
 // there cost a push of 5,000 small files 6 % of the agents' CPU).
 func agentLogger(cfg func(env, key string) string, stderr io.Writer) (zerolog.Logger, func()) {
+	w, level, closeLog := logOutput(cfg, stderr)
+	return zerolog.New(w).Level(level).With().Timestamp().Int("pid", os.Getpid()).Logger(), closeLog
+}
+
+// heldLogger is agentLogger for the transfer agent, which must run no git before its first request:
+// when the environment names both the log file and the level it is agentLogger; else the settings
+// git config may give are read on the first line at info or above, or at resolve (the first
+// request), and the lines before are held (heldLog, which says what becomes of them at exit).
+func heldLogger(env environment, cfg func(env, key string) string, stderr io.Writer) (log zerolog.Logger, resolve, closeLog func()) {
+	if env.Log != "" && env.LogLevel != "" {
+		log, closeLog = agentLogger(cfg, stderr)
+		return log, func() {}, closeLog
+	}
+	floor, err := zerolog.ParseLevel(strings.ToLower(env.LogLevel))
+	if env.LogLevel == "" || err != nil {
+		floor = zerolog.TraceLevel
+	}
+	envOnly := func(name, key string) string {
+		return map[string]string{"GIT_XET_LOG": env.Log, "GIT_XET_LOG_LEVEL": env.LogLevel}[name]
+	}
+	h := &heldLog{
+		resolve: func() (io.Writer, zerolog.Level, func()) { return logOutput(cfg, stderr) },
+		atExit: func() (io.Writer, zerolog.Level, func()) {
+			if env.LogLevel != "" && floor <= zerolog.DebugLevel {
+				return logOutput(envOnly, stderr)
+			}
+			return io.Discard, zerolog.Disabled, func() {}
+		},
+	}
+	log = zerolog.New(h).Level(floor).With().Timestamp().Int("pid", os.Getpid()).Logger()
+	return log, h.Resolve, h.Close
+}
+
+// logOutput is where agentLogger writes (JSON lines: a log file's, or a ConsoleWriter on stderr),
+// the level, and what closes the output.
+func logOutput(cfg func(env, key string) string, stderr io.Writer) (io.Writer, zerolog.Level, func()) {
 	level, explicit := zerolog.InfoLevel, false
 	lv := cfg("GIT_XET_LOG_LEVEL", "xet.loglevel")
 	if lv != "" {
@@ -87,20 +127,17 @@ func agentLogger(cfg func(env, key string) string, stderr io.Writer) (zerolog.Lo
 			fmt.Fprintf(stderr, "git-xet-transfer: ignoring log level %q (want debug, info, warn or error)\n", lv)
 		}
 	}
-	path := cfg("GIT_XET_LOG", "xet.logfile")
-	pid := os.Getpid()
-	if path != "" {
+	if path := cfg("GIT_XET_LOG", "xet.logfile"); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err == nil {
-			return zerolog.New(f).Level(level).With().Timestamp().Int("pid", pid).Logger(), func() { f.Close() }
+			return f, level, func() { f.Close() }
 		}
 		fmt.Fprintf(stderr, "git-xet-transfer: cannot open log file %s (%v); logging to stderr\n", path, err)
 	}
 	if !explicit {
 		level = zerolog.WarnLevel
 	}
-	cw := zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: time.TimeOnly}
-	return zerolog.New(cw).Level(level).With().Timestamp().Int("pid", pid).Logger(), func() {}
+	return zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: time.TimeOnly}, level, func() {}
 }
 
 // profile starts a CPU profile of this agent process when dir (GIT_XET_CPUPROFILE) is set
