@@ -70,21 +70,22 @@ func (h *hubAccess) get(ctx context.Context) (*hub.Client, error) {
 // hub returns the Hub client of the remote's LFS endpoint.
 func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) { return x.hubs.get(ctx) }
 
-// networkRemote reports whether standalone mode must talk to a server (the Hub) rather than the
-// embedded store: no xet.store, and the remote is not on this machine.
-// It is found once per process.
-func (x *xetTransferer) networkRemote(ctx context.Context) bool {
-	v, _ := x.network.get(ctx, func(ctx context.Context) (bool, error) {
-		if x.storeDir() != "" {
-			return false, nil
-		}
-		ep, err := RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
-		if err != nil {
-			return false, ctx.Err() // ResolveLocalRemote reports it; kept unless ctx ended
-		}
-		return !ep.Local(), nil
+// remoteEndpoint is the LFS endpoint of init's remote for init's operation, found once per process.
+func (x *xetTransferer) remoteEndpoint(ctx context.Context) (gitrepo.Endpoint, error) {
+	return x.endpoint.get(ctx, func(ctx context.Context) (gitrepo.Endpoint, error) {
+		return RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 	})
-	return v
+}
+
+// networkRemote reports whether standalone mode must talk to a server (the Hub) rather than the
+// embedded store: no xet.store, and the remote's endpoint is not on this machine. A remote whose
+// endpoint cannot be found is not a network one (ResolveLocalRemote reports why).
+func (x *xetTransferer) networkRemote(ctx context.Context) bool {
+	if x.storeDir() != "" {
+		return false
+	}
+	ep, err := x.remoteEndpoint(ctx)
+	return err == nil && !ep.Local()
 }
 
 // hubRef is the revision the Xet token routes are asked for: GIT_XET_REF or xet.ref, else the

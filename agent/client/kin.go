@@ -9,10 +9,13 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
-// kinWindow is the size of each window a file's sample is chunked from, and kinWindows their number.
+// A file's sample is chunked from kinWindows windows of a sixteenth of the file each, at least
+// kinMinWindow (two chunks on average) and at most kinWindow: reading and hashing them costs at most a
+// quarter of what the upload itself reads and hashes, for a file of 2 MiB or more.
 const (
-	kinWindow  = 512 << 10
-	kinWindows = 4
+	kinMinWindow = 128 << 10
+	kinWindow    = 512 << 10
+	kinWindows   = 4
 )
 
 // sample is what the leader knows of a large file before its upload takes a turn: the hashes of
@@ -20,7 +23,7 @@ const (
 // three quarters into it). Versions of one file share most chunks at the same places, and the
 // chunker cuts equal content the same way a chunk or two after any start, so two versions share
 // sampled hashes unless nearly every byte changed; files that are not versions of one another
-// share none. Reading it costs kinWindows × kinWindow bytes of the file.
+// share none.
 type sample map[hash.Hash]struct{}
 
 // sampleFile samples the file at path of size bytes.
@@ -31,7 +34,7 @@ func sampleFile(path string, size int64) (sample, error) {
 	}
 	defer f.Close()
 	s := sample{}
-	buf := make([]byte, kinWindow)
+	buf := make([]byte, min(kinWindow, max(kinMinWindow, size/16)))
 	for i := range int64(kinWindows) {
 		n, err := f.ReadAt(buf, size*i/kinWindows)
 		if err != nil && err != io.EOF {
@@ -42,12 +45,13 @@ func sampleFile(path string, size int64) (sample, error) {
 	return s, nil
 }
 
-// addWindow adds the chunks of w that end at a cut of the content (not at the window's end).
+// addWindow adds the chunks of w that end at a cut of the content: chunk.Next answers 0, not a
+// length, where the window ends before the content's next cut.
 func (s sample) addWindow(w []byte) {
 	for len(w) > 0 {
 		n := chunk.Next(w)
-		if n == 0 || n == len(w) {
-			return // the window's end, not the content's cut
+		if n == 0 {
+			return
 		}
 		s[hash.Chunk(w[:n])] = struct{}{}
 		w = w[n:]

@@ -17,6 +17,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -41,7 +42,7 @@ func leaderOver(t *testing.T, find func(ctx context.Context) error) (dir string,
 		return LocalRemote{URL: remote, RepoDir: remote}, nil
 	}
 	x.gitDir.v, x.gitDir.ok = filepath.Join(dir, ".git"), true // no git repository here: a local remote
-	x.network.v, x.network.ok = false, true
+	x.endpoint.v, x.endpoint.ok = gitrepo.Endpoint{LocalDir: remote}, true
 	x.sharing.leading.Store(true)
 	return dir, x
 }

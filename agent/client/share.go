@@ -26,7 +26,7 @@ type sharing struct {
 	group   atomic.Pointer[share.Group] // nil until init, or when not sharing
 	leading atomic.Bool
 	batcher smallBatcher // the leader's small uploads
-	turns   turns        // the leader's large uploads, one at a time per endpoint
+	turns   turns        // the leader's large transfers: related ones take turns (turns.go)
 }
 
 // procs is the GOMAXPROCS of this process: its share (Tune), or every core while it leads.
@@ -111,10 +111,7 @@ func (x *xetTransferer) shareKey(ctx context.Context) (string, error) {
 func (x *xetTransferer) shareWhere(ctx context.Context) (string, error) {
 	dir := x.storeDir()
 	if dir == "" && x.networkRemote(ctx) {
-		ep, err := RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
-		if err != nil {
-			return "", err
-		}
+		ep, _ := x.remoteEndpoint(ctx) // found: networkRemote said so
 		return "lfs=" + ep.Url, nil
 	}
 	if dir == "" {

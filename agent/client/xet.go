@@ -180,10 +180,10 @@ type xetTransferer struct {
 	// findRemote resolves the local remote (ResolveLocalRemote; a test's may block).
 	findRemote func(ctx context.Context, g Git, operation, remote string) (LocalRemote, error)
 	gitDir     once[string]
-	storeDir   func() string // Options.StoreDir, called once; "" = the remote's own
-	hubs       hubAccess     // hub mode, and the Hub's token routes of batch mode
-	network    once[bool]    // standalone mode with a network remote (hub mode)
-	ref        once[string]  // hub mode: the revision of the token routes
+	storeDir   func() string          // Options.StoreDir, called once; "" = the remote's own
+	hubs       hubAccess              // hub mode, and the Hub's token routes of batch mode
+	endpoint   once[gitrepo.Endpoint] // the remote's LFS endpoint for init's operation
+	ref        once[string]           // hub mode: the revision of the token routes
 
 	sharing sharing         // the transfers handed to, or served for, the other agents of a push or fetch (share.go)
 	recent  recentDownloads // the large downloads this process completed (recent.go)
