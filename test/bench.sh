@@ -26,15 +26,8 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 mkdir -p "$work/bin" "$work/home"
-if [ -n "${XET_BINDIR:-}" ]; then
-  echo "binaries from $XET_BINDIR"
-  cp "$XET_BINDIR/git-xet-transfer" "$XET_BINDIR/xet-server" "$XET_BINDIR/countproxy" "$work/bin/"
-else
-  echo "building into $work/bin"
-  go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
-  go build -o "$work/bin/xet-server" ./cmd/xet-server
-  go build -o "$work/bin/countproxy" ./test/countproxy
-fi
+. test/binaries.sh
+xet_binaries "$work/bin"
 
 export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 XDG_CACHE_HOME="$work/home/.cache"
 export PATH="$work/bin:$PATH"

@@ -42,15 +42,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/data"
-if [ -n "${XET_BINDIR:-}" ]; then
-  echo "binaries from $XET_BINDIR"
-  cp "$XET_BINDIR/git-xet-transfer" "$XET_BINDIR/xet-server" "$XET_BINDIR/countproxy" "$work/bin/"
-else
-  echo "building into $work/bin"
-  go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
-  go build -o "$work/bin/xet-server" ./cmd/xet-server
-  go build -o "$work/bin/countproxy" ./test/countproxy
-fi
+. test/binaries.sh
+xet_binaries "$work/bin"
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
 unset GIT_DIR GIT_WORK_TREE GIT_TRACE GIT_XET_CPUPROFILE HF_TOKEN HF_ENDPOINT HF_HOME HF_XET_CACHE
 export GIT_XET_LOG="$work/agent.log" GIT_XET_LOG_LEVEL=info

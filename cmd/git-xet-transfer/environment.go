@@ -37,6 +37,7 @@ type environment struct {
 // the whole environment (os.Environ), which git-lfs's packages are given for the variables they
 // read themselves.
 func readEnvironment(getenv func(string) string, environ []string) environment {
+	home := homeDir(getenv)
 	e := environment{
 		Store:      getenv("GIT_XET_STORE"),
 		Log:        getenv("GIT_XET_LOG"),
@@ -46,9 +47,9 @@ func readEnvironment(getenv func(string) string, environ []string) environment {
 		DirectIO:   getenv("GIT_XET_DIRECT_IO") == "1",
 		Ref:        getenv("GIT_XET_REF"),
 		CacheDirs: localshards.Dirs{HFXetCache: getenv("HF_XET_CACHE"), HFHome: getenv("HF_HOME"),
-			XDGCacheHome: getenv("XDG_CACHE_HOME"), Home: homeDir(getenv)},
+			XDGCacheHome: getenv("XDG_CACHE_HOME"), Home: home},
 		Credentials: credentials.Env{HFToken: getenv("HF_TOKEN"), HFTokenPath: getenv("HF_TOKEN_PATH"), HFHome: getenv("HF_HOME"),
-			Home: homeDir(getenv), OS: environ},
+			Home: home, OS: environ},
 		HFEndpoint: strings.TrimRight(getenv("HF_ENDPOINT"), "/"),
 	}
 	if v := getenv("GIT_XET_STALL_TIMEOUT"); v != "" {

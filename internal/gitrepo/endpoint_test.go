@@ -12,21 +12,7 @@ import (
 // The resolver answers what git-lfs answers: for each configuration, the download endpoint of every
 // remote equals what the real `git lfs env` prints for it.
 func TestEndpointMatchesGitLFS(t *testing.T) {
-	needGit(t)
-	if _, err := exec.LookPath("git-lfs"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git-lfs missing")
-		}
-		t.Skip("git-lfs missing")
-	}
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
+	gitLFSHome(t)
 	cases := []struct {
 		name      string
 		lfsconfig string     // committed .lfsconfig ("" = none)

@@ -123,6 +123,29 @@ func TestLoadRealRepository(t *testing.T) {
 	}
 }
 
+// gitLFSHome needs git and git-lfs and gives the test a HOME of its own with no system config and
+// none of git's repository variables, as a differential test against git-lfs wants.
+func gitLFSHome(t *testing.T) string {
+	t.Helper()
+	needGit(t)
+	if _, err := exec.LookPath("git-lfs"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git-lfs missing")
+		}
+		t.Skip("git-lfs missing")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_TERMINAL_PROMPT", "0")
+	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	return home
+}
+
 func needGit(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {

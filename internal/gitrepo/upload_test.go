@@ -13,18 +13,7 @@ import (
 // locks at (its first request, traced; every URL is a closed port on loopback, so nothing leaves
 // the machine) for each configuration of push URLs.
 func TestUploadEndpointMatchesGitLFS(t *testing.T) {
-	needGit(t)
-	if _, err := exec.LookPath("git-lfs"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git-lfs missing")
-		}
-		t.Skip("git-lfs missing")
-	}
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_TERMINAL_PROMPT", "0")
+	home := gitLFSHome(t)
 	run(t, home, "lfs", "install", "--skip-repo")
 	const h = "http://127.0.0.1:9/"
 	cases := []struct {
