@@ -22,15 +22,21 @@ else
 fi
 mkdir -p "$bindir"
 
-echo "building git-xet-transfer"
+echo "building git-xet-transfer and its start-up agent git-xet-transfer-agent"
 version="$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
-tmp="$(mktemp "$bindir/.git-xet-transfer.XXXXXX")"
-trap 'rm -f "$tmp"' EXIT
-go build -trimpath -buildvcs=true -ldflags "-X github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo.stamped=$version" -o "$tmp" ./cmd/git-xet-transfer
-chmod 755 "$tmp"
-mv -f "$tmp" "$bindir/git-xet-transfer"   # atomic: a running agent keeps its old file
+tmpdir="$(mktemp -d "$bindir/.git-xet-transfer.XXXXXX")"
+trap 'rm -rf "$tmpdir"' EXIT
+go build -trimpath -buildvcs=true -ldflags "-X github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo.stamped=$version" \
+  -o "$tmpdir/" ./cmd/git-xet-transfer ./cmd/git-xet-transfer-agent
+# Each is renamed into place (atomic: a running agent keeps its old file); the full agent first, so
+# that a start-up agent never finds an older one beside it than the one it was built with.
+for b in git-xet-transfer git-xet-transfer-agent; do
+  chmod 755 "$tmpdir/$b"
+  mv -f "$tmpdir/$b" "$bindir/$b"
+done
+rm -rf "$tmpdir"
 trap - EXIT
-echo "installed $bindir/git-xet-transfer ($version)"
+echo "installed $bindir/git-xet-transfer and $bindir/git-xet-transfer-agent ($version)"
 
 case ":$PATH:" in
   *":$bindir:"*) ;;

@@ -94,6 +94,11 @@ type Options struct {
 	// The command resolves its settings from git config there, so that the processes git-lfs starts
 	// and never sends a request to run no git.
 	FirstRequest func()
+	// Ahead are bytes of the conversation another process read from in before this one (the
+	// start-up agent's hand-over): they are read first. InitAnswered says that its first line, an
+	// init request, was answered there: Run opens the transfer for it without answering again.
+	Ahead        []byte
+	InitAnswered bool
 }
 
 // defaultProgressInterval is Options.ProgressInterval when it is not set.
@@ -111,7 +116,8 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	enc := protocol.NewEncoder(out)
-	dec := protocol.NewDecoder(in)
+	input := newInput(o.Ahead, in)
+	dec := input.dec
 	init, t, err := openTransfer(ctx, dec, enc, o)
 	if err != nil {
 		return err
@@ -134,7 +140,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			return err
 		}
 	} else if h, ok := t.(HandingOff); ok && o.Pipes != nil {
-		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, dec); over {
+		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, input.remaining()); over {
 			return err
 		}
 	}
@@ -197,15 +203,20 @@ func openTransfer(ctx context.Context, dec *protocol.Decoder, enc *protocol.Enco
 		ConcurrentTransfers: req.ConcurrentTransfers,
 	}
 	t, err := o.Open(ctx, init)
+	if err != nil && o.InitAnswered {
+		return Init{}, nil, fmt.Errorf("init (answered before the hand-over): %w", err)
+	}
 	if err != nil {
 		if werr := enc.InitError(err.Error()); werr != nil {
 			return Init{}, nil, werr
 		}
 		return Init{}, nil, fmt.Errorf("init: %w", err)
 	}
-	if err := enc.InitOK(); err != nil {
-		t.Close()
-		return Init{}, nil, err
+	if !o.InitAnswered {
+		if err := enc.InitOK(); err != nil {
+			t.Close()
+			return Init{}, nil, err
+		}
 	}
 	o.Log.Debug().Str("operation", init.Operation).Str("remote", init.Remote).
 		Int("concurrenttransfers", init.ConcurrentTransfers).Msg("init")

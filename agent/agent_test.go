@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -401,5 +402,36 @@ func TestSmallObjectsProgressWithComplete(t *testing.T) {
 		if c.Error != nil || len(ps) != 1 || ps[0].BytesSoFar != size {
 			t.Fatalf("object %d: %+v then %+v, want one progress at %d then complete", i, ps, c, size)
 		}
+	}
+}
+
+// A conversation handed over after its init was answered (Options.Ahead, InitAnswered): the init
+// is opened from the bytes ahead without a second answer, and a request cut between the bytes
+// ahead and stdin is read whole.
+func TestRunGoesOnFromAnsweredInit(t *testing.T) {
+	f := &fake{upload: func(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+		return Result{Mode: "fake", NewBytes: obj.Size}, nil
+	}}
+	req := uploadLine(oidN(7), 700) + "\n"
+	ahead := initUpload + "\n" + req[:20]
+	in := strings.NewReader(req[20:] + `{"event":"terminate"}` + "\n")
+	var out bytes.Buffer
+	err := Run(context.Background(), in, &out, Options{
+		Open:  func(ctx context.Context, init Init) (Transferer, error) { f.init = init; return f, nil },
+		Log:   zerolog.Nop(),
+		Ahead: []byte(ahead), InitAnswered: true,
+	})
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if f.init.Operation != "upload" || len(f.objects) != 1 || f.objects[0].Oid != oidN(7) {
+		t.Fatalf("init %+v, objects %+v", f.init, f.objects)
+	}
+	first, _, _ := strings.Cut(out.String(), "\n")
+	if strings.TrimSpace(first) == "{}" {
+		t.Fatalf("init answered again: %q", out.String())
+	}
+	if !strings.Contains(out.String(), `"event":"complete"`) {
+		t.Fatalf("no complete in %q", out.String())
 	}
 }

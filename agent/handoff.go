@@ -46,10 +46,9 @@ func (c *input) remaining() []byte {
 }
 
 // handOffLoop hands the conversation to the leader of the push's agents while there is one to
-// take it. over: the conversation ended there, and the process ends with err; else it goes on
-// itself with the returned decoder.
-func handOffLoop(ctx context.Context, h HandingOff, p Pipes, in io.Reader, dec *protocol.Decoder) (*protocol.Decoder, bool, error) {
-	buffered := dec.Remaining()
+// take it (buffered: what was read from in and not decoded). over: the conversation ended there,
+// and the process ends with err; else it goes on itself with the returned decoder.
+func handOffLoop(ctx context.Context, h HandingOff, p Pipes, in io.Reader, buffered []byte) (*protocol.Decoder, bool, error) {
 	for {
 		out, handed, err := h.HandOff(ctx, p, buffered)
 		switch {

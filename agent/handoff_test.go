@@ -39,7 +39,7 @@ const terminate = `{"event":"terminate"}` + "\n"
 func TestHandOffLoopGoesOnWithWhatCameBack(t *testing.T) {
 	f := &fakeHandOff{outcomes: []share.Outcome{{Resume: []byte("{\"event\":")}}}
 	in := strings.NewReader(`"terminate"}` + "\n")
-	dec, over, err := handOffLoop(context.Background(), f, Pipes{}, in, protocol.NewDecoder(strings.NewReader("")))
+	dec, over, err := handOffLoop(context.Background(), f, Pipes{}, in, nil)
 	if over || err != nil {
 		t.Fatalf("over %v, %v", over, err)
 	}
@@ -55,7 +55,7 @@ func TestHandOffLoopGoesOnWithWhatCameBack(t *testing.T) {
 // leader's error, when it sent one); a leader gone without a word is an error.
 func TestHandOffLoopOutcomes(t *testing.T) {
 	f := &fakeHandOff{outcomes: []share.Outcome{{Resume: []byte(terminate), Stay: true}, {}}}
-	dec, over, err := handOffLoop(context.Background(), f, Pipes{}, strings.NewReader(""), protocol.NewDecoder(strings.NewReader("")))
+	dec, over, err := handOffLoop(context.Background(), f, Pipes{}, strings.NewReader(""), nil)
 	if over || err != nil || len(f.got) != 1 {
 		t.Fatalf("stay: over %v, %v, %d hand-offs", over, err, len(f.got))
 	}
@@ -72,7 +72,7 @@ func TestHandOffLoopOutcomes(t *testing.T) {
 		{share.Outcome{}, errors.New("the leader ended; run the push again"), "run the push again"},
 	} {
 		f := &fakeHandOff{outcomes: []share.Outcome{c.o}, err: c.err}
-		_, over, err := handOffLoop(context.Background(), f, Pipes{}, strings.NewReader(""), protocol.NewDecoder(strings.NewReader(terminate)))
+		_, over, err := handOffLoop(context.Background(), f, Pipes{}, strings.NewReader(""), nil)
 		if !over || (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: over %v, error %v; want %q", c.o, over, err, c.want)
 		}

@@ -3,10 +3,11 @@
 #
 #   scripts/release.sh VERSION [GOOS/GOARCH ...]     # default: every target in scripts/targets
 #
-# For each target: both binaries (git-xet-transfer, xet-server; .exe on Windows) built with
+# For each target: the binaries (git-xet-transfer, its start-up agent git-xet-transfer-agent,
+# xet-server; .exe on Windows) built with
 # -trimpath, CGO_ENABLED=0, the commit recorded (-buildvcs=true) and VERSION stamped into
 # internal/buildinfo, then dist/git-xet-transfer_VERSION_OS_ARCH.tar.gz (.zip on Windows) holding a
-# folder of that name with the README, the licence and both binaries; then dist/SHA256SUMS.
+# folder of that name with the README, the licence and the binaries; then dist/SHA256SUMS.
 #
 # Reproducible: the same commit, Go release and VERSION give the same bytes (entries sorted, owner
 # 0/0, every mtime the commit's time, gzip without name or time, zip without extra fields). DIST
@@ -40,7 +41,7 @@ for t in "${targets[@]}"; do
   stage="$work/$name"
   mkdir -p "$stage"
   echo "building $name"
-  for cmd in git-xet-transfer xet-server; do
+  for cmd in git-xet-transfer git-xet-transfer-agent xet-server; do
     GOOS="$goos" GOARCH="$goarch" CGO_ENABLED=0 go build -trimpath -buildvcs=true \
       -ldflags "-s -w -X github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo.stamped=$version" \
       -o "$stage/$cmd$ext" "./cmd/$cmd"

@@ -48,6 +48,7 @@ build() { # build SIDE: the side's binaries into $work/bin-SIDE
   mkdir -p "$src" "$work/bin-$1"
   git archive "${rev[$1]}" | tar -x -C "$src"
   [ -d "$src/test/countproxy" ] && pkgs+=(./test/countproxy)
+  [ -d "$src/cmd/git-xet-transfer-agent" ] && pkgs+=(./cmd/git-xet-transfer-agent)
   note "building ${rev[$1]:0:10} ($1)"
   (cd "$src" && go build -trimpath -o "$work/bin-$1/" "${pkgs[@]}")
   rm -rf "$src"

@@ -15,8 +15,10 @@ func TestGitXetTransferSubcommand(t *testing.T) {
 	}
 	e.git("", "xet-transfer", "install")
 	self := filepath.Join(binDir, "git-xet-transfer")
-	if got := strings.TrimSpace(e.git("", "config", "--global", "lfs.customtransfer.xet.path")); got != self {
-		t.Fatalf("after git xet-transfer install, lfs.customtransfer.xet.path = %q, want %q", got, self)
+	// The start-up agent beside it is what git-lfs runs.
+	agentPath := filepath.Join(binDir, "git-xet-transfer-agent")
+	if got := strings.TrimSpace(e.git("", "config", "--global", "lfs.customtransfer.xet.path")); got != agentPath {
+		t.Fatalf("after git xet-transfer install, lfs.customtransfer.xet.path = %q, want %q", got, agentPath)
 	}
 	status := e.git("", "xet-transfer", "status")
 	for _, want := range []string{"lfs.customtransfer.xet.path", self, "lfs.file:///.standalonetransferagent", "git-lfs/"} {

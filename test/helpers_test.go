@@ -44,9 +44,11 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "git-xet-transfer"), "../cmd/git-xet-transfer")
+	// Both programs, side by side as install.sh puts them: install writes the start-up agent
+	// (git-xet-transfer-agent) as the agent git-lfs runs, so every test goes through it.
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/git-xet-transfer", "../cmd/git-xet-transfer-agent")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building git-xet-transfer: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "building git-xet-transfer and git-xet-transfer-agent: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()

@@ -67,6 +67,16 @@ only agent "agent/share|internal/rawio|protocol|xet/lfsbatch|xet/hash" "the agen
 forbid agent/client "agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is given requests by the loop and talks to a CAS, never to the server's code"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"
+only internal/handover "" "the start-up agent's hand-over value stands alone"
+# The start-up agent git-lfs runs answers idle processes at about the cost of a git command: it links
+# the protocol's decoder, the hand-over and the standard library, nothing else (no module outside
+# the standard library either).
+only cmd/git-xet-transfer-agent "protocol|internal/handover" "the start-up agent links only what answers init and hands over"
+outside=$(go list -deps "$mod/cmd/git-xet-transfer-agent" | grep -v "^$mod/" | grep -v "^vendor/" | grep '\.' || true)
+if [ -n "$outside" ]; then
+  echo "import rule broken: cmd/git-xet-transfer-agent links modules outside the standard library: $(echo $outside)"
+  fail=1
+fi
 
 # git-lfs's lfsapi and lfs run git commands in their package init: an agent process linking them pays
 # for three git runs before it reads a line (see "Start-up" in the README).

@@ -66,8 +66,10 @@ exec "`+realGo+`" "$@"
 	if !strings.Contains(got, "go install github.com/git-lfs/git-lfs/v3@v3.8.1 GOBIN="+prefix) {
 		t.Errorf("install.sh did not go install git-lfs v3.8.1 into %s; calls:\n%s\noutput:\n%s", prefix, got, out)
 	}
-	if _, err := os.Stat(filepath.Join(prefix, "git-xet-transfer")); err != nil {
-		t.Errorf("no git-xet-transfer in %s: %v", prefix, err)
+	for _, name := range []string{"git-xet-transfer", "git-xet-transfer-agent"} {
+		if _, err := os.Stat(filepath.Join(prefix, name)); err != nil {
+			t.Errorf("no %s in %s: %v", name, prefix, err)
+		}
 	}
 }
 

@@ -23,13 +23,13 @@ win="git-xet-transfer_${v}_windows_amd64" mac="git-xet-transfer_${v}_darwin_arm6
 unzip -q -d "$out/x" "$out/a/$win.zip"
 tar -C "$out/x" -xzf "$out/a/$mac.tar.gz"
 for d in "$win" "$mac"; do
-  want="LICENSE README.md git-xet-transfer xet-server"
-  [ "$d" = "$win" ] && want="LICENSE README.md git-xet-transfer.exe xet-server.exe"
+  want="LICENSE README.md git-xet-transfer git-xet-transfer-agent xet-server"
+  [ "$d" = "$win" ] && want="LICENSE README.md git-xet-transfer-agent.exe git-xet-transfer.exe xet-server.exe"
   got="$(cd "$out/x/$d" && ls | tr '\n' ' ')"
   [ "$got" = "$want " ] || { echo "release-check: $d holds $got, want $want"; exit 1; }
 done
 rev="$(git rev-parse HEAD)"
-for b in "$out/x/$win/git-xet-transfer.exe" "$out/x/$win/xet-server.exe" "$out/x/$mac/git-xet-transfer" "$out/x/$mac/xet-server"; do
+for b in "$out/x/$win/"*.exe "$out/x/$mac/git-xet-transfer" "$out/x/$mac/git-xet-transfer-agent" "$out/x/$mac/xet-server"; do
   info="$(go version -m "$b")"
   # -trimpath leaves -ldflags out of the build information: the stamped string is looked for in the binary.
   grep -q "vcs.revision=$rev" <<<"$info" && grep -q "vcs.modified=false" <<<"$info" && grep -q -- "-trimpath=true" <<<"$info" &&

@@ -3,6 +3,7 @@ package test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -19,15 +20,21 @@ func TestAgentPathWithSpaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "git-xet-transfer")
-	b, err := os.ReadFile(filepath.Join(binDir, "git-xet-transfer"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"git-xet-transfer", "git-xet-transfer-agent"} {
+		b, err := os.ReadFile(filepath.Join(binDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out, err := e.cmd("", exe, "install").CombinedOutput(); err != nil {
 		t.Fatalf("install: %v\n%s", err, out)
+	}
+	// git-lfs runs the start-up agent, which hands each request to git-xet-transfer beside it.
+	if got, want := strings.TrimSpace(e.git("", "config", "--global", "lfs.customtransfer.xet.path")), filepath.Join(dir, "git-xet-transfer-agent"); got != want {
+		t.Fatalf("lfs.customtransfer.xet.path = %q, want %q", got, want)
 	}
 	work, remote := e.localRepo(repoOpts{})
 	data := testutil.RandomBytes(200<<10, 37)

@@ -33,37 +33,52 @@ func TestStartupRunsNoGit(t *testing.T) {
 	}
 	const initUpload = `{"event":"init","operation":"upload","remote":"origin","concurrent":true,"concurrenttransfers":8}`
 	malformed := `{"event":"upload","oid":"` + strings.Repeat("a", 64) + `","size":-1}`
-	for _, c := range []struct {
-		name     string
-		env      []string
-		lines    []string
-		git      bool   // the process ran git
-		inStderr string // "" = nothing on stderr
-	}{
+	for _, c := range []startupCase{
 		{"init, terminate", nil, []string{initUpload}, false, ""},
 		{"GIT_XET_LOG_LEVEL=debug: the held start-up lines on stderr", []string{"GIT_XET_LOG_LEVEL=debug"}, []string{initUpload}, false, "DBG init"},
 		// xet.loglevel=debug is read at the request: the start-up lines held until then are written.
 		{"a request", nil, []string{initUpload, malformed}, true, "DBG init"},
 	} {
-		os.Remove(calls)
-		cmd := e.cmd(repo, filepath.Join(binDir, "git-xet-transfer"))
-		cmd.Env = append(startupEnv(e.vars, shim), c.env...)
-		cmd.Stdin = strings.NewReader(strings.Join(append(c.lines, `{"event":"terminate"}`), "\n") + "\n")
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: %v\n%s", c.name, err, stderr.String())
+		// The start-up agent git-lfs runs, and the full agent it hands requests to (which git-lfs
+		// runs when only it is installed).
+		for _, bin := range []string{"git-xet-transfer-agent", "git-xet-transfer"} {
+			c.run(t, e, repo, shim, calls, bin)
 		}
-		if !strings.HasPrefix(stdout.String(), "{}\n") {
-			t.Errorf("%s: stdout %q, want the init reply first", c.name, stdout.String())
-		}
-		got, _ := os.ReadFile(calls)
-		if ran := len(got) > 0; ran != c.git {
-			t.Errorf("%s: git calls %q; want some: %v", c.name, got, c.git)
-		}
-		if (c.inStderr == "") != (stderr.Len() == 0) || !strings.Contains(stderr.String(), c.inStderr) {
-			t.Errorf("%s: stderr %q, want %q in it", c.name, stderr.String(), c.inStderr)
-		}
+	}
+}
+
+// startupCase is one conversation of TestStartupRunsNoGit.
+type startupCase struct {
+	name     string
+	env      []string
+	lines    []string
+	git      bool   // the process ran git
+	inStderr string // "" = nothing on stderr
+}
+
+// run runs bin in repo on the case's lines and terminate, with shim's recording git (its calls in
+// the file calls) first on the PATH, and checks the answers, the git calls and stderr.
+func (c startupCase) run(t *testing.T, e *env, repo, shim, calls, bin string) {
+	t.Helper()
+	c.name = bin + ": " + c.name
+	os.Remove(calls)
+	cmd := e.cmd(repo, filepath.Join(binDir, bin))
+	cmd.Env = append(startupEnv(e.vars, shim), c.env...)
+	cmd.Stdin = strings.NewReader(strings.Join(append(c.lines, `{"event":"terminate"}`), "\n") + "\n")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", c.name, err, stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "{}\n") {
+		t.Errorf("%s: stdout %q, want the init reply first", c.name, stdout.String())
+	}
+	got, _ := os.ReadFile(calls)
+	if ran := len(got) > 0; ran != c.git {
+		t.Errorf("%s: git calls %q; want some: %v", c.name, got, c.git)
+	}
+	if (c.inStderr == "") != (stderr.Len() == 0) || !strings.Contains(stderr.String(), c.inStderr) {
+		t.Errorf("%s: stderr %q, want %q in it", c.name, stderr.String(), c.inStderr)
 	}
 }
 

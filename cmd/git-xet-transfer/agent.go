@@ -18,6 +18,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
 )
 
 // runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
@@ -33,6 +34,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	g := client.Git{}
 	env := readEnvironment(os.Getenv, os.Environ())
+	ho, err := takeHandover(&env)
+	if err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer: %v\n", err)
+		return 1
+	}
 	cfg := agentConfig(ctx, g, env)
 	log, resolveLog, closeLog := heldLogger(env, cfg, stderr)
 	defer closeLog()
@@ -45,13 +51,15 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o.Log, o.Git, o.SetProcs = log, g, true
 	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	in, out, pipes := agentIO(stdin, stdout)
-	err := agent.Run(ctx, in, out, agent.Options{
+	err = agent.Run(ctx, in, out, agent.Options{
 		Open:  client.New(o),
 		Log:   log,
 		Pipes: pipes,
 		// The settings from git config (the log's, xet.store) are read from here on, not before: a
 		// process given no request runs no git.
 		FirstRequest: resolveLog,
+		Ahead:        ho.Ahead,
+		InitAnswered: ho.InitAnswered,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("agent stopped")
@@ -59,6 +67,18 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// takeHandover decodes the hand-over git-xet-transfer-agent left in the environment (none: the
+// zero Handover) and removes it from the environment: it holds request lines, whose action headers
+// may carry credentials, and no program this one starts is given them.
+func takeHandover(env *environment) (handover.Handover, error) {
+	if env.Handover == "" {
+		return handover.Handover{}, nil
+	}
+	os.Unsetenv(handoverVar)
+	env.Credentials.OS = os.Environ()
+	return handover.Decode(env.Handover)
 }
 
 // agentConfig returns a lookup of the agent's settings that prefers the environment variable when

@@ -28,10 +28,16 @@ type environment struct {
 	CacheSizeLimit, CacheMaxEntries  int64
 	Credentials                      credentials.Env // HF_TOKEN, HF_TOKEN_PATH, HF_HOME, HOME and the whole environment
 	HFEndpoint                       string
+	// Handover is GIT_XET_TRANSFER_HANDOVER, set by git-xet-transfer-agent when it hands its
+	// conversation with git-lfs to this program (internal/handover); never logged.
+	Handover string
 
 	// Problems are values that could not be used (named, with what was wanted); the defaults hold.
 	Problems []string
 }
+
+// handoverVar carries git-xet-transfer-agent's hand-over to the transfer agent.
+const handoverVar = "GIT_XET_TRANSFER_HANDOVER"
 
 // readEnvironment reads the environment through getenv (os.Getenv, or a test's map); environ is
 // the whole environment (os.Environ), which git-lfs's packages are given for the variables they
@@ -51,6 +57,7 @@ func readEnvironment(getenv func(string) string, environ []string) environment {
 		Credentials: credentials.Env{HFToken: getenv("HF_TOKEN"), HFTokenPath: getenv("HF_TOKEN_PATH"), HFHome: getenv("HF_HOME"),
 			Home: home, OS: environ},
 		HFEndpoint: strings.TrimRight(getenv("HF_ENDPOINT"), "/"),
+		Handover:   getenv(handoverVar),
 	}
 	if v := getenv("GIT_XET_STALL_TIMEOUT"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -83,6 +84,22 @@ func selfPath() (string, error) {
 	return filepath.Abs(p)
 }
 
+// agentPath is what install writes as lfs.customtransfer.xet.path for self (selfPath): the
+// start-up agent git-xet-transfer-agent when it sits beside self (git-lfs starts several agent
+// processes per command and most get no request; that program answers those at about the cost of a
+// git command, and hands the others to self), else self.
+func agentPath(self string) string {
+	name := "git-xet-transfer-agent"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	p := filepath.Join(filepath.Dir(self), name)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		return p
+	}
+	return self
+}
+
 // hubKeys are the standalone keys of install --hub: the Hub's hosts, and $HF_ENDPOINT when set.
 func hubKeys() []string {
 	urls := []string{"https://huggingface.co/", "https://hf.co/"}
@@ -141,7 +158,7 @@ func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "ran git %s: %s\n", strings.Join(lfsArgs, " "), firstLine(out))
 	}
 	settings := [][2]string{
-		{keyPath, self},
+		{keyPath, agentPath(self)},
 		{keyConcurrent, "true"},
 		{keyStandalone, agentName},
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -217,5 +218,24 @@ func TestMigrateFlags(t *testing.T) {
 	}
 	if _, ok := parseMigrateFlags([]string{"--verify", "some"}, &errb); ok {
 		t.Errorf("--verify some accepted")
+	}
+}
+
+// install writes the start-up agent when it sits beside this program, else this program.
+func TestAgentPathPrefersStartupAgent(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "git-xet-transfer")
+	if got := agentPath(self); got != self {
+		t.Fatalf("alone: %q, want %q", got, self)
+	}
+	name := "git-xet-transfer-agent"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := agentPath(self), filepath.Join(dir, name); got != want {
+		t.Fatalf("beside it: %q, want %q", got, want)
 	}
 }

@@ -175,7 +175,7 @@ func switchToXet(ctx context.Context, g client.Git, f migrateFlags, target migra
 	if err != nil {
 		return err
 	}
-	set := [][2]string{{keyPath, self}, {keyConcurrent, "true"}, {keyStandalone, agentName}}
+	set := [][2]string{{keyPath, agentPath(self)}, {keyConcurrent, "true"}, {keyStandalone, agentName}}
 	newURL, err := targetURL(ctx, g, f)
 	if err != nil {
 		return err

@@ -75,7 +75,7 @@ func printConfig(ctx context.Context, g client.Git, self string, stdout io.Write
 			if fi, err := os.Stat(value); err != nil || fi.IsDir() {
 				fmt.Fprintf(stdout, "  WARNING: %s does not exist; run `git-xet-transfer install` again\n", value)
 				installed = false
-			} else if self != "" && value != self {
+			} else if self != "" && value != self && value != agentPath(self) {
 				fmt.Fprintf(stdout, "  note: git-lfs runs %s, not this binary (%s)\n", value, self)
 			}
 		}

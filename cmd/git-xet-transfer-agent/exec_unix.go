@@ -1,0 +1,25 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
+)
+
+// continueIn replaces this process with the full agent at path (same stdin, stdout, stderr and
+// process id, so git-lfs sees no difference), the hand-over in its environment. It returns only
+// when that fails.
+func continueIn(path string, h handover.Handover, _ io.Reader, _, _ io.Writer) (int, error) {
+	v, err := handover.Encode(h, "")
+	if err != nil {
+		return 1, err
+	}
+	env := append(os.Environ(), handoverVar+"="+v)
+	err = syscall.Exec(path, []string{path, "transfer"}, env)
+	return 1, fmt.Errorf("running %s: %w", path, err)
+}
