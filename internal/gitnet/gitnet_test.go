@@ -3,9 +3,13 @@ package gitnet
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/pem"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +131,92 @@ func TestClientCertRequiredNamesSetting(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "http.sslCert") {
 		t.Errorf("error %q does not name http.sslCert", err)
+	}
+}
+
+// http.cookieFile: the cookies of a Netscape cookie file (as curl and git read it) are sent to the
+// hosts they name, and not to others.
+func TestCookieFileSent(t *testing.T) {
+	var got []string
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Cookie("session")
+		if c == nil {
+			got = append(got, r.Host+" none")
+			return
+		}
+		got = append(got, r.Host+" "+c.Value)
+	}))
+	defer s.Close()
+	file := filepath.Join(t.TempDir(), "cookies.txt")
+	line := "127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tabc123\n"
+	if err := os.WriteFile(file, []byte("# Netscape HTTP Cookie File\n"+line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := client(map[string][]string{"http.cookiefile": {file}}, nil, nil)
+	other := strings.Replace(s.URL, "127.0.0.1", "localhost", 1)
+	for _, u := range []string{s.URL + "/x", other + "/y"} {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	host := strings.TrimPrefix(s.URL, "http://")
+	want := []string{host + " abc123", strings.Replace(host, "127.0.0.1", "localhost", 1) + " none"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the server saw %q, want %q", got, want)
+	}
+}
+
+// http.sslCAPath: every certificate file in the folder is trusted.
+func TestSSLCAPathTrusted(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer s.Close()
+	dir := t.TempDir()
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(dir, "team-ca.pem"), pemBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client(nil, nil, nil).Get(s.URL); err == nil {
+		t.Fatal("the server's CA was trusted without the setting")
+	}
+	resp, err := client(map[string][]string{"http.sslcapath": {dir}}, nil, nil).Get(s.URL)
+	if err != nil {
+		t.Fatalf("with http.sslCAPath = %s: %v", dir, err)
+	}
+	resp.Body.Close()
+}
+
+// lfs.tlstimeout: a server that accepts the connection and never answers the TLS handshake is given
+// up on after that many seconds, as a timeout.
+func TestTLSTimeoutSetting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent
+		}
+	}()
+	c := client(map[string][]string{"lfs.tlstimeout": {"1"}}, nil, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Get("https://" + ln.Addr().String() + "/x")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("silent TLS peer: %v, want a timeout", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("lfs.tlstimeout=1 did not end a handshake that never came in 30 s")
 	}
 }
