@@ -220,3 +220,24 @@ func TestTLSTimeoutSetting(t *testing.T) {
 		t.Fatal("lfs.tlstimeout=1 did not end a handshake that never came in 30 s")
 	}
 }
+
+// A proxy that refuses the credentials of the http.proxy URL (407): the error says the proxy wants
+// other credentials and names it, without the user or password.
+func TestProxyRefusedCredentialsNamed(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="corp"`)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+	}))
+	defer proxy.Close()
+	addr := strings.TrimPrefix(proxy.URL, "http://")
+	c := client(map[string][]string{"http.proxy": {"http://bob:wr0ng@" + addr}}, nil, nil)
+	_, err := c.Get("https://xet.internal:1/x")
+	if err == nil {
+		t.Fatal("a request through a proxy refusing its credentials succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, addr) || !strings.Contains(msg, "407") && !strings.Contains(msg, "Proxy Authentication Required") ||
+		strings.Contains(msg, "wr0ng") || strings.Contains(msg, "bob") {
+		t.Errorf("error %q should name the proxy %s and its refusal, without the credentials", msg, addr)
+	}
+}
