@@ -318,7 +318,10 @@ func (b *Backend) Open(ctx context.Context, name string) (blob.Blob, error) {
 		if err := b.packs.fresh(); err != nil {
 			return nil, err
 		}
-		if l, ok := b.packs.get(name); ok {
+		if l, ok, err := b.packs.get(name); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			return l.blob(), nil
 		}
 	}
@@ -358,6 +361,25 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	out, err := b.listFiles(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if b.packs != nil {
+		packed, err := b.packs.all(prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range packed {
+			out = append(out, p.name)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
+
+// listFiles lists the blobs under prefix that are files of their own.
+func (b *Backend) listFiles(ctx context.Context, prefix string) ([]string, error) {
 	p, err := b.path(strings.TrimSuffix(prefix, "/"))
 	if err != nil {
 		return nil, err
@@ -385,12 +407,5 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: listing %s: %w", prefix, err)
 	}
-	if b.packs != nil {
-		if err := b.packs.refresh(); err != nil {
-			return nil, err
-		}
-		out = append(out, b.packs.list(prefix)...)
-	}
-	sort.Strings(out)
-	return slices.Compact(out), nil
+	return out, nil
 }

@@ -71,7 +71,7 @@ func (b *Backend) createPacked(blobs []blob.NewBlob) ([]bool, error) {
 		}
 		b.doneWriter(w, err != nil)
 		if err == nil {
-			return created, nil
+			return created, b.packs.sortIfLarge(w.r)
 		}
 		if attempt > 0 {
 			return nil, err
@@ -150,7 +150,10 @@ func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, error) {
 	stored := make([]bool, len(blobs))
 	missing := 0
 	for i, nb := range blobs {
-		if _, ok := b.packs.get(nb.Name); ok {
+		if _, ok, err := b.packs.get(nb.Name); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			stored[i] = true
 			continue
 		}
@@ -171,7 +174,10 @@ func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, error) {
 	}
 	for i, nb := range blobs {
 		if !stored[i] {
-			_, stored[i] = b.packs.get(nb.Name)
+			var err error
+			if _, stored[i], err = b.packs.get(nb.Name); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return stored, nil
@@ -183,8 +189,8 @@ func (b *Backend) exists(name string) (bool, error) {
 		if err := b.packs.fresh(); err != nil {
 			return false, err
 		}
-		if _, ok := b.packs.get(name); ok {
-			return true, nil
+		if _, ok, err := b.packs.get(name); ok || err != nil {
+			return ok, err
 		}
 	}
 	p, err := b.path(name)

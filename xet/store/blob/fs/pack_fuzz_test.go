@@ -51,7 +51,7 @@ func FuzzPackRecovery(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "p"+idxExt), idx, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, x, end, idxEnd, err := lockAndRecover(dir, "p")
+		p, x, end, idxEnd, err := lockAndRecover(dir, "p", recoverHint{})
 		if err != nil || p == nil {
 			return // refused as not a pack: fine, as long as it did not panic
 		}

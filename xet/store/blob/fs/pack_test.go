@@ -177,7 +177,7 @@ func TestPackDamageIsReported(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, dir)
 	writeBlobs(t, b, 0, 10)
-	l, ok := b.packs.get(blobName(3))
+	l, ok, _ := b.packs.get(blobName(3))
 	if !ok {
 		t.Fatal("blob 3 not indexed")
 	}
