@@ -354,23 +354,14 @@ func (r *packReader) tailLarge() bool {
 }
 
 // sortIfLarge makes r's tail small again when it is large: it takes up a newer sorted index another
-// process wrote, else writes one covering the tail. A failure to write (a store this process may
-// only read) leaves the tail in memory and is not an error.
+// process wrote, and writes one covering the tail when that is not enough. A failure to write (a
+// store this process may only read) leaves the tail in memory and is not an error.
 func (ps *packSet) sortIfLarge(r *packReader) error {
 	if !r.sorting.CompareAndSwap(false, true) {
 		return nil
 	}
 	defer r.sorting.Store(false)
-	ps.mu.RLock()
-	large, old, idxEnd, dataEnd := r.tailLarge(), r.sorted, r.idxOff, r.dataEnd
-	var tail []packEntry
-	if large {
-		tail = make([]packEntry, 0, len(r.tail))
-		for _, e := range r.tail {
-			tail = append(tail, e)
-		}
-	}
-	ps.mu.RUnlock()
+	large, old, _, _, _ := ps.snapshot(r, false)
 	if !large {
 		return nil
 	}
@@ -378,17 +369,37 @@ func (ps *packSet) sortIfLarge(r *packReader) error {
 	if err != nil {
 		return err
 	}
-	if s != nil && (old == nil || s.idxEnd > old.idxEnd) && s.idxEnd <= idxEnd && s.count > len(tail)/2 {
-		return ps.takeSorted(r, s)
-	}
-	if s != nil {
+	if s != nil && (old == nil || s.idxEnd > old.idxEnd) {
+		if err := ps.takeSorted(r, s); err != nil {
+			return err
+		}
+	} else if s != nil {
 		s.f.Close()
+	}
+	large, old, tail, idxEnd, dataEnd := ps.snapshot(r, true)
+	if !large {
+		return nil
 	}
 	s, err = writeSortedIndex(ps.dir, filepath.Join(filepath.Dir(ps.dir), "tmp"), r.id, old, tail, idxEnd, dataEnd)
 	if err != nil {
-		return nil //nolint:nilerr // the tail stays in memory; the next lookup that grows it tries again
+		return nil // the tail stays in memory; the next lookup that grows it tries again
 	}
 	return ps.takeSorted(r, s)
+}
+
+// snapshot returns whether r's tail is large, its sorted index, and with entries its tail's
+// entries and ends.
+func (ps *packSet) snapshot(r *packReader, entries bool) (large bool, old *sortedIndex, tail []packEntry, idxEnd, dataEnd int64) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	large, old, idxEnd, dataEnd = r.tailLarge(), r.sorted, r.idxOff, r.dataEnd
+	if large && entries {
+		tail = make([]packEntry, 0, len(r.tail))
+		for _, e := range r.tail {
+			tail = append(tail, e)
+		}
+	}
+	return large, old, tail, idxEnd, dataEnd
 }
 
 // takeSorted makes s r's sorted index and reads r's tail again from where s ends.
@@ -420,7 +431,7 @@ func (ps *packSet) publish(r *packReader, es []packEntry, idxStart, idxEnd int64
 	case r.idxOff == idxStart:
 		r.add(es)
 		r.idxOff = idxEnd
-	case r.idxOff < idxStart: // entries before them (a recovery's) not read yet
+	case r.idxOff < idxEnd: // entries before them (a recovery's) not read yet, or a read that saw part of them
 		return ps.tail(r)
 	}
 	return nil
@@ -539,15 +550,4 @@ func (ps *packSet) dropBadSorted() {
 		r.sorted, r.tail, r.idxOff = nil, map[string]packEntry{}, int64(len(idxMagic))
 		_ = ps.tail(r)
 	}
-}
-
-// held counts the index entries this process holds in memory.
-func (ps *packSet) held() int {
-	ps.mu.RLock()
-	defer ps.mu.RUnlock()
-	n := 0
-	for _, r := range ps.packs {
-		n += len(r.tail)
-	}
-	return n
 }
