@@ -209,7 +209,8 @@ func (b *Backend) exists(name string) (bool, error) {
 }
 
 // strayPacks returns the pack files no writer will finish, with their modification times: an index
-// still under its temporary name (its creator died before the rename) and a .pack without an index.
+// still under its temporary name (its creator died before the rename), and a .pack or a sorted
+// index without an index (gc removed the pack as another process wrote its sorted index).
 func (b *Backend) strayPacks() map[string]time.Time {
 	out := map[string]time.Time{}
 	if b.packs == nil {
@@ -227,6 +228,9 @@ func (b *Backend) strayPacks() map[string]time.Time {
 	}
 	for _, e := range ents {
 		id, isPack := strings.CutSuffix(e.Name(), packExt)
+		if !isPack {
+			id, isPack = strings.CutSuffix(e.Name(), sortedExt)
+		}
 		if (isPack && !idx[id]) || strings.HasSuffix(e.Name(), idxExt+".new") {
 			if info, err := e.Info(); err == nil {
 				out[filepath.Join(b.packs.dir, e.Name())] = info.ModTime()

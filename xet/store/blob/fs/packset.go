@@ -78,11 +78,11 @@ type packReader struct {
 	sorting atomic.Bool          // a sortIfLarge of this pack is running
 }
 
+// packLoc is where a packed blob's data lies.
 type packLoc struct {
 	r   *packReader
 	off int64
 	n   int64
-	crc uint32
 }
 
 func newPackSet(dir string) *packSet {
@@ -95,7 +95,7 @@ func (ps *packSet) get(name string) (packLoc, bool, error) {
 	defer ps.mu.RUnlock()
 	for _, r := range ps.packs {
 		if e, ok := r.tail[name]; ok {
-			return packLoc{r: r, off: e.off, n: e.n, crc: e.crc}, true, nil
+			return packLoc{r: r, off: e.off, n: e.n}, true, nil
 		}
 	}
 	for _, r := range ps.packs {
@@ -104,7 +104,7 @@ func (ps *packSet) get(name string) (packLoc, bool, error) {
 		}
 		e, ok, err := r.sorted.find(r.pack, name)
 		if err != nil || ok {
-			return packLoc{r: r, off: e.off, n: e.n, crc: e.crc}, ok, err
+			return packLoc{r: r, off: e.off, n: e.n}, ok, err
 		}
 	}
 	return packLoc{}, false, nil
@@ -456,6 +456,7 @@ func (ps *packSet) reader(id string) (*packReader, error) {
 type packListed struct {
 	name string
 	loc  packLoc
+	crc  uint32 // of the data, as its .idx entry says
 }
 
 // all reads every pack's .idx whole, as far as this process has read it, and returns its blobs
@@ -482,7 +483,7 @@ func (ps *packSet) all(prefix string) ([]packListed, error) {
 		for _, e := range es {
 			if strings.HasPrefix(e.name, prefix) && !seen[e.name] {
 				seen[e.name] = true
-				out = append(out, packListed{e.name, packLoc{r: r, off: e.off, n: e.n, crc: e.crc}})
+				out = append(out, packListed{e.name, packLoc{r: r, off: e.off, n: e.n}, e.crc})
 			}
 		}
 	}
@@ -528,7 +529,7 @@ func (ps *packSet) verify() (map[string]string, error) {
 		b := buf[:l.n]
 		if _, err := l.r.pack.ReadAt(b, l.off); err != nil {
 			bad[p.name] = fmt.Sprintf("packed in %s at %d: %v", l.r.id, l.off, err)
-		} else if crc32.Checksum(b, crcTable) != l.crc {
+		} else if crc32.Checksum(b, crcTable) != p.crc {
 			bad[p.name] = fmt.Sprintf("packed in %s at %d: bytes do not match their checksum (damaged on disk)", l.r.id, l.off)
 		}
 	}

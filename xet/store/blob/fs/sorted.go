@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,8 +25,9 @@ import (
 //	packs/<id>.sidx  "XETSIDX1", the .idx bytes it covers (u64), the end of the last record it
 //	                 names (u64), the number of entries (u32), a fan-out table of 256 u32 (entries
 //	                 whose key's top byte is at most i, as git's pack .idx has), then the entries
-//	                 sorted by key: key (u64), offset of the data in the pack (u64), data length
-//	                 (u32), crc32c of the data (u32); then the crc32c of everything before it
+//	                 sorted by key: key (u64), offset of the data in the pack (u32: a pack takes
+//	                 no record past 1 GiB), data length (u32); then the crc32c of everything
+//	                 before it
 //
 // All integers are little-endian. The key is a 64-bit hash of the blob's name (nameKey); the name
 // itself is in the pack, just before the data, and a lookup reads it back and compares it, so that
@@ -37,7 +39,7 @@ const (
 	sortedExt    = ".sidx"
 	sortedMagic  = "XETSIDX1"
 	sortedHeader = len(sortedMagic) + 8 + 8 + 4 + 256*4
-	sortedEntry  = 8 + 8 + 4 + 4
+	sortedEntry  = 8 + 4 + 4
 )
 
 // sortMinTail: a pack's tail (the .idx entries its sorted index does not cover) is sorted once it
@@ -75,7 +77,6 @@ type sortedKey struct {
 	key uint64
 	off int64
 	n   int64
-	crc uint32
 }
 
 // openSortedIndex opens path; nil (and no error) when there is none or it is not a whole sorted
@@ -131,8 +132,8 @@ func (s *sortedIndex) entry(i int) (sortedKey, error) {
 }
 
 func decodeSorted(b []byte) sortedKey {
-	return sortedKey{key: binary.LittleEndian.Uint64(b), off: int64(binary.LittleEndian.Uint64(b[8:])),
-		n: int64(binary.LittleEndian.Uint32(b[16:])), crc: binary.LittleEndian.Uint32(b[20:])}
+	return sortedKey{key: binary.LittleEndian.Uint64(b), off: int64(binary.LittleEndian.Uint32(b[8:])),
+		n: int64(binary.LittleEndian.Uint32(b[12:]))}
 }
 
 // find looks name up: a binary search among the entries of its key's fan-out bucket, then the name
@@ -169,7 +170,7 @@ func (s *sortedIndex) find(pack *os.File, name string) (packEntry, bool, error) 
 			return packEntry{}, false, err
 		}
 		if ok {
-			return packEntry{name: name, off: e.off, n: e.n, crc: e.crc}, true, nil
+			return packEntry{name: name, off: e.off, n: e.n}, true, nil
 		}
 	}
 	return packEntry{}, false, nil
@@ -201,7 +202,10 @@ func writeSortedIndex(dir, tmpDir, id string, old *sortedIndex, tail []packEntry
 	}
 	keys := make([]sortedKey, len(tail))
 	for i, e := range tail {
-		keys[i] = sortedKey{key: nameKey(e.name), off: e.off, n: e.n, crc: e.crc}
+		if e.off+e.n > math.MaxUint32 {
+			return fail(fmt.Errorf("%s lies past 4 GiB", e.name))
+		}
+		keys[i] = sortedKey{key: nameKey(e.name), off: e.off, n: e.n}
 	}
 	slices.SortFunc(keys, func(a, b sortedKey) int { return cmpKey(a.key, b.key) })
 	count := len(keys)
@@ -286,9 +290,8 @@ func mergeSorted(w *bufio.Writer, olds *bufio.Reader, old *sortedIndex, keys []s
 	var rec [sortedEntry]byte
 	put := func(e sortedKey) error {
 		binary.LittleEndian.PutUint64(rec[:], e.key)
-		binary.LittleEndian.PutUint64(rec[8:], uint64(e.off))
-		binary.LittleEndian.PutUint32(rec[16:], uint32(e.n))
-		binary.LittleEndian.PutUint32(rec[20:], e.crc)
+		binary.LittleEndian.PutUint32(rec[8:], uint32(e.off))
+		binary.LittleEndian.PutUint32(rec[12:], uint32(e.n))
 		_, err := w.Write(rec[:])
 		return err
 	}
