@@ -1,8 +1,9 @@
 // Package fs keeps blobs in a directory (blob.Backend): small ones in append-only pack files
-// (pack.go, packwriter.go, packset.go; rewritten by packsweep.go), larger ones as files of their
-// own, written with O_DIRECT where the filesystem allows it (direct_linux.go). Create and
-// CreateBatch return once the blob is durable; small blobs of concurrent writes share a pack's
-// fdatasync (fsbatch.go).
+// (pack.go, packwriter.go; looked up on disk through each pack's sorted index, sorted.go, and in
+// memory only among the entries written since, packset.go; rewritten by packsweep.go), larger ones
+// as files of their own, written with O_DIRECT where the filesystem allows it (direct_linux.go).
+// Create and CreateBatch return once the blob is durable; small blobs of concurrent writes share a
+// pack's fdatasync (fsbatch.go).
 //
 // Concurrency: a Backend is safe for concurrent use by goroutines and by several processes sharing
 // one directory (each pack has one writer at a time, by flock).

@@ -29,6 +29,9 @@ import (
 // lack its newest entries, and whoever next finds the pack unlocked with records past the index
 // (a writer claiming it, or a reader loading it) re-indexes the whole, checksummed records there and
 // truncates the rest (records of batches that were never acknowledged).
+//
+// A pack's entries are found through packs/<id>.sidx, its sorted index (sorted.go), derived from a
+// prefix of its .idx; only the .idx entries past that prefix are read into a process's memory.
 const (
 	packDir = "packs"
 	// packMaxBlob: blobs up to this size go into packs; larger ones stay files of their own.
