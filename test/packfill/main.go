@@ -6,6 +6,8 @@
 //	packfill open DIR NAME...    a fresh backend on DIR reads each NAME whole (a name not stored
 //	                             is a miss, which reads what other processes added); prints the
 //	                             microseconds from before the backend's creation to the last read
+//	packfill cpu FILE CMD ARG... runs CMD on this process's stdin, stdout and stderr and appends its
+//	                             CPU time (user+sys, microseconds) to FILE: the agent's wrapper
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strconv"
 	"time"
 
@@ -39,8 +42,10 @@ func run(args []string) error {
 		return fill(args[1], n)
 	case len(args) >= 3 && args[0] == "open":
 		return open(args[1], args[2:])
+	case len(args) >= 3 && args[0] == "cpu":
+		return cpu(args[1], args[2], args[3:])
 	}
-	return fmt.Errorf("usage: packfill fill DIR N | packfill open DIR NAME...")
+	return fmt.Errorf("usage: packfill fill DIR N | packfill open DIR NAME... | packfill cpu FILE CMD ARG...")
 }
 
 // fill writes n blobs to dir in batches of 4096, one fsync each, as a server taking many pushes
@@ -99,5 +104,30 @@ func open(dir string, names []string) error {
 		b.Close()
 	}
 	fmt.Println(time.Since(t0).Microseconds())
+	return nil
+}
+
+// cpu runs name with args as a child sharing this process's standard files, appends the child's CPU
+// time to file, and exits with the child's status.
+func cpu(file, name string, args []string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	runErr := cmd.Run()
+	if cmd.ProcessState == nil {
+		return runErr
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	_, err = fmt.Fprintln(f, used.Microseconds())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
 	return nil
 }

@@ -111,7 +111,8 @@ func appendIndexEntry(dst []byte, e packEntry) []byte {
 // bytes they take; it stops at the first incomplete or damaged entry (a write in progress, or the
 // tail of a crash).
 func parseIndex(b []byte) ([]packEntry, int) {
-	var out []packEntry
+	out := make([]packEntry, 0, len(b)/96) // room for every entry of a name under 74 bytes
+
 	used := 0
 	for {
 		r := b[used:]

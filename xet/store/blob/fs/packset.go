@@ -332,6 +332,9 @@ func (ps *packSet) tail(r *packReader) error {
 		return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
 	}
 	es, used := parseIndex(buf[:n])
+	if len(r.tail) == 0 && len(es) > 64 {
+		r.tail = make(map[string]packEntry, len(es))
+	}
 	r.add(es)
 	r.idxOff += int64(used)
 	return nil

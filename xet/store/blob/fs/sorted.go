@@ -242,6 +242,9 @@ func writeSortedIndex(dir, tmpDir, id string, old *sortedIndex, tail []packEntry
 		_, err = tmp.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
 	}
 	if err == nil {
+		err = tmp.Chmod(0o644) // as the pack's other files: readable by whoever reads the store
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if err == nil {
