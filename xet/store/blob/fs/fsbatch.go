@@ -71,7 +71,8 @@ func (b *Backend) createPacked(blobs []blob.NewBlob) ([]bool, error) {
 		}
 		b.doneWriter(w, err != nil)
 		if err == nil {
-			return created, b.packs.sortIfLarge(w.r)
+			_ = b.packs.sortIfLarge(w.r) // the blobs are durable; a failure to read the tail shows at the next read
+			return created, nil
 		}
 		if attempt > 0 {
 			return nil, err

@@ -295,12 +295,7 @@ func openPackFiles(dir, id string) (*packReader, error) {
 		pack.Close()
 		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
 	}
-	sorted, err := openSortedIndex(filepath.Join(dir, id+sortedExt))
-	if err != nil {
-		pack.Close()
-		idx.Close()
-		return nil, err
-	}
+	sorted := openSortedIndex(filepath.Join(dir, id+sortedExt))
 	r := &packReader{id: id, pack: pack, idx: idx, tail: map[string]packEntry{}, idxOff: int64(len(idxMagic)), dataEnd: int64(len(packMagic))}
 	if sorted != nil {
 		r.sorted, r.idxOff, r.dataEnd = sorted, sorted.idxEnd, sorted.dataEnd
@@ -368,10 +363,7 @@ func (ps *packSet) sortIfLarge(r *packReader) error {
 	if !large {
 		return nil
 	}
-	s, err := openSortedIndex(filepath.Join(ps.dir, r.id+sortedExt))
-	if err != nil {
-		return err
-	}
+	s := openSortedIndex(filepath.Join(ps.dir, r.id+sortedExt))
 	if s != nil && (old == nil || s.idxEnd > old.idxEnd) {
 		if err := ps.takeSorted(r, s); err != nil {
 			return err
@@ -383,7 +375,7 @@ func (ps *packSet) sortIfLarge(r *packReader) error {
 	if !large {
 		return nil
 	}
-	s, err = writeSortedIndex(ps.dir, filepath.Join(filepath.Dir(ps.dir), "tmp"), r.id, old, tail, idxEnd, dataEnd)
+	s, err := writeSortedIndex(ps.dir, filepath.Join(filepath.Dir(ps.dir), "tmp"), r.id, old, tail, idxEnd, dataEnd)
 	if err != nil {
 		return nil // the tail stays in memory; the next lookup that grows it tries again
 	}

@@ -164,8 +164,8 @@ func (b *Backend) writeForced(ctx context.Context, blobs []blob.NewBlob) error {
 		err = w.sync(seq)
 	}
 	b.doneWriter(w, err != nil)
-	if err != nil {
-		return err
+	if err == nil {
+		_ = b.packs.sortIfLarge(w.r) // the blobs are durable; a failure to read the tail shows at the next read
 	}
-	return b.packs.sortIfLarge(w.r)
+	return err
 }

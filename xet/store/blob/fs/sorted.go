@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -79,22 +78,19 @@ type sortedKey struct {
 	n   int64
 }
 
-// openSortedIndex opens path; nil (and no error) when there is none or it is not a whole sorted
-// index (it is written again).
-func openSortedIndex(path string) (*sortedIndex, error) {
+// openSortedIndex opens path; nil when there is none, it cannot be opened, or it is not a whole
+// sorted index: the pack's .idx is read instead, and the sorted index written again.
+func openSortedIndex(path string) *sortedIndex {
 	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: opening %s: %w", filepath.Base(path), err)
+		return nil
 	}
 	s, ok := readSortedHeader(f)
 	if !ok {
 		f.Close()
-		return nil, nil
+		return nil
 	}
-	return s, nil
+	return s
 }
 
 // readSortedHeader reads and checks the header and fan-out table of f.
