@@ -45,7 +45,7 @@ func run(args []string) error {
 	case len(args) >= 3 && args[0] == "cpu":
 		return cpu(args[1], args[2], args[3:])
 	}
-	return fmt.Errorf("usage: packfill fill DIR N | packfill open DIR NAME... | packfill cpu FILE CMD ARG...")
+	return errors.New("usage: packfill {fill DIR N | open DIR NAME... | cpu FILE CMD ARG...}")
 }
 
 // fill writes n blobs to dir in batches of 4096, one fsync each, as a server taking many pushes
