@@ -86,7 +86,12 @@ func FuzzSortedIndex(f *testing.F) {
 	if err := os.WriteFile(filepath.Join(dir, "p"+packExt), pack, 0o644); err != nil {
 		f.Fatal(err)
 	}
-	s, err := writeSortedIndex(dir, dir, "seed", nil, es, 100, int64(len(pack)))
+	pf, err := os.Open(filepath.Join(dir, "p"+packExt))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer pf.Close()
+	s, err := writeSortedIndex(dir, dir, "seed", pf, nil, es, 100, int64(len(pack)))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -95,11 +100,6 @@ func FuzzSortedIndex(f *testing.F) {
 	f.Add(seed)
 	f.Add(seed[:sortedHeader])
 	f.Add([]byte(sortedMagic))
-	pf, err := os.Open(filepath.Join(dir, "p"+packExt))
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer pf.Close()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := filepath.Join(dir, "x"+sortedExt)
 		if err := os.WriteFile(path, b, 0o644); err != nil {

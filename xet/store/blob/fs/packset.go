@@ -375,7 +375,7 @@ func (ps *packSet) sortIfLarge(r *packReader) error {
 	if !large {
 		return nil
 	}
-	s, err := writeSortedIndex(ps.dir, filepath.Join(filepath.Dir(ps.dir), "tmp"), r.id, old, tail, idxEnd, dataEnd)
+	s, err := writeSortedIndex(ps.dir, filepath.Join(filepath.Dir(ps.dir), "tmp"), r.id, r.idx, old, tail, idxEnd, dataEnd)
 	if err != nil {
 		return nil // the tail stays in memory; the next lookup that grows it tries again
 	}

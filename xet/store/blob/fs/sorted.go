@@ -23,7 +23,8 @@ import (
 //
 //	packs/<id>.sidx  "XETSIDX1", the .idx bytes it covers (u64), the end of the last record it
 //	                 names (u64), the number of entries (u32), a fan-out table of 256 u32 (entries
-//	                 whose key's top byte is at most i, as git's pack .idx has), then the entries
+//	                 whose key's top byte is at most i, as git's pack .idx has), the crc32c of
+//	                 the header so far (checked at every open: recovery trusts its ends), then the entries
 //	                 sorted by key: key (u64), offset of the data in the pack (u32: a pack takes
 //	                 no record past 1 GiB), data length (u32); then the crc32c of everything
 //	                 before it
@@ -37,7 +38,7 @@ import (
 const (
 	sortedExt    = ".sidx"
 	sortedMagic  = "XETSIDX1"
-	sortedHeader = len(sortedMagic) + 8 + 8 + 4 + 256*4
+	sortedHeader = len(sortedMagic) + 8 + 8 + 4 + 256*4 + 4
 	sortedEntry  = 8 + 4 + 4
 )
 
@@ -96,7 +97,8 @@ func openSortedIndex(path string) *sortedIndex {
 // readSortedHeader reads and checks the header and fan-out table of f.
 func readSortedHeader(f *os.File) (*sortedIndex, bool) {
 	var h [sortedHeader]byte
-	if _, err := f.ReadAt(h[:], 0); err != nil || string(h[:len(sortedMagic)]) != sortedMagic {
+	if _, err := f.ReadAt(h[:], 0); err != nil || string(h[:len(sortedMagic)]) != sortedMagic ||
+		crc32.Checksum(h[:sortedHeader-4], crcTable) != binary.LittleEndian.Uint32(h[sortedHeader-4:]) {
 		return nil, false
 	}
 	p := h[len(sortedMagic):]
@@ -189,12 +191,17 @@ func recordNamed(pack *os.File, e sortedKey, name string) (bool, error) {
 		int64(binary.LittleEndian.Uint32(b[10:])) == e.n && string(b[recHeader:]) == name, nil
 }
 
-// writeSortedIndex writes the sorted index of pack id in dir covering idxEnd bytes of its .idx:
-// the entries of old (which covers a prefix of those) merged with tail (the entries after it),
-// through a temp file in tmpDir. It returns the new index, open.
-func writeSortedIndex(dir, tmpDir, id string, old *sortedIndex, tail []packEntry, idxEnd, dataEnd int64) (*sortedIndex, error) {
+// writeSortedIndex writes the sorted index of pack id in dir covering idxEnd bytes of its .idx,
+// idx: the entries of old (which covers a prefix of those) merged with tail (the entries after
+// it), through a temp file in tmpDir. idx is synced first, so that what a durable sorted index
+// covers is durable in the .idx too (recovery reads the .idx from where the sorted index ends). It
+// returns the new index, open.
+func writeSortedIndex(dir, tmpDir, id string, idx *os.File, old *sortedIndex, tail []packEntry, idxEnd, dataEnd int64) (*sortedIndex, error) {
 	fail := func(err error) (*sortedIndex, error) {
 		return nil, fmt.Errorf("store: writing the sorted index of pack %s: %w", id, err)
+	}
+	if err := idx.Sync(); err != nil {
+		return fail(err)
 	}
 	keys := make([]sortedKey, len(tail))
 	for i, e := range tail {
@@ -281,7 +288,7 @@ func sortedHead(fan [256]uint32, idxEnd, dataEnd int64, count int) []byte {
 		sum += c
 		h = binary.LittleEndian.AppendUint32(h, sum)
 	}
-	return h
+	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, crcTable))
 }
 
 // mergeSorted writes the entries of old (read through olds) and keys in key order.

@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
@@ -251,4 +252,22 @@ func TestReadsWhileAnotherSorts(t *testing.T) {
 		}
 	}
 	mustRead(t, dir, 0, 6000)
+}
+
+// A sorted index whose header was damaged (here the end of the records it names, which recovery
+// starts from) is not trusted: the pack is not cut, and every blob is found.
+func TestDamagedSortedHeaderIsNotTrusted(t *testing.T) {
+	dir := t.TempDir()
+	w := newTestBackend(t, dir)
+	writeBatches(t, w, 0, 1500) // sorted whole: no tail
+	w.Close()
+	sidx, pack := sortedFiles(t, dir)[0], packFiles(t, dir, packExt)[0]
+	before, _ := os.Stat(pack)
+	b, _ := os.ReadFile(sidx)
+	binary.LittleEndian.PutUint64(b[len(sortedMagic)+8:], 100) // dataEnd: inside the first record
+	os.WriteFile(sidx, b, 0o644)
+	mustRead(t, dir, 0, 1500)
+	if after, _ := os.Stat(pack); after.Size() != before.Size() {
+		t.Fatalf("the pack went from %d to %d bytes after a reader found a damaged sorted index", before.Size(), after.Size())
+	}
 }
