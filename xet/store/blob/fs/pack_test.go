@@ -21,6 +21,7 @@ func newTestBackend(t *testing.T, dir string) *Backend {
 	if b.packs == nil {
 		t.Skip("no packs on this platform")
 	}
+	b.packs.minTail = testMinTail
 	return b
 }
 

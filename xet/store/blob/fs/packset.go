@@ -27,7 +27,8 @@ import (
 //
 // Concurrency: safe for concurrent use.
 type packSet struct {
-	dir string
+	dir     string
+	minTail int // sortMinTail; smaller in tests, to sort small stores
 
 	mu       sync.RWMutex
 	packs    map[string]*packReader // by id
@@ -86,7 +87,7 @@ type packLoc struct {
 }
 
 func newPackSet(dir string) *packSet {
-	return &packSet{dir: dir, packs: map[string]*packReader{}}
+	return &packSet{dir: dir, minTail: sortMinTail, packs: map[string]*packReader{}}
 }
 
 // get looks name up in what is already indexed: the tails in memory, then the sorted indexes.
@@ -158,7 +159,7 @@ func (ps *packSet) refreshLocked() (large []*packReader, err error) {
 		if err := ps.tail(r); err != nil {
 			return nil, err
 		}
-		if r.tailLarge() {
+		if r.tailLarge(ps.minTail) {
 			large = append(large, r)
 		}
 	}
@@ -345,10 +346,11 @@ func (r *packReader) add(es []packEntry) {
 	}
 }
 
-// tailLarge reports whether r's tail is due to be sorted (sortMinTail). ps.mu is held.
-func (r *packReader) tailLarge() bool {
+// tailLarge reports whether r's tail is due to be sorted: minTail entries, and a 32nd of the sorted
+// ones (sortMinTail). ps.mu is held.
+func (r *packReader) tailLarge(minTail int) bool {
 	n := len(r.tail)
-	return n >= sortMinTail && (r.sorted == nil || n >= r.sorted.count/32)
+	return n >= minTail && (r.sorted == nil || n >= r.sorted.count/32)
 }
 
 // sortIfLarge makes r's tail small again when it is large: it takes up a newer sorted index another
@@ -387,7 +389,7 @@ func (ps *packSet) sortIfLarge(r *packReader) error {
 func (ps *packSet) snapshot(r *packReader, entries bool) (large bool, old *sortedIndex, tail []packEntry, idxEnd, dataEnd int64) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	large, old, idxEnd, dataEnd = r.tailLarge(), r.sorted, r.idxOff, r.dataEnd
+	large, old, idxEnd, dataEnd = r.tailLarge(ps.minTail), r.sorted, r.idxOff, r.dataEnd
 	if large && entries {
 		tail = make([]packEntry, 0, len(r.tail))
 		for _, e := range r.tail {

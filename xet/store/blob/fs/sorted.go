@@ -44,8 +44,10 @@ const (
 
 // sortMinTail: a pack's tail (the .idx entries its sorted index does not cover) is sorted once it
 // holds this many entries, or a 32nd of what the sorted index holds if that is more: the tail a
-// process reads stays small, and the sorted index is rewritten a bounded number of times per entry.
-const sortMinTail = 1024
+// process reads stays small (reading 4096 entries costs about what opening the files does), the
+// sorted index is rewritten a bounded number of times per entry, and a push of a few thousand small
+// files rewrites it a few times, not once per batch.
+const sortMinTail = 4096
 
 // nameKey is the sort key of a blob name: FNV-1a, then a finalizer that spreads it over all 64 bits
 // (the fan-out takes the top byte).

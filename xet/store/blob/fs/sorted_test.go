@@ -13,6 +13,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
+// testMinTail is the tests' sortMinTail: stores of a few thousand blobs get sorted indexes.
+const testMinTail = 1024
+
 // writeBatches creates blobs [from, to) through b in batches of 500 (one fsync each), as pushes of
 // many small files do.
 func writeBatches(t *testing.T, b *Backend, from, to int) {
@@ -69,7 +72,7 @@ func TestLookupsAcrossSortedAndTail(t *testing.T) {
 		t.Fatalf("%d sorted indexes, want one per pack (2)", n)
 	}
 	r := mustRead(t, dir, 0, 5300)
-	if n := r.packs.held(); n > 2*sortMinTail {
+	if n := r.packs.held(); n > 2*testMinTail {
 		t.Fatalf("%d entries held in memory, want the tails only", n)
 	}
 	names, err := r.List(context.Background(), "files/")
@@ -101,8 +104,8 @@ func TestOtherProcessesEntriesAreFound(t *testing.T) {
 			t.Fatalf("blob %d, written after this process read the pack: %v", i, err)
 		}
 	}
-	if n := r.packs.held(); n > sortMinTail {
-		t.Fatalf("%d entries held after the other process sorted its pack, want at most %d", n, sortMinTail)
+	if n := r.packs.held(); n > testMinTail {
+		t.Fatalf("%d entries held after the other process sorted its pack, want at most %d", n, testMinTail)
 	}
 }
 
@@ -158,7 +161,7 @@ func TestDamagedSortedIndex(t *testing.T) {
 	if s := openSortedIndex(sidx); s == nil || s.count != 2000 {
 		t.Fatalf("the cut sorted index was not written again whole: %+v", s)
 	}
-	if n := r.packs.held(); n > sortMinTail {
+	if n := r.packs.held(); n > testMinTail {
 		t.Fatalf("%d entries held after the sorted index was written again", n)
 	}
 	// Every entry's offset moved by one byte: lookups find no record of that name there.
