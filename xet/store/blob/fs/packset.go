@@ -471,21 +471,46 @@ func (ps *packSet) all(prefix string) ([]packListed, error) {
 	ps.mu.RUnlock()
 	seen := map[string]bool{}
 	var out []packListed
+	buf := make([]byte, 4<<20)
 	for i, r := range readers {
-		b := make([]byte, ends[i])
-		if _, err := r.idx.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("store: reading pack index %s: %w", r.id, err)
-		}
-		es, _ := parseIndex(b[min(len(b), len(idxMagic)):])
-		for _, e := range es {
+		err := readIndex(r, ends[i], buf, func(e packEntry) {
 			if strings.HasPrefix(e.name, prefix) && !seen[e.name] {
 				seen[e.name] = true
 				out = append(out, packListed{e.name, packLoc{r: r, off: e.off, n: e.n}, e.crc})
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
+}
+
+// readIndex hands fn every entry of r's .idx up to end, reading it through buf a piece at a time
+// (an index of a million entries is about 100 MB).
+func readIndex(r *packReader, end int64, buf []byte, fn func(packEntry)) error {
+	off, have := int64(len(idxMagic)), 0
+	for off+int64(have) < end {
+		n, err := r.idx.ReadAt(buf[have:min(int64(len(buf)), end-off)], off+int64(have))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
+		}
+		if n == 0 {
+			return nil // shorter than read before (a power loss): what is left was handed out
+		}
+		have += n
+		es, used := parseIndex(buf[:have])
+		for _, e := range es {
+			fn(e)
+		}
+		if used == 0 {
+			return nil // a damaged entry: the rest cannot be framed
+		}
+		copy(buf, buf[used:have])
+		off, have = off+int64(used), have-used
+	}
+	return nil
 }
 
 // packedBlob is a blob inside a pack: a window on the shared pack file (Close leaves it open).

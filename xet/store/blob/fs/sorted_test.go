@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -272,5 +273,31 @@ func TestDamagedSortedHeaderIsNotTrusted(t *testing.T) {
 	mustRead(t, dir, 0, 1500)
 	if after, _ := os.Stat(pack); after.Size() != before.Size() {
 		t.Fatalf("the pack went from %d to %d bytes after a reader found a damaged sorted index", before.Size(), after.Size())
+	}
+}
+
+// A listing reads a pack's .idx a piece at a time: pieces that cut entries anywhere give every
+// entry once, in order.
+func TestReadIndexInPieces(t *testing.T) {
+	dir := t.TempDir()
+	w := newTestBackend(t, dir)
+	writeBatches(t, w, 0, 700)
+	w.Close()
+	ib, _ := os.ReadFile(packFiles(t, dir, idxExt)[0])
+	want, _ := parseIndex(ib[len(idxMagic):])
+	r := newTestBackend(t, dir)
+	if err := r.packs.refresh(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range r.packs.packs {
+		for _, size := range []int{200, 1000, 4096} {
+			var got []packEntry
+			if err := readIndex(pr, int64(len(ib)), make([]byte, size), func(e packEntry) { got = append(got, e) }); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("pieces of %d bytes: %d entries, want %d", size, len(got), len(want))
+			}
+		}
 	}
 }
