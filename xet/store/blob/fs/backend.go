@@ -1,8 +1,9 @@
 // Package fs keeps blobs in a directory (blob.Backend): small ones in append-only pack files
-// (pack.go, packwriter.go, packset.go; rewritten by packsweep.go), larger ones as files of their
-// own, written with O_DIRECT where the filesystem allows it (direct_linux.go). Create and
-// CreateBatch return once the blob is durable; small blobs of concurrent writes share a pack's
-// fdatasync (fsbatch.go).
+// (pack.go, packwriter.go; looked up on disk through each pack's sorted index, sorted.go, and in
+// memory only among the entries written since, packset.go; rewritten by packsweep.go), larger ones
+// as files of their own, written with O_DIRECT where the filesystem allows it (direct_linux.go).
+// Create and CreateBatch return once the blob is durable; small blobs of concurrent writes share a
+// pack's fdatasync (fsbatch.go).
 //
 // Concurrency: a Backend is safe for concurrent use by goroutines and by several processes sharing
 // one directory (each pack has one writer at a time, by flock).
@@ -318,7 +319,10 @@ func (b *Backend) Open(ctx context.Context, name string) (blob.Blob, error) {
 		if err := b.packs.fresh(); err != nil {
 			return nil, err
 		}
-		if l, ok := b.packs.get(name); ok {
+		if l, ok, err := b.packs.get(name); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			return l.blob(), nil
 		}
 	}
@@ -358,6 +362,25 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	out, err := b.listFiles(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if b.packs != nil {
+		packed, err := b.packs.all(prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range packed {
+			out = append(out, p.name)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
+
+// listFiles lists the blobs under prefix that are files of their own.
+func (b *Backend) listFiles(ctx context.Context, prefix string) ([]string, error) {
 	p, err := b.path(strings.TrimSuffix(prefix, "/"))
 	if err != nil {
 		return nil, err
@@ -385,12 +408,5 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: listing %s: %w", prefix, err)
 	}
-	if b.packs != nil {
-		if err := b.packs.refresh(); err != nil {
-			return nil, err
-		}
-		out = append(out, b.packs.list(prefix)...)
-	}
-	sort.Strings(out)
-	return slices.Compact(out), nil
+	return out, nil
 }

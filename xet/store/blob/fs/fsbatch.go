@@ -71,6 +71,7 @@ func (b *Backend) createPacked(blobs []blob.NewBlob) ([]bool, error) {
 		}
 		b.doneWriter(w, err != nil)
 		if err == nil {
+			_ = b.packs.sortIfLarge(w.r) // the blobs are durable; a failure to read the tail shows at the next read
 			return created, nil
 		}
 		if attempt > 0 {
@@ -150,7 +151,10 @@ func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, error) {
 	stored := make([]bool, len(blobs))
 	missing := 0
 	for i, nb := range blobs {
-		if _, ok := b.packs.get(nb.Name); ok {
+		if _, ok, err := b.packs.get(nb.Name); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			stored[i] = true
 			continue
 		}
@@ -171,7 +175,10 @@ func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, error) {
 	}
 	for i, nb := range blobs {
 		if !stored[i] {
-			_, stored[i] = b.packs.get(nb.Name)
+			var err error
+			if _, stored[i], err = b.packs.get(nb.Name); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return stored, nil
@@ -183,8 +190,8 @@ func (b *Backend) exists(name string) (bool, error) {
 		if err := b.packs.fresh(); err != nil {
 			return false, err
 		}
-		if _, ok := b.packs.get(name); ok {
-			return true, nil
+		if _, ok, err := b.packs.get(name); ok || err != nil {
+			return ok, err
 		}
 	}
 	p, err := b.path(name)
@@ -203,7 +210,8 @@ func (b *Backend) exists(name string) (bool, error) {
 }
 
 // strayPacks returns the pack files no writer will finish, with their modification times: an index
-// still under its temporary name (its creator died before the rename) and a .pack without an index.
+// still under its temporary name (its creator died before the rename), and a .pack or a sorted
+// index without an index (gc removed the pack as another process wrote its sorted index).
 func (b *Backend) strayPacks() map[string]time.Time {
 	out := map[string]time.Time{}
 	if b.packs == nil {
@@ -221,6 +229,9 @@ func (b *Backend) strayPacks() map[string]time.Time {
 	}
 	for _, e := range ents {
 		id, isPack := strings.CutSuffix(e.Name(), packExt)
+		if !isPack {
+			id, isPack = strings.CutSuffix(e.Name(), sortedExt)
+		}
 		if (isPack && !idx[id]) || strings.HasSuffix(e.Name(), idxExt+".new") {
 			if info, err := e.Info(); err == nil {
 				out[filepath.Join(b.packs.dir, e.Name())] = info.ModTime()

@@ -29,6 +29,9 @@ import (
 // lack its newest entries, and whoever next finds the pack unlocked with records past the index
 // (a writer claiming it, or a reader loading it) re-indexes the whole, checksummed records there and
 // truncates the rest (records of batches that were never acknowledged).
+//
+// A pack's entries are found through packs/<id>.sidx, its sorted index (sorted.go), derived from a
+// prefix of its .idx; only the .idx entries past that prefix are read into a process's memory.
 const (
 	packDir = "packs"
 	// packMaxBlob: blobs up to this size go into packs; larger ones stay files of their own.
@@ -108,7 +111,8 @@ func appendIndexEntry(dst []byte, e packEntry) []byte {
 // bytes they take; it stops at the first incomplete or damaged entry (a write in progress, or the
 // tail of a crash).
 func parseIndex(b []byte) ([]packEntry, int) {
-	var out []packEntry
+	out := make([]packEntry, 0, len(b)/96) // room for every entry of a name under 74 bytes
+
 	used := 0
 	for {
 		r := b[used:]

@@ -51,7 +51,7 @@ func FuzzPackRecovery(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "p"+idxExt), idx, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, x, end, idxEnd, err := lockAndRecover(dir, "p")
+		p, x, end, idxEnd, err := lockAndRecover(dir, "p", recoverHint{})
 		if err != nil || p == nil {
 			return // refused as not a pack: fine, as long as it did not panic
 		}
@@ -66,6 +66,58 @@ func FuzzPackRecovery(f *testing.F) {
 		for _, e := range es {
 			if e.off+e.n > end {
 				t.Fatalf("entry %q names bytes [%d,%d) of a pack of %d", e.name, e.off, e.off+e.n, end)
+			}
+		}
+	})
+}
+
+// FuzzSortedIndex: whatever a .sidx file holds, opening it, looking names up in it and checking it
+// never panic, and a lookup answers only with the record of that very name, whole inside the pack.
+func FuzzSortedIndex(f *testing.F) {
+	dir := f.TempDir()
+	pack := []byte(packMagic)
+	var es []packEntry
+	for i := 0; i < 40; i++ {
+		e, _, _ := parseRecord(appendRecord(nil, blobName(i), blobData(i)))
+		e.off += int64(len(pack))
+		es = append(es, e)
+		pack = appendRecord(pack, blobName(i), blobData(i))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p"+packExt), pack, 0o644); err != nil {
+		f.Fatal(err)
+	}
+	pf, err := os.Open(filepath.Join(dir, "p"+packExt))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer pf.Close()
+	s, err := writeSortedIndex(dir, dir, "seed", pf, nil, es, 100, int64(len(pack)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.f.Close()
+	seed, _ := os.ReadFile(filepath.Join(dir, "seed"+sortedExt))
+	f.Add(seed)
+	f.Add(seed[:sortedHeader])
+	f.Add([]byte(sortedMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "x"+sortedExt)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := openSortedIndex(path)
+		if s == nil {
+			return
+		}
+		defer s.f.Close()
+		_ = checkSorted(s)
+		for i := 0; i < 42; i++ {
+			e, ok, err := s.find(pf, blobName(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok && (i >= 40 || e.off != es[i].off || e.n != es[i].n) {
+				t.Fatalf("%s answered with %+v", blobName(i), e)
 			}
 		}
 	})

@@ -21,6 +21,7 @@ func newTestBackend(t *testing.T, dir string) *Backend {
 	if b.packs == nil {
 		t.Skip("no packs on this platform")
 	}
+	b.packs.minTail = testMinTail
 	return b
 }
 
@@ -177,7 +178,7 @@ func TestPackDamageIsReported(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, dir)
 	writeBlobs(t, b, 0, 10)
-	l, ok := b.packs.get(blobName(3))
+	l, ok, _ := b.packs.get(blobName(3))
 	if !ok {
 		t.Fatal("blob 3 not indexed")
 	}
@@ -220,8 +221,8 @@ func TestPackTwoWritersOneDirectory(t *testing.T) {
 	}
 }
 
-// A pack whose creator died before its index was renamed into place is a stray: counted by fsck,
-// removed by CleanTemp once old.
+// A pack whose creator died before its index was renamed into place is a stray, and so is a sorted
+// index whose pack gc removed: counted by fsck, removed by CleanTemp once old.
 func TestStrayPackIsCleaned(t *testing.T) {
 	dir := t.TempDir()
 	b := newTestBackend(t, dir)
@@ -229,8 +230,9 @@ func TestStrayPackIsCleaned(t *testing.T) {
 	stray := filepath.Join(dir, packDir, "0123456789abcdef01234567")
 	os.WriteFile(stray+packExt, []byte(packMagic), 0o644)
 	os.WriteFile(stray+idxExt+".new", []byte(idxMagic), 0o644)
-	if n := b.strayPackFiles(); n != 2 {
-		t.Fatalf("%d stray pack files, want 2", n)
+	os.WriteFile(stray+sortedExt, []byte(sortedMagic), 0o644)
+	if n := b.strayPackFiles(); n != 3 {
+		t.Fatalf("%d stray pack files, want 3", n)
 	}
 	if n, _ := b.CleanTemp(context.Background(), time.Hour); n != 0 {
 		t.Fatalf("CleanTemp removed %d young files", n)
@@ -238,8 +240,9 @@ func TestStrayPackIsCleaned(t *testing.T) {
 	old := time.Now().Add(-2 * time.Hour)
 	os.Chtimes(stray+packExt, old, old)
 	os.Chtimes(stray+idxExt+".new", old, old)
-	if n, _ := b.CleanTemp(context.Background(), time.Hour); n != 2 {
-		t.Fatalf("CleanTemp removed %d stray files, want 2", n)
+	os.Chtimes(stray+sortedExt, old, old)
+	if n, _ := b.CleanTemp(context.Background(), time.Hour); n != 3 {
+		t.Fatalf("CleanTemp removed %d stray files, want 3", n)
 	}
 	mustRead(t, dir, 0, 5)
 }

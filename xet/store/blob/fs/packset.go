@@ -15,20 +15,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// packSet is a process's view of the packs under root/packs: every indexed blob's location, kept
-// in memory (about 150 bytes a blob) and extended by reading the new tail of each index when a
-// lookup misses (another process may have added the blob) and by this process's own writer.
+// packSet is a process's view of the packs under root/packs. A blob is looked up on disk in each
+// pack's sorted index (sorted.go), which covers most of the pack's entries, and in memory among the
+// rest, its tail: the .idx entries written since that index, read when a lookup misses (another
+// process may have added the blob) and added by this process's own writer. What a process holds
+// is thus bounded by the tails, not by the store.
 //
 // Concurrency: safe for concurrent use.
 type packSet struct {
-	dir string
+	dir     string
+	minTail int // sortMinTail; smaller in tests, to sort small stores
 
 	mu       sync.RWMutex
 	packs    map[string]*packReader // by id
-	entries  map[string]packLoc
 	dirMtime time.Time
 	listedAt time.Time
 	scratch  []byte // tail's read buffer (ps.mu held)
@@ -44,14 +47,14 @@ const existsRefreshInterval = 100 * time.Millisecond
 // lookupForWrite is lookup for an existence check: it may miss a blob another process indexed in
 // the last existsRefreshInterval.
 func (ps *packSet) lookupForWrite(name string) (bool, error) {
-	if _, ok := ps.get(name); ok {
-		return true, nil
+	if _, ok, err := ps.get(name); ok || err != nil {
+		return ok, err
 	}
 	if err := ps.refreshIfStale(); err != nil {
 		return false, err
 	}
-	_, ok := ps.get(name)
-	return ok, nil
+	_, ok, err := ps.get(name)
+	return ok, err
 }
 
 // refreshIfStale refreshes when the last refresh is older than existsRefreshInterval.
@@ -62,73 +65,105 @@ func (ps *packSet) refreshIfStale() error {
 	return ps.refresh()
 }
 
-// packReader is one pack open for reading, and how much of its index has been read.
+// packReader is one pack open for reading: its sorted index, and the entries of its .idx past it
+// read so far (ps.mu guards the fields below the files).
 type packReader struct {
-	id     string
-	pack   *os.File
-	idx    *os.File
-	idxOff int64
+	id   string
+	pack *os.File
+	idx  *os.File
+
+	sorted  *sortedIndex         // nil: none yet; covers the .idx up to sorted.idxEnd
+	tail    map[string]packEntry // the entries of the .idx from sorted.idxEnd to idxOff
+	idxOff  int64                // of the .idx, read
+	dataEnd int64                // of the records indexed so far
+	sorting atomic.Bool          // a sortIfLarge of this pack is running
 }
 
+// packLoc is where a packed blob's data lies.
 type packLoc struct {
 	r   *packReader
 	off int64
 	n   int64
-	crc uint32
 }
 
 func newPackSet(dir string) *packSet {
-	return &packSet{dir: dir, packs: map[string]*packReader{}, entries: map[string]packLoc{}}
+	return &packSet{dir: dir, minTail: sortMinTail, packs: map[string]*packReader{}}
 }
 
-// get looks name up in what is already indexed.
-func (ps *packSet) get(name string) (packLoc, bool) {
+// get looks name up in what is already indexed: the tails in memory, then the sorted indexes.
+func (ps *packSet) get(name string) (packLoc, bool, error) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	l, ok := ps.entries[name]
-	return l, ok
+	for _, r := range ps.packs {
+		if e, ok := r.tail[name]; ok {
+			return packLoc{r: r, off: e.off, n: e.n}, true, nil
+		}
+	}
+	for _, r := range ps.packs {
+		if r.sorted == nil {
+			continue
+		}
+		e, ok, err := r.sorted.find(r.pack, name)
+		if err != nil || ok {
+			return packLoc{r: r, off: e.off, n: e.n}, ok, err
+		}
+	}
+	return packLoc{}, false, nil
 }
 
 // lookup looks name up, reading what other processes added when it is not indexed yet.
 func (ps *packSet) lookup(name string) (packLoc, bool, error) {
-	if l, ok := ps.get(name); ok {
-		return l, true, nil
+	if l, ok, err := ps.get(name); ok || err != nil {
+		return l, ok, err
 	}
 	if err := ps.refresh(); err != nil {
 		return packLoc{}, false, err
 	}
-	l, ok := ps.get(name)
-	return l, ok, nil
+	return ps.get(name)
 }
 
 // coarseMtime: a directory listed this long after its last change is known to be listed whole.
 const coarseMtime = time.Second
 
-// refresh opens packs created since the last listing and reads the new entries of every index.
+// refresh opens packs created since the last listing and reads the new entries of every index;
+// then it sorts the tails that grew large (sortIfLarge).
 func (ps *packSet) refresh() error {
+	large, err := ps.refreshLocked()
+	for _, r := range large {
+		if err == nil {
+			err = ps.sortIfLarge(r)
+		}
+	}
+	return err
+}
+
+func (ps *packSet) refreshLocked() (large []*packReader, err error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.refreshedAt.Store(time.Now().UnixNano())
 	st, err := os.Stat(ps.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("store: packs: %w", err)
+		return nil, fmt.Errorf("store: packs: %w", err)
 	}
 	if !st.ModTime().Equal(ps.dirMtime) || ps.listedAt.Sub(st.ModTime()) < coarseMtime {
 		listed := time.Now()
 		if err := ps.openNew(); err != nil {
-			return err
+			return nil, err
 		}
 		ps.dirMtime, ps.listedAt = st.ModTime(), listed
 	}
 	for _, r := range ps.packs {
 		if err := ps.tail(r); err != nil {
-			return err
+			return nil, err
+		}
+		if r.tailLarge(ps.minTail) {
+			large = append(large, r)
 		}
 	}
-	return nil
+	return large, nil
 }
 
 // openNew opens the packs not open yet; a pack whose index lags its records and that no writer
@@ -150,17 +185,13 @@ func (ps *packSet) openNew() error {
 			gone = append(gone, id)
 		}
 	}
-	if len(gone) > 0 {
-		if err := ps.dropLocked(gone); err != nil {
-			return err
-		}
-	}
+	ps.dropLocked(gone)
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), idxExt)
 		if !ok || ps.packs[id] != nil {
 			continue
 		}
-		r, err := openPackReader(ps.dir, id)
+		r, err := ps.openPackReader(id)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a writer is creating it: its .pack comes first, so this is a removed pack
 		}
@@ -172,10 +203,9 @@ func (ps *packSet) openNew() error {
 	return nil
 }
 
-// dropLocked forgets packs gc removed (their blobs were written to other packs first) and indexes
-// the remaining packs again from the start, so that every name points at a pack that exists. The
-// dropped packs' files are closed a minute later, after reads in flight. ps.mu is held.
-func (ps *packSet) dropLocked(ids []string) error {
+// dropLocked forgets packs gc removed (their blobs were written to other packs first). The dropped
+// packs' files are closed a minute later, after reads in flight. ps.mu is held.
+func (ps *packSet) dropLocked(ids []string) {
 	var old []*packReader
 	for _, id := range ids {
 		if r := ps.packs[id]; r != nil {
@@ -183,20 +213,22 @@ func (ps *packSet) dropLocked(ids []string) error {
 			delete(ps.packs, id)
 		}
 	}
-	ps.entries = make(map[string]packLoc, len(ps.entries))
-	for _, r := range ps.packs {
-		r.idxOff = int64(len(idxMagic))
-		if err := ps.tail(r); err != nil {
-			return err
-		}
+	if len(old) == 0 {
+		return
 	}
 	time.AfterFunc(time.Minute, func() {
 		for _, r := range old {
-			r.pack.Close()
-			r.idx.Close()
+			r.close()
 		}
 	})
-	return nil
+}
+
+func (r *packReader) close() {
+	r.pack.Close()
+	r.idx.Close()
+	if r.sorted != nil {
+		r.sorted.f.Close()
+	}
 }
 
 // fresh refreshes when the last refresh is over PackStaleness old: a process notices packs gc
@@ -211,14 +243,49 @@ func (ps *packSet) fresh() error {
 // PackStaleness bounds how long a process may go on finding a blob gc removed from a pack.
 const PackStaleness = time.Second
 
-func openPackReader(dir, id string) (*packReader, error) {
-	if err := repairIfIdle(dir, id); err != nil {
+// openPackReader opens pack id and reads its tail; a pack whose records go past what its index
+// names and that no writer holds is repaired first (recoverPack), so that readers see every
+// acknowledged blob without waiting for the next writer to claim it. ps.mu is held.
+func (ps *packSet) openPackReader(id string) (*packReader, error) {
+	r, err := openPackFiles(ps.dir, id)
+	if err != nil {
 		return nil, err
 	}
-	return openPackFiles(dir, id)
+	if err := ps.tail(r); err != nil {
+		r.close()
+		return nil, err
+	}
+	st, err := r.pack.Stat()
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("store: pack %s: %w", id, err)
+	}
+	if st.Size() <= r.dataEnd {
+		return r, nil
+	}
+	pack, idx, _, _, err := lockAndRecover(ps.dir, id, r.hint())
+	if pack != nil {
+		pack.Close()
+		idx.Close()
+		err = ps.tail(r)
+	}
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
 }
 
-// openPackFiles opens pack id's two files for reading, its index to be read from the start.
+// hint is what r's sorted index says of the start of its .idx, for recoverPack.
+func (r *packReader) hint() recoverHint {
+	if r.sorted == nil {
+		return recoverHint{}
+	}
+	return recoverHint{idxEnd: r.sorted.idxEnd, dataEnd: r.sorted.dataEnd}
+}
+
+// openPackFiles opens pack id's files for reading, its .idx to be read from the end of its sorted
+// index.
 func openPackFiles(dir, id string) (*packReader, error) {
 	pack, err := os.Open(filepath.Join(dir, id+packExt))
 	if err != nil {
@@ -229,7 +296,12 @@ func openPackFiles(dir, id string) (*packReader, error) {
 		pack.Close()
 		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
 	}
-	return &packReader{id: id, pack: pack, idx: idx, idxOff: int64(len(idxMagic))}, nil
+	sorted := openSortedIndex(filepath.Join(dir, id+sortedExt))
+	r := &packReader{id: id, pack: pack, idx: idx, tail: map[string]packEntry{}, idxOff: int64(len(idxMagic)), dataEnd: int64(len(packMagic))}
+	if sorted != nil {
+		r.sorted, r.idxOff, r.dataEnd = sorted, sorted.idxEnd, sorted.dataEnd
+	}
+	return r, nil
 }
 
 // tail reads the index entries added to r since the last read. ps.mu is held.
@@ -256,31 +328,110 @@ func (ps *packSet) tail(r *packReader) error {
 		return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
 	}
 	es, used := parseIndex(buf[:n])
-	ps.addLocked(r, es)
+	if len(r.tail) == 0 && len(es) > 64 {
+		r.tail = make(map[string]packEntry, len(es))
+	}
+	r.add(es)
 	r.idxOff += int64(used)
 	return nil
 }
 
-func (ps *packSet) addLocked(r *packReader, es []packEntry) {
+// add puts es in r's tail. ps.mu is held.
+func (r *packReader) add(es []packEntry) {
 	for _, e := range es {
-		if _, ok := ps.entries[e.name]; !ok {
-			ps.entries[e.name] = packLoc{r: r, off: e.off, n: e.n, crc: e.crc}
+		if _, ok := r.tail[e.name]; !ok {
+			r.tail[e.name] = e
 		}
+		r.dataEnd = max(r.dataEnd, e.off+e.n)
 	}
 }
 
-// publish indexes the entries this process's writer just made durable and wrote to r's index,
-// which now ends at idxEnd.
-func (ps *packSet) publish(r *packReader, es []packEntry, idxEnd int64) {
+// tailLarge reports whether r's tail is due to be sorted: minTail entries, and a 32nd of the sorted
+// ones (sortMinTail). ps.mu is held.
+func (r *packReader) tailLarge(minTail int) bool {
+	n := len(r.tail)
+	return n >= minTail && (r.sorted == nil || n >= r.sorted.count/32)
+}
+
+// sortIfLarge makes r's tail small again when it is large: it takes up a newer sorted index another
+// process wrote, and writes one covering the tail when that is not enough. A failure to write (a
+// store this process may only read) leaves the tail in memory and is not an error.
+func (ps *packSet) sortIfLarge(r *packReader) error {
+	if !r.sorting.CompareAndSwap(false, true) {
+		return nil
+	}
+	defer r.sorting.Store(false)
+	large, old, _, _, _ := ps.snapshot(r, false)
+	if !large {
+		return nil
+	}
+	s := openSortedIndex(filepath.Join(ps.dir, r.id+sortedExt))
+	if s != nil && (old == nil || s.idxEnd > old.idxEnd) {
+		if err := ps.takeSorted(r, s); err != nil {
+			return err
+		}
+	} else if s != nil {
+		s.f.Close()
+	}
+	large, old, tail, idxEnd, dataEnd := ps.snapshot(r, true)
+	if !large {
+		return nil
+	}
+	s, err := writeSortedIndex(ps.dir, filepath.Join(filepath.Dir(ps.dir), "tmp"), r.id, r.idx, old, tail, idxEnd, dataEnd)
+	if err != nil {
+		return nil // the tail stays in memory; the next lookup that grows it tries again
+	}
+	return ps.takeSorted(r, s)
+}
+
+// snapshot returns whether r's tail is large, its sorted index, and with entries its tail's
+// entries and ends.
+func (ps *packSet) snapshot(r *packReader, entries bool) (large bool, old *sortedIndex, tail []packEntry, idxEnd, dataEnd int64) {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	large, old, idxEnd, dataEnd = r.tailLarge(ps.minTail), r.sorted, r.idxOff, r.dataEnd
+	if large && entries {
+		tail = make([]packEntry, 0, len(r.tail))
+		for _, e := range r.tail {
+			tail = append(tail, e)
+		}
+	}
+	return large, old, tail, idxEnd, dataEnd
+}
+
+// takeSorted makes s r's sorted index and reads r's tail again from where s ends.
+func (ps *packSet) takeSorted(r *packReader, s *sortedIndex) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.packs[r.id] != r || (r.sorted != nil && r.sorted.idxEnd >= s.idxEnd) {
+		s.f.Close()
+		return nil
+	}
+	old := r.sorted
+	r.sorted, r.tail, r.idxOff = s, map[string]packEntry{}, s.idxEnd
+	r.dataEnd = max(r.dataEnd, s.dataEnd)
+	if old != nil {
+		time.AfterFunc(time.Minute, func() { old.f.Close() }) // after lookups in flight
+	}
+	return ps.tail(r)
+}
+
+// publish indexes the entries this process's writer just made durable and wrote to r's index from
+// idxStart to idxEnd.
+func (ps *packSet) publish(r *packReader, es []packEntry, idxStart, idxEnd int64) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.packs[r.id] == nil {
 		ps.packs[r.id] = r
 	}
-	ps.addLocked(r, es)
-	if idxEnd > r.idxOff {
+	switch {
+	case r.idxOff == idxStart:
+		r.add(es)
 		r.idxOff = idxEnd
+	case r.idxOff < idxEnd: // entries before them (a recovery's) not read yet, or a read that saw part of them
+		return ps.tail(r)
 	}
+	return nil
 }
 
 // reader returns the open reader of pack id, opening it when new.
@@ -298,18 +449,68 @@ func (ps *packSet) reader(id string) (*packReader, error) {
 	return r, nil
 }
 
-// list returns the indexed names under prefix, sorted.
-func (ps *packSet) list(prefix string) []string {
+// packListed is a packed blob found by a listing.
+type packListed struct {
+	name string
+	loc  packLoc
+	crc  uint32 // of the data, as its .idx entry says
+}
+
+// all reads every pack's .idx whole, as far as this process has read it, and returns its blobs
+// under prefix, each name once, sorted: what a listing, gc and fsck need, and no lookup keeps.
+func (ps *packSet) all(prefix string) ([]packListed, error) {
+	if err := ps.refresh(); err != nil {
+		return nil, err
+	}
 	ps.mu.RLock()
-	defer ps.mu.RUnlock()
-	var out []string
-	for name := range ps.entries {
-		if strings.HasPrefix(name, prefix) {
-			out = append(out, name)
+	readers := make([]*packReader, 0, len(ps.packs))
+	ends := make([]int64, 0, len(ps.packs))
+	for _, r := range ps.packs {
+		readers, ends = append(readers, r), append(ends, r.idxOff)
+	}
+	ps.mu.RUnlock()
+	seen := map[string]bool{}
+	var out []packListed
+	buf := make([]byte, 4<<20)
+	for i, r := range readers {
+		err := readIndex(r, ends[i], buf, func(e packEntry) {
+			if strings.HasPrefix(e.name, prefix) && !seen[e.name] {
+				seen[e.name] = true
+				out = append(out, packListed{e.name, packLoc{r: r, off: e.off, n: e.n}, e.crc})
+			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
-	sort.Strings(out)
-	return out
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// readIndex hands fn every entry of r's .idx up to end, reading it through buf a piece at a time
+// (an index of a million entries is about 100 MB).
+func readIndex(r *packReader, end int64, buf []byte, fn func(packEntry)) error {
+	off, have := int64(len(idxMagic)), 0
+	for off+int64(have) < end {
+		n, err := r.idx.ReadAt(buf[have:min(int64(len(buf)), end-off)], off+int64(have))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
+		}
+		if n == 0 {
+			return nil // shorter than read before (a power loss): what is left was handed out
+		}
+		have += n
+		es, used := parseIndex(buf[:have])
+		for _, e := range es {
+			fn(e)
+		}
+		if used == 0 {
+			return nil // a damaged entry: the rest cannot be framed
+		}
+		copy(buf, buf[used:have])
+		off, have = off+int64(used), have-used
+	}
+	return nil
 }
 
 // packedBlob is a blob inside a pack: a window on the shared pack file (Close leaves it open).
@@ -333,29 +534,43 @@ func (b packedBlob) Section(_ context.Context, off, n int64) (io.ReadCloser, err
 func (l packLoc) blob() blob.Blob { return packedBlob{io.NewSectionReader(l.r.pack, l.off, l.n)} }
 
 // verify reads every indexed blob and returns the names whose bytes no longer match the checksum
-// their index entry recorded (damage on disk), with what was wrong.
+// their index entry recorded (damage on disk), with what was wrong. A sorted index that does not
+// check is removed (it is written again from the .idx).
 func (ps *packSet) verify() (map[string]string, error) {
-	if err := ps.refresh(); err != nil {
+	all, err := ps.all("")
+	if err != nil {
 		return nil, err
 	}
-	ps.mu.RLock()
-	locs := make(map[string]packLoc, len(ps.entries))
-	for name, l := range ps.entries {
-		locs[name] = l
-	}
-	ps.mu.RUnlock()
 	bad := map[string]string{}
 	var buf []byte
-	for name, l := range locs {
+	for _, p := range all {
+		l := p.loc
 		if int64(cap(buf)) < l.n {
 			buf = make([]byte, l.n)
 		}
 		b := buf[:l.n]
 		if _, err := l.r.pack.ReadAt(b, l.off); err != nil {
-			bad[name] = fmt.Sprintf("packed in %s at %d: %v", l.r.id, l.off, err)
-		} else if crc32.Checksum(b, crcTable) != l.crc {
-			bad[name] = fmt.Sprintf("packed in %s at %d: bytes do not match their checksum (damaged on disk)", l.r.id, l.off)
+			bad[p.name] = fmt.Sprintf("packed in %s at %d: %v", l.r.id, l.off, err)
+		} else if crc32.Checksum(b, crcTable) != p.crc {
+			bad[p.name] = fmt.Sprintf("packed in %s at %d: bytes do not match their checksum (damaged on disk)", l.r.id, l.off)
 		}
 	}
+	ps.dropBadSorted()
 	return bad, nil
+}
+
+// dropBadSorted removes the sorted indexes that do not check and reads their packs' tails from
+// the start of the .idx.
+func (ps *packSet) dropBadSorted() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, r := range ps.packs {
+		if r.sorted == nil || checkSorted(r.sorted) == nil {
+			continue
+		}
+		_ = fsretry.Remove(filepath.Join(ps.dir, r.id+sortedExt))
+		r.sorted.f.Close()
+		r.sorted, r.tail, r.idxOff = nil, map[string]packEntry{}, int64(len(idxMagic))
+		_ = ps.tail(r)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -28,6 +29,7 @@ func (b *Backend) SweepPacked(ctx context.Context, changes []blob.PackChange) (a
 		return nil, nil
 	}
 	byPack := map[string]map[string]string{}
+	hints := map[string]recoverHint{}
 	for _, c := range changes {
 		l, ok, err := b.packs.lookup(c.Name)
 		if err != nil {
@@ -38,6 +40,9 @@ func (b *Backend) SweepPacked(ctx context.Context, changes []blob.PackChange) (a
 		}
 		if byPack[l.r.id] == nil {
 			byPack[l.r.id] = map[string]string{}
+			b.packs.mu.RLock()
+			hints[l.r.id] = l.r.hint()
+			b.packs.mu.RUnlock()
 		}
 		byPack[l.r.id][c.Name] = c.To
 	}
@@ -51,7 +56,7 @@ func (b *Backend) SweepPacked(ctx context.Context, changes []blob.PackChange) (a
 		}
 	}()
 	for id, change := range byPack {
-		pack, idx, _, idxEnd, err := lockAndRecover(b.packs.dir, id)
+		pack, idx, _, idxEnd, err := lockAndRecover(b.packs.dir, id, hints[id])
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +129,13 @@ func (b *Backend) rewritePack(ctx context.Context, lp *lockedPack) ([]blob.PackC
 	if err := b.writeForced(ctx, batch); err != nil {
 		return nil, err
 	}
-	for _, p := range []string{filepath.Join(b.packs.dir, id+idxExt), filepath.Join(b.packs.dir, id+packExt)} {
+	for _, p := range []string{filepath.Join(b.packs.dir, id+idxExt), filepath.Join(b.packs.dir, id+packExt), filepath.Join(b.packs.dir, id+sortedExt)} {
+		if p == filepath.Join(b.packs.dir, id+sortedExt) {
+			if err := fsretry.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("store: removing rewritten pack %s: %w", id, err)
+			}
+			continue
+		}
 		if err := fsretry.Remove(p); err != nil {
 			return nil, fmt.Errorf("store: removing rewritten pack %s: %w", id, err)
 		}
@@ -134,7 +145,8 @@ func (b *Backend) rewritePack(ctx context.Context, lp *lockedPack) ([]blob.PackC
 	}
 	b.packs.mu.Lock()
 	defer b.packs.mu.Unlock()
-	return applied, b.packs.dropLocked([]string{id})
+	b.packs.dropLocked([]string{id})
+	return applied, nil
 }
 
 // writeForced writes blobs to this process's pack, indexed already or not, and waits until they
@@ -152,5 +164,8 @@ func (b *Backend) writeForced(ctx context.Context, blobs []blob.NewBlob) error {
 		err = w.sync(seq)
 	}
 	b.doneWriter(w, err != nil)
+	if err == nil {
+		_ = b.packs.sortIfLarge(w.r) // the blobs are durable; a failure to read the tail shows at the next read
+	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -71,7 +72,17 @@ func claimPack(set *packSet) (*packWriter, error) {
 
 // tryClaim locks pack id and recovers it; nil when another writer holds it or it is full.
 func tryClaim(set *packSet, id string) (*packWriter, error) {
-	pack, idx, end, idxEnd, err := lockAndRecover(set.dir, id)
+	r, err := set.reader(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // removed meanwhile
+	}
+	if err != nil {
+		return nil, err
+	}
+	set.mu.RLock()
+	hint := r.hint()
+	set.mu.RUnlock()
+	pack, idx, end, idxEnd, err := lockAndRecover(set.dir, id, hint)
 	if pack == nil || err != nil {
 		return nil, err
 	}
@@ -169,7 +180,14 @@ func (w *packWriter) appendRecords(blobs []blob.NewBlob, stored []bool, force bo
 			wait = max(wait, seq)
 			continue
 		}
-		if _, ok := w.set.get(b.Name); (ok || stored[i]) && !force { // get: another caller's batch just published it
+		if !force && !stored[i] {
+			_, ok, err := w.set.get(b.Name) // another caller's batch may just have published it
+			if err != nil {
+				return nil, 0, err
+			}
+			stored[i] = ok
+		}
+		if stored[i] && !force {
 			continue
 		}
 		start := int64(len(buf))
@@ -254,15 +272,16 @@ func (w *packWriter) sync(seq uint64) error {
 		w.mu.Unlock()
 		return w.err
 	}
+	idxStart := w.idxEnd
 	w.idxEnd += int64(len(buf))
 	w.synced = target
-	w.set.publish(w.r, q, w.idxEnd)
+	perr := w.set.publish(w.r, q, idxStart, w.idxEnd)
 	w.mu.Lock()
 	for _, e := range q {
 		delete(w.inflight, e.name)
 	}
 	w.mu.Unlock()
-	return nil
+	return perr
 }
 
 // done reports whether the pack has reached packMaxBytes, or failed.
@@ -284,28 +303,44 @@ func (w *packWriter) close() {
 	w.idx.Close()
 }
 
+// recoverHint is what a pack's sorted index says of the start of its .idx: the bytes it covers
+// (whole entries) and the end of the records they name. Zero: nothing known.
+type recoverHint struct{ idxEnd, dataEnd int64 }
+
 // recoverPack brings a locked pack to a consistent state: the index is cut after its last whole
 // entry, the records past the last indexed one that are whole and checksummed are indexed (a crash
 // or power loss between the pack's fsync and the index write), and the pack is cut after them. It
-// returns the ends of pack and index.
-func recoverPack(id string, pack, idx *os.File) (end, idxEnd int64, err error) {
+// reads the index from the end of what h covers, when the index is that long. It returns the ends
+// of pack and index.
+func recoverPack(id string, pack, idx *os.File, h recoverHint) (end, idxEnd int64, err error) {
 	fail := func(err error) (int64, int64, error) {
 		return 0, 0, fmt.Errorf("store: recovering pack %s: %w", id, err)
 	}
-	ib, err := io.ReadAll(io.NewSectionReader(idx, 0, 1<<40))
+	st, err := idx.Stat()
 	if err != nil {
 		return fail(err)
 	}
-	onDisk := len(ib)
-	if len(ib) < len(idxMagic) || string(ib[:len(idxMagic)]) != idxMagic {
-		if len(ib) > len(idxMagic) || (len(ib) > 0 && !strings.HasPrefix(idxMagic, string(ib))) {
-			return fail(errors.New("index does not start with " + idxMagic))
-		}
-		ib = []byte(idxMagic) // created, then the process died before the magic was written
+	from, end := int64(0), int64(len(packMagic))
+	if h.idxEnd > int64(len(idxMagic)) && h.idxEnd <= st.Size() {
+		from, end = h.idxEnd, max(end, h.dataEnd)
 	}
-	es, used := parseIndex(ib[len(idxMagic):])
-	idxEnd = int64(len(idxMagic) + used)
-	end = int64(len(packMagic))
+	ib, err := io.ReadAll(io.NewSectionReader(idx, from, 1<<40))
+	if err != nil {
+		return fail(err)
+	}
+	onDisk := from + int64(len(ib))
+	head := 0 // bytes of ib before its entries
+	if from == 0 {
+		if len(ib) < len(idxMagic) || string(ib[:len(idxMagic)]) != idxMagic {
+			if len(ib) > len(idxMagic) || (len(ib) > 0 && !strings.HasPrefix(idxMagic, string(ib))) {
+				return fail(errors.New("index does not start with " + idxMagic))
+			}
+			ib = []byte(idxMagic) // created, then the process died before the magic was written
+		}
+		head = len(idxMagic)
+	}
+	es, used := parseIndex(ib[head:])
+	good := int64(head + used)
 	for _, e := range es {
 		end = max(end, e.off+e.n)
 	}
@@ -313,26 +348,31 @@ func recoverPack(id string, pack, idx *os.File) (end, idxEnd int64, err error) {
 	if err != nil {
 		return fail(err)
 	}
-	buf := append([]byte(nil), ib[:idxEnd]...)
+	buf := append([]byte(nil), ib[:good]...)
 	for _, e := range found {
 		buf = appendIndexEntry(buf, e)
 	}
-	if len(buf) != onDisk || len(found) > 0 {
-		if err := rewriteTail(idx, buf, min(idxEnd, int64(onDisk))); err != nil {
+	if from+int64(len(buf)) != onDisk || len(found) > 0 {
+		if err := rewriteTail(idx, buf, from, min(good, onDisk-from)); err != nil {
 			return fail(err)
 		}
 	}
-	if st, err := pack.Stat(); err != nil {
+	if err := cutPack(pack, newEnd); err != nil {
 		return fail(err)
-	} else if st.Size() != newEnd {
-		if err := cutZeros(pack, newEnd); err != nil {
-			return fail(err)
-		}
-		if err := pack.Sync(); err != nil {
-			return fail(err)
-		}
 	}
-	return newEnd, int64(len(buf)), nil
+	return newEnd, from + int64(len(buf)), nil
+}
+
+// cutPack cuts pack to end when it is longer (cutZeros), and syncs it.
+func cutPack(pack *os.File, end int64) error {
+	st, err := pack.Stat()
+	if err != nil || st.Size() == end {
+		return err
+	}
+	if err := cutZeros(pack, end); err != nil {
+		return err
+	}
+	return pack.Sync()
 }
 
 // cutZeros truncates pack to end, the end of its last whole record, keeping its modification time:
@@ -350,12 +390,13 @@ func cutZeros(pack *os.File, end int64) error {
 	return os.Chtimes(pack.Name(), time.Time{}, st.ModTime())
 }
 
-// rewriteTail makes idx hold exactly buf, writing from off (what is before off is unchanged).
-func rewriteTail(idx *os.File, buf []byte, off int64) error {
-	if _, err := idx.WriteAt(buf[off:], off); err != nil {
+// rewriteTail makes idx hold exactly buf from base on, writing from base+off (what is before is
+// unchanged).
+func rewriteTail(idx *os.File, buf []byte, base, off int64) error {
+	if _, err := idx.WriteAt(buf[off:], base+off); err != nil {
 		return err
 	}
-	if err := idx.Truncate(int64(len(buf))); err != nil {
+	if err := idx.Truncate(base + int64(len(buf))); err != nil {
 		return err
 	}
 	return idx.Sync()
@@ -393,39 +434,9 @@ func scanRecords(pack *os.File, off int64) ([]packEntry, int64, error) {
 	return out, off, nil
 }
 
-// repairIfIdle recovers pack id when its index lags its records and no writer holds it (a power
-// loss, or a writer killed between its fsync and its index write), so that readers see every
-// acknowledged blob without waiting for the next writer to claim the pack.
-func repairIfIdle(dir, id string) error {
-	pst, err := os.Stat(filepath.Join(dir, id+packExt))
-	if err != nil {
-		return err
-	}
-	ib, err := os.ReadFile(filepath.Join(dir, id+idxExt))
-	if err != nil {
-		return err
-	}
-	end := int64(len(packMagic))
-	if len(ib) >= len(idxMagic) {
-		es, _ := parseIndex(ib[len(idxMagic):])
-		for _, e := range es {
-			end = max(end, e.off+e.n)
-		}
-	}
-	if pst.Size() <= end {
-		return nil
-	}
-	pack, idx, _, _, err := lockAndRecover(dir, id)
-	if pack != nil {
-		pack.Close()
-		idx.Close()
-	}
-	return err
-}
-
 // lockAndRecover locks pack id and recovers it, returning its files open for writing and their
 // ends; nil files when another writer holds it or it was removed.
-func lockAndRecover(dir, id string) (pack, idx *os.File, end, idxEnd int64, err error) {
+func lockAndRecover(dir, id string, h recoverHint) (pack, idx *os.File, end, idxEnd int64, err error) {
 	idx, err = os.OpenFile(filepath.Join(dir, id+idxExt), os.O_RDWR, 0)
 	if err != nil {
 		return nil, nil, 0, 0, nil // removed meanwhile
@@ -437,7 +448,7 @@ func lockAndRecover(dir, id string) (pack, idx *os.File, end, idxEnd int64, err 
 	}
 	pack, err = os.OpenFile(filepath.Join(dir, id+packExt), os.O_RDWR, 0)
 	if err == nil {
-		end, idxEnd, err = recoverPack(id, pack, idx)
+		end, idxEnd, err = recoverPack(id, pack, idx, h)
 		if err != nil {
 			pack.Close()
 		}

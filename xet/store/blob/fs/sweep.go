@@ -7,30 +7,43 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// ListInfo implements blob.Backend.
+// ListInfo implements blob.Backend: a packed blob's time is its pack's.
 func (b *Backend) ListInfo(ctx context.Context, prefix string) ([]blob.Info, error) {
-	names, err := b.List(ctx, prefix)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	files, err := b.listFiles(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]blob.Info, 0, len(names))
-	packMtime := map[*packReader]time.Time{}
-	for _, name := range names {
+	var packed []packListed
+	if b.packs != nil {
+		if packed, err = b.packs.all(prefix); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]blob.Info, 0, len(files)+len(packed))
+	loose := make(map[string]bool, len(files))
+	for _, name := range files {
 		p, _ := b.path(name)
 		if fi, err := os.Lstat(p); err == nil {
 			out = append(out, blob.Info{Name: name, Size: fi.Size(), ModTime: fi.ModTime()})
+			loose[name] = true
+		}
+	}
+	packMtime := map[*packReader]time.Time{}
+	for _, p := range packed {
+		if loose[p.name] {
 			continue
 		}
-		l, ok := b.packs.get(name)
-		if !ok {
-			continue // removed since it was listed
-		}
+		l := p.loc
 		mt, seen := packMtime[l.r]
 		if !seen {
 			if fi, err := l.r.pack.Stat(); err == nil {
@@ -40,8 +53,9 @@ func (b *Backend) ListInfo(ctx context.Context, prefix string) ([]blob.Info, err
 			}
 			packMtime[l.r] = mt
 		}
-		out = append(out, blob.Info{Name: name, Size: l.n, ModTime: mt, Packed: true})
+		out = append(out, blob.Info{Name: p.name, Size: l.n, ModTime: mt, Packed: true})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
