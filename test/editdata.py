@@ -7,10 +7,11 @@
 #       rewritten at random places.
 # The randomness is seeded (VERSIONS_SEED, default 1, and the arguments): every run makes the same files.
 import os, random, sys
-# Seeded (VERSIONS_SEED) with the mode and the files' base names, not their directories (a run's
+# Seeded (VERSIONS_SEED) with the mode and the prefix or the files' base names, not directories (a run's
 # temp dir): the same data and the same edit places in every run, so that two runs (two builds)
 # compare on the same workload.
-random.seed(os.environ.get("VERSIONS_SEED", "1") + ":" + ":".join(os.path.basename(a) for a in sys.argv[1:4]))
+names = [sys.argv[3]] if sys.argv[1] == "versions" else [os.path.basename(a) for a in sys.argv[2:4]]
+random.seed(":".join([os.environ.get("VERSIONS_SEED", "1"), sys.argv[1]] + names))
 def rbytes(n):  # random.randbytes in 1 MiB pieces (one call is limited to 256 MiB)
     return b"".join(random.randbytes(min(1 << 20, n - i)) for i in range(0, n, 1 << 20))
 def patch(b, count, block):
