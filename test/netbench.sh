@@ -234,7 +234,7 @@ push_repo() { # push_repo NAME SERVER KIND FILE...: a repository whose model.bin
 # --- the rows ---
 size=$((MIB << 20)) vsize=$(((MIB << 20) / 4))
 echo "netbench: $MIB MiB ($VN×$((MIB / 4)) MiB versions), rows ${ROWS:1:-1}, profiles ${PROFILES:1:-1}${LINK:+, every row on link $LINK}; $(nproc) cores"
-if on_profile far || [ -n "$LINK" ]; then
+if true; then # what the emulator passes at the fastest profile, whichever rows run
   probe=$("$work/bin/linkemu" -profile far -probe "$PROBE_MIB")
   echo "$probe"
   pct=$(echo "$probe" | sed -n 's/.*down [0-9]* Mbit\/s (\([0-9.]*\) %.*/\1/p')
