@@ -62,7 +62,7 @@ func TestNetbenchSmoke(t *testing.T) {
 			t.Errorf("row %q: plain git-lfs moved %s MB through the link, want at least %.1f", r.label, m[2], r.minMB)
 		}
 	}
-	for _, label := range []string{"link emulator alone", "longest spell without progress", "longest spell without a byte down the link",
+	for _, label := range []string{"link emulator alone", "longest spell without progress", "longest spell without a byte over the link",
 		"link emulators' CPU while shaping", "peak RSS of an agent process"} {
 		if !regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(label) + `.*(PASS|MISS)$`).MatchString(summary) {
 			t.Errorf("no row %q in the summary:\n%s", label, summary)
