@@ -151,11 +151,12 @@ func (l *Link) forward(client net.Conn, backend string) {
 const lead = 20 * time.Millisecond
 
 type segment struct {
-	buf []byte
+	buf *[segmentSize]byte
+	n   int
 	due time.Time
 }
 
-var bufs = sync.Pool{New: func() any { return make([]byte, segmentSize) }}
+var bufs = sync.Pool{New: func() any { return new([segmentSize]byte) }}
 
 // pipe carries src's bytes to dst through bucket b and the one-way delay; at src's end it closes
 // dst's write side, at a failure to write it closes src so that its reader stops.
@@ -167,31 +168,31 @@ func (l *Link) pipe(src, dst net.Conn, b *bucket, sent *atomic.Int64) {
 		failed := false
 		for s := range q {
 			if failed {
-				bufs.Put(s.buf[:segmentSize])
+				bufs.Put(s.buf)
 				continue
 			}
 			if d := time.Until(s.due); d > 0 {
 				time.Sleep(d)
 			}
-			_, err := dst.Write(s.buf)
-			bufs.Put(s.buf[:segmentSize])
+			_, err := dst.Write(s.buf[:s.n])
+			bufs.Put(s.buf)
 			if err != nil {
 				failed = true
 				src.Close()
 				continue
 			}
-			sent.Add(int64(len(s.buf)))
+			sent.Add(int64(s.n))
 		}
 		if !failed {
 			closeWrite(dst)
 		}
 	}()
 	for {
-		buf := bufs.Get().([]byte)
-		n, err := src.Read(buf)
+		buf := bufs.Get().(*[segmentSize]byte)
+		n, err := src.Read(buf[:])
 		if n > 0 {
 			sentAt := b.reserve(n)
-			q <- segment{buf: buf[:n], due: sentAt.Add(l.oneWay)}
+			q <- segment{buf: buf, n: n, due: sentAt.Add(l.oneWay)}
 			// The delivery times shape the link; the reader only keeps within lead of them, so that a
 			// late wake-up of this goroutine does not leave the link idle.
 			if d := time.Until(sentAt) - lead; d > 0 {
