@@ -80,13 +80,3 @@ func runProbe(link *netem.Link, mib int64) {
 	fmt.Printf("probe %s, %d MiB each way: down %.0f Mbit/s (%s), up %.0f Mbit/s (%s); CPU %.2f s in %.2f s\n",
 		p, mib, down/1e6, share(down), up/1e6, share(up), (u1-u0)+(s1-s0), time.Since(t0).Seconds())
 }
-
-// cpu is the process's user and system CPU seconds so far.
-func cpu() (user, sys float64) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0, 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime), tv(ru.Stime)
-}
