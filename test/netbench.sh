@@ -14,7 +14,8 @@
 #   push      home, far  first push of MIB MiB of random data                   target ≤ 1.05×
 #   download  far   one MIB MiB download (`git lfs pull` in a clone without it) target ≥ 80 % of the link
 #   hub       home  clone and pull through the Hub emulator: the ratios within 10 % of xet-server's
-#   thin      thin  a clone of MIB MiB: no failure, progress (GIT_LFS_PROGRESS) moves at least every 5 s
+#   thin      thin  a clone of MIB MiB: no failure; progress reaches git-lfs at least every 5 s (the
+#                   agent's progress messages, timed by a tap on its stdout) and bytes cross the link
 # Set-up (pushes that are not measured, the clones a pull starts from) runs through an unshaped link.
 # Also printed: what the emulator passes at 1 Gbit/s on this machine (linkemu -probe, target ≥ 95 %),
 # the emulators' CPU during the measured transfers, and the peak RSS of every agent process (each
