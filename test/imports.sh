@@ -60,6 +60,7 @@ forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a C
 only internal/fsretry "" "renames and removals that wait out another process's hold stand alone"
 only internal/buildinfo "" "what build this is comes from the Go build information alone"
 only internal/gitnet "" "how a request reaches a URL is git-lfs's lfshttp over a config the caller gives; it knows no project package"
+only internal/netem "" "the link emulator is a TCP forwarder, it knows nothing of what it carries"
 only internal/gitrepo "" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git)"
 only agent/credentials "internal/gitrepo" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
 only agent/hub "agent/credentials|internal/gitrepo|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"

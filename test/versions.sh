@@ -98,34 +98,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 # the previous with 64 KiB blocks adding up to PERCENT % of it rewritten at random places;
 # edit.py patch SRC DST COUNT BYTES writes DST, SRC with COUNT blocks of BYTES rewritten at random places.
 # The randomness is seeded (VERSIONS_SEED, default 1): every run makes the same files.
-cat >"$work/edit.py" <<'PY'
-import os, random, sys
-# Seeded (VERSIONS_SEED): the same data and the same edit places in every run, so that two runs (two
-# builds) compare on the same workload.
-random.seed(os.environ.get("VERSIONS_SEED", "1") + ":" + ":".join(sys.argv[1:4]))
-def rbytes(n):  # random.randbytes in 1 MiB pieces (one call is limited to 256 MiB)
-    return b"".join(random.randbytes(min(1 << 20, n - i)) for i in range(0, n, 1 << 20))
-def patch(b, count, block):
-    for _ in range(count):
-        off = random.randrange(len(b) - block)
-        b[off:off + block] = rbytes(block)
-if sys.argv[1] == "versions":
-    d, prefix, n, size, pct = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
-    block = 64 << 10
-    edits = max(1, round(size * pct / 100 / block))
-    b = bytearray(rbytes(size))
-    for i in range(1, n + 1):
-        if i > 1:
-            patch(b, edits, block)
-        with open(os.path.join(d, f"{prefix}{i}"), "wb") as f:
-            f.write(b)
-else:
-    with open(sys.argv[2], "rb") as f:
-        b = bytearray(f.read())
-    patch(b, int(sys.argv[4]), int(sys.argv[5]))
-    with open(sys.argv[3], "wb") as f:
-        f.write(b)
-PY
+cp test/editdata.py "$work/edit.py"
 vsize=$((VMB << 20)) csize=$((CMB << 20))
 echo "making $VN versions of $VMB MiB and $CN of $CMB MiB (0.5 % edits each), and a 1 %-edit version"
 python3 "$work/edit.py" versions "$work/data" v "$VN" "$vsize" 0.5

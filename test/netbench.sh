@@ -1,0 +1,389 @@
+#!/usr/bin/env bash
+# The agent against plain git-lfs through the same emulated link, one after the other in one run
+# (issue 35's Targets table). Every server sits behind its own link emulator (test/linkemu:
+# bandwidth shared by all connections, half the round trip added each way) and a counting proxy
+# (test/countproxy, bytes):
+#   - xet-server, its --public-url the emulator's address: the agent (batch mode);
+#   - lfs-test-server (git-lfs's reference server), its LFS_HOST the emulator's: plain git-lfs;
+#   - the Hub emulator (xet-server --hub-compat): the agent with `install --hub`, and plain git-lfs
+#     through its bridge.
+# The rows (NETBENCH_ROWS, comma-separated; default all):
+#   clone     home  VN (4) versions of MIB/4 MiB, each a 0.5 % scattered edit of the last, pushed one
+#                   at a time: `git clone` + `git lfs fetch --all`              target wall ≤ 0.4×
+#   pull      home  `git lfs pull` after a 1 % scattered edit of MIB MiB       target wall ≤ 0.15×
+#   push      home, far  first push of MIB MiB of random data                   target ≤ 1.05×
+#   download  far   one MIB MiB download (`git lfs pull` in a clone without it) target ≥ 80 % of the link
+#   hub       home  clone and pull through the Hub emulator: the ratios within 10 % of xet-server's
+#   thin      thin  a clone of MIB MiB: no failure; progress reaches git-lfs at least every 5 s (the
+#                   agent's progress messages, timed by a tap on its stdout) and bytes cross the link
+# Set-up (pushes that are not measured, the clones a pull starts from) runs through an unshaped link.
+# Also printed: what the emulator passes at 1 Gbit/s on this machine (linkemu -probe, target ≥ 95 %),
+# the emulators' CPU during the measured transfers, and the peak RSS of every agent process (each
+# runs under GNU time; target ≤ 256 MB).
+#
+# Knobs: NETBENCH_MIB (default 1024: the issue's sizes; 16 for a smoke run), NETBENCH_ROWS,
+# NETBENCH_PROFILES (the profiles to run, default home,far,thin: a row runs on those of its profiles
+# listed), NETBENCH_LINK (one link for every row instead of its profile: a name or MBIT/RTT_MS, e.g.
+# 400/2 for a quick run), NETBENCH_PROBE_MIB (default 256). With XET_BINDIR=DIR it runs the
+# git-xet-transfer, xet-server and countproxy in DIR (test/binaries.sh). Runs in a temp dir; touches
+# nothing else. Needs go, git, git-lfs, lfs-test-server (test/install-lfs-test-server.sh), python3,
+# curl, GNU time. Disk: about 20 × MIB.
+#
+#   test/netbench.sh
+#   NETBENCH_MIB=16 NETBENCH_LINK=400/2 test/netbench.sh                      (a smoke run)
+#   NETBENCH_MIB=1024 NETBENCH_PROFILES=home NETBENCH_ROWS=clone,pull,push test/netbench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+MIB=${NETBENCH_MIB:-1024}
+ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin},"
+PROFILES=",${NETBENCH_PROFILES:-home,far,thin},"
+LINK=${NETBENCH_LINK:-}
+PROBE_MIB=${NETBENCH_PROBE_MIB:-256}
+VN=4
+TOKEN=hf_netbenchWRITEtoken0123456789
+LTS_USER=bench LTS_PASS=benchpass
+[ -x /usr/bin/time ] || { echo "netbench: needs GNU time at /usr/bin/time" >&2; exit 1; }
+command -v git-lfs >/dev/null || { echo "netbench: git-lfs is missing" >&2; exit 1; }
+lts_bin=$(command -v lfs-test-server || echo "$(go env GOPATH)/bin/lfs-test-server")
+[ -x "$lts_bin" ] || { echo "netbench: lfs-test-server is missing (test/install-lfs-test-server.sh builds it)" >&2; exit 1; }
+[ "$MIB" -ge 4 ] || { echo "netbench: NETBENCH_MIB must be at least 4" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/xet-netbench.XXXXXX")
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${NETBENCH_KEEP:-}" ] || rm -rf "$work"; }
+trap cleanup EXIT
+mkdir -p "$work/bin" "$work/data"
+. test/binaries.sh
+xet_binaries "$work/bin"
+go build -o "$work/bin/linkemu" ./test/linkemu
+export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+unset GIT_DIR GIT_WORK_TREE GIT_TRACE GIT_XET_CPUPROFILE HF_TOKEN HF_ENDPOINT HF_HOME HF_XET_CACHE GIT_LFS_PROGRESS
+export GIT_XET_LOG="$work/agent.log" GIT_XET_LOG_LEVEL=info
+# The agent as git-lfs runs it, under GNU time: the peak RSS (KiB) of each process. Its stdout (the
+# protocol) passes through tap.py, which notes the time of every progress message it carries in
+# $NETBENCH_TAP: what git-lfs's progress meter is told (git-lfs writes GIT_LFS_PROGRESS lines for a
+# clone's smudge only at the end of each file).
+cat >"$work/tap.py" <<'PY'
+import sys, time
+out = open(sys.argv[1], "a", buffering=1)
+for line in sys.stdin.buffer:
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()
+    if b'"progress"' in line:
+        out.write("%.3f\n" % time.time())
+PY
+cat >"$work/bin/agent" <<WRAP
+#!/usr/bin/env bash
+set -o pipefail
+[ -n "\${NETBENCH_TAP:-}" ] || exec /usr/bin/time -a -o "$work/agent.times" -f "%M" "$work/bin/git-xet-transfer" "\$@"
+/usr/bin/time -a -o "$work/agent.times" -f "%M" "$work/bin/git-xet-transfer" "\$@" | python3 -u "$work/tap.py" "\$NETBENCH_TAP"
+WRAP
+chmod 755 "$work/bin/agent"
+: >"$work/agent.times"
+
+on_row() { [[ "$ROWS" == *",$1,"* ]]; }
+on_profile() { [[ "$PROFILES" == *",$1,"* ]]; }
+link_of() { if [ -n "$LINK" ]; then echo "$LINK"; else echo "$1"; fi; } # the link a row of profile $1 runs on
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+atmost() { awk -v a="$1" -v b="$2" 'BEGIN { print (a <= b) ? 1 : 0 }'; }
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+
+# --- servers, each behind a counting proxy behind a link emulator ---
+# server NAME: ports in emu_NAME (the address clients use), count_NAME (the proxy, asked directly).
+declare -A emu_port count_port emu_pid emu_profile
+chain() { # chain NAME BACKEND_PORT: the proxy and the emulator (unshaped) in front of a server
+  local name=$1 cport eport; cport=$(freeport); eport=$(freeport)
+  count_port[$name]=$cport emu_port[$name]=$eport
+  "$work/bin/countproxy" -listen "127.0.0.1:$cport" -backend "http://127.0.0.1:$2" 2>"$work/$name-count.log" & pids+=($!)
+  shape "$name" 0/0
+}
+shape() { # shape NAME PROFILE: restart NAME's emulator on its port with PROFILE; wait until it answers
+  local name=$1 p=$2
+  [ -n "${emu_pid[$name]:-}" ] && stop_emu "$name"
+  "$work/bin/linkemu" -listen "127.0.0.1:${emu_port[$name]}" -backend "127.0.0.1:${count_port[$name]}" -profile "$p" 2>>"$work/$name-emu.log" &
+  emu_pid[$name]=$! emu_profile[$name]=$p; pids+=($!)
+  for _ in $(seq 200); do curl -fs "http://127.0.0.1:${emu_port[$name]}/__count" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "netbench: the link emulator of $name did not start" >&2; cat "$work/$name-emu.log" >&2; exit 1
+}
+stop_emu() { # stop NAME's emulator; its summary line goes to NAME-emu.log (kept in emu.measured when shaped)
+  local name=$1 pid=${emu_pid[$1]}
+  kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  emu_pid[$name]=""
+  [ "${emu_profile[$name]}" = 0/0 ] || tail -n 1 "$work/$name-emu.log" >>"$work/emu.measured"
+}
+counted() { curl -fs "http://127.0.0.1:${count_port[$1]}/__count"; } # "<up> <down>"
+url() { echo "http://127.0.0.1:${emu_port[$1]}"; }
+wait_http() { for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "netbench: $1 did not answer" >&2; exit 1; }
+
+start_xs() { # start_xs NAME [HUBTOKENS]: a fresh xet-server (or Hub emulator) behind its link
+  local name=$1 port extra=(); port=$(freeport)
+  chain "$name" "$port"
+  [ -n "${2:-}" ] && extra=(--hub-compat "$2")
+  "$work/bin/xet-server" --listen "127.0.0.1:$port" --data "$work/$name" --public-url "$(url "$name")" "${extra[@]}" --log-level error 2>"$work/$name.log" & pids+=($!)
+  wait_http "http://127.0.0.1:$port/"
+}
+start_lts() { # lfs-test-server behind its link, its URLs naming the link, one user
+  local port; port=$(freeport)
+  chain lts "$port"
+  LFS_LISTEN="tcp://127.0.0.1:$port" LFS_HOST="127.0.0.1:${emu_port[lts]}" LFS_SCHEME=http LFS_ADMINUSER=admin LFS_ADMINPASS=adminpass \
+    LFS_CONTENTPATH="$work/lts/content" LFS_METADB="$work/lts/lfs.db" "$lts_bin" >"$work/lts.log" 2>&1 & pids+=($!)
+  mkdir -p "$work/lts"
+  for _ in $(seq 200); do
+    curl -fs -u admin:adminpass -d "name=$LTS_USER&password=$LTS_PASS" "http://127.0.0.1:$port/mgmt/add" -o /dev/null && return 0
+    sleep 0.05
+  done
+  echo "netbench: lfs-test-server did not start" >&2; cat "$work/lts.log" >&2; exit 1
+}
+echo "$TOKEN:netbench:write" >"$work/hub-tokens"
+start_xs xs
+start_lts
+start_xs hub "$work/hub-tokens"
+
+use() { # use NAME [xet|hub|plain]: a fresh HOME for NAME (made on first use), exported
+  local name=$1 kind=${2:-xet} h="$work/home-$1"
+  export HOME="$h" XDG_CACHE_HOME="$h/.cache"
+  unset HF_ENDPOINT HF_TOKEN
+  [ "$kind" = hub ] && export HF_ENDPOINT="$(url hub)" HF_TOKEN="$TOKEN"
+  [ -d "$h" ] && return 0
+  mkdir -p "$h"
+  git config --global user.name netbench; git config --global user.email netbench@example.test
+  git config --global init.defaultBranch main
+  # git-lfs authenticates its batch calls to lfs-test-server and the Hub with git's credential helper
+  git config --global credential.helper store
+  printf 'http://%s:%s@127.0.0.1:%s\nhttp://hf_user:%s@127.0.0.1:%s\n' "$LTS_USER" "$LTS_PASS" "${emu_port[lts]}" "$TOKEN" "${emu_port[hub]}" >"$h/.git-credentials"
+  case $kind in
+  plain) git lfs install >/dev/null ;;
+  hub) (cd "$h" && "$work/bin/git-xet-transfer" install --hub >/dev/null) ;;
+  *) (cd "$h" && "$work/bin/git-xet-transfer" install >/dev/null) ;;
+  esac
+  [ "$kind" = plain ] || git config --global lfs.customtransfer.xet.path "$work/bin/agent"
+}
+lfs_url() { # lfs_url SERVER REPO: the LFS endpoint of REPO on SERVER (through its link)
+  case $1 in
+  lts) echo "$(url lts)/" ;;
+  hub) echo "$(url hub)/org/$2.git/info/lfs" ;;
+  *) echo "$(url "$1")/team/$2.git/info/lfs" ;;
+  esac
+}
+home_kind() { case $1 in lts) echo plain ;; hub) echo "$2" ;; *) echo xet ;; esac; }
+
+# --- measuring ---
+declare -A wall bytes gap still
+measure() { # measure KEY SERVER COMMAND...: run COMMAND (in the current dir and HOME): its wall time,
+  # the bytes received and sent at SERVER's proxy, the longest time no byte crossed the link (still,
+  # sampled every 0.5 s) and, in the thin row, the longest time no progress reached git-lfs (gap: the
+  # agent's progress messages and GIT_LFS_PROGRESS lines; start and end count)
+  local key=$1 server=$2; shift 2
+  local prog="$work/progress-$key" tap="$work/tap-$key" u0 d0 u1 d1 t0 t1
+  : >"$prog"; : >"$tap"
+  sync
+  read -r u0 d0 < <(counted "$server")
+  t0=$(now)
+  watch_bytes "$server" "$work/still-$key" & local watcher=$!
+  # the tap (a python process per agent) only where the progress is a target: the thin row
+  local tapped=""; [[ $key == thin-* ]] && tapped=$tap
+  GIT_LFS_PROGRESS="$prog" NETBENCH_TAP="$tapped" "$@" >"$work/last.log" 2>&1 || {
+    kill "$watcher"; echo "netbench: FAILED: $key: $*" >&2; cat "$work/last.log" >&2; exit 1; }
+  t1=$(now)
+  touch "$work/still-$key.stop"; wait "$watcher" || true
+  read -r u1 d1 < <(counted "$server")
+  wall[$key]=$(secs "$t0" "$t1") bytes[$key]=$((d1 - d0 + u1 - u0)) still[$key]=$(cat "$work/still-$key")
+  # progress moments: the agent's progress messages, and the progress file's lines (no time of their own: its mtime)
+  gap[$key]=$( { echo "$t0"; cat "$tap"; [ -s "$prog" ] && stat -c %.3Y "$prog"; echo "$t1"; } | sort -n |
+    awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%.1f", m }')
+  printf '  %-28s %8s s %12s  (no byte over the link for at most %s s%s)\n' "$key" "${wall[$key]}" "$(mb "${bytes[$key]}")" "${still[$key]}" \
+    "${tapped:+, no progress for at most ${gap[$key]} s}"
+}
+watch_bytes() { # watch_bytes SERVER OUT: until OUT.stop exists, the longest spell (s) no byte went up or came down, from the start
+  local server=$1 out=$2 last down=-1 d u max=0 t
+  last=$(now)
+  while [ ! -e "$out.stop" ]; do
+    sleep 0.5
+    read -r u d < <(counted "$server"); d=$((u + d)) t=$(now)
+    if [ "$d" != "$down" ]; then down=$d last=$t; fi
+    max=$(awk -v m="$max" -v a="$last" -v b="$t" 'BEGIN { d = b - a; printf "%.1f", (d > m) ? d : m }')
+  done
+  echo "$max" >"$out"
+}
+
+declare -a rows=()
+row() { # row LABEL PROFILE AGENT PLAIN RATIO TARGET OK
+  rows+=("$(printf '%-52s %-5s %-26s %-26s %-8s %-22s %s' "$1" "$2" "$3" "$4" "$5" "$6" "$([ "$7" = 1 ] && echo PASS || echo MISS)")")
+  echo "${rows[-1]}"
+}
+fig() { printf '%s s, %s' "${wall[$1]}" "$(mb "${bytes[$1]}")"; } # the figures of a measured KEY
+
+push_repo() { # push_repo NAME SERVER KIND FILE...: a repository whose model.bin is each FILE in turn,
+  # one commit and push each, to a fresh local bare remote with its LFS on SERVER; leaves $remote
+  local name=$1 server=$2 kind=$3; shift 3
+  remote="$work/$name.git"
+  use "$name-src" "$kind"
+  git init -q --bare "$remote"
+  git init -q "$work/$name-src"
+  (cd "$work/$name-src" && git lfs track '*.bin' >/dev/null &&
+    printf '[lfs]\n\turl = %s\n\tlocksverify = false\n' "$(lfs_url "$server" "$name")" >.lfsconfig &&
+    git remote add origin "$remote" && git add . && git commit -q -m init)
+  local f
+  for f in "$@"; do
+    (cd "$work/$name-src" && cp "$f" model.bin && git add model.bin && git commit -q -m "${f##*/}" && git push -q origin main >>"$work/setup.log" 2>&1)
+  done
+}
+
+# --- the rows ---
+size=$((MIB << 20)) vsize=$(((MIB << 20) / 4))
+echo "netbench: $MIB MiB ($VN×$((MIB / 4)) MiB versions), rows ${ROWS:1:-1}, profiles ${PROFILES:1:-1}${LINK:+, every row on link $LINK}; $(nproc) cores"
+# What the emulator passes at the fastest profile, whichever rows run.
+probe=$("$work/bin/linkemu" -profile far -probe "$PROBE_MIB")
+echo "$probe"
+pct=$(echo "$probe" | sed -n 's/.*down [0-9]* Mbit\/s (\([0-9.]*\) %.*/\1/p')
+row "link emulator alone, $PROBE_MIB MiB down (linkemu -probe)" far "$(echo "$probe" | sed -n 's/.*down \([0-9]* Mbit\/s\).*/\1/p')" "-" "-" "≥ 95 % of 1 Gbit/s" "$(atmost 95 "$pct")"
+
+versions_ready=0
+setup_versions() { # VN versions of MIB/4 MiB on xet-server, lfs-test-server (and the Hub), one push each
+  [ $versions_ready = 1 ] && return; versions_ready=1
+  echo "set-up: $VN versions of $((MIB / 4)) MiB, pushed one at a time (unshaped)"
+  python3 "$root/test/editdata.py" versions "$work/data" v "$VN" "$vsize" 0.5
+  local files=(); for i in $(seq "$VN"); do files+=("$work/data/v$i"); done
+  push_repo vxs xs xet "${files[@]}"
+  push_repo vlts lts plain "${files[@]}"
+  if on_row hub; then push_repo vhub hub hub "${files[@]}"; fi
+}
+clone_fetch_all() { # clone_fetch_all KEY SERVER KIND REMOTE: measured git clone + git lfs fetch --all
+  use "$1" "$3"; cd "$work"
+  measure "$1" "$2" sh -c "git clone -q '$4' '$work/$1' && cd '$work/$1' && git lfs fetch --all origin"
+  cmp "$work/$1/model.bin" "$work/data/v$VN"
+  local n; n=$(find "$work/$1/.git/lfs/objects" -type f | wc -l)
+  [ "$n" = "$VN" ] || { echo "netbench: $1 holds $n LFS objects, want $VN" >&2; exit 1; }
+}
+
+pull_ready=0
+setup_pull() { # a MIB MiB file and its 1 % edit, pushed to each server; clones holding the first
+  # version, one per server and kind of client (d-SERVER-KIND)
+  [ $pull_ready = 1 ] && return; pull_ready=1
+  echo "set-up: $MIB MiB and a 1 % edit of it (ten scattered patches), clones holding the first (unshaped)"
+  python3 "$root/test/editdata.py" versions "$work/data" d 1 "$size" 0
+  python3 "$root/test/editdata.py" patch "$work/data/d1" "$work/data/d2" 10 $((size / 1000))
+  local s k
+  for s in xs lts $(on_row hub && echo hub); do
+    push_repo "d$s" "$s" "$(home_kind "$s" hub)" "$work/data/d1"
+    for k in $(case $s in xs) echo xet ;; lts) echo plain ;; hub) echo hub plain ;; esac); do
+      use "d-$s-$k" "$k"; git clone -q "$remote" "$work/d-$s-$k"
+    done
+    use "d$s-src" "$(home_kind "$s" hub)"
+    (cd "$work/d$s-src" && cp "$work/data/d2" model.bin && git commit -q -am d2 && git push -q origin main >>"$work/setup.log" 2>&1)
+    for k in $(case $s in xs) echo xet ;; lts) echo plain ;; hub) echo hub plain ;; esac); do
+      use "d-$s-$k" "$k"; (cd "$work/d-$s-$k" && GIT_LFS_SKIP_SMUDGE=1 git pull -q)
+    done
+  done
+}
+lfs_pull() { # lfs_pull KEY SERVER KIND: measured git lfs pull of d2 in the clone holding d1
+  use "d-$2-$3" "$3"; cd "$work/d-$2-$3"
+  measure "$1" "$2" git lfs pull
+  cmp model.bin "$work/data/d2"; cd "$work"
+}
+
+if on_row clone && on_profile home; then
+  setup_versions
+  echo "clone + fetch --all of $VN×$((MIB / 4)) MiB versions, link $(link_of home)"
+  shape xs "$(link_of home)"; shape lts "$(link_of home)"
+  clone_fetch_all clone-xet xs xet "$work/vxs.git"
+  clone_fetch_all clone-plain lts plain "$work/vlts.git"
+  shape xs 0/0; shape lts 0/0
+  r=$(ratio "${wall[clone-xet]}" "${wall[clone-plain]}")
+  row "clone + fetch --all, $VN×$((MIB / 4)) MiB versions" home "$(fig clone-xet)" "$(fig clone-plain)" "${r}×" "wall ≤ 0.4×" "$(atmost "$r" 0.4)"
+fi
+if on_row pull && on_profile home; then
+  setup_pull
+  echo "git lfs pull of a 1 % edit of $MIB MiB, link $(link_of home)"
+  shape xs "$(link_of home)"; shape lts "$(link_of home)"
+  lfs_pull pull-xet xs xet; lfs_pull pull-plain lts plain
+  shape xs 0/0; shape lts 0/0
+  r=$(ratio "${wall[pull-xet]}" "${wall[pull-plain]}")
+  row "git lfs pull after a 1 % edit of $MIB MiB" home "$(fig pull-xet)" "$(fig pull-plain)" "${r}×" "wall ≤ 0.15×" "$(atmost "$r" 0.15)"
+fi
+if on_row push; then
+  for p in home far; do
+    on_profile $p || continue
+    echo "first push of $MIB MiB of random data, link $(link_of $p)"
+    python3 "$root/test/editdata.py" versions "$work/data" "push-$p-" 1 "$size" 0
+    shape xs "$(link_of $p)"; shape lts "$(link_of $p)"
+    for s in xs lts; do
+      kind=$(home_kind $s xet); key="push-$p-$([ $s = xs ] && echo xet || echo plain)"
+      push_repo "push-$p-$s" "$s" "$kind"
+      use "push-$p-$s-src" "$kind"; cd "$work/push-$p-$s-src"
+      cp "$work/data/push-$p-1" model.bin; git add model.bin; git commit -q -m push
+      measure "$key" "$s" git push -q origin main
+      cd "$work"
+    done
+    shape xs 0/0; shape lts 0/0
+    r=$(ratio "${wall[push-$p-xet]}" "${wall[push-$p-plain]}")
+    row "first push of $MIB MiB of random data" $p "$(fig push-$p-xet)" "$(fig push-$p-plain)" "${r}×" "≤ 1.05×" "$(atmost "$r" 1.05)"
+    rm -f "$work/data/push-$p-1"
+  done
+fi
+if on_row download && on_profile far; then
+  setup_pull
+  echo "one download of $MIB MiB, link $(link_of far)"
+  shape xs "$(link_of far)"; shape lts "$(link_of far)"
+  for s in xs lts; do
+    kind=$(home_kind $s xet); key="download-$([ $s = xs ] && echo xet || echo plain)"
+    use "download-$s" "$kind"; cd "$work"
+    GIT_LFS_SKIP_SMUDGE=1 git clone -q "$work/d$s.git" "$work/download-$s"
+    cd "$work/download-$s"; measure "$key" "$s" git lfs pull; cmp model.bin "$work/data/d2"; cd "$work"
+  done
+  shape xs 0/0; shape lts 0/0
+  pct() { awk -v b="$size" -v t="${wall[$1]}" -v l="$2" 'BEGIN { printf "%.1f", 100 * b * 8 / t / l }'; }
+  case $(link_of far) in far) lb=1e9 ;; home) lb=100e6 ;; thin) lb=20e6 ;; *) lb=$(awk -v p="$(link_of far)" 'BEGIN { split(p, a, "/"); print a[1] * 1e6 }') ;; esac
+  px=$(pct download-xet "$lb"); pp=$(pct download-plain "$lb")
+  row "one download of $MIB MiB (% of the link)" far "$(fig download-xet) = $px %" "$(fig download-plain) = $pp %" "$(ratio "${wall[download-xet]}" "${wall[download-plain]}")×" "≥ 80 % of the link" "$(atmost 80 "$px")"
+fi
+if on_row hub && on_profile home; then
+  echo "the Hub emulator, link $(link_of home): clone + fetch --all and pull, agent (--hub) vs plain git-lfs (bridge)"
+  setup_versions; setup_pull
+  shape hub "$(link_of home)"
+  clone_fetch_all hclone-xet hub hub "$work/vhub.git"
+  clone_fetch_all hclone-plain hub plain "$work/vhub.git"
+  lfs_pull hpull-xet hub hub
+  lfs_pull hpull-plain hub plain
+  shape hub 0/0
+  for w in clone pull; do
+    hr=$(ratio "${wall[h$w-xet]}" "${wall[h$w-plain]}")
+    xr=""; [ -n "${wall[$w-xet]:-}" ] && xr=$(ratio "${wall[$w-xet]}" "${wall[$w-plain]}")
+    ok=0; [ -n "$xr" ] && ok=$(atmost "$hr" "$(awk -v x="$xr" 'BEGIN { print x * 1.1 }')")
+    row "Hub emulator: $w (ratio vs xet-server's ${xr:-?}×)" home "$(fig h$w-xet)" "$(fig h$w-plain)" "${hr}×" "≤ 1.1 × xet-server's" "$ok"
+  done
+fi
+if on_row thin && on_profile thin; then
+  setup_pull
+  echo "a clone of $MIB MiB, link $(link_of thin)"
+  shape xs "$(link_of thin)"; shape lts "$(link_of thin)"
+  for s in xs lts; do
+    kind=$(home_kind $s xet); key="thin-$([ $s = xs ] && echo xet || echo plain)"
+    use "thin-$s" "$kind"; cd "$work"
+    measure "$key" "$s" git clone -q "$work/d$s.git" "$work/thin-$s"
+    cmp "$work/thin-$s/model.bin" "$work/data/d2"
+  done
+  shape xs 0/0; shape lts 0/0
+  r=$(ratio "${wall[thin-xet]}" "${wall[thin-plain]}")
+  row "clone of $MIB MiB" thin "$(fig thin-xet)" "$(fig thin-plain)" "${r}×" "no timeout" 1
+  row "  longest spell without progress (agent: its messages)" thin "${gap[thin-xet]} s" "${gap[thin-plain]} s (end of file only)" "-" "≤ 5 s" "$(atmost "${gap[thin-xet]}" 5)"
+  row "  longest spell without a byte over the link" thin "${still[thin-xet]} s" "${still[thin-plain]} s" "-" "≤ 5 s" "$(atmost "${still[thin-xet]}" 5)"
+fi
+
+# The emulators' CPU over the measured transfers (their summary lines: "... in T s; CPU U s user + S s system").
+if [ -s "$work/emu.measured" ]; then
+  read -r ecpu ewall < <(awk '{ for (i = 1; i <= NF; i++) { if ($i == "in") t += $(i + 1); if ($i == "user") u += $(i - 2); if ($i == "system") u += $(i - 2) } } END { printf "%.2f %.1f\n", u, t }' "$work/emu.measured")
+  row "link emulators' CPU while shaping" - "$ecpu s in $ewall s" "-" "$(ratio "$ecpu" "$ewall")" "small (< 0.1 of a core)" "$(atmost "$(ratio "$ecpu" "$ewall")" 0.1)"
+fi
+peak=$(awk '/^[0-9]+$/ && $1 + 0 > m { m = $1 + 0 } END { printf "%d", m }' "$work/agent.times")
+procs=$(awk '/^[0-9]+$/ { n++ } END { print n + 0 }' "$work/agent.times")
+row "peak RSS of an agent process (max of $procs)" - "$(awk -v k="$peak" 'BEGIN { printf "%.1f MB", k * 1024 / 1e6 }')" "-" "-" "≤ 256 MB" "$(atmost $((peak * 1024)) 256000000)"
+
+echo
+echo "summary ($(date -u +%Y-%m-%d), $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo); $MIB MiB; agent vs plain git-lfs, one run):"
+printf '%-52s %-5s %-26s %-26s %-8s %-22s %s\n' "row" "link" "agent" "plain git-lfs" "ratio" "target" ""
+printf '%s\n' "${rows[@]}"
