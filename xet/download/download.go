@@ -319,8 +319,8 @@ func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sin
 // cfg.Retry (it rewrites the same bytes). This is the one layer that retries range fetches (see
 // package retry).
 func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
-	get := func(ctx context.Context, j *job) (io.ReadCloser, error) {
-		return cfg.CAS.Fetch(ctx, j.xorb, j.fetch, j.rng.Bytes)
+	get := func(ctx context.Context, j *job, r casapi.ByteRange) (io.ReadCloser, error) {
+		return cfg.CAS.Fetch(ctx, j.xorb, j.fetch, r)
 	}
 	fetch := func(ctx context.Context, j *job) error {
 		return cfg.Retry.Do(ctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),

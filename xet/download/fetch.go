@@ -148,8 +148,17 @@ type target struct {
 // hashed and written from the read buffer where it lies; a compressed one is decoded straight into
 // the write buffer (written out when full or when the output jumps) and hashed there. It checks the
 // chunk count of the range and each term's decoded length.
+//
+// An attempt cut short (a reset, a body that ends early: a retryable error) keeps what it decoded:
+// the records read whole are written out and the next attempt asks for the rest of the range only,
+// from the record the cut was in.
 func (j *job) run(ctx context.Context, get fetcher, s *sink) error {
-	rc, err := get(ctx, j)
+	r := j.cont
+	rest := j.rng.Bytes
+	if r != nil {
+		rest.Start += r.read
+	}
+	rc, err := get(ctx, j, rest)
 	if err != nil {
 		return err
 	}
@@ -158,17 +167,37 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) error {
 	defer readPool.Put(rp)
 	wp := writePool.Get().(*[]byte)
 	defer writePool.Put(wp)
-	r := newJobRun(j, s, xorb.NewRecordScanner(rc, *rp, int64(j.rng.Bytes.Len())), newRunBuf(s, *wp))
+	in, w := xorb.NewRecordScanner(rc, *rp, int64(rest.Len())), newRunBuf(s, *wp)
+	if r == nil {
+		r = newJobRun(j, s, in, w)
+	} else {
+		r.in, r.w = in, w
+	}
+	j.cont = nil
 	n := j.rng.Chunks.End - j.rng.Chunks.Start
-	for k := uint32(0); k < n; k++ {
+	for ; r.k < n; r.k++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := r.chunk(k, n); err != nil {
-			return err
+		if err := r.chunk(r.k, n); err != nil {
+			return r.keep(err)
 		}
 	}
 	return r.finish()
+}
+
+// keep ends an attempt that failed with err: when err is worth another attempt, what the
+// attempt decoded is written out and the job goes on from there next time.
+func (r *jobRun) keep(err error) error {
+	if !retry.IsRetryable(err) {
+		return err
+	}
+	if ferr := r.w.flush(true); ferr != nil {
+		return ferr
+	}
+	r.in, r.w = nil, nil
+	r.j.cont = r
+	return err
 }
 
 // jobRun is the state of one job's pass over its range: which terms contain the current chunk,
@@ -187,6 +216,7 @@ type jobRun struct {
 	targets []target
 	ents    [][]hash.Entry // per term of j, per chunk: the entries for the file hash; nil when not verifying
 	read    uint64         // bytes of the range's records read so far
+	k       uint32         // records of the range read so far
 	ck      []checkpoint   // per term of j: the end of its last reported part (Request.OnPart)
 }
 
@@ -447,5 +477,5 @@ func nextRecord(in *xorb.RecordScanner) ([]byte, xorb.RecordHeader, error) {
 	return rec, h, err
 }
 
-// fetcher opens the byte range of a job.
-type fetcher func(ctx context.Context, j *job) (io.ReadCloser, error)
+// fetcher opens bytes r of job j's xorb (its range, or the rest of it).
+type fetcher func(ctx context.Context, j *job, r casapi.ByteRange) (io.ReadCloser, error)

@@ -1,0 +1,110 @@
+package download_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// cutting is a CAS whose range fetches are cut (a retryable read error, as a reset connection
+// gives) after the byte counts of cuts, one per fetch in order; it counts the bytes it served and
+// keeps the ranges asked.
+type cutting struct {
+	cas.Client
+	mu     sync.Mutex
+	cuts   []int64
+	served int64
+	asked  []casapi.ByteRange
+}
+
+func (c *cutting) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
+	rc, err := c.Client.Fetch(ctx, x, f, r)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, r)
+	cut := int64(-1)
+	if len(c.cuts) > 0 {
+		cut, c.cuts = c.cuts[0], c.cuts[1:]
+	}
+	return &cutBody{rc: rc, left: cut, c: c}, nil
+}
+
+type cutBody struct {
+	rc   io.ReadCloser
+	left int64 // bytes until the cut; -1: none
+	c    *cutting
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, retry.Mark(fmt.Errorf("connection reset by the test: %w", io.ErrUnexpectedEOF))
+	}
+	if b.left > 0 && int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	b.c.mu.Lock()
+	b.c.served += int64(n)
+	b.c.mu.Unlock()
+	return n, err
+}
+
+func (b *cutBody) Close() error { return b.rc.Close() }
+
+// maxRecord is the most bytes one chunk record takes: the one cut mid-way is fetched again.
+const maxRecord = xorb.MaxChunkRaw + xorb.RecordHeaderSize
+
+// A range cut mid-way twice is fetched on from the record the cut was in: the bytes already
+// received are not fetched again, and the file is whole and verified.
+func TestCutRangeResumes(t *testing.T) {
+	c := embeddedtest.New(t)
+	data := testutil.RandomBytes(3<<20+777, 35)
+	res := uploadWith(t, upload.Config{CAS: c, Policy: xorb.PolicyNone}, data)[0]
+	cc := &cutting{Client: c, cuts: []int64{1 << 20, 900 << 10}}
+	p := filepath.Join(t.TempDir(), "out.bin")
+	sum := res.SHA256
+	err := download.Download(context.Background(), download.Config{CAS: cc, Retry: retry.Policy{BaseDelay: time.Millisecond}},
+		download.Request{File: res.FileHash, SHA256: &sum, Size: res.Size, Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, data) {
+		t.Fatal("downloaded file differs")
+	}
+	if len(cc.asked) != 3 {
+		t.Fatalf("ranges asked %v, want 3 (one range cut twice)", cc.asked)
+	}
+	whole := cc.asked[0]
+	if limit := int64(whole.Len()) + 2*maxRecord; cc.served > limit {
+		t.Fatalf("served %d bytes for a range of %d cut twice, want at most %d (only the records cut fetched again)", cc.served, whole.Len(), limit)
+	}
+	for i, cut := range []int64{1 << 20, 900 << 10} {
+		prev, r := cc.asked[i], cc.asked[i+1]
+		at := int64(prev.Start) + cut // where the cut was, in the xorb
+		if r.End != whole.End || int64(r.Start) > at || int64(r.Start) < at-maxRecord {
+			t.Fatalf("fetch %d asked %s after fetch %s was cut at byte %d, want it to go on from the record cut", i+2, r.Header(), prev.Header(), at)
+		}
+	}
+}
