@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -479,3 +484,46 @@ func nextRecord(in *xorb.RecordScanner) ([]byte, xorb.RecordHeader, error) {
 
 // fetcher opens bytes r of job j's xorb (its range, or the rest of it).
 type fetcher func(ctx context.Context, j *job, r casapi.ByteRange) (io.ReadCloser, error)
+
+// meter measures one attempt of a job for the concurrency controller: the time its fetch took to
+// answer (the latency) and the bytes its body gave.
+type meter struct {
+	latency time.Duration
+	bytes   atomic.Int64
+}
+
+// fetcher is c.Fetch, measured.
+func (m *meter) fetcher(c cas.Client) fetcher {
+	return func(ctx context.Context, j *job, r casapi.ByteRange) (io.ReadCloser, error) {
+		start := time.Now()
+		rc, err := c.Fetch(ctx, j.xorb, j.fetch, r)
+		m.latency = time.Since(start)
+		if err != nil {
+			return nil, err
+		}
+		return &countedBody{ReadCloser: rc, n: &m.bytes}, nil
+	}
+}
+
+// observe tells ctl how the attempt went: throttled (429, 503), failed in a way worth a retry, or
+// done. A failure that says nothing of the link (a 404, bad data, the caller's cancel) is not told.
+func (m *meter) observe(ctx context.Context, ctl *concurrency.Controller, err error) {
+	if ctx.Err() != nil || (err != nil && !retry.IsRetryable(err)) {
+		return
+	}
+	code := cas.StatusCode(err)
+	throttled := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
+	ctl.Observe(concurrency.Sample{Bytes: m.bytes.Load(), Latency: m.latency, Throttled: throttled, Failed: err != nil && !throttled})
+}
+
+// countedBody counts the bytes read through it.
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}

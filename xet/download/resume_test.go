@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -106,5 +108,94 @@ func TestCutRangeResumes(t *testing.T) {
 		if r.End != whole.End || int64(r.Start) > at || int64(r.Start) < at-maxRecord {
 			t.Fatalf("fetch %d asked %s after fetch %s was cut at byte %d, want it to go on from the record cut", i+2, r.Header(), prev.Header(), at)
 		}
+	}
+}
+
+// manyXorbs uploads parts, each into xorbs of its own, then their concatenation in the same
+// session: a file whose plan has a range per part (and a few for the joins).
+func manyXorbs(t *testing.T, c cas.Client, parts, size int) ([]byte, *upload.FileResult) {
+	t.Helper()
+	var files [][]byte
+	var all []byte
+	for i := range parts {
+		p := testutil.RandomBytes(size, uint64(100+i))
+		files = append(files, p)
+		all = append(all, p...)
+	}
+	res := uploadWith(t, upload.Config{CAS: c, Policy: xorb.PolicyNone, SeparateFiles: true}, append(files, all)...)
+	return all, res[len(res)-1]
+}
+
+// throttling is a CAS that answers 503 to a fetch while two others are in flight; the first two
+// wait (up to a second) for a third to come, so the download meets the refusal for sure.
+type throttling struct {
+	cas.Client
+	mu       sync.Mutex
+	inflight int
+	refused  int
+	third    chan struct{}
+}
+
+func (c *throttling) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
+	c.mu.Lock()
+	if c.inflight >= 2 {
+		c.refused++
+		if c.refused == 1 {
+			close(c.third)
+		}
+		c.mu.Unlock()
+		return nil, &cas.StatusError{Op: "fetch", Code: http.StatusServiceUnavailable}
+	}
+	c.inflight++
+	c.mu.Unlock()
+	select {
+	case <-c.third:
+	case <-time.After(time.Second):
+	}
+	rc, err := c.Client.Fetch(ctx, x, f, r)
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	return &releasing{ReadCloser: rc, c: c}, nil
+}
+
+func (c *throttling) release() {
+	c.mu.Lock()
+	c.inflight--
+	c.mu.Unlock()
+}
+
+type releasing struct {
+	io.ReadCloser
+	c    *throttling
+	once sync.Once
+}
+
+func (b *releasing) Close() error {
+	b.once.Do(b.c.release)
+	return b.ReadCloser.Close()
+}
+
+// A server that takes two range fetches at once and answers 503 to more: the download's adaptive
+// limit is halved, and the file arrives whole through the retries.
+func TestAdaptShrinksOn503(t *testing.T) {
+	c := embeddedtest.New(t)
+	data, res := manyXorbs(t, c, 8, 512<<10)
+	tc := &throttling{Client: c, third: make(chan struct{})}
+	ctl := concurrency.New(concurrency.Config{Start: 8, Max: 8})
+	p := filepath.Join(t.TempDir(), "out.bin")
+	sum := res.SHA256
+	err := download.Download(context.Background(), download.Config{CAS: tc, Adapt: ctl, Retry: retry.Policy{BaseDelay: time.Millisecond}},
+		download.Request{File: res.FileHash, SHA256: &sum, Size: res.Size, Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, data) {
+		t.Fatal("downloaded file differs")
+	}
+	st := ctl.Stats()
+	if tc.refused == 0 || st.Throttled == 0 || ctl.Limit() > 4 {
+		t.Fatalf("%d fetches refused with 503; controller limit %d, stats %+v: want the limit of 8 halved at least once", tc.refused, ctl.Limit(), st)
 	}
 }
