@@ -129,7 +129,7 @@ type window struct {
 
 // Stats counts a Controller's decisions.
 type Stats struct {
-	Peak                           int // the highest limit reached
+	Low, Peak                      int // the lowest and the highest limit reached
 	Grown, Throttled, Failed, Slow int // limit raised; cut on throttling, on failures, on latency
 }
 
@@ -137,7 +137,7 @@ type Stats struct {
 func New(cfg Config) *Controller {
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, limit: cfg.Start, wake: make(chan struct{})}
-	c.stats.Peak = c.limit
+	c.stats.Low, c.stats.Peak = c.limit, c.limit
 	return c
 }
 
@@ -254,7 +254,7 @@ func (c *Controller) Observe(s Sample) {
 // because of a failure.
 func (c *Controller) setLimit(n int, cut bool) {
 	c.limit = min(max(n, c.cfg.Min), c.cfg.Max)
-	c.stats.Peak = max(c.stats.Peak, c.limit)
+	c.stats.Low, c.stats.Peak = min(c.stats.Low, c.limit), max(c.stats.Peak, c.limit)
 	c.win = window{cut: cut}
 	if cut {
 		c.base = 0
@@ -331,4 +331,21 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+type reportKey struct{}
+
+// WithReport returns ctx carrying report. A client that retries a request itself (xet/cas) tells
+// it of each attempt that failed in a way worth a retry (Report), so that the controller of the
+// request sees the throttling and failures those retries absorb.
+func WithReport(ctx context.Context, report func(Sample)) context.Context {
+	return context.WithValue(ctx, reportKey{}, report)
+}
+
+// Report tells the report ctx carries (WithReport), if any, of a failed attempt of a request:
+// throttled (429, 503) or failed otherwise.
+func Report(ctx context.Context, throttled bool) {
+	if f, ok := ctx.Value(reportKey{}).(func(Sample)); ok {
+		f(Sample{Throttled: throttled, Failed: !throttled})
+	}
 }

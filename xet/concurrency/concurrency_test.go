@@ -283,3 +283,19 @@ func TestConfigBounds(t *testing.T) {
 		}
 	}
 }
+
+// A report carried by a context reaches the controller: a throttled attempt a client retried
+// itself cuts the limit like a sample would.
+func TestReportThroughContext(t *testing.T) {
+	c := New(Config{Start: 8, Max: 8})
+	Report(context.Background(), true) // no report carried: nothing happens
+	ctx := WithReport(context.Background(), c.Observe)
+	Report(ctx, true)
+	if st := c.Stats(); c.Limit() != 4 || st.Throttled != 1 {
+		t.Fatalf("after one throttled attempt reported: limit %d, stats %+v; want 4 and one throttling cut", c.Limit(), st)
+	}
+	Report(ctx, false) // the load the cut answered: not cut again
+	if c.Limit() != 4 {
+		t.Fatalf("a failure of the load already answered cut the limit again, to %d", c.Limit())
+	}
+}
