@@ -3,11 +3,14 @@ package download_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,7 +189,8 @@ func TestAdaptShrinksOn503(t *testing.T) {
 	ctl := concurrency.New(concurrency.Config{Start: 8, Max: 8})
 	p := filepath.Join(t.TempDir(), "out.bin")
 	sum := res.SHA256
-	err := download.Download(context.Background(), download.Config{CAS: tc, Adapt: ctl, Retry: retry.Policy{BaseDelay: time.Millisecond}},
+	err := download.Download(context.Background(), download.Config{CAS: tc, Adapt: ctl,
+		Retry: retry.Policy{Attempts: 50, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}},
 		download.Request{File: res.FileHash, SHA256: &sum, Size: res.Size, Path: p})
 	if err != nil {
 		t.Fatal(err)
@@ -197,5 +201,125 @@ func TestAdaptShrinksOn503(t *testing.T) {
 	st := ctl.Stats()
 	if tc.refused == 0 || st.Throttled == 0 || st.Low > 4 {
 		t.Fatalf("%d fetches refused with 503; controller stats %+v: want the limit of 8 halved at least once", tc.refused, st)
+	}
+}
+
+// rangeServer serves on loopback the plan of files in c (xorb URLs pointing back at itself) and
+// byte ranges of xorbs; the first fetches are cut (the connection dropped) after the byte counts
+// of cuts. It counts the xorb bytes it wrote.
+type rangeServer struct {
+	*httptest.Server
+	c       cas.Client
+	mu      sync.Mutex
+	cuts    []int64
+	written int64
+}
+
+func newRangeServer(t *testing.T, c cas.Client, cuts ...int64) *rangeServer {
+	s := &rangeServer{c: c, cuts: cuts}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *rangeServer) serve(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, "/v2/reconstructions/"):
+		h, err := hash.Parse(strings.TrimPrefix(p, "/v2/reconstructions/"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		plan, err := s.c.Reconstruct(ctx, h, nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		for x, fs := range plan.Xorbs {
+			for i := range fs {
+				fs[i].URL = s.URL + "/xorb/" + x.String()
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(plan)
+	case strings.HasPrefix(p, "/xorb/"):
+		x, err := hash.Parse(strings.TrimPrefix(p, "/xorb/"))
+		var br casapi.ByteRange
+		if err == nil {
+			_, err = fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &br.Start, &br.End)
+		}
+		if err != nil {
+			http.Error(w, "bad xorb request", http.StatusBadRequest)
+			return
+		}
+		rc, err := s.c.Fetch(ctx, x, casapi.XorbFetch{}, br)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		defer rc.Close()
+		s.mu.Lock()
+		cut := int64(-1)
+		if len(s.cuts) > 0 {
+			cut, s.cuts = s.cuts[0], s.cuts[1:]
+		}
+		s.mu.Unlock()
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", br.Start, br.End))
+		w.Header().Set("Content-Length", fmt.Sprint(br.Len()))
+		w.WriteHeader(http.StatusPartialContent)
+		var src io.Reader = rc
+		if cut >= 0 {
+			src = io.LimitReader(rc, cut)
+		}
+		n, _ := io.Copy(w, src)
+		s.mu.Lock()
+		s.written += n
+		s.mu.Unlock()
+		if cut >= 0 {
+			panic(http.ErrAbortHandler) // drop the connection mid-body
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Through the real CAS client on loopback: the connection is dropped mid-range twice, and the
+// server writes each byte of the range once, but for the records the cuts fell in.
+func TestCutConnectionResumesOverHTTP(t *testing.T) {
+	c := embeddedtest.New(t)
+	data := testutil.RandomBytes(3<<20+4321, 36)
+	res := uploadWith(t, upload.Config{CAS: c, Policy: xorb.PolicyNone}, data)[0]
+	plan, err := c.Reconstruct(context.Background(), res.FileHash, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, fs := range plan.Xorbs {
+		for _, f := range fs {
+			for _, r := range f.Ranges {
+				total += int64(r.Bytes.Len())
+			}
+		}
+	}
+	srv := newRangeServer(t, c, 1<<20+5, 700<<10)
+	hc := cas.NewHTTP(cas.HTTPOptions{Endpoint: srv.URL, Retry: retry.Policy{BaseDelay: time.Millisecond}})
+	p := filepath.Join(t.TempDir(), "out.bin")
+	sum := res.SHA256
+	err = download.Download(context.Background(), download.Config{CAS: hc, Retry: retry.Policy{BaseDelay: time.Millisecond}},
+		download.Request{File: res.FileHash, SHA256: &sum, Size: res.Size, Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, data) {
+		t.Fatal("downloaded file differs")
+	}
+	srv.Close() // its handlers have returned
+	srv.mu.Lock()
+	written := srv.written
+	srv.mu.Unlock()
+	if written < total || written > total+2*maxRecord {
+		t.Fatalf("server wrote %d xorb bytes for ranges of %d with two cuts, want at most %d (only the records cut sent again)",
+			written, total, total+2*maxRecord)
 	}
 }
