@@ -14,7 +14,8 @@
 //     in flight when it was cut belong to the old load, and their failures do not cut it again.
 //   - It shrinks by a quarter when the window's median latency (the time to the answer's first
 //     byte) rises above LatencyFactor times its floor, the least latency of the last FloorWindows
-//     windows: queues are filling somewhere on the path.
+//     windows, and at least LatencySlack above it: queues are filling somewhere on the path. (The
+//     slack keeps the jitter of sub-millisecond round trips, on loopback, from counting.)
 //   - It stays within [Min, Max]; Max is the configured ceiling.
 //
 // A window is two rounds of L completions: the first lets the requests started under the old
@@ -37,6 +38,7 @@ import (
 const (
 	DefaultStart         = 4
 	DefaultLatencyFactor = 2.0
+	DefaultLatencySlack  = 10 * time.Millisecond
 	DefaultHoldWindows   = 4
 	DefaultFloorWindows  = 8
 )
@@ -49,6 +51,8 @@ type Config struct {
 	// LatencyFactor: a window whose median latency is above LatencyFactor times the floor shrinks
 	// the limit; default 2.
 	LatencyFactor float64
+	// LatencySlack: a rise of less than this above the floor never counts; default 10 ms.
+	LatencySlack time.Duration
 	// HoldWindows is how many windows the limit holds after a probe found no more throughput;
 	// default 4.
 	HoldWindows int
@@ -73,6 +77,9 @@ func (c Config) withDefaults() Config {
 	c.Start = min(max(c.Start, c.Min), c.Max)
 	if c.LatencyFactor <= 1 {
 		c.LatencyFactor = DefaultLatencyFactor
+	}
+	if c.LatencySlack <= 0 {
+		c.LatencySlack = DefaultLatencySlack
 	}
 	if c.HoldWindows <= 0 {
 		c.HoldWindows = DefaultHoldWindows
@@ -124,7 +131,6 @@ type window struct {
 	bytes     int64
 	lat       []time.Duration
 	waited    bool // someone waited for room while measuring
-	failed    bool
 }
 
 // Stats counts a Controller's decisions.
@@ -266,7 +272,7 @@ func (c *Controller) setLimit(n int, cut bool) {
 func (c *Controller) closeWindow(now time.Time) {
 	w := c.win
 	floor := c.noteFloor(w.lat)
-	if med := median(w.lat); floor > 0 && float64(med) > c.cfg.LatencyFactor*float64(floor) {
+	if med := median(w.lat); floor > 0 && float64(med) > c.cfg.LatencyFactor*float64(floor) && med-floor >= c.cfg.LatencySlack {
 		c.stats.Slow++
 		c.base = 0
 		c.setLimit(c.limit-max(1, c.limit/4), false)

@@ -299,3 +299,19 @@ func TestReportThroughContext(t *testing.T) {
 		t.Fatalf("a failure of the load already answered cut the limit again, to %d", c.Limit())
 	}
 }
+
+// Latencies that jitter between 0.2 and 3 ms (a loopback server) never count as a rise: the
+// limit still climbs on a link with room.
+func TestLoopbackJitterIsNoLatencyRise(t *testing.T) {
+	clock := newFakeClock()
+	c := New(Config{Start: 4, Max: 16, Now: clock.now})
+	n := 0
+	l := link{perReq: 1 * mb, total: 1000 * mb, size: mb / 4, latency: func(time.Duration, int) time.Duration {
+		n++
+		return []time.Duration{200 * time.Microsecond, 3 * time.Millisecond, time.Millisecond}[n%3]
+	}}
+	l.sim(c, clock, 20*time.Second, nil)
+	if st := c.Stats(); st.Slow != 0 || c.Limit() != 16 {
+		t.Fatalf("limit %d, stats %+v: want no latency cut and the ceiling 16 under sub-millisecond jitter", c.Limit(), st)
+	}
+}
