@@ -156,7 +156,7 @@ type target struct {
 //
 // An attempt cut short (a reset, a body that ends early: a retryable error) keeps what it decoded:
 // the records read whole are written out and the next attempt asks for the rest of the range only,
-// from the record the cut was in.
+// from the record the cut was in; when that is refused (not retryably), the range is fetched whole.
 func (j *job) run(ctx context.Context, get fetcher, s *sink) error {
 	r := j.cont
 	rest := j.rng.Bytes
@@ -164,6 +164,12 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) error {
 		rest.Start += r.read
 	}
 	rc, err := get(ctx, j, rest)
+	if err != nil && r != nil && ctx.Err() == nil && !retry.IsRetryable(err) && !errors.Is(err, cas.ErrURLExpired) {
+		// The rest of the range was refused (a server that grants only whole listed ranges):
+		// the next attempt fetches the range whole, rewriting the same bytes.
+		j.cont = nil
+		return retry.Mark(fmt.Errorf("the rest of a range cut short was refused: %w", err))
+	}
 	if err != nil {
 		return err
 	}

@@ -323,3 +323,38 @@ func TestCutConnectionResumesOverHTTP(t *testing.T) {
 			written, total, total+2*maxRecord)
 	}
 }
+
+// wholeOnly refuses (416, not retryable) a fetch that does not start where a listed range does.
+type wholeOnly struct {
+	*cutting
+	starts map[uint64]bool
+}
+
+func (c *wholeOnly) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
+	if !c.starts[r.Start] {
+		return nil, &cas.StatusError{Op: "fetch", Code: http.StatusRequestedRangeNotSatisfiable}
+	}
+	return c.cutting.Fetch(ctx, x, f, r)
+}
+
+// A CAS that serves listed ranges only, whole: after a cut, the rest of the range is refused, and
+// the range is fetched whole again instead of failing the download.
+func TestCutRangeRestartsWhereTheRestIsRefused(t *testing.T) {
+	c := embeddedtest.New(t)
+	data := testutil.RandomBytes(2<<20+99, 37)
+	res := uploadWith(t, upload.Config{CAS: c, Policy: xorb.PolicyNone}, data)[0]
+	cc := &wholeOnly{cutting: &cutting{Client: c, cuts: []int64{1 << 20}}, starts: map[uint64]bool{0: true}}
+	p := filepath.Join(t.TempDir(), "out.bin")
+	sum := res.SHA256
+	err := download.Download(context.Background(), download.Config{CAS: cc, Retry: retry.Policy{BaseDelay: time.Millisecond}},
+		download.Request{File: res.FileHash, SHA256: &sum, Size: res.Size, Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, data) {
+		t.Fatal("downloaded file differs")
+	}
+	if len(cc.asked) != 2 || cc.asked[1] != cc.asked[0] {
+		t.Fatalf("ranges served %v: want the listed range twice (cut, then whole)", cc.asked)
+	}
+}
