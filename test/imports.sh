@@ -38,6 +38,7 @@ for p in $(echo "$all" | grep "^$mod/xet/" | sed "s|^$mod/||"); do
   forbid "$p" "agent|protocol|cmd/.*|localshards|localchunks|test(/.*)?" "nothing in xet/ reaches the agent, the protocol, the CLI or the client's caches"
 done
 for p in xet/hash; do only "$p" "" "the hash package stands alone"; done
+only xet/concurrency "" "the policy of requests in flight is told what happened; it knows no client"
 for p in xet/chunk xet/xorb xet/shard xet/casapi xet/lfsbatch; do
   only "$p" "xet/hash" "a format package imports only xet/hash"
 done

@@ -85,10 +85,11 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			x.rebuildIndex(ctx, e, idx)
 		}
 	}
-	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(x.o.Git)}, req)
+	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(x.o.Git)}, req)
 	if part != nil {
 		part.Close(err == nil)
 	}
+	logAdapt(x.o.Log, "download: ranges in flight", e.down)
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
 	}

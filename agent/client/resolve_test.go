@@ -131,16 +131,35 @@ func TestRefresher(t *testing.T) {
 }
 
 func TestTune(t *testing.T) {
-	if got := Tune(2, 8, 0); got != (Tuning{Procs: 1, Upload: 1, Download: 2}) {
+	if got := Tune(2, 8, 0); got != (Tuning{Procs: 1, Upload: 1, Download: 2, UploadMax: 4, DownloadMax: 32}) {
 		t.Errorf("2 cores, 8 workers: %+v", got)
 	}
-	if got := Tune(2, 1, 0); got != (Tuning{Procs: 2, Upload: 4, Download: 8}) {
+	if got := Tune(2, 1, 0); got != (Tuning{Procs: 2, Upload: 4, Download: 8, UploadMax: 4, DownloadMax: 32}) {
 		t.Errorf("2 cores, 1 worker: %+v", got)
 	}
-	if got := Tune(16, 8, 0); got != (Tuning{Procs: 4, Upload: 4, Download: 8}) {
+	if got := Tune(16, 8, 0); got != (Tuning{Procs: 4, Upload: 4, Download: 8, UploadMax: 4, DownloadMax: 32}) {
 		t.Errorf("16 cores, 8 workers: %+v", got)
 	}
-	if got := Tune(2, 8, 5); got != (Tuning{Procs: 1, Upload: 5, Download: 5}) {
+	if got := Tune(64, 1, 0); got != (Tuning{Procs: 64, Upload: 128, Download: 256, UploadMax: 128, DownloadMax: 256}) {
+		t.Errorf("64 cores, 1 worker: %+v", got)
+	}
+	if got := Tune(2, 8, 5); got != (Tuning{Procs: 1, Upload: 5, Download: 5, UploadMax: 5, DownloadMax: 5}) {
 		t.Errorf("2 cores, 8 workers, concurrency 5: %+v", got)
+	}
+	// The network's controllers start modest, within the ceiling.
+	for _, tc := range []struct {
+		t                  Tuning
+		upStart, downStart int
+		upMax, downMax     int
+	}{
+		{Tune(2, 8, 0), AdaptUploadStart, AdaptDownloadStart, 4, 32},
+		{Tune(16, 1, 0), 2 * AdaptUploadStart, 2 * AdaptDownloadStart, 32, 64},
+		{Tune(2, 8, 1), 1, 1, 1, 1},
+	} {
+		up, down := tc.t.adaptive()
+		if up.Limit() != tc.upStart || down.Limit() != tc.downStart || up.Max() != tc.upMax || down.Max() != tc.downMax {
+			t.Errorf("%+v: uploads start %d ceiling %d, downloads %d %d; want %d %d, %d %d", tc.t, up.Limit(), up.Max(), down.Limit(), down.Max(),
+				tc.upStart, tc.upMax, tc.downStart, tc.downMax)
+		}
 	}
 }

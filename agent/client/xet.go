@@ -26,6 +26,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -163,6 +164,9 @@ type endpoint struct {
 	cache *localshards.Cache // nil when the cache could not be opened (uploads go on without it)
 	local *embedded.CAS      // embedded mode
 	where string             // for messages: CAS URL or store path
+	// up and down set the xorb uploads and range fetches in flight of a network endpoint, adapting
+	// to its link (Tuning); nil for the embedded store (the fixed counts).
+	up, down *concurrency.Controller
 	// verifiesSHA256: the CAS refuses a shard whose files do not hash to the SHA-256 it claims
 	// (batchAction.VerifiesSHA256), so an upload claims the oid instead of hashing the file.
 	verifiesSHA256 bool
@@ -242,7 +246,9 @@ func (x *xetTransferer) batchEndpoint(ctx context.Context, ba *batchAction) *end
 }
 
 func (x *xetTransferer) newBatchEndpoint(ba *batchAction) *endpoint {
-	return &endpoint{mode: agent.ModeBatch, cas: actionCAS(x.o, ba, &x.hubs), cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
+	e := &endpoint{mode: agent.ModeBatch, cas: actionCAS(x.o, ba, &x.hubs), cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
+	e.up, e.down = x.tune.adaptive()
+	return e
 }
 
 // actionCAS is the CAS client of a batch action, its token renewed as batchRefresher says.
@@ -453,6 +459,11 @@ func (x *xetTransferer) uploadConfig(ctx context.Context, e *endpoint, size int6
 	if e.cache != nil {
 		cfg.Cache = e.cache
 	}
+	if size >= ShareMaxBytes {
+		// Large uploads to one endpoint take turns (turns.go), so one controller sets their
+		// uploads in flight; the many small sessions a leader runs at once keep their own count.
+		cfg.Adapt = e.up
+	}
 	if d, err := x.tmpDir(ctx); err == nil {
 		cfg.TempDir = d // the spill of the session's chunk lists; else the system's temp dir
 	}
@@ -467,6 +478,7 @@ func (x *xetTransferer) uploadTo(ctx context.Context, e *endpoint, mode agent.Mo
 	}
 	defer f.Close()
 	cfg := x.uploadConfig(ctx, e, obj.Size)
+	defer logAdapt(x.o.Log, "upload: xorb uploads in flight", cfg.Adapt)
 	res, sess, err := x.uploadFile(ctx, cfg, e, obj, sha, f, progress)
 	var stale *upload.StaleError
 	if errors.As(err, &stale) {

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -119,6 +120,9 @@ func (h *HTTP) do(ctx context.Context, c call) error {
 		code := StatusCode(err)
 		if (c.no429 && code == http.StatusTooManyRequests) || (c.noRetry != nil && c.noRetry(code)) {
 			return retry.Final(err)
+		}
+		if ctx.Err() == nil && retry.IsRetryable(err) {
+			concurrency.Report(ctx, code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable)
 		}
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -25,7 +25,11 @@ import (
 // Config configures downloads. Zero fields take defaults.
 type Config struct {
 	CAS cas.Client
-	// Concurrency is the number of ranges in flight; default 4. A caller reading a store in this
+	// Adapt, when set, decides how many ranges are in flight (xet/concurrency: more while
+	// throughput rises, fewer on 429/503, failures and rising latency); it may be shared by the
+	// downloads of one endpoint. Concurrency is then ignored.
+	Adapt *concurrency.Controller
+	// Concurrency is the number of ranges in flight without Adapt; default 4. A caller reading a store in this
 	// process (xet/embedded) has no latency to hide and may say 1: one range at a time costs the
 	// least CPU per byte (parallel jobs share caches and SMT siblings), leaves a core to the
 	// caller, and keeps every write at the SHA-256 frontier (never read back).
@@ -315,16 +319,22 @@ func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sin
 	return s
 }
 
-// runJobs runs the jobs, Concurrency at a time; a job failing retryably is run again within
-// cfg.Retry (it rewrites the same bytes). This is the one layer that retries range fetches (see
-// package retry).
+// runJobs runs the jobs, as many at a time as cfg.Adapt allows (else Concurrency); a job failing
+// retryably is run again within cfg.Retry (it goes on from where the cut left it). This is the
+// one layer that retries range fetches (see package retry).
 func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
-	get := func(ctx context.Context, j *job) (io.ReadCloser, error) {
-		return cfg.CAS.Fetch(ctx, j.xorb, j.fetch, j.rng.Bytes)
+	ctl := cfg.Adapt
+	if ctl == nil {
+		ctl = concurrency.Fixed(cfg.Concurrency)
 	}
 	fetch := func(ctx context.Context, j *job) error {
 		return cfg.Retry.Do(ctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),
-			func(ctx context.Context) error { return j.run(ctx, get, s) })
+			func(ctx context.Context) error {
+				var m meter
+				err := j.run(ctx, m.fetcher(cfg.CAS), s)
+				m.observe(ctx, ctl, err)
+				return err
+			})
 	}
 	one := func(ctx context.Context, j *job) error {
 		var err error
@@ -354,14 +364,19 @@ func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 		return one(ctx, js[0])
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cfg.Concurrency)
 	for _, j := range js {
-		if gctx.Err() != nil {
-			break
+		if ctl.Acquire(gctx) != nil {
+			break // a job failed, or ctx ended
 		}
-		g.Go(func() error { return one(gctx, j) })
+		g.Go(func() error {
+			defer ctl.Release()
+			return one(gctx, j)
+		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // fetchAll runs the fetches js one after the other.

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -148,8 +153,23 @@ type target struct {
 // hashed and written from the read buffer where it lies; a compressed one is decoded straight into
 // the write buffer (written out when full or when the output jumps) and hashed there. It checks the
 // chunk count of the range and each term's decoded length.
+//
+// An attempt cut short (a reset, a body that ends early: a retryable error) keeps what it decoded:
+// the records read whole are written out and the next attempt asks for the rest of the range only,
+// from the record the cut was in; when that is refused (not retryably), the range is fetched whole.
 func (j *job) run(ctx context.Context, get fetcher, s *sink) error {
-	rc, err := get(ctx, j)
+	r := j.cont
+	rest := j.rng.Bytes
+	if r != nil {
+		rest.Start += r.read
+	}
+	rc, err := get(ctx, j, rest)
+	if err != nil && r != nil && ctx.Err() == nil && !retry.IsRetryable(err) && !errors.Is(err, cas.ErrURLExpired) {
+		// The rest of the range was refused (a server that grants only whole listed ranges):
+		// the next attempt fetches the range whole, rewriting the same bytes.
+		j.cont = nil
+		return retry.Mark(fmt.Errorf("the rest of a range cut short was refused: %w", err))
+	}
 	if err != nil {
 		return err
 	}
@@ -158,17 +178,37 @@ func (j *job) run(ctx context.Context, get fetcher, s *sink) error {
 	defer readPool.Put(rp)
 	wp := writePool.Get().(*[]byte)
 	defer writePool.Put(wp)
-	r := newJobRun(j, s, xorb.NewRecordScanner(rc, *rp, int64(j.rng.Bytes.Len())), newRunBuf(s, *wp))
+	in, w := xorb.NewRecordScanner(rc, *rp, int64(rest.Len())), newRunBuf(s, *wp)
+	if r == nil {
+		r = newJobRun(j, s, in, w)
+	} else {
+		r.in, r.w = in, w
+	}
+	j.cont = nil
 	n := j.rng.Chunks.End - j.rng.Chunks.Start
-	for k := uint32(0); k < n; k++ {
+	for ; r.k < n; r.k++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := r.chunk(k, n); err != nil {
-			return err
+		if err := r.chunk(r.k, n); err != nil {
+			return r.keep(err)
 		}
 	}
 	return r.finish()
+}
+
+// keep ends an attempt that failed with err: when err is worth another attempt, what the
+// attempt decoded is written out and the job goes on from there next time.
+func (r *jobRun) keep(err error) error {
+	if !retry.IsRetryable(err) {
+		return err
+	}
+	if ferr := r.w.flush(true); ferr != nil {
+		return ferr
+	}
+	r.in, r.w = nil, nil
+	r.j.cont = r
+	return err
 }
 
 // jobRun is the state of one job's pass over its range: which terms contain the current chunk,
@@ -187,6 +227,7 @@ type jobRun struct {
 	targets []target
 	ents    [][]hash.Entry // per term of j, per chunk: the entries for the file hash; nil when not verifying
 	read    uint64         // bytes of the range's records read so far
+	k       uint32         // records of the range read so far
 	ck      []checkpoint   // per term of j: the end of its last reported part (Request.OnPart)
 }
 
@@ -447,5 +488,48 @@ func nextRecord(in *xorb.RecordScanner) ([]byte, xorb.RecordHeader, error) {
 	return rec, h, err
 }
 
-// fetcher opens the byte range of a job.
-type fetcher func(ctx context.Context, j *job) (io.ReadCloser, error)
+// fetcher opens bytes r of job j's xorb (its range, or the rest of it).
+type fetcher func(ctx context.Context, j *job, r casapi.ByteRange) (io.ReadCloser, error)
+
+// meter measures one attempt of a job for the concurrency controller: the time its fetch took to
+// answer (the latency) and the bytes its body gave.
+type meter struct {
+	latency time.Duration
+	bytes   atomic.Int64
+}
+
+// fetcher is c.Fetch, measured.
+func (m *meter) fetcher(c cas.Client) fetcher {
+	return func(ctx context.Context, j *job, r casapi.ByteRange) (io.ReadCloser, error) {
+		start := time.Now()
+		rc, err := c.Fetch(ctx, j.xorb, j.fetch, r)
+		m.latency = time.Since(start)
+		if err != nil {
+			return nil, err
+		}
+		return &countedBody{ReadCloser: rc, n: &m.bytes}, nil
+	}
+}
+
+// observe tells ctl how the attempt went: throttled (429, 503), failed in a way worth a retry, or
+// done. A failure that says nothing of the link (a 404, bad data, the caller's cancel) is not told.
+func (m *meter) observe(ctx context.Context, ctl *concurrency.Controller, err error) {
+	if ctx.Err() != nil || (err != nil && !retry.IsRetryable(err)) {
+		return
+	}
+	code := cas.StatusCode(err)
+	throttled := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
+	ctl.Observe(concurrency.Sample{Bytes: m.bytes.Load(), Latency: m.latency, Throttled: throttled, Failed: err != nil && !throttled})
+}
+
+// countedBody counts the bytes read through it.
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}

@@ -73,6 +73,8 @@ type job struct {
 	// term.
 	parts []part
 	seg   *segState
+	// cont, when set, is where an attempt cut short left off: the next goes on from there.
+	cont *jobRun
 }
 
 // planJobs returns the jobs of a plan, in output order: a local job for each term lp covers, a

@@ -2,7 +2,8 @@
 // long to wait before it, and when to stop.
 //
 // Exactly one layer retries each kind of request, so that a failure costs at most one budget of
-// attempts, never the product of several layers' budgets:
+// attempts, never the product of several layers' budgets (how many requests are in flight is
+// xet/concurrency's, told of each failed attempt):
 //
 //	request                                        retried by
 //	CAS routes: reconstruction, dedupe query,      xet/cas (HTTP.do), per call; a 401 refreshes the
@@ -11,7 +12,9 @@
 //	                                                 its own)
 //	xorb range fetch (signed URL or the store)     xet/download (runJobs), per range: a truncated
 //	                                                 body is seen only while decoding it, so
-//	                                                 cas.HTTP.Fetch makes one attempt
+//	                                                 cas.HTTP.Fetch makes one attempt; the next
+//	                                                 asks for the rest of the range, from the
+//	                                                 record the cut fell in
 //	LFS batch API                                  git-lfs itself
 package retry
 

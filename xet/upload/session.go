@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -90,7 +91,11 @@ type Config struct {
 	// this process (xet/embedded) should say 1: the store writes a xorb (~40 ms for 64 MiB) faster
 	// than the next one fills (~70 ms of chunking and compression), so a second upload in flight
 	// would only hold another 64 MiB buffer.
-	Concurrency  int
+	Concurrency int
+	// Adapt, when set, decides how many xorb uploads are in flight (xet/concurrency: more while
+	// throughput rises, fewer on 429/503, failures and rising latency), at most its Max; it may
+	// be shared by the sessions of one endpoint. Concurrency is then ignored.
+	Adapt        *concurrency.Controller
 	GlobalDedupe bool  // ask the CAS about eligible chunks that no local source knows
 	QuerySpacing int64 // at most one global query per this many bytes of a file; default 4e6
 	// TempDir holds the session's spill file (the chunk lists of its cut xorbs); default

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/bufpool"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -151,9 +152,10 @@ func (s *Session) mergeInto(dst, src *sxorb) error {
 	return nil
 }
 
-// cut finishes open xorb x, records it for the shard and starts its upload. It blocks while
-// Concurrency uploads are in flight (so at most Concurrency cut xorbs are in memory, plus the one
-// waiting here, which was the open one). A body is recycled once stored (see bodies).
+// cut finishes open xorb x, records it for the shard and starts its upload. It blocks while the
+// limit of uploads are in flight (Config.Adapt's, else Concurrency: so at most that many cut xorbs
+// are in memory, plus the one waiting here, which was the open one). A body is recycled once
+// stored (see bodies).
 func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	if x.cut || x.b == nil || x.b.Len() == 0 {
 		return nil
@@ -186,10 +188,15 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	s.log.Debug().Str("xorb", built.Hash.String()).Int("chunks", len(built.Chunks)).Uint64("raw", built.RawBytes).
 		Int("bytes", built.Size()).Msg("upload: xorb cut")
 	u := s.uploads()
+	if err := u.ctl.Acquire(ctx); err != nil {
+		putBody(built.Body)
+		return err
+	}
 	select {
-	case u.xorbs <- built:
+	case u.xorbs <- built: // the taker releases the room
 		return ctx.Err()
 	case <-u.done: // an upload failed, or ctx ended (watch)
+		u.ctl.Release()
 		putBody(built.Body)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -198,8 +205,10 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	}
 }
 
-// xorbUploads are the xorb uploads of a session: Config.Concurrency goroutines of an errgroup,
-// each taking cut xorbs from an unbuffered channel, so that a cut blocks while all are busy. They
+// xorbUploads are the xorb uploads of a session: as many goroutines of an errgroup as the
+// controller's ceiling (ctl: Config.Adapt, else a fixed one of Config.Concurrency), each taking
+// cut xorbs from an unbuffered channel; a cut first takes room under the controller's limit, so
+// it blocks while the limit of uploads are in flight. They
 // run from the first Upload until Finish, across calls, so their context is their own: it ends
 // when one fails, at Close, or when the context of the Upload or Finish running meanwhile ends
 // (Session.watch).
@@ -208,15 +217,20 @@ type xorbUploads struct {
 	cancel context.CancelFunc
 	xorbs  chan *xorb.Xorb
 	done   <-chan struct{} // closed when the uploads stop: one failed, or cancel
+	ctl    *concurrency.Controller
 }
 
 // startUploads starts a session's xorb uploads.
 func (s *Session) startUploads() *xorbUploads {
 	ctx, cancel := context.WithCancel(context.Background())
 	g, ctx := errgroup.WithContext(ctx)
-	u := &xorbUploads{g: g, cancel: cancel, xorbs: make(chan *xorb.Xorb), done: ctx.Done()}
-	for range s.cfg.Concurrency {
-		g.Go(func() error { return s.uploadXorbs(ctx, u.xorbs) })
+	ctl := s.cfg.Adapt
+	if ctl == nil {
+		ctl = concurrency.Fixed(s.cfg.Concurrency)
+	}
+	u := &xorbUploads{g: g, cancel: cancel, xorbs: make(chan *xorb.Xorb), done: ctx.Done(), ctl: ctl}
+	for range ctl.Max() {
+		g.Go(func() error { return s.uploadXorbs(ctx, u.xorbs, ctl) })
 	}
 	return u
 }
@@ -241,8 +255,8 @@ func (u *xorbUploads) wait() error {
 }
 
 // uploadXorbs uploads the xorbs it is sent until xorbs is closed or ctx ends (an upload cut short
-// by ctx fails; an idle one just returns).
-func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan *xorb.Xorb) error {
+// by ctx fails; an idle one just returns), releasing the room each took under ctl.
+func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan *xorb.Xorb, ctl *concurrency.Controller) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -251,7 +265,9 @@ func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan *xorb.Xorb) erro
 			if !ok {
 				return nil
 			}
-			if err := s.putXorb(ctx, x); err != nil {
+			err := s.putXorb(ctx, x, ctl)
+			ctl.Release()
+			if err != nil {
 				return err
 			}
 		}
@@ -259,20 +275,27 @@ func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan *xorb.Xorb) erro
 }
 
 // putXorb stores x unless it is large enough to ask first (Config.ResumeCheckBytes) and the CAS
-// already has it, and recycles its body.
-func (s *Session) putXorb(ctx context.Context, x *xorb.Xorb) error {
+// already has it, and recycles its body. ctl is told how it went: the latency of the question (a
+// round trip with no body), the bytes sent, and each attempt the CAS client retried (through the
+// context: concurrency.WithReport).
+func (s *Session) putXorb(ctx context.Context, x *xorb.Xorb, ctl *concurrency.Controller) error {
 	defer putBody(x.Body) // stored, found, or failed: nobody reads it after PutXorb returns
 	c := s.cfg.CAS
+	var lat time.Duration
 	if min := s.cfg.ResumeCheckBytes; min > 0 && int64(x.Size()) >= min {
-		if has, err := c.HasXorb(ctx, x.Hash); err == nil && has {
+		start := time.Now()
+		has, err := c.HasXorb(ctx, x.Hash)
+		lat = time.Since(start)
+		if err == nil && has {
 			s.resumed.Add(int64(x.Size()))
 			s.log.Debug().Str("xorb", x.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
 			return nil
 		}
 	}
-	if _, err := c.PutXorb(ctx, x); err != nil {
+	if _, err := c.PutXorb(concurrency.WithReport(ctx, ctl.Observe), x); err != nil {
 		return fmt.Errorf("upload xorb %s: %w", x.Hash, err)
 	}
+	ctl.Observe(concurrency.Sample{Bytes: int64(x.Size()), Latency: lat})
 	return nil
 }
 
