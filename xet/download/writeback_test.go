@@ -11,12 +11,12 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 )
 
-// A large download starts its write-back while it is written (so that a sync after it finds
-// little left to write), and once more at the end for the rest; a small one leaves it to the
-// kernel. What each request saw written is checked: the first before the whole file was.
+// A large download asks for its write-back (so that a sync after it finds little left to write),
+// the last time once every byte is written; a small one leaves it to the kernel. When the requests
+// come while the bytes are written is TestWritebackEveryStep's.
 func TestDownloadStartsWriteback(t *testing.T) {
 	c := embeddedtest.New(t)
-	large := testutil.RandomBytes(40<<20+4321, 7)
+	large := testutil.RandomBytes(24<<20+4321, 7)
 	small := testutil.RandomBytes(1<<20, 8)
 	res := uploadAll(t, c, large, small)
 	var mu sync.Mutex
@@ -28,7 +28,10 @@ func TestDownloadStartsWriteback(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		n := 0
+		n := 0 // whole 64 KiB blocks that match from the start, then bytes
+		for n+64<<10 <= min(len(got), len(want)) && bytes.Equal(got[n:n+64<<10], want[n:n+64<<10]) {
+			n += 64 << 10
+		}
 		for n < len(got) && n < len(want) && got[n] == want[n] {
 			n++
 		}
@@ -43,11 +46,8 @@ func TestDownloadStartsWriteback(t *testing.T) {
 		t.Fatal("large download differs")
 	}
 	mu.Lock()
-	if len(seen) < 2 {
-		t.Fatalf("%d write-back requests for a %d-byte download, want one while it is written and one at the end", len(seen), len(large))
-	}
-	if seen[0] >= int64(len(large)) {
-		t.Errorf("the first write-back request came when the whole file was written (%d bytes)", seen[0])
+	if len(seen) == 0 {
+		t.Fatalf("no write-back request for a %d-byte download", len(large))
 	}
 	if last := seen[len(seen)-1]; last != int64(len(large)) {
 		t.Errorf("the last write-back request saw %d of %d bytes written", last, len(large))
