@@ -85,7 +85,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			x.rebuildIndex(ctx, e, idx)
 		}
 	}
-	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.tune.Download, Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(x.o.Git)}, req)
+	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.downloadConcurrency(e), Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(x.o.Git)}, req)
 	if part != nil {
 		part.Close(err == nil)
 	}
@@ -108,6 +108,19 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			Int64("resumed", st.InPlace).Int("stale_terms", st.LocalStale).Msg("download: delta")
 	}
 	return agent.Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
+}
+
+// downloadConcurrency is how many ranges one download from e fetches at once: the tuned count
+// for a CAS across a network, which hides its latency; one for the store on this machine
+// (xet/embedded), where a second range only splits the decoding and hashing that one range does
+// between two goroutines, writes past the SHA-256's in-order frontier (bytes then read back from
+// the file to be hashed), and takes the core git-lfs needs to re-hash the file before. A
+// concurrency the user set (Options.Concurrency, GIT_XET_CONCURRENCY) is used everywhere.
+func (x *xetTransferer) downloadConcurrency(e *endpoint) int {
+	if e.local != nil && x.o.Concurrency <= 0 {
+		return 1
+	}
+	return x.tune.Download
 }
 
 // recordUpload adds an uploaded object to the chunk index: its registered terms and its chunks

@@ -269,7 +269,13 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 			s.sha = newSHAStream(f)
 			defer s.sha.stop()
 		}
+		if l.size >= writebackStep {
+			s.wb = newWriteback(f)
+		}
 		err = runJobs(ctx, cfg, js, s)
+		if s.wb != nil {
+			s.wb.close(err == nil)
+		}
 		if s.merkle != nil {
 			s.merkle.close()
 		}

@@ -41,6 +41,7 @@ type sink struct {
 	l        *layout
 	merkle   *merkleStream // the file hash, fed term by term; nil when not verifying
 	sha      *shaStream    // nil when no SHA-256 is wanted
+	wb       *writeback    // nil for outputs under writebackStep
 	mu       sync.Mutex
 	done     int64
 	reported int64
@@ -94,6 +95,9 @@ const progressStep = 1 << 20
 func (s *sink) progress(n int64) {
 	s.mu.Lock()
 	s.done = min(s.done+n, s.l.size) // bytes of a local copy that failed half-way are written again
+	if s.wb != nil {
+		s.wb.wrote(n)
+	}
 	if s.report != nil && s.done-s.reported >= progressStep {
 		s.reported = s.done
 		s.report(s.done)
