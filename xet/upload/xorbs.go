@@ -188,12 +188,13 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	s.log.Debug().Str("xorb", built.Hash.String()).Int("chunks", len(built.Chunks)).Uint64("raw", built.RawBytes).
 		Int("bytes", built.Size()).Msg("upload: xorb cut")
 	u := s.uploads()
+	q := queuedXorb{x: built, asked: s.askHas(ctx, built)}
 	if err := u.ctl.Acquire(ctx); err != nil {
 		putBody(built.Body)
 		return err
 	}
 	select {
-	case u.xorbs <- built: // the taker releases the room
+	case u.xorbs <- q: // the taker releases the room
 		return ctx.Err()
 	case <-u.done: // an upload failed, or ctx ended (watch)
 		u.ctl.Release()
@@ -215,7 +216,7 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 type xorbUploads struct {
 	g      *errgroup.Group
 	cancel context.CancelFunc
-	xorbs  chan *xorb.Xorb
+	xorbs  chan queuedXorb
 	done   <-chan struct{} // closed when the uploads stop: one failed, or cancel
 	ctl    *concurrency.Controller
 }
@@ -228,7 +229,7 @@ func (s *Session) startUploads() *xorbUploads {
 	if ctl == nil {
 		ctl = concurrency.Fixed(s.cfg.Concurrency)
 	}
-	u := &xorbUploads{g: g, cancel: cancel, xorbs: make(chan *xorb.Xorb), done: ctx.Done(), ctl: ctl}
+	u := &xorbUploads{g: g, cancel: cancel, xorbs: make(chan queuedXorb), done: ctx.Done(), ctl: ctl}
 	for range ctl.Max() {
 		g.Go(func() error { return s.uploadXorbs(ctx, u.xorbs, ctl) })
 	}
@@ -256,7 +257,7 @@ func (u *xorbUploads) wait() error {
 
 // uploadXorbs uploads the xorbs it is sent until xorbs is closed or ctx ends (an upload cut short
 // by ctx fails; an idle one just returns), releasing the room each took under ctl.
-func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan *xorb.Xorb, ctl *concurrency.Controller) error {
+func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan queuedXorb, ctl *concurrency.Controller) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -274,25 +275,59 @@ func (s *Session) uploadXorbs(ctx context.Context, xorbs <-chan *xorb.Xorb, ctl 
 	}
 }
 
-// putXorb stores x unless it is large enough to ask first (Config.ResumeCheckBytes) and the CAS
-// already has it, and recycles its body. ctl is told how it went: the latency of the question (a
-// round trip with no body), the bytes sent, and each attempt the CAS client retried (through the
-// context: concurrency.WithReport).
-func (s *Session) putXorb(ctx context.Context, x *xorb.Xorb, ctl *concurrency.Controller) error {
-	defer putBody(x.Body) // stored, found, or failed: nobody reads it after PutXorb returns
-	c := s.cfg.CAS
-	var lat time.Duration
-	if min := s.cfg.ResumeCheckBytes; min > 0 && int64(x.Size()) >= min {
+// queuedXorb is a cut xorb on its way to an upload goroutine, with the answer to "does the CAS
+// hold it already" when it is large enough to ask (askHas), else nil.
+type queuedXorb struct {
+	x     *xorb.Xorb
+	asked <-chan hasAnswer
+}
+
+// hasAnswer is the CAS's answer about one xorb and how long the question took (a round trip with
+// no body: the controller's latency sample).
+type hasAnswer struct {
+	has bool
+	lat time.Duration
+}
+
+// askHas asks the CAS whether it holds x when x is large enough (Config.ResumeCheckBytes), on a
+// goroutine of its own, from the moment x is cut: the round trip then runs while x waits for room
+// under the limit instead of after it got some, so on a long link it costs no upload time. A
+// failed question reads as "not held" (x is sent).
+func (s *Session) askHas(ctx context.Context, x *xorb.Xorb) <-chan hasAnswer {
+	if min := s.cfg.ResumeCheckBytes; min <= 0 || int64(x.Size()) < min {
+		return nil
+	}
+	ch, h := make(chan hasAnswer, 1), x.Hash
+	go func() {
 		start := time.Now()
-		has, err := c.HasXorb(ctx, x.Hash)
-		lat = time.Since(start)
-		if err == nil && has {
+		has, err := s.cfg.CAS.HasXorb(ctx, h)
+		ch <- hasAnswer{has: err == nil && has, lat: time.Since(start)}
+	}()
+	return ch
+}
+
+// putXorb stores q's xorb unless the CAS answered that it holds it already, and recycles its
+// body. ctl is told how it went: the latency of the question, the bytes sent, and each attempt
+// the CAS client retried (through the context: concurrency.WithReport).
+func (s *Session) putXorb(ctx context.Context, q queuedXorb, ctl *concurrency.Controller) error {
+	x := q.x
+	defer putBody(x.Body) // stored, found, or failed: nobody reads it after PutXorb returns
+	var lat time.Duration
+	if q.asked != nil {
+		var a hasAnswer
+		select {
+		case a = <-q.asked:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		lat = a.lat
+		if a.has {
 			s.resumed.Add(int64(x.Size()))
 			s.log.Debug().Str("xorb", x.Hash.String()).Msg("upload: xorb already stored (an interrupted upload resumed); not sent")
 			return nil
 		}
 	}
-	if _, err := c.PutXorb(concurrency.WithReport(ctx, ctl.Observe), x); err != nil {
+	if _, err := s.cfg.CAS.PutXorb(concurrency.WithReport(ctx, ctl.Observe), x); err != nil {
 		return fmt.Errorf("upload xorb %s: %w", x.Hash, err)
 	}
 	ctl.Observe(concurrency.Sample{Bytes: int64(x.Size()), Latency: lat})
