@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
@@ -33,9 +34,13 @@ func TestConcurrentOverlappingPushes(t *testing.T) {
 				works[i] = filepath.Join(e.home, fmt.Sprintf("w%d", i))
 				e.workTree(works[i], remote, repoOpts{lfsURL: lfsURL})
 			}
+			start := time.Now()
 			for round := range 20 {
 				pushRound(t, e, works, round)
 			}
+			// Printed, never asserted: test/concurrent-push.sh reads both kinds' figures from one
+			// run and prints their ratio.
+			t.Logf("push rounds: %s %.2f s", kind, time.Since(start).Seconds())
 			for i, w := range works {
 				clone := filepath.Join(e.home, fmt.Sprintf("clone%d", i))
 				e.git("", "clone", "-q", "-b", fmt.Sprintf("b%d", i), remote, clone)
