@@ -263,6 +263,7 @@ func (f *fileState) lookup(ctx context.Context, h hash.Hash, off int64) (*run, b
 			return &run{ref: ref{ext: m.Xorb}, next: m.Index, ext: m.Chunks, key: m.Key}, true
 		}
 	}
+	s.useAnswers()
 	if r, ok := s.lookupGlobal(h); ok {
 		return r, true
 	}
@@ -272,24 +273,91 @@ func (f *fileState) lookup(ctx context.Context, h hash.Hash, off int64) (*run, b
 	if f.lastQuery >= 0 && off-f.lastQuery < s.cfg.QuerySpacing {
 		return nil, false
 	}
+	if off > 0 {
+		// Asked in the background, as xet-core does: on a long link a round trip per question
+		// in the chunk stream is time the upload waits. Chunks before the answer are new; the
+		// answer (a whole shard: usually every xorb of the file it names) serves those after.
+		f.lastQuery = off
+		s.askGlobal(ctx, h)
+		return nil, false
+	}
+	// A file's first chunk is asked in turn: the answer decides whether the whole file is known.
 	f.lastQuery = off
 	data, err := s.cfg.CAS.QueryChunk(ctx, h)
+	s.useGlobal(data, err)
+	if err != nil {
+		return nil, false
+	}
+	return s.lookupGlobal(h)
+}
+
+// maxGlobalQueries bounds the global-dedupe questions a session has in flight; one more waits for
+// an answer first.
+const maxGlobalQueries = 4
+
+// globalQueries are a session's global-dedupe questions in flight: each runs on a goroutine of its
+// own and leaves its answer in answers, which the session takes up (useAnswers) under its mutex.
+type globalQueries struct {
+	answers  chan globalAnswer // buffered: maxGlobalQueries
+	inFlight int
+}
+
+type globalAnswer struct {
+	data []byte
+	err  error
+}
+
+// askGlobal asks the CAS about chunk h on a goroutine of its own, first waiting for an answer
+// while maxGlobalQueries are in flight.
+func (s *Session) askGlobal(ctx context.Context, h hash.Hash) {
+	q := &s.queries
+	if q.answers == nil {
+		q.answers = make(chan globalAnswer, maxGlobalQueries)
+	}
+	for q.inFlight >= maxGlobalQueries {
+		a := <-q.answers // each question ends (its ctx bounds it) and answers
+		q.inFlight--
+		s.useGlobal(a.data, a.err)
+	}
+	q.inFlight++
+	c := s.cfg.CAS
+	go func() {
+		data, err := c.QueryChunk(ctx, h)
+		q.answers <- globalAnswer{data, err}
+	}()
+}
+
+// useAnswers takes up the answers that have come, without waiting.
+func (s *Session) useAnswers() {
+	for s.queries.inFlight > 0 {
+		select {
+		case a := <-s.queries.answers:
+			s.queries.inFlight--
+			s.useGlobal(a.data, a.err)
+		default:
+			return
+		}
+	}
+}
+
+// useGlobal indexes a global-dedupe answer for this session and keeps it in the shard cache
+// (err: the question failed; not found is no news).
+func (s *Session) useGlobal(data []byte, err error) {
 	if err != nil {
 		if !errors.Is(err, cas.ErrNotFound) {
 			s.log.Debug().Err(err).Msg("upload: global dedupe query failed")
 		}
-		return nil, false
+		return
 	}
 	if err := s.addGlobal(data); err != nil {
 		s.log.Warn().Err(err).Msg("upload: unusable global dedupe answer")
-		return nil, false
+		return
 	}
 	if s.cfg.Cache != nil {
 		if err := s.cfg.Cache.AddDedupe(data); err != nil {
 			s.log.Warn().Err(err).Msg("upload: could not cache a global dedupe answer")
 		}
 	}
-	return s.lookupGlobal(h)
 }
 
 // eligible: xet-core queries the file's first chunk and chunks whose hash % 1024 == 0.

@@ -2,10 +2,13 @@ package upload_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
@@ -272,9 +275,20 @@ func TestGlobalQueriesEligibleAndSpaced(t *testing.T) {
 			if tc.rule == 1 && len(want) < 13 {
 				t.Fatalf("test data: only %d eligible chunks", len(want))
 			}
+			// Questions after a file's first chunk run in the background: they reach the CAS in any
+			// order; which chunks are asked about is what counts.
+			queries := slices.Clone(cc.queries)
+			slices.SortFunc(queries, func(a, b hash.Hash) int {
+				oa, oka := offset[a]
+				ob, okb := offset[b]
+				if !oka || !okb {
+					return 0
+				}
+				return cmp.Compare(oa, ob)
+			})
 			seen := make(map[hash.Hash]bool)
 			last := int64(-1)
-			for i, q := range cc.queries {
+			for i, q := range queries {
 				off, ok := offset[q]
 				if !ok {
 					t.Fatalf("query %d: %s is no chunk of the file", i, q)
@@ -291,14 +305,71 @@ func TestGlobalQueriesEligibleAndSpaced(t *testing.T) {
 				}
 				last = off
 			}
-			if len(cc.queries) != len(want) {
-				t.Fatalf("%d global queries, want %d (eligible chunks %d bytes apart at least)", len(cc.queries), len(want), tc.rule)
+			if len(queries) != len(want) {
+				t.Fatalf("%d global queries, want %d (eligible chunks %d bytes apart at least)", len(queries), len(want), tc.rule)
 			}
 			for i := range want {
-				if cc.queries[i] != want[i] {
-					t.Fatalf("query %d asks the chunk at %d, want the one at %d", i, offset[cc.queries[i]], offset[want[i]])
+				if queries[i] != want[i] {
+					t.Fatalf("query %d asks the chunk at %d, want the one at %d", i, offset[queries[i]], offset[want[i]])
 				}
 			}
 		})
+	}
+}
+
+// heldQueries answers a file's first chunk at once and holds every later question until release
+// is closed (or its context ends).
+type heldQueries struct {
+	*recCAS
+	first   hash.Hash
+	release chan struct{}
+}
+
+func (c *heldQueries) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error) {
+	if h != c.first {
+		select {
+		case <-c.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return c.recCAS.QueryChunk(ctx, h)
+}
+
+// Questions about chunks after a file's first run in the background (as xet-core's do): a file
+// whose later questions are not answered yet is chunked and uploaded all the same, the answers
+// taken up when they come.
+func TestLaterGlobalQueriesDoNotHoldTheStream(t *testing.T) {
+	e := eligibleBlocks(t, 4, 1<<40)
+	var parts [][]byte
+	parts = append(parts, blocks(3, 5000)...)
+	parts = append(parts, e...)
+	parts = append(parts, blocks(64, 6000)...)
+	f := join(t, parts...)
+	chunks := chunkEntries(f)
+	c := &heldQueries{recCAS: &recCAS{}, first: chunks[0].entry.Hash, release: make(chan struct{})}
+	s := upload.NewSession(upload.Config{CAS: c, GlobalDedupe: true, QuerySpacing: 1, Policy: policyNone})
+	defer s.Close()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Upload(ctx, bytesReader(f), nil, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		close(c.release)
+		t.Fatal("the upload waited for the answers to its later global-dedupe questions")
+	}
+	close(c.release)
+	if err := s.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if q, _, _ := c.counts(); q < 2 {
+		t.Fatalf("%d global questions, want the first chunk's and later ones", q)
 	}
 }

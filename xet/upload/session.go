@@ -182,8 +182,9 @@ type Session struct {
 	lending  []*lending  // files lent from since the last Finish (Config.Lend)
 	newXorbs []*sxorb    // xorbs cut since the last Finish
 	files    []pendingFile
-	done     []shard.File // the files registered by the last Finish
-	global   []*gshard    // global-dedupe answers of this session
+	done     []shard.File  // the files registered by the last Finish
+	global   []*gshard     // global-dedupe answers of this session
+	queries  globalQueries // global-dedupe questions in flight (dedupe.go)
 	stats    struct{ xorbs int }
 	resumed  atomic.Int64 // bytes of xorbs not sent because the CAS had them (ResumeCheckBytes)
 }
