@@ -1,9 +1,12 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding"
 	"hash"
+	"sync"
+	"time"
 
 	xhash "github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -55,13 +58,82 @@ func (s *Store) chainHasher(f xorb.Follows) (hash.Hash, xhash.Hash) {
 	return nil, xhash.Hash{}
 }
 
-// keepChain records the state of a run ending with xorb x (validated, chunks chunks).
+// keepChain records the state of a run ending with xorb x (validated, chunks chunks), and goes on
+// with the xorbs that waited for it (chainWaits).
 func (s *Store) keepChain(x xhash.Hash, prevID xhash.Hash, chunks int, h hash.Hash) {
 	st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return
 	}
-	s.chains.put(x, &chainState{id: chainID(prevID, x), chunks: chunks, state: st})
+	cs := &chainState{id: chainID(prevID, x), chunks: chunks, state: st}
+	w := &s.waiting
+	w.mu.Lock()
+	s.chains.put(x, cs)
+	next := w.by[x]
+	delete(w.by, x)
+	w.n -= len(next)
+	w.mu.Unlock()
+	for _, y := range next {
+		go s.extendChain(x, cs, y)
+	}
+}
+
+// chainWaits are stored xorbs whose hint named a previous xorb whose state was not kept yet when
+// they arrived: with several uploads in flight, a file's next xorb starts arriving before the one
+// it follows is whole. When that state comes (keepChain), each waiting xorb is read back (from the
+// page cache, as it was just written) and hashed onto it on a goroutine of its own, while the rest
+// of the push is still arriving, instead of at the registration the client waits for.
+type chainWaits struct {
+	mu sync.Mutex
+	by map[xhash.Hash][]waitingXorb // by the xorb they follow
+	n  int
+}
+
+type waitingXorb struct {
+	x      xhash.Hash
+	chunks int
+}
+
+// maxChainWaits bounds the xorbs waiting (a hint naming a xorb that never comes is forgotten
+// with the oldest); beyond it a xorb just waits for nothing, and its file is read at registration.
+const maxChainWaits = 4096
+
+// chainWait records that stored xorb x (chunks chunks) follows prev, whose state is not known
+// (chainHasher found none), or goes on with it at once if the state came meanwhile.
+func (s *Store) chainWait(prev, x xhash.Hash, chunks int) {
+	w := &s.waiting
+	w.mu.Lock()
+	if st, ok := s.chains.get(prev); ok {
+		w.mu.Unlock()
+		go s.extendChain(prev, st, waitingXorb{x, chunks})
+		return
+	}
+	if w.n >= maxChainWaits {
+		w.by, w.n = nil, 0
+	}
+	if w.by == nil {
+		w.by = make(map[xhash.Hash][]waitingXorb)
+	}
+	w.by[prev] = append(w.by[prev], waitingXorb{x, chunks})
+	w.n++
+	w.mu.Unlock()
+}
+
+// extendChain hashes stored xorb y's raw bytes onto the state st of the run ending with prev and
+// keeps the result (which in turn goes on with the xorbs waiting for y). A failure keeps nothing:
+// the file is then read at registration, as without hints.
+func (s *Store) extendChain(prev xhash.Hash, st *chainState, y waitingXorb) {
+	h := sha256.New()
+	if h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.state) != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := s.hashTerm(ctx, h, fileTerm{Xorb: y.x, Start: 0, End: uint32(y.chunks)}, nil); err != nil {
+		s.log.Debug().Err(err).Str("xorb", y.x.String()).Msg("sha256 run not extended")
+		return
+	}
+	s.keepChain(y.x, st.id, y.chunks, h)
 }
 
 // chainPrefix returns a SHA-256 hasher holding the state after the longest run of rec's first

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -80,5 +81,39 @@ func TestSHA256HashedOnArrival(t *testing.T) {
 	}
 	if got, _, err := s.LookupVerifiedSHA256(ctx, "ns", hash.FromSHA256(f.sha)); err != nil || got != f.hash {
 		t.Fatalf("verified mapping: %s, %v", got, err)
+	}
+}
+
+// Several uploads in flight: a file's xorbs arrive before those they follow are whole. Each one
+// waits for its predecessor's state and is then hashed onto it in the background, so the run still
+// covers the file's first terms by the time it registers (here: arriving in reverse order).
+func TestSHA256RunCatchesUpOutOfOrder(t *testing.T) {
+	ctx := context.Background()
+	r := loadRef(t)
+	s := openStore(t)
+	xa, xb, xc := r.xorb(0, 1, 2), r.xorb(3, 4, 5), r.xorb(6, 7)
+	for _, p := range []struct {
+		x *testXorb
+		f xorb.Follows
+	}{{xc, xorb.Follows{Prev: xb.hash}}, {xb, xorb.Follows{Prev: xa.hash}}, {xa, xorb.Follows{Start: true}}} {
+		if _, err := s.PutXorbFollowing(ctx, p.x.hash, bytes.NewReader(p.x.body), p.f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := r.file(seg{xa, 0, 3}, seg{xb, 0, 3}, seg{xc, 0, 2})
+	rec := recordOf(f)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, n := s.chainPrefix(rec); n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, n := s.chainPrefix(rec)
+			t.Fatalf("%d of the file's 3 terms hashed before registration, want all (the later xorbs caught up)", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got, err := s.contentSHA256(ctx, rec); err != nil || got != f.sha {
+		t.Fatalf("SHA-256 %x (%v), want %x", got, err, f.sha)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gohash "hash"
 	"io"
 	"time"
 
@@ -50,8 +51,8 @@ func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reade
 				return false, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
 			}
 			created, chunks, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw)
-			if err == nil && sha != nil {
-				s.keepChain(h, prevID, chunks, sha)
+			if err == nil {
+				s.chainOn(h, f, prevID, chunks, sha)
 			}
 			return created, err
 		}
@@ -65,15 +66,30 @@ func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reade
 	if err != nil {
 		return false, err
 	}
-	if sha != nil {
-		s.keepChain(h, prevID, len(info.Chunks), sha)
-	}
 	if exists {
 		if replaced, err := s.replaceDamaged(ctx, h); err != nil || !replaced {
+			if err == nil {
+				s.chainOn(h, f, prevID, len(info.Chunks), sha)
+			}
 			return false, err
 		}
 	}
-	return s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
+	created, err := s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
+	if err == nil {
+		s.chainOn(h, f, prevID, len(info.Chunks), sha)
+	}
+	return created, err
+}
+
+// chainOn records the SHA-256 run of stored xorb h under hint f: its state when it was hashed on
+// arrival (sha), else, when the xorb it follows had no state yet, a wait for that state.
+func (s *Store) chainOn(h hash.Hash, f xorb.Follows, prevID hash.Hash, chunks int, sha gohash.Hash) {
+	switch {
+	case sha != nil:
+		s.keepChain(h, prevID, chunks, sha)
+	case !f.Start && f.Prev != hash.Hash{}:
+		s.chainWait(f.Prev, h, chunks)
+	}
 }
 
 // validateAndStoreXorb fully validates a xorb body (ValidateXorb) and stores it with its footer.

@@ -90,6 +90,7 @@ type Store struct {
 	meta    *lru[hash.Hash, *xorbMeta]
 	entries *lru[string, []byte] // nil: off
 	chains  *lru[hash.Hash, *chainState]
+	waiting chainWaits // xorbs whose run's state came after them (chain.go)
 }
 
 // ReadAtCloser is an open stored xorb object, read under the ctx it was opened with.
