@@ -280,6 +280,9 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 			s.merkle.close()
 		}
 		s.statsTo(req.Stats)
+		if s.sha != nil {
+			req.Stats.SHABehind = s.sha.behind()
+		}
 		if errors.Is(err, cas.ErrURLExpired) && !replanned {
 			cfg.Log.Debug().Str("file", req.File.String()).Msg("download: signed URL expired; planning again")
 			continue
