@@ -27,18 +27,31 @@ type rangeCAS struct {
 	failAt     int
 	wholeOnly  bool // refuse (403) ranges under 1 MiB, as a URL granting only its listed ranges whole
 	badOffsets bool // a footer whose inner record offsets are wrong
+	cutAt      int  // the body of that fetch (1 the first) ends half-way, once
 	mu         sync.Mutex
 	ranges     []casapi.ByteRange
+	xorbs      []hash.Hash // of ranges
 	footers    int
 }
 
 func (c *rangeCAS) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
 	c.mu.Lock()
 	c.ranges = append(c.ranges, r)
+	c.xorbs = append(c.xorbs, x)
 	n := len(c.ranges)
 	c.mu.Unlock()
 	if n == c.failAt {
 		return nil, retry.Mark(errors.New("connection reset (test)"))
+	}
+	if n == c.cutAt {
+		rc, err := c.Client.Fetch(ctx, x, f, r)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(rc, int64(r.Len()/2)), rc}, nil
 	}
 	if c.wholeOnly && r.Len() < 1<<20 {
 		return nil, cas.ErrURLExpired
