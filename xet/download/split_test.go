@@ -277,3 +277,47 @@ func (b *fairBody) Close() error {
 	b.l.mu.Unlock()
 	return b.rc.Close()
 }
+
+// A URL that refuses ranges inside its listed one: the first refused range of a term makes the
+// term be fetched whole, once; the other ranges of it are not asked for.
+func TestSplitURLRefusesSubranges(t *testing.T) {
+	c, data, res := termsFixture(t)
+	c.wholeOnly = true
+	out := filepath.Join(t.TempDir(), "out")
+	st := getCfg(t, splitCfg(c, 1), res, out, nil)
+	sameFile(t, out, data)
+	whole := 0
+	for x, rs := range byXorb(c) {
+		if len(rs) == 2 && rs[1].Len() > 2<<20 && rs[0].Start == rs[1].Start {
+			whole++
+		} else if len(rs) != 1 {
+			t.Fatalf("xorb %s: ranges %v, want one refused and the term whole", x, rs)
+		}
+	}
+	if whole != splitParts || st.FetchedTerms != int64(len(data)) {
+		t.Fatalf("%d terms fetched whole after a refusal, want %d; %+v", whole, splitParts, st)
+	}
+}
+
+// A footer without raw offsets (version 0) or with record offsets that are wrong: the terms are
+// fetched whole, as the plan lists them, and the file verifies.
+func TestSplitUnusableFooter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*rangeCAS)
+	}{{"v0", func(c *rangeCAS) { c.v0Footer = true }}, {"bad offsets", func(c *rangeCAS) { c.badOffsets = true }}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, data, res := termsFixture(t)
+			tc.set(c)
+			out := filepath.Join(t.TempDir(), "out")
+			st := getCfg(t, splitCfg(c, 4), res, out, nil)
+			sameFile(t, out, data)
+			if st.FetchedTerms < int64(len(data)) || c.footers != splitParts {
+				t.Fatalf("%s: %+v, %d footer reads", tc.name, st, c.footers)
+			}
+			if tc.name == "v0" && len(c.ranges) != splitParts+1 {
+				t.Fatalf("v0 footers: ranges %v, want each term whole", c.ranges)
+			}
+		})
+	}
+}
