@@ -50,6 +50,13 @@ type Config struct {
 	// not make a term worth splitting. Default DefaultGapBytes (256 KiB, about four chunks of
 	// 64 KiB).
 	GapBytes int64
+	// SplitBytes: with Adapt (a CAS over a network), a fetched term of a whole-file download
+	// larger than this is fetched as ranges of about this many bytes (whole chunks, at the offsets
+	// of the xorb's footer, read once per xorb and download), started in file order: the output is
+	// written front to back while the ranges are in flight, so the SHA-256 keeps up with the
+	// transfer, and the controller sees a sample per range. Each range is retried on its own; a
+	// CAS without footers (or with version-0 ones) gets the whole term. Default DefaultSplitBytes.
+	SplitBytes int64
 }
 
 func (cfg Config) withDefaults() Config {
@@ -58,6 +65,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.GapBytes <= 0 {
 		cfg.GapBytes = DefaultGapBytes
+	}
+	if cfg.SplitBytes <= 0 {
+		cfg.SplitBytes = DefaultSplitBytes
 	}
 	return cfg
 }
@@ -236,22 +246,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		if err != nil {
 			return 0, nil, err
 		}
-		want := int64(-1)
-		if req.Range != nil {
-			if req.Range.End < req.Range.Start {
-				return 0, nil, fmt.Errorf("bad range %d-%d", req.Range.Start, req.Range.End)
-			}
-			want = int64(req.Range.Len())
-		}
-		l, err := newLayout(plan, want)
-		if err != nil {
-			return 0, nil, err
-		}
-		var local *localPlan
-		if whole && req.Local != nil {
-			local = planLocal(req.Local, l, f.Name(), cfg.GapBytes)
-		}
-		js, err := planJobs(plan, l, local)
+		l, js, err := planFill(cfg, req, plan, f.Name())
 		if err != nil {
 			return 0, nil, err
 		}
@@ -308,12 +303,42 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 	}
 }
 
+// planFill lays out req's bytes of plan and returns the jobs writing them to the output named
+// out: terms copied from req.Local where it holds them, the rest fetched; with cfg.Adapt (a CAS
+// over a network), the large fetched terms of a whole file split into ranges in file order.
+func planFill(cfg Config, req Request, plan *casapi.ReconstructionV2, out string) (*layout, []*job, error) {
+	want := int64(-1)
+	if req.Range != nil {
+		if req.Range.End < req.Range.Start {
+			return nil, nil, fmt.Errorf("bad range %d-%d", req.Range.Start, req.Range.End)
+		}
+		want = int64(req.Range.Len())
+	}
+	l, err := newLayout(plan, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	whole := req.Range == nil
+	var local *localPlan
+	if whole && req.Local != nil {
+		local = planLocal(req.Local, l, out, cfg.GapBytes)
+	}
+	js, err := planJobs(plan, l, local)
+	if err != nil {
+		return nil, nil, err
+	}
+	if whole && cfg.Adapt != nil {
+		js = splitJobs(js, l, cfg.SplitBytes)
+	}
+	return l, js, nil
+}
+
 // newSink returns the sink of jobs js writing layout l to f.
 func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sink {
 	s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart,
 		readFooter: cfg.CAS.XorbFooter, footers: make(map[hash.Hash]*footerEntry), gap: cfg.GapBytes}
 	for _, j := range js {
-		if j.parts != nil {
+		if j.parts != nil || j.split != nil {
 			e := s.footers[j.xorb]
 			if e == nil {
 				e = new(footerEntry)
@@ -352,6 +377,8 @@ func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
 				cfg.Log.Debug().Err(err).Int("term", j.terms[0]).Msg("download: fetching the partly local term whole")
 				return fetchAll(ctx, fetch, j.fallback)
 			}
+		case j.split != nil:
+			return j.runSplit(ctx, s, fetch)
 		case j.resume != nil:
 			if err = copyPieces(ctx, s, j.resume.pieces, s.l.pos[j.terms[0]]); err == nil {
 				return fetch(ctx, j)

@@ -69,6 +69,9 @@ func (s *sink) statsTo(st *Stats) {
 		s.mu.Lock()
 		*st = s.stats
 		s.mu.Unlock()
+		if s.sha != nil {
+			st.SHABehind = s.sha.behind()
+		}
 	}
 }
 

@@ -56,6 +56,11 @@ type Stats struct {
 	Local        int64 // bytes copied from local files, verified
 	InPlace      int64 // bytes found verified where they belong (a resumed download)
 	LocalStale   int   // terms whose local bytes did not verify and were fetched instead
+	// SHABehind is the most bytes of the output written ahead of the SHA-256's in-order prefix at
+	// one time (0 when no SHA-256 was asked for): bytes the SHA-256 reads back from the file once
+	// the prefix reaches them. Fetching in file order keeps it near the bytes in flight, so the
+	// SHA-256 is done soon after the last byte arrives.
+	SHABehind int64
 }
 
 // piece is part of a local term: bytes at pos of path hold chunks with entries ents.

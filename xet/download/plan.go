@@ -73,6 +73,8 @@ type job struct {
 	// term.
 	parts []part
 	seg   *segState
+	// split, when set, makes the job one range of a fetched term split into several (splitJobs).
+	split *splitState
 	// cont, when set, is where an attempt cut short left off: the next goes on from there.
 	cont *jobRun
 }

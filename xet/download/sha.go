@@ -31,6 +31,8 @@ type shaStream struct {
 	mu      sync.Mutex
 	ready   int64      // [0, ready) is written and queued
 	pending [][2]int64 // written ranges past ready: [start, end)
+	ahead   int64      // bytes of pending (a range written twice counts twice)
+	most    int64      // the largest ahead has been
 	closed  bool
 }
 
@@ -67,6 +69,8 @@ func (s *shaStream) written(pos int64, b []byte) error {
 	}
 	if pos > s.ready {
 		s.pending = append(s.pending, [2]int64{pos, end})
+		s.ahead += end - pos
+		s.most = max(s.most, s.ahead)
 		return nil
 	}
 	for rest := b[s.ready-pos:]; len(rest) > 0; {
@@ -79,6 +83,7 @@ func (s *shaStream) written(pos int64, b []byte) error {
 	sort.Slice(s.pending, func(a, b int) bool { return s.pending[a][0] < s.pending[b][0] })
 	k := 0
 	for ; k < len(s.pending) && s.pending[k][0] <= s.ready; k++ {
+		s.ahead -= s.pending[k][1] - s.pending[k][0]
 		if e := s.pending[k][1]; e > s.ready {
 			s.q <- shaItem{from: s.ready, to: e}
 			s.ready = e
@@ -86,6 +91,16 @@ func (s *shaStream) written(pos int64, b []byte) error {
 	}
 	s.pending = s.pending[k:]
 	return nil
+}
+
+// behind returns the most bytes that were written past the in-order prefix at one time: what the
+// hasher had to read back from the file at once when the prefix reached them. A download that
+// writes the file front to back keeps it near the bytes in flight; one whose first range ends last
+// leaves nearly the whole file to read back and hash after the last byte arrived.
+func (s *shaStream) behind() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.most
 }
 
 // run hashes the queue in order; after an error it only drains it.

@@ -61,3 +61,35 @@ func TestSHAStreamOutOfOrder(t *testing.T) {
 		f.Close()
 	}
 }
+
+// behind counts the bytes written past the in-order prefix at one time: none for writes in file
+// order, the rest of the file when the first piece comes last.
+func TestSHAStreamBehind(t *testing.T) {
+	data := make([]byte, 4<<20)
+	for _, tc := range []struct {
+		name  string
+		order []int // of four 1 MiB pieces
+		want  int64
+	}{{"in order", []int{0, 1, 2, 3}, 0}, {"first last", []int{1, 2, 3, 0}, 3 << 20}, {"pairs", []int{1, 0, 3, 2}, 1 << 20}} {
+		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		s := newSHAStream(f)
+		for _, i := range tc.order {
+			if err := s.written(int64(i)<<20, data[i<<20:(i+1)<<20]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.finish(int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.behind(); got != tc.want {
+			t.Errorf("%s: %d bytes behind at most, want %d", tc.name, got, tc.want)
+		}
+		f.Close()
+	}
+}
