@@ -59,7 +59,7 @@ xet_binaries "$work/bin"
 go build -o "$work/bin/linkemu" ./test/linkemu
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
 unset GIT_DIR GIT_WORK_TREE GIT_TRACE GIT_XET_CPUPROFILE HF_TOKEN HF_ENDPOINT HF_HOME HF_XET_CACHE GIT_LFS_PROGRESS
-export GIT_XET_LOG="$work/agent.log" GIT_XET_LOG_LEVEL=info
+export GIT_XET_LOG="$work/agent.log" GIT_XET_LOG_LEVEL="${NETBENCH_LOG_LEVEL:-info}" # NETBENCH_KEEP=1 keeps it
 # The agent as git-lfs runs it, under GNU time: the peak RSS (KiB) of each process. Its stdout (the
 # protocol) passes through tap.py, which notes the time of every progress message it carries in
 # $NETBENCH_TAP: what git-lfs's progress meter is told (git-lfs writes GIT_LFS_PROGRESS lines for a
@@ -333,7 +333,9 @@ if on_row download && on_profile far; then
     kind=$(home_kind $s xet); key="download-$([ $s = xs ] && echo xet || echo plain)"
     use "download-$s" "$kind"; cd "$work"
     GIT_LFS_SKIP_SMUDGE=1 git clone -q "$work/d$s.git" "$work/download-$s"
-    cd "$work/download-$s"; measure "$key" "$s" git lfs pull; cmp model.bin "$work/data/d2"; cd "$work"
+    # A download is the object reaching the LFS store (git lfs fetch: the transfer and git-lfs's
+    # check of it), not the checkout's second copy of it in the work tree.
+    cd "$work/download-$s"; measure "$key" "$s" git lfs fetch; git lfs checkout; cmp model.bin "$work/data/d2"; cd "$work"
   done
   shape xs 0/0; shape lts 0/0
   pct() { awk -v b="$size" -v t="${wall[$1]}" -v l="$2" 'BEGIN { printf "%.1f", 100 * b * 8 / t / l }'; }
