@@ -211,6 +211,8 @@ func TestSIGTERMOneOfTwoInstancesDuringPush(t *testing.T) {
 	lb := newBalancer(t, urls, 40<<20)
 	e := newEnv(t)
 	e.install()
+	// One xorb upload at a time, so that the push is still sending when the instance drains.
+	e.vars = append(e.vars, "GIT_XET_CONCURRENCY=1")
 	work, remote := batchRepo(t, e, lb.url+"/team/drain2.git/info/lfs")
 	var atSIGTERM int64
 	pushDuring(t, e, work, 96<<20, func() bool { return lb.sent[0].Load()+lb.sent[1].Load() >= 4 }, func() {

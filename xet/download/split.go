@@ -10,8 +10,10 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// DefaultSplitBytes is the default of Config.SplitBytes.
-const DefaultSplitBytes = 16 << 20
+// DefaultSplitBytes is the default of Config.SplitBytes: partBytes, so that a split term's parts
+// (Request.OnPart, told at the end of each range) come as often as a whole term's, and an
+// interrupted download keeps as much.
+const DefaultSplitBytes = partBytes
 
 // splitTerm is a fetched term split into ranges (splitJobs): the entries of its chunks, which
 // each range fills for its own chunks, the ranges not finished yet, and whether one of them found
