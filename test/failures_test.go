@@ -319,8 +319,8 @@ func TestServerKilledMidDownload(t *testing.T) {
 	s := startServerProcess(t, addr, data)
 	e := newEnv(t)
 	e.install()
-	// Two ranges in flight (of 8 MiB: the file's are split): parts are recorded while the rest
-	// is still coming, whatever the machine's share would start with.
+	// Two ranges in flight (the file's terms are split into ranges of 16 MiB): parts are recorded
+	// while the rest is still coming, whatever the machine's share would start with.
 	e.vars = append(e.vars, "GIT_XET_CONCURRENCY=2")
 	work, remote := batchRepo(t, e, throttle(t, "http://"+addr, 16<<20)+"/team/kill.git/info/lfs")
 	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(64<<20, 91))

@@ -10,10 +10,11 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// DefaultSplitBytes is the default of Config.SplitBytes: partBytes, so that a split term's parts
-// (Request.OnPart, told at the end of each range) come as often as a whole term's, and an
-// interrupted download keeps as much.
-const DefaultSplitBytes = partBytes
+// DefaultSplitBytes is the default of Config.SplitBytes. A split term's parts (Request.OnPart) are
+// told at the end of each range, so an interrupted download keeps whole ranges; smaller ranges
+// would keep more but cost a round trip each, which on a long link (150 ms) took a 1 GiB download
+// from 83 % of the link at 16 MiB to 69 % at 8 MiB.
+const DefaultSplitBytes = 16 << 20
 
 // splitTerm is a fetched term split into ranges (splitJobs): the entries of its chunks, which
 // each range fills for its own chunks, the ranges not finished yet, and whether one of them found
