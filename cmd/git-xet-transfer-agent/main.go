@@ -12,6 +12,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +133,7 @@ func fullAgent() (string, error) {
 func refuse(cause error, answered bool, read []byte, stdin io.Reader, enc *protocol.Encoder, stderr io.Writer) int {
 	msg := fmt.Sprintf("git-xet-transfer-agent: cannot start the transfer agent: %v", cause)
 	fmt.Fprintln(stderr, msg)
-	dec := protocol.NewDecoder(io.MultiReader(&onceReader{b: read}, stdin))
+	dec := protocol.NewDecoder(io.MultiReader(bytes.NewReader(read), stdin))
 	for {
 		req, err := dec.Decode()
 		var me *protocol.MalformedError
@@ -152,16 +153,4 @@ func refuse(cause error, answered bool, read []byte, stdin io.Reader, enc *proto
 			}
 		}
 	}
-}
-
-// onceReader reads b once.
-type onceReader struct{ b []byte }
-
-func (r *onceReader) Read(p []byte) (int, error) {
-	if len(r.b) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, r.b)
-	r.b = r.b[n:]
-	return n, nil
 }
