@@ -196,14 +196,16 @@ func startSquid(t *testing.T, proxyUser, password string) *squid {
 	return &squid{addr: addr, log: filepath.Join(dir, "access.log")}
 }
 
-// requests counts the access log's lines that name host (squid writes each when the request ends).
-func (s *squid) requests(t *testing.T, host string) int {
+// requests counts the access log's lines that name host, waiting up to 5 s for at least want:
+// squid writes a line when its request ends, a CONNECT tunnel's when the connection closes, which
+// may come just after the command that used it has exited.
+func (s *squid) requests(t *testing.T, host string, want int) int {
 	t.Helper()
 	var n int
-	waitFor(2*time.Second, func() bool {
+	waitFor(5*time.Second, func() bool {
 		b, _ := os.ReadFile(s.log)
 		n = strings.Count(string(b), host)
-		return n > 0
+		return n >= want
 	})
 	return n
 }

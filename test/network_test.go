@@ -144,7 +144,7 @@ func TestNetworkProxyAndPrivateCAFromGitConfig(t *testing.T) {
 	e.git(work, "push", "-q", "origin", "main")
 	c.git(clone, "pull", "-q", "origin", "main")
 	sameTree(t, work, clone)
-	if n := sq.requests(t, "xet.internal"); n < 4 {
+	if n := sq.requests(t, "xet.internal", 4); n < 4 {
 		t.Errorf("squid saw %d requests to xet.internal, want the batch requests and the agent's", n)
 	}
 }
@@ -165,7 +165,7 @@ func TestNetworkClientCertExtraHeaderProxyAuth(t *testing.T) {
 	e.git("", "config", "--global", "http."+base+"/.sslKey", p.clientKey)
 	e.git("", "config", "--global", "http.extraHeader", "X-CI-Token: tok123")
 	pushClone(t, e, lfsURL)
-	if n := sq.requests(t, "xet.internal"); n < 4 {
+	if n := sq.requests(t, "xet.internal", 4); n < 4 {
 		t.Errorf("squid saw %d requests to xet.internal, want the batch requests and the agent's", n)
 	}
 }
@@ -253,10 +253,10 @@ func TestNetworkMTLSServerS3PresignedThroughProxy(t *testing.T) {
 	}
 
 	pushClone(t, e, public+"/team/repo.git/info/lfs")
-	if n := sq.requests(t, "GET http://"+s3Host); n == 0 {
+	if n := sq.requests(t, "GET http://"+s3Host, 1); n == 0 {
 		t.Errorf("no presigned GET to the bucket (%s) went through squid", s3Host)
 	}
-	if n := sq.requests(t, "xet.internal"); n < 4 {
+	if n := sq.requests(t, "xet.internal", 4); n < 4 {
 		t.Errorf("squid saw %d requests to xet.internal", n)
 	}
 }
@@ -282,7 +282,7 @@ func TestNetworkHubThroughProxy(t *testing.T) {
 	e.git("", "config", "--global", "http.proxy", "http://"+sq.addr)
 	e.git("", "config", "--global", "http.sslCAInfo", p.caFile)
 	pushCloneMode(t, e, hubURL+"/org/model.git/info/lfs", "hub")
-	if n := sq.requests(t, "xet.internal"); n < 4 {
+	if n := sq.requests(t, "xet.internal", 4); n < 4 {
 		t.Errorf("squid saw %d requests to xet.internal", n)
 	}
 }
@@ -308,7 +308,7 @@ func TestNetworkMigrateThroughProxy(t *testing.T) {
 	if n, all := figure(t, reMigrated, out), figure(t, reObjects, out); n != all || n == 0 {
 		t.Errorf("migrated %d of %d objects", n, all)
 	}
-	if n := sq.requests(t, "GET "+lts.url); n == 0 {
+	if n := sq.requests(t, "GET "+lts.url, 1); n == 0 {
 		t.Errorf("no object was read from the old server through squid")
 	}
 }
