@@ -277,7 +277,15 @@ func TestGlobalQueriesEligibleAndSpaced(t *testing.T) {
 			}
 			// Questions after a file's first chunk run in the background: they reach the CAS in any
 			// order; which chunks are asked about is what counts.
+			// The last questions may still be on their way when the upload returns.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if q, _, _ := cc.counts(); q >= len(want) {
+					break
+				}
+			}
+			cc.mu.Lock()
 			queries := slices.Clone(cc.queries)
+			cc.mu.Unlock()
 			slices.SortFunc(queries, func(a, b hash.Hash) int {
 				oa, oka := offset[a]
 				ob, okb := offset[b]
