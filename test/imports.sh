@@ -60,6 +60,7 @@ forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes an
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only internal/fsretry "" "renames and removals that wait out another process's hold stand alone"
 only internal/buildinfo "" "what build this is comes from the Go build information alone"
+only internal/lfspointer "" "reading a pointer file needs nothing of the project"
 only internal/gitnet "" "how a request reaches a URL is git-lfs's lfshttp over a config the caller gives; it knows no project package"
 only internal/netem "" "the link emulator is a TCP forwarder, it knows nothing of what it carries"
 only internal/gitrepo "" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git)"
