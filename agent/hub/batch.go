@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -26,6 +27,17 @@ type BatchAnswer struct {
 // "download"), offering transfers; ref is the ref pushed or fetched ("" for none). Downloads go
 // anonymous first. An object's own error is returned as an error naming the object.
 func (c *Client) Batch(ctx context.Context, operation string, transfers []string, ref string, objs []lfsbatch.Object) (*BatchAnswer, error) {
+	a, err := c.API.Batch(ctx, c.lfs.String(), operation, transfers, ref, objs)
+	var he *HTTPError
+	if operation == "upload" && errors.As(err, &he) && he.Status == http.StatusForbidden {
+		return nil, fmt.Errorf("%w; the token needs write access to %s (or push to a pull-request ref, refs/pr/N)", err, c.repo)
+	}
+	return a, err
+}
+
+// Batch is Client.Batch for the LFS server at lfsURL (…/info/lfs), any LFS server and not only
+// the Hub's.
+func (c *API) Batch(ctx context.Context, lfsURL, operation string, transfers []string, ref string, objs []lfsbatch.Object) (*BatchAnswer, error) {
 	if len(objs) == 0 || len(objs) > MaxBatch {
 		return nil, fmt.Errorf("batch of %d objects (want 1 to %d)", len(objs), MaxBatch)
 	}
@@ -37,15 +49,11 @@ func (c *Client) Batch(ctx context.Context, operation string, transfers []string
 	if err != nil {
 		return nil, err
 	}
-	u := c.lfs.String() + "/objects/batch"
+	u := strings.TrimSuffix(lfsURL, "/") + "/objects/batch"
 	answer, err := c.DoRead(ctx, Request{Method: http.MethodPost, URL: u, Body: body, Anonymous: operation == "download", LFS: true,
 		Header: map[string]string{"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"}}, 16<<20)
 	if err != nil {
-		var he *HTTPError
-		if operation == "upload" && errors.As(err, &he) && he.Status == http.StatusForbidden {
-			return nil, fmt.Errorf("LFS batch upload to %s: %w; the token needs write access to %s (or push to a pull-request ref, refs/pr/N)", c.repo, err, c.repo)
-		}
-		return nil, fmt.Errorf("LFS batch %s: %w", operation, err)
+		return nil, fmt.Errorf("LFS batch %s at %s: %w", operation, Where(lfsURL), err)
 	}
 	return readBatch(bytes.NewReader(answer), Where(u), objs)
 }
