@@ -1,0 +1,11 @@
+//go:build !unix
+
+package chunkcache
+
+import "os"
+
+// Without flock the accounting is shared by the goroutines of one process only (the mount runs on
+// Linux; the cache builds everywhere).
+func flock(*os.File) error { return nil }
+
+func funlock(*os.File) {}
