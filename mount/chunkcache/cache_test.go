@@ -92,7 +92,7 @@ func TestBoundAndLRU(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%16 == 0 {
-			os.Chtimes(c.path(Chunk, h0), old, old) // its last read is older than TouchAge
+			os.Chtimes(c.path(Chunk, h0), old, old)     // its last read is older than TouchAge
 			if _, err := c.Get(Chunk, h0); err != nil { // read now and then: recently used
 				t.Fatalf("entry 0, read all along, was evicted at %d: %v", i, err)
 			}
