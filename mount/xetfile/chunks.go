@@ -72,6 +72,8 @@ func (fs *Files) await(ctx context.Context, out [][]byte, waits []*flight) error
 				return fs.waitErr(ctx, "a chunk")
 			case <-timeout:
 				return fs.waitErr(ctx, "a chunk")
+			case <-fs.closing:
+				return ErrClosed
 			}
 		}
 		if fl.err != nil {

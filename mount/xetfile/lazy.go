@@ -61,6 +61,7 @@ func (l *lazy[T]) get(ctx context.Context, fs *Files, what string, find func(ctx
 		return c.v, c.err
 	case <-ctx.Done():
 	case <-t.C:
+	case <-fs.closing:
 	}
 	return zero, fs.waitErr(ctx, what)
 }

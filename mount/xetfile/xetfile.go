@@ -107,10 +107,14 @@ type Stats struct {
 // Files is the reader of the Xet files of one mount: the caches and fetches they share. Safe for
 // concurrent use.
 type Files struct {
-	cfg    Config
-	ctx    context.Context // ends with Close: background fetches
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg Config
+	// The background work (fetches, plans, footers, read-ahead): each goroutine has a context of
+	// its own, whose cancel is kept here until it ends; Close cancels them and waits.
+	wg      sync.WaitGroup
+	closing chan struct{} // closed by Close
+	closed  bool          // under mu
+	cancels map[uint64]context.CancelFunc
+	nextID  uint64
 
 	mem     *memCache
 	mu      sync.Mutex
@@ -127,17 +131,24 @@ type Files struct {
 // New returns the reader of files configured by cfg.
 func New(cfg Config) *Files {
 	cfg = cfg.withDefaults()
-	ctx, cancel := context.WithCancel(context.Background())
-	fs := &Files{cfg: cfg, ctx: ctx, cancel: cancel, mem: newMemCache(cfg.MemBytes),
+	fs := &Files{cfg: cfg, closing: make(chan struct{}), cancels: map[uint64]context.CancelFunc{}, mem: newMemCache(cfg.MemBytes),
 		flights: map[hash.Hash]*flight{}, fixed: map[cas.Client]*concurrency.Controller{}}
 	fs.footers = newFooterCache(fs)
 	fs.locals = newLocalSpans(cfg.Local)
 	return fs
 }
 
-// Close stops the background fetches and waits for them.
+// Close stops the background work and waits for it; reads fail with ErrClosed from then on.
 func (fs *Files) Close() {
-	fs.cancel()
+	fs.mu.Lock()
+	if !fs.closed {
+		fs.closed = true
+		close(fs.closing)
+		for _, cancel := range fs.cancels {
+			cancel()
+		}
+	}
+	fs.mu.Unlock()
 	fs.wg.Wait()
 }
 
@@ -149,17 +160,25 @@ func (fs *Files) Stats() Stats {
 		SHAVerified: s.shaOK.Load(), SHAMismatch: s.shaBad.Load(), PlanRequests: s.plans.Load()}
 }
 
-// goBackground runs f on a goroutine Close waits for, with the Files' context.
+// goBackground runs f on a goroutine of the Files, with a context Close cancels (false: closed).
 func (fs *Files) goBackground(f func(ctx context.Context)) bool {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if fs.ctx.Err() != nil {
+	if fs.closed {
 		return false
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	id := fs.nextID
+	fs.nextID++
+	fs.cancels[id] = cancel
 	fs.wg.Add(1)
 	go func() {
 		defer fs.wg.Done()
-		f(fs.ctx)
+		f(ctx)
+		fs.mu.Lock()
+		delete(fs.cancels, id)
+		fs.mu.Unlock()
+		cancel()
 	}()
 	return true
 }
@@ -184,9 +203,12 @@ var ErrClosed = errors.New("xetfile: closed")
 
 // waitErr is the error of a read that waited too long or was interrupted.
 func (fs *Files) waitErr(ctx context.Context, what string) error {
-	switch {
-	case fs.ctx.Err() != nil:
+	select {
+	case <-fs.closing:
 		return ErrClosed
+	default:
+	}
+	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
