@@ -2,6 +2,9 @@ package test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
 	"net/http/httptest"
 	"math/rand/v2"
 	"os"
@@ -396,4 +399,88 @@ func duBytes(dir string) int64 {
 	}
 	n, _ := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
 	return n
+}
+
+// The example docs/examples/safetensors_mount.py reads a safetensors header and one tensor through
+// the mount, with Python's standard library: it prints the tensor's values, and what crossed the
+// network is about the header and that tensor, not the file.
+func TestMountSafetensorsExample(t *testing.T) {
+	needFUSE(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is missing (required under CI=true)")
+		}
+		t.Skip("python3 is missing")
+	}
+	rs := startRecordingServer(t, nil)
+	e := newEnv(t)
+	e.install()
+	work, _ := e.localRepo(repoOpts{lfsURL: rs.url + "/team/repo.git/info/lfs", patterns: []string{"*.safetensors"}})
+	model, head := safetensors(t, []tensorSpec{{"embed", 1024, 1024}, {"layer.0", 2048, 2048}, {"head", 256, 1024}})
+	writeFile(t, filepath.Join(work, "model.safetensors"), model)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "model")
+	e.git(work, "push", "-q", "origin", "main")
+	clone := filepath.Join(e.home, "clone")
+	cl := e.cmd("", "git", "clone", "-q", e.originOf(work), clone)
+	cl.Env = append(cl.Env, "GIT_LFS_SKIP_SMUDGE=1")
+	if out, err := cl.CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v %s", err, out)
+	}
+	mnt := filepath.Join(e.home, "mnt")
+	e.mount(clone, mnt)
+	out, err := exec.Command(py, "../docs/examples/safetensors_mount.py", filepath.Join(mnt, "model.safetensors"), "head").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the example: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	for _, want := range []string{"3 tensors: embed, head, layer.0", "head: dtype F32, shape [256, 1024], 1048576 bytes", "first values: " + head} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the example's output lacks %q", want)
+		}
+	}
+	_, moved := rs.xorbRanges()
+	t.Logf("bytes of xorbs fetched: %d of a %d-byte file", moved, len(model))
+	if moved > 3<<20 {
+		t.Errorf("reading the header and a 1 MiB tensor fetched %d bytes of a %d-byte file", moved, len(model))
+	}
+}
+
+type tensorSpec struct {
+	name       string
+	rows, cols int
+}
+
+// safetensors builds a safetensors file of F32 tensors (their values a smooth signal) and returns
+// it with the first four values of the last tensor as the example prints them.
+func safetensors(t *testing.T, specs []tensorSpec) ([]byte, string) {
+	t.Helper()
+	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var data []byte
+	var last []byte
+	for i, s := range specs {
+		b := make([]byte, 4*s.rows*s.cols) // each tensor a smooth signal of its own, as weights look
+		for k := 0; k < s.rows*s.cols; k++ {
+			binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(float32(math.Sin(float64(k+7919*i)/97)*0.02)))
+		}
+		hdr[s.name] = map[string]any{"dtype": "F32", "shape": []int{s.rows, s.cols}, "data_offsets": []int{len(data), len(data) + len(b)}}
+		data = append(data, b...)
+		last = b
+	}
+	j, err := json.Marshal(hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(j)%8 != 0 {
+		j = append(j, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(j)))
+	out = append(append(out, j...), data...)
+	var vals []string
+	for k := 0; k < 4; k++ {
+		v := math.Float32frombits(binary.LittleEndian.Uint32(last[4*k:]))
+		vals = append(vals, strconv.FormatFloat(float64(v), 'g', 6, 32))
+	}
+	return out, strings.Join(vals, ", ")
 }
