@@ -116,6 +116,8 @@ func startMount(ctx context.Context, f mountFlags, stderr io.Writer) (*mount.Mou
 	env := readEnvironment(os.Getenv, os.Environ())
 	cfg := agentConfig(ctx, g, env)
 	log, closeLog := agentLogger(cfg, stderr)
+	stopProfile := profile(env.CPUProfile, log)
+	closeLog = func(closeLog func()) func() { return func() { stopProfile(); closeLog() } }(closeLog)
 	for _, p := range env.Problems {
 		log.Warn().Msg(p)
 	}

@@ -72,8 +72,8 @@ func TestPutGetDrop(t *testing.T) {
 }
 
 // Filling the cache four times over keeps it within its limit at every step, removes the least
-// recently used entries first (an old entry that was read stays), and keeps its record of the
-// bytes in use equal to what the files take.
+// recently used segments first (the segment of an old entry that was read stays), and keeps its
+// record of the bytes in use equal to what the files take.
 func TestBoundAndLRU(t *testing.T) {
 	dir := t.TempDir()
 	const limit = MinLimit
@@ -82,8 +82,6 @@ func TestBoundAndLRU(t *testing.T) {
 	if err := c.Put(Chunk, h0, b0); err != nil {
 		t.Fatal(err)
 	}
-	old := time.Now().Add(-time.Hour)
-	os.Chtimes(c.path(Chunk, h0), old, old)
 	var hs []hash.Hash
 	for i := 1; i <= 4*limit/(60<<10); i++ {
 		b, h := chunk(i)
@@ -92,8 +90,8 @@ func TestBoundAndLRU(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%16 == 0 {
-			os.Chtimes(c.path(Chunk, h0), old, old)     // its last read is older than TouchAge
-			if _, err := c.Get(Chunk, h0); err != nil { // read now and then: recently used
+			age(t, c, h0) // its last read is older than TouchAge
+			if _, err := c.Get(Chunk, h0); err != nil {
 				t.Fatalf("entry 0, read all along, was evicted at %d: %v", i, err)
 			}
 			if u, _ := c.Usage(); u > limit {
@@ -101,14 +99,34 @@ func TestBoundAndLRU(t *testing.T) {
 			}
 		}
 	}
-	if c.Has(Chunk, hs[0]) || !c.Has(Chunk, hs[len(hs)-1]) {
-		t.Fatalf("eviction order: first put kept %v, last put kept %v", c.Has(Chunk, hs[0]), c.Has(Chunk, hs[len(hs)-1]))
+	if c.Has(Chunk, hs[len(hs)/4]) || !c.Has(Chunk, hs[len(hs)-1]) {
+		t.Fatalf("eviction order: an early entry kept %v, the last put kept %v", c.Has(Chunk, hs[len(hs)/4]), c.Has(Chunk, hs[len(hs)-1]))
 	}
 	u, err := c.Usage()
 	if err != nil || recorded(t, dir) != u || c.Stats().Evicted == 0 {
 		t.Fatalf("recorded %d, scanned %d (%v), evicted %d", recorded(t, dir), u, err, c.Stats().Evicted)
 	}
+	c2 := open(t, dir, limit) // another process's view: the same entries
+	if b, err := c2.Get(Chunk, hs[len(hs)-1]); err != nil || !bytes.Equal(b, mustChunk(len(hs))) {
+		t.Fatalf("a second Cache on the directory: %v", err)
+	}
 }
+
+// age makes the segment of entry h look last used an hour ago.
+func age(t *testing.T, c *Cache, h hash.Hash) {
+	t.Helper()
+	l, ok := c.lookup(key{Chunk, h})
+	if !ok {
+		t.Fatal("entry not listed")
+	}
+	old := time.Now().Add(-time.Hour)
+	l.seg.mu.Lock()
+	l.seg.touchedAt = old
+	l.seg.mu.Unlock()
+	os.Chtimes(l.seg.seg, old, old)
+}
+
+func mustChunk(i int) []byte { b, _ := chunk(i); return b }
 
 // Goroutines putting the same entries at once count each once.
 func TestConcurrentPutsOfOneEntry(t *testing.T) {
@@ -187,8 +205,7 @@ func TestHelperFill(t *testing.T) {
 	}
 }
 
-// A limit under the least is refused; an entry over the most is refused; a cache file too big to
-// be an entry is not read.
+// A limit under the least is refused, and an entry over the most.
 func TestLimits(t *testing.T) {
 	if _, err := Open(t.TempDir(), Options{Limit: MinLimit - 1}); err == nil {
 		t.Fatal("a cache under MinLimit opened")
@@ -197,11 +214,5 @@ func TestLimits(t *testing.T) {
 	var h hash.Hash
 	if err := c.Put(Chunk, h, make([]byte, MaxEntry+1)); err == nil {
 		t.Fatal("an entry over MaxEntry was put")
-	}
-	p := c.path(Chunk, h)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	os.WriteFile(p, make([]byte, MaxEntry+1), 0o644)
-	if _, err := c.Get(Chunk, h); !errors.Is(err, ErrMiss) {
-		t.Fatalf("an oversized file was read: %v", err)
 	}
 }

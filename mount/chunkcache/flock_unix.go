@@ -18,3 +18,10 @@ func flock(f *os.File) error {
 }
 
 func funlock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// linked reports whether the file fi describes still has a name (another process's eviction did not
+// remove it).
+func linked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || st.Nlink > 0
+}

@@ -3,7 +3,6 @@ package chunkcache
 import (
 	"encoding/binary"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,9 +10,6 @@ import (
 	"sync"
 	"time"
 )
-
-// StaleTemp: a temp file this old was left by a writer that died; a scan removes it.
-const StaleTemp = time.Hour
 
 // fileLock is the lock of the accounting: a mutex for the goroutines of this process, an flock for
 // the other processes (where there is flock), and the bytes in use in the file's first 8 bytes.
@@ -74,24 +70,24 @@ func (c *Cache) release(n int64) {
 	}
 }
 
-// Usage is the bytes the cache's entries, temp files and directories take now (a scan).
+// Usage is the bytes the cache's files and directories take now (a scan).
 func (c *Cache) Usage() (int64, error) {
 	_, total, err := c.scan()
 	return total, err
 }
 
-// entry is a file of the cache as a scan finds it.
-type entry struct {
-	path  string
-	size  int64 // whole blocks
+// segFiles is a segment as a scan finds it: its two files' bytes and its modification time.
+type segFiles struct {
+	name  string
+	size  int64
 	mtime time.Time
 }
 
 // evict scans the cache and, when its bytes and n more pass the limit, removes the least recently
-// used entries until they fit under the low-water mark. It returns the bytes left. Called under
+// used segments until they fit under the low-water mark. It returns the bytes left. Called under
 // the lock.
 func (c *Cache) evict(n int64) (int64, error) {
-	ents, total, err := c.scan()
+	segs, total, err := c.scan()
 	if err != nil {
 		return total, err
 	}
@@ -99,57 +95,75 @@ func (c *Cache) evict(n int64) (int64, error) {
 	if total+n <= c.limit {
 		return total, nil
 	}
-	sort.Slice(ents, func(a, b int) bool { return ents[a].mtime.Before(ents[b].mtime) })
+	sort.Slice(segs, func(a, b int) bool { return segs[a].mtime.Before(segs[b].mtime) })
+	c.mu.Lock()
+	var mine string // this process's segment, being written: not the least recently used
+	if c.w != nil {
+		mine = c.w.name
+	}
+	c.mu.Unlock()
 	removed := 0
-	for _, e := range ents {
+	for _, s := range segs {
 		if total+n <= c.low {
 			break
 		}
-		if err := os.Remove(e.path); err == nil || os.IsNotExist(err) {
-			total -= e.size
+		if s.name == mine {
+			continue
+		}
+		seg, idx := filepath.Join(c.segDir, s.name+".seg"), filepath.Join(c.segDir, s.name+".idx")
+		err1, err2 := os.Remove(seg), os.Remove(idx)
+		if (err1 == nil || os.IsNotExist(err1)) && (err2 == nil || os.IsNotExist(err2)) {
+			total -= s.size
 			removed++
+			c.mu.Lock()
+			if sg := c.segs[s.name]; sg != nil {
+				c.forgetLocked(sg) // its file goes when this process lets go of it
+			}
+			c.mu.Unlock()
 		}
 	}
 	c.evicted.Add(int64(removed))
-	c.log.Debug().Int("removed", removed).Int64("bytes", total).Int64("limit", c.limit).Msg("chunk cache: evicted the least recently used")
+	c.log.Debug().Int("segments", removed).Int64("bytes", total).Int64("limit", c.limit).Msg("chunk cache: evicted the least recently used")
 	return total, nil
 }
 
-// scan lists the entries (chunks and footers) and adds up every file and directory of the cache;
-// it removes temp files older than StaleTemp.
-func (c *Cache) scan() ([]entry, int64, error) {
-	var ents []entry
-	var total int64
-	now := time.Now()
-	err := filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil // removed by another process meanwhile
-			}
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		size := blocks(fi.Size())
-		rel, _ := filepath.Rel(c.dir, p)
-		switch {
-		case d.IsDir() || rel == "lock":
-			total += blocks(max(fi.Size(), blockSize))
-		case strings.HasPrefix(rel, "tmp"+string(filepath.Separator)):
-			if now.Sub(fi.ModTime()) > StaleTemp && os.Remove(p) == nil {
-				return nil
-			}
-			total += size
-		default:
-			total += size
-			ents = append(ents, entry{path: p, size: size, mtime: fi.ModTime()})
-		}
-		return nil
-	})
+// scan lists the segments and adds up the bytes of every file and directory of the cache.
+func (c *Cache) scan() ([]segFiles, int64, error) {
+	total := int64(3 * blockSize) // the cache's directory, segments/ and the lock file
+	ents, err := os.ReadDir(c.segDir)
 	if err != nil {
-		return nil, total, fmt.Errorf("chunk cache: scanning %s: %w", c.dir, err)
+		return nil, total, fmt.Errorf("chunk cache: scanning %s: %w", c.segDir, err)
 	}
-	return ents, total, nil
+	byName := map[string]*segFiles{}
+	var out []segFiles
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		name, ext := strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())), filepath.Ext(e.Name())
+		s := byName[name]
+		if s == nil {
+			s = &segFiles{name: name, size: segOverhead}
+			byName[name] = s
+			total += segOverhead
+		}
+		s.size += fi.Size()
+		total += fi.Size()
+		if ext == ".seg" || s.mtime.IsZero() {
+			s.mtime = fi.ModTime()
+		}
+	}
+	for _, s := range byName {
+		out = append(out, *s)
+	}
+	return out, total, nil
 }
+
+// blockSize is the unit a file system allocates.
+const blockSize = 4096
+
+// segOverhead is what a segment takes beyond its bytes: the last block of each of its two files.
+// Counted once per segment (reserved when it is made), not per entry, so the record of the bytes
+// in use equals a scan's count exactly, and a scan's count is at least what du finds.
+const segOverhead = 2 * blockSize

@@ -102,6 +102,15 @@ func (f *File) readObject(p []byte, off int64) (ok bool, err error) {
 	return true, nil
 }
 
+// hasObject reports whether the whole copy in .git/lfs/objects is there (reads need no read-ahead).
+func (f *File) hasObject() bool {
+	if f.object == "" {
+		return false
+	}
+	fi, err := os.Stat(f.object)
+	return err == nil && fi.Size() == f.size
+}
+
 // chunkRef is chunk idx of xorb, its hash and raw size.
 type chunkRef struct {
 	xorb hash.Hash

@@ -62,7 +62,7 @@ func (r *Reader) readAhead(off, n int64) {
 
 // prefetch starts finding the chunks of bytes [from, to) in the background.
 func (f *File) prefetch(from, to int64) {
-	if from >= to || f.object != "" {
+	if from >= to || f.hasObject() {
 		return
 	}
 	f.fs.goBackground(func(ctx context.Context) {

@@ -357,3 +357,21 @@ func TestCloseStopsReads(t *testing.T) {
 }
 
 func writeFileAt(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
+
+// A sequential stream reads ahead: 128 KiB reads of 16 MiB take a few large fetches, not one per
+// read; also when the object has a path in .git/lfs/objects where it is not.
+func TestSequentialReadsReadAhead(t *testing.T) {
+	data := testutil.RandomBytes(16<<20, 11)
+	w := newWorld(t, data)
+	fs := w.files2(Config{RangeBytes: 4 << 20})
+	oid := oidOf(data)
+	r := w.res[oid]
+	src := Source{CAS: w.cas, File: r.FileHash, Concurrency: 4, Where: "the test store"}
+	f := fs.Open(oid, r.Size, r.SHA256, t.TempDir()+"/not-here", func(context.Context) (Source, error) { return src, nil })
+	if got := readAll(t, f.NewReader(), int64(len(data)), 128<<10); !bytes.Equal(got, data) {
+		t.Fatal("the stream read wrong bytes")
+	}
+	if n := w.cas.count(); n > 24 {
+		t.Fatalf("128 reads of 128 KiB made %d fetches: no read-ahead", n)
+	}
+}
