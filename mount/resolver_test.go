@@ -16,11 +16,12 @@ import (
 // about once; a failure is not kept (the next read asks again).
 func TestResolverBatches(t *testing.T) {
 	var calls, asked atomic.Int64
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{})
 	failOnce := map[string]bool{"oid-7": true}
 	var mu sync.Mutex
 	r := newResolver(func(ctx context.Context, objs []Object) []Found {
 		if calls.Add(1) == 1 {
+			close(entered)
 			<-release // the first batch waits while the others queue up
 		}
 		if len(objs) > MaxBatch {
@@ -42,14 +43,12 @@ func TestResolverBatches(t *testing.T) {
 	})
 	defer r.close()
 	var wg sync.WaitGroup
-	first := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		close(first)
 		r.resolve(context.Background(), Object{Oid: "oid-0"})
 	}()
-	<-first
+	<-entered // the first batch (oid-0 alone) is under way
 	for i := 1; i < 250; i++ {
 		wg.Add(1)
 		go func() {

@@ -129,7 +129,11 @@ type piece struct {
 func (f *File) locate(ctx context.Context, p *plan, off int64, n int) ([]piece, error) {
 	var out []piece
 	end := off + int64(n)
-	for ti := p.termAt(off); ti < len(p.terms) && p.terms[ti].pos < end; ti++ {
+	first := p.termAt(off)
+	for ti := first + 1; ti < len(p.terms) && p.terms[ti].pos < end; ti++ {
+		f.fs.footers.start(f, p, p.terms[ti].xorb) // every footer the range needs, at once
+	}
+	for ti := first; ti < len(p.terms) && p.terms[ti].pos < end; ti++ {
 		t := p.terms[ti]
 		info, err := f.fs.footers.get(ctx, f, p, t.xorb)
 		if err != nil {

@@ -102,16 +102,7 @@ func newFooterCache(fs *Files) *footerCache {
 
 // get returns the verified footer of xorb x, read through plan p's URL when it must be fetched.
 func (c *footerCache) get(ctx context.Context, f *File, p *plan, x hash.Hash) (*xorbInfo, error) {
-	c.mu.Lock()
-	e := c.slots[x]
-	if e == nil {
-		e = c.order.PushFront(&footerSlot{x: x})
-		c.slots[x] = e
-	} else {
-		c.order.MoveToFront(e)
-	}
-	s := e.Value.(*footerSlot)
-	c.mu.Unlock()
+	s := c.slot(x)
 	info, err := s.info.get(ctx, c.fs, "the footer of xorb "+x.String(), func(ctx context.Context) (*xorbInfo, error) {
 		return c.load(ctx, f, p, x)
 	})
@@ -119,6 +110,26 @@ func (c *footerCache) get(ctx context.Context, f *File, p *plan, x hash.Hash) (*
 		c.counted(s, len(info.hashes))
 	}
 	return info, err
+}
+
+// start starts finding the footer of x in the background, when it is neither known nor on its way.
+func (c *footerCache) start(f *File, p *plan, x hash.Hash) {
+	s := c.slot(x)
+	s.info.start(c.fs, func(ctx context.Context) (*xorbInfo, error) { return c.load(ctx, f, p, x) })
+}
+
+// slot is the footer slot of x, made when missing, now the most recently used.
+func (c *footerCache) slot(x hash.Hash) *footerSlot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.slots[x]
+	if e == nil {
+		e = c.order.PushFront(&footerSlot{x: x})
+		c.slots[x] = e
+	} else {
+		c.order.MoveToFront(e)
+	}
+	return e.Value.(*footerSlot)
 }
 
 // peek returns the footer of x when it is in memory.

@@ -27,33 +27,13 @@ type lazyCall[T any] struct {
 // under way; it waits at most fs.cfg.Wait. what names the value in a timeout's error.
 func (l *lazy[T]) get(ctx context.Context, fs *Files, what string, find func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
-	l.mu.Lock()
-	if l.ok {
-		defer l.mu.Unlock()
-		return l.v, nil
+	v, c, ok := l.attempt(fs, find)
+	if ok {
+		return v, nil
 	}
-	c := l.cur
 	if c == nil {
-		c = &lazyCall[T]{done: make(chan struct{})}
-		l.cur = c
-		started := fs.goBackground(func(ctx context.Context) {
-			v, err := find(ctx)
-			l.mu.Lock()
-			c.v, c.err = v, err
-			if err == nil {
-				l.v, l.ok = v, true
-			}
-			l.cur = nil
-			l.mu.Unlock()
-			close(c.done)
-		})
-		if !started {
-			l.cur = nil
-			l.mu.Unlock()
-			return zero, ErrClosed
-		}
+		return zero, ErrClosed
 	}
-	l.mu.Unlock()
 	t := time.NewTimer(fs.cfg.Wait)
 	defer t.Stop()
 	select {
@@ -64,6 +44,43 @@ func (l *lazy[T]) get(ctx context.Context, fs *Files, what string, find func(ctx
 	case <-fs.closing:
 	}
 	return zero, fs.waitErr(ctx, what)
+}
+
+// start starts an attempt when there is neither a value nor an attempt under way, and returns.
+func (l *lazy[T]) start(fs *Files, find func(ctx context.Context) (T, error)) {
+	l.attempt(fs, find)
+}
+
+// attempt returns the value (ok), or the attempt under way, started here when there was none (nil
+// when the Files are closed).
+func (l *lazy[T]) attempt(fs *Files, find func(ctx context.Context) (T, error)) (T, *lazyCall[T], bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ok {
+		return l.v, nil, true
+	}
+	var zero T
+	if l.cur != nil {
+		return zero, l.cur, false
+	}
+	c := &lazyCall[T]{done: make(chan struct{})}
+	l.cur = c
+	started := fs.goBackground(func(ctx context.Context) {
+		v, err := find(ctx)
+		l.mu.Lock()
+		c.v, c.err = v, err
+		if err == nil {
+			l.v, l.ok = v, true
+		}
+		l.cur = nil
+		l.mu.Unlock()
+		close(c.done)
+	})
+	if !started {
+		l.cur = nil
+		return zero, nil, false
+	}
+	return zero, c, false
 }
 
 // forget drops the value when it is still old, so that the next get finds it anew.

@@ -10,13 +10,15 @@ import (
 type Reader struct {
 	f      *File
 	mu     sync.Mutex
-	next   int64 // where the stream's next read is expected
-	window int64 // the read-ahead window; 0: not a stream
-	ahead  int64 // read-ahead was started up to here
+	next     int64 // where the stream's next read is expected
+	streamed int64 // bytes the stream read so far
+	window   int64 // the read-ahead window; 0: not a stream
+	ahead    int64 // read-ahead was started up to here
 }
 
-// MinReadAhead is the window of a stream's second read; each read that continues it doubles the
-// window, up to Config.ReadAheadMax.
+// MinReadAhead is the window of a handle's first read and of a stream's second: from then on the
+// window is twice what the stream read, up to Config.ReadAheadMax. It grows with the bytes read,
+// not with the reads: small reads (a header) do not fetch far ahead.
 const MinReadAhead = 1 << 20
 
 // streamSlack: a read within this distance of where the stream is expected still continues it
@@ -26,30 +28,33 @@ const streamSlack = 1 << 20
 // NewReader returns a handle of f.
 func (f *File) NewReader() *Reader { return &Reader{f: f, next: -1} }
 
-// ReadAt is File.ReadAt, then read-ahead when the read continues a stream.
+// ReadAt is File.ReadAt, after starting the read-ahead of the stream the read continues (or
+// starts: the first read of a handle reads MinReadAhead ahead, as most opens read on from there).
+// The read-ahead starts first, so that its fetches run beside the read's own.
 func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	n, err := r.f.ReadAt(ctx, p, off)
-	if err == nil && n > 0 {
-		r.readAhead(off, int64(n))
-	}
-	return n, err
+	r.readAhead(off, int64(len(p)))
+	return r.f.ReadAt(ctx, p, off)
 }
 
-// readAhead notes a read of n bytes at off and starts fetching ahead of the stream when it is one.
+// readAhead notes a read of n bytes at off and starts fetching ahead of the stream it belongs to.
 func (r *Reader) readAhead(off, n int64) {
 	f := r.f
 	r.mu.Lock()
-	if r.next >= 0 && off >= r.next-streamSlack && off <= r.next+streamSlack {
-		r.window = min(max(2*r.window, MinReadAhead), f.fs.cfg.ReadAheadMax)
-	} else {
-		r.window, r.ahead = 0, 0
+	switch {
+	case r.next < 0: // the handle's first read
+		r.window, r.streamed = MinReadAhead, n
+	case off >= r.next-streamSlack && off <= r.next+streamSlack:
+		r.streamed += n
+		r.window = min(max(2*r.streamed, MinReadAhead), f.fs.cfg.ReadAheadMax)
+	default: // a jump: a new stream, read ahead from its second read
+		r.window, r.ahead, r.streamed = 0, 0, n
 	}
-	r.next = max(r.next, off+n)
 	if r.window == 0 {
 		r.next = off + n
 		r.mu.Unlock()
 		return
 	}
+	r.next = max(r.next, off+n)
 	from, to := max(r.ahead, r.next), min(r.next+r.window, f.size)
 	if to-from < r.window/4 {
 		r.mu.Unlock()
