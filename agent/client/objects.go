@@ -64,9 +64,6 @@ func NewObjects(o Options, remote string) *Objects {
 	return &Objects{x: x, adapt: map[*endpoint]*concurrency.Controller{}}
 }
 
-// GitDir is the repository's git directory.
-func (s *Objects) GitDir(ctx context.Context) (string, error) { return s.x.repoGitDir(ctx) }
-
 // ChunkIndex is the repository's local chunk index (the chunks of objects in .git/lfs/objects), or
 // nil when the git directory is unknown.
 func (s *Objects) ChunkIndex(ctx context.Context) *localchunks.Index { return s.x.chunkIndex(ctx) }

@@ -8,8 +8,8 @@ import (
 // Reader is one open handle of a File: it reads ahead of a sequential stream. Safe for concurrent
 // use (the kernel sends a handle's reads concurrently).
 type Reader struct {
-	f      *File
-	mu     sync.Mutex
+	f        *File
+	mu       sync.Mutex
 	next     int64 // where the stream's next read is expected
 	streamed int64 // bytes the stream read so far
 	window   int64 // the read-ahead window; 0: not a stream
