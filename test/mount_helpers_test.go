@@ -72,6 +72,11 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func (e *env) mount(repo, mnt string, args ...string) *mountProc {
 	e.t.Helper()
 	cmd := e.cmd(repo, filepath.Join(binDir, "git-xet-transfer"), append(append([]string{"mount"}, args...), mnt)...)
+	if !strings.Contains(strings.Join(cmd.Env, "\n"), "GIT_XET_STALL_TIMEOUT=") {
+		// A read that cannot be served fails (EIO, logged) after this, rather than after the
+		// default 2 minutes: a test that goes wrong fails with the reason instead of timing out.
+		cmd.Env = append(cmd.Env, "GIT_XET_STALL_TIMEOUT=30s")
+	}
 	m := &mountProc{t: e.t, cmd: cmd, dir: mnt, out: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = m.out, m.out
 	if err := cmd.Start(); err != nil {

@@ -304,7 +304,8 @@ func TestMountReadsLocalObjects(t *testing.T) {
 }
 
 // A CAS that answers with damaged bytes gives EIO, never the damaged bytes; once it answers right
-// again, the file reads whole. The reason is in the log.
+// again, the file reads whole. The reason is in the log. A CAS that stops sending fails the read
+// after the stall timeout, not later.
 func TestMountCASFaultGivesEIO(t *testing.T) {
 	needFUSE(t)
 	rs := startRecordingServer(t, nil)
@@ -321,6 +322,7 @@ func TestMountCASFaultGivesEIO(t *testing.T) {
 	e.git(clone, "config", "lfs.transfer.maxretries", "1")
 	e.git(clone, "config", "lfs.transfer.maxretrydelay", "0")
 	mnt := filepath.Join(e.home, "mnt")
+	e.vars = append(e.vars, "GIT_XET_STALL_TIMEOUT=2s")
 	e.mount(clone, mnt)
 	proxy.Add(chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1 << 20, Kind: chaos.Flip, Offset: 3000})
 	out, err := exec.Command("cat", filepath.Join(mnt, "big.bin")).Output()
@@ -336,6 +338,14 @@ func TestMountCASFaultGivesEIO(t *testing.T) {
 	proxy.Clear()
 	if got, err := os.ReadFile(filepath.Join(mnt, "big.bin")); err != nil || !bytes.Equal(got, v2) {
 		t.Fatalf("after the CAS recovered: %v", err)
+	}
+	proxy.Add(chaos.Rule{Method: "GET", Prefix: "/xorbs/", Times: 1 << 20, Kind: chaos.Stall, Offset: 0})
+	start := time.Now()
+	if _, err := os.ReadFile(filepath.Join(mnt, "weights", "tensor.bin")); err == nil {
+		t.Fatal("a read from a CAS that sends nothing succeeded")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("a read from a stalled CAS failed after %v, the stall timeout is 2 s", d)
 	}
 }
 
