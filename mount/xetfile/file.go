@@ -65,6 +65,9 @@ func (f *File) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := f.checkPlan(pl); err != nil {
+		return 0, err
+	}
 	for _, pc := range pieces {
 		copy(p[pc.dst:], data[pc.ref][pc.lo:pc.hi])
 	}

@@ -18,6 +18,10 @@ type shaTrack struct {
 	pos  int64
 	done bool
 	err  error
+	// The plan's check against the Xet hash (plancheck.go): done, and the first term whose footer
+	// was not known at the last try.
+	planChecked bool
+	planNext    int
 }
 
 func (t *shaTrack) failed() error {

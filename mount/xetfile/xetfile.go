@@ -4,9 +4,9 @@
 // The trust chain: a xorb's footer (fetched with a suffix range, or from the cache) is used only
 // when its chunk hashes and lengths aggregate to the xorb hash (xorb.Footer.Verify); a chunk is used
 // only when its bytes hash to the footer's hash of it. So every byte returned is the bytes the
-// reconstruction plan names. A file read whole, in order, is also checked against its SHA-256 (the
-// LFS oid), which checks the plan itself: the read that completes a file whose SHA-256 is wrong
-// fails, and so does every later read of it.
+// reconstruction plan names. The plan is checked against the file's Xet hash once the footers of
+// all its xorbs are known (plancheck.go), and a file read whole, in order, against its SHA-256 (the
+// LFS oid): the read that finds either wrong fails, and so does every later read of the file.
 //
 // Where a chunk comes from, first found first: the memory cache (verified chunks, MemBytes), a read
 // of the same chunk under way (one fetch serves every reader: flights by chunk hash), the disk

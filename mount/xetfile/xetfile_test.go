@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,7 +261,7 @@ func TestSHAMismatchFailsTheLastRead(t *testing.T) {
 func TestStalledFetchFailsAfterWait(t *testing.T) {
 	data := testutil.RandomBytes(1<<20, 5)
 	w := newWorld(t, data)
-	fs := w.files2(Config{Wait: 300 * time.Millisecond})
+	fs := w.files2(Config{Wait: 2 * time.Second})
 	f := w.open(fs, oidOf(data))
 	buf := make([]byte, 4096)
 	if _, err := f.ReadAt(context.Background(), buf, 0); err != nil { // plan and footer
@@ -270,7 +271,7 @@ func TestStalledFetchFailsAfterWait(t *testing.T) {
 	defer close(w.cas.stall)
 	start := time.Now()
 	_, err := f.ReadAt(context.Background(), buf, 900<<10)
-	if err == nil || time.Since(start) > 5*time.Second {
+	if err == nil || time.Since(start) > 10*time.Second {
 		t.Fatalf("stalled read: %v after %v", err, time.Since(start))
 	}
 }
@@ -374,4 +375,34 @@ func TestSequentialReadsReadAhead(t *testing.T) {
 	if n := w.cas.count(); n > 40 {
 		t.Fatalf("128 reads of 128 KiB made %d fetches: no read-ahead", n)
 	}
+}
+
+// A plan naming other chunks than the file's (a CAS answering another file's plan, each chunk of it
+// verifying) fails reads once the footers of all its xorbs are known.
+func TestPlanOfAnotherFileFails(t *testing.T) {
+	a := testutil.RandomBytes(2<<20, 12)
+	b := testutil.RandomBytes(2<<20, 13)
+	w := newWorld(t, a, b)
+	fs := w.files2(Config{})
+	ra, rb := w.res[oidOf(a)], w.res[oidOf(b)]
+	lying := &otherPlan{Client: w.cas, other: rb.FileHash}
+	src := Source{CAS: lying, File: ra.FileHash, Concurrency: 2, Where: "a lying CAS"}
+	f := fs.Open(oidOf(a), ra.Size, ra.SHA256, "", func(context.Context) (Source, error) { return src, nil })
+	buf := make([]byte, 4096)
+	if _, err := f.ReadAt(context.Background(), buf, 1<<20); err == nil || !strings.Contains(err.Error(), "reads another file") {
+		t.Fatalf("a read through another file's plan: %v", err)
+	}
+	if _, err := f.ReadAt(context.Background(), buf, 0); err == nil {
+		t.Fatal("a later read succeeded")
+	}
+}
+
+// otherPlan answers every reconstruction with the plan of another file.
+type otherPlan struct {
+	cas.Client
+	other hash.Hash
+}
+
+func (o *otherPlan) Reconstruct(ctx context.Context, _ hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
+	return o.Client.Reconstruct(ctx, o.other, rng)
 }
