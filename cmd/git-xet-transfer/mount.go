@@ -33,7 +33,7 @@ const DefaultMountCacheSize = 10 << 30
 
 // mountMemoryLimit is the Go heap's soft limit in a mount process: the memory cache of chunks and the
 // fetches in flight stay well under it, and the collector keeps the process near it, not at twice.
-const mountMemoryLimit = 192 << 20
+const mountMemoryLimit = 160 << 20
 
 type mountFlags struct {
 	rev, cacheSize, remote string

@@ -40,8 +40,8 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMemBytes     = 64 << 20
-	DefaultReadAheadMax = 32 << 20
+	DefaultMemBytes     = 48 << 20
+	DefaultReadAheadMax = 24 << 20
 	DefaultRangeBytes   = 4 << 20
 	DefaultWait         = cas.DefaultStallTimeout
 )
