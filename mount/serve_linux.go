@@ -102,6 +102,9 @@ func (m *Mount) Stop() error {
 // mount of ours whose process died is cleaned up.
 func prepare(dir string) error {
 	if _, err := os.Stat(dir); stale(dir, err) {
+		if mi, ok := mounted(dir); ok && mi.fstype != FSType {
+			return fmt.Errorf("%s is a %s mount whose process died: not git-xet-transfer's, it is left alone (fusermount3 -u %s)", dir, mi.fstype, dir)
+		}
 		if err := fusermount(dir, true); err != nil {
 			return fmt.Errorf("%s is a mount whose process died, and cleaning it up failed: %w", dir, err)
 		}
