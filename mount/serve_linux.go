@@ -99,48 +99,54 @@ func (m *Mount) Stop() error {
 }
 
 // prepare makes sure dir can be mounted on: it exists (made when missing) and is not mounted; a
-// mount of ours whose process died is cleaned up.
+// mount of ours whose process died is cleaned up. Nothing under a mount point is touched before
+// its state is known: a mount whose process does not answer would hang the caller.
 func prepare(dir string) error {
-	if _, err := os.Stat(dir); stale(dir, err) {
-		if mi, ok := mounted(dir); ok && mi.fstype != FSType {
-			return fmt.Errorf("%s is a %s mount whose process died: not git-xet-transfer's, it is left alone (fusermount3 -u %s)", dir, mi.fstype, dir)
+	if mi, ok := mounted(dir); ok {
+		switch state := liveness(dir); {
+		case mi.fstype != FSType:
+			return fmt.Errorf("%s is already a mount point (%s of %s)", dir, mi.fstype, mi.source)
+		case state == dead:
+			if err := fusermount(dir, true); err != nil {
+				return fmt.Errorf("%s is a mount whose process died, and cleaning it up failed: %w", dir, err)
+			}
+		case state == hung:
+			return fmt.Errorf("%s is a mount whose process does not answer: unmount it (git xet-transfer unmount %s)", dir, dir)
+		default:
+			return fmt.Errorf("%s is already mounted (%s): unmount it first (git xet-transfer unmount %s)", dir, mi.source, dir)
 		}
-		if err := fusermount(dir, true); err != nil {
-			return fmt.Errorf("%s is a mount whose process died, and cleaning it up failed: %w", dir, err)
-		}
-	} else if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	} else if err != nil {
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
 		return err
 	}
-	if mi, ok := mounted(dir); ok {
-		return fmt.Errorf("%s is already a mount point (%s of %s): unmount it first (git xet-transfer unmount %s)", dir, mi.fstype, mi.source, dir)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
 	return nil
 }
 
 // Unmount unmounts the mount of ours at dir: a live one (its process then exits), or one whose
-// process died. Another kind of mount is refused.
+// process died or does not answer (lazily). Another kind of mount is refused.
 func Unmount(dir string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	_, serr := os.Stat(dir)
-	stale := stale(dir, serr)
 	mi, ok := mounted(dir)
 	switch {
-	case !ok && !stale:
+	case !ok:
 		return fmt.Errorf("%s is not mounted", dir)
-	case ok && mi.fstype != FSType:
+	case mi.fstype != FSType:
 		return fmt.Errorf("%s is a %s mount, not one of git-xet-transfer's", dir, mi.fstype)
 	}
-	if err := fusermount(dir, stale); err != nil {
+	if liveness(dir) != alive {
+		return fusermount(dir, true)
+	}
+	if err := fusermount(dir, false); err != nil {
 		if strings.Contains(err.Error(), "busy") {
 			return fmt.Errorf("%s is busy: a file in it is open (see `fuser -m %s`); close it and try again", dir, dir)
 		}
@@ -149,18 +155,37 @@ func Unmount(dir string) error {
 	return nil
 }
 
-// stale reports whether dir is a FUSE mount whose process died ("transport endpoint is not
-// connected"): its stat failed so (statErr), or, as the kernel may answer a stat from what it
-// cached, its statfs does, which always asks the file system's process.
-func stale(dir string, statErr error) bool {
-	if errors.Is(statErr, syscall.ENOTCONN) {
-		return true
+// A mount's state, as its statfs says.
+type mountState int
+
+const (
+	alive mountState = iota
+	dead             // its process died: "transport endpoint is not connected"
+	hung             // its process does not answer
+)
+
+// livenessWait is how long a mount's process has to answer a statfs.
+const livenessWait = 2 * time.Second
+
+// liveness asks the mount at dir for its statfs, which the kernel always passes to the file
+// system's process (a stat may be answered from the kernel's cache). A process that does not
+// answer leaves the goroutine asking blocked until it does (or the mount goes): the callers are
+// commands that exit.
+func liveness(dir string) mountState {
+	res := make(chan error, 1)
+	go func() {
+		var st syscall.Statfs_t
+		res <- syscall.Statfs(dir, &st)
+	}()
+	select {
+	case err := <-res:
+		if errors.Is(err, syscall.ENOTCONN) {
+			return dead
+		}
+		return alive
+	case <-time.After(livenessWait):
+		return hung
 	}
-	if mi, ok := mounted(dir); !ok || !strings.HasPrefix(mi.fstype, "fuse") {
-		return false
-	}
-	var st syscall.Statfs_t
-	return errors.Is(syscall.Statfs(dir, &st), syscall.ENOTCONN)
 }
 
 // fusermount runs fusermount3 (or fusermount) -u on dir, -z (lazy) when asked.

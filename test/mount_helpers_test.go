@@ -96,13 +96,10 @@ func (e *env) mount(repo, mnt string, args ...string) *mountProc {
 			exec.Command("fusermount3", "-u", "-z", mnt).Run()
 		}
 	})
-	up := func() bool { // mounted and answering (not a stale mount the process is about to clean)
-		if !isMounted(mnt) {
-			return false
-		}
-		_, err := os.ReadDir(mnt)
-		return err == nil
-	}
+	// Up when the process says so: it has mounted and answered its first requests. (Its mount shows
+	// in /proc/self/mountinfo, and answers, a moment before: a SIGKILL in that moment, while go-fuse's
+	// mount still waits on its own mount point, leaves a process no signal ends.)
+	up := func() bool { return strings.Contains(m.out.String(), "mounted ") && isMounted(mnt) }
 	if !waitFor(30*time.Second, func() bool { return up() || m.exited() }) || !up() {
 		e.t.Fatalf("mount did not come up:\n%s", m.out.String())
 	}
