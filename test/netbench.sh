@@ -30,7 +30,7 @@
 # runs under GNU time; target ≤ 256 MB).
 #
 # Knobs: NETBENCH_MIB (default 1024: the issue's sizes; 16 for a smoke run), NETBENCH_MOUNT_MIB (the
-# mount row's file, default 4096: issue 43's size), NETBENCH_ROWS,
+# mount row's file, default 4×MIB: 4096, issue 43's size), NETBENCH_ROWS,
 # NETBENCH_PROFILES (the profiles to run, default home,far,thin: a row runs on those of its profiles
 # listed), NETBENCH_LINK (one link for every row instead of its profile: a name or MBIT/RTT_MS, e.g.
 # 400/2 for a quick run), NETBENCH_PROBE_MIB (default 256). With XET_BINDIR=DIR it runs the
@@ -46,7 +46,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 MIB=${NETBENCH_MIB:-1024}
 ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin,mount},"
-MOUNT_MIB=${NETBENCH_MOUNT_MIB:-4096}
+MOUNT_MIB=${NETBENCH_MOUNT_MIB:-$((4 * MIB))}
 PROFILES=",${NETBENCH_PROFILES:-home,far,thin},"
 LINK=${NETBENCH_LINK:-}
 PROBE_MIB=${NETBENCH_PROBE_MIB:-256}
@@ -391,7 +391,9 @@ if on_row thin && on_profile thin; then
   row "  longest spell without a byte over the link" thin "${still[thin-xet]} s" "${still[thin-plain]} s" "-" "(shown)" "-"
 fi
 
-if on_row mount && on_profile home; then
+if on_row mount && on_profile home && { [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; }; then
+  echo "the mount row needs FUSE (/dev/fuse, fusermount3: apt-get install fuse3): skipped"
+elif on_row mount && on_profile home; then
   msize=$((MOUNT_MIB << 20)) mcache=$(((MOUNT_MIB + MOUNT_MIB / 4) << 20)) mp="$work/mnt-point" xt="$work/bin/git-xet-transfer"
   echo "set-up: a revision of 1,000 small LFS files and $MOUNT_MIB MiB (v1; v2, a 0.5 % edit), pushed (unshaped)"
   python3 "$root/test/editdata.py" versions "$work/data" mount- 2 "$msize" 0.5
