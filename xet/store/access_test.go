@@ -177,12 +177,8 @@ func TestRegistrationBudget(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	// A xorb of 64 chunks of 128 KiB of zeros: 8 MiB raw in a small body.
+	x := zerosXorb(64)
 	zero := make([]byte, xorb.MaxChunkRaw)
-	b := xorb.NewBuilder(xorb.PolicyLZ4)
-	for range 64 {
-		b.Add(zero, hash.Chunk(zero))
-	}
-	x := b.Finish()
 	a := Access{Repo: "org/a"}
 	if _, err := s.PutXorbAs(ctx, a, x.Hash, bytes.NewReader(x.Body), xorb.Follows{}); err != nil {
 		t.Fatal(err)

@@ -10,11 +10,14 @@ import (
 // a few hundred KB can name terabytes of (highly compressible) chunk data. Two costs grow with
 // what it names:
 //
-//   - checking the terms: per chunk reference, its verification hash and the file hash (the merkle
-//     tree over every chunk, about a microsecond a chunk). It cannot be skipped (a wrong record
-//     would stand for the file hash forever) except for a file whose record, already stored, has
-//     the same terms. It is bounded by caps: MaxFileChunks per file, MaxShardChunkRefs per shard,
-//     refused before any hashing.
+//   - checking the terms: per chunk reference, its verification hash (tens of nanoseconds) and the
+//     file hash (the merkle tree over every chunk, about a microsecond a chunk). The file hash is
+//     not computed again for a file whose record, already stored, has the same terms; otherwise it
+//     cannot be skipped (a wrong record would stand for the file hash forever). It is bounded by
+//     caps, refused before any hashing: MaxFileChunks and MaxFileTerms per file, MaxShardChunkRefs
+//     per shard, and MaxShardHashedRefs references of files whose hash is computed (under a second
+//     or two of one core at worst). The caps, not the bytes sent, bound it: version 2 of a large
+//     file sends few bytes and still names every chunk.
 //   - the SHA-256 check: reading and hashing each new file's content, to know that the oid the
 //     shard claims is right. It is paid from a budget: FreeHashBytes per registration, plus what
 //     the repository's own xorb uploads brought (the raw bytes the server validated, each byte
@@ -24,16 +27,17 @@ import (
 //     agent both do). A later upload of the same file within budget verifies it. A file whose
 //     content was hashed to its oid once (a verified marker, any repository) is not hashed again.
 //
-// So a push of new data verifies everything it sends; version 2 of a 10 GB file with 1% changed,
-// or the same file pushed to a second repository, sends few bytes and registers at once, the
-// first unverified unless the file was verified before, the second verified by its marker.
+// So a push of new data verifies everything it sends; version 2 of a 10 GB file with 1% changed
+// sends 100 MB and registers at once, unverified unless its first terms were hashed as they
+// arrived (chain.go); the same file pushed to a second repository registers verified by its
+// marker, without hashing.
 
 const (
 	// FreeHashBytes is the SHA-256 check every registration may cost, whatever it uploaded.
 	FreeHashBytes = 16 << 20
-	// MaxFileChunks bounds the chunk references of one file: 2M chunks, 128 GiB at the average
-	// chunk size (the Hub takes files up to 50 GB), about two seconds of checking.
-	MaxFileChunks = 1 << 21
+	// MaxFileChunks bounds the chunk references of one file: 1M chunks, 64 GiB at the average
+	// chunk size (the Hub takes files up to 50 GB), under a second of checking.
+	MaxFileChunks = 1 << 20
 	// MaxFileTerms bounds the terms of one file, and so its record (44 bytes a term).
 	MaxFileTerms = 1 << 20
 	// creditTTL is how long what an upload brought stays to be spent by a registration.

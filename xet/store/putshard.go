@@ -17,6 +17,10 @@ const (
 	// MaxShardChunkRefs bounds the chunks all terms of one shard may reference (about 512 GiB of
 	// file data at the average chunk size), which bounds the checking a shard can cost (budget.go).
 	MaxShardChunkRefs = 1 << 23
+	// MaxShardHashedRefs bounds the chunk references of a shard's files whose file hash is
+	// computed (files not stored before with the same terms): the merkle tree, about a
+	// microsecond a chunk, is the costliest part of the check a shard's bytes do not pay for.
+	MaxShardHashedRefs = 1 << 21
 	// DedupeModulus: a chunk whose hash % DedupeModulus == 0 is indexed for global dedupe, as is the
 	// first chunk of every file.
 	DedupeModulus = 1024

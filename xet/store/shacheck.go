@@ -153,6 +153,7 @@ func (s *Store) hashTerm(ctx context.Context, h io.Writer, t fileTerm, buf []byt
 		if err != nil {
 			return buf, fmt.Errorf("xorb %s: %w", t.Xorb, err)
 		}
+		s.hashed.Add(int64(len(raw)))
 		h.Write(raw)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -98,6 +99,7 @@ type Store struct {
 	work    chainWork              // the extensions of runs onto them
 	grants  *lru[string, struct{}] // access entries seen to exist (access.go); never removed
 	credits credits                // what each repository's uploads brought for checking (budget.go)
+	hashed  atomic.Int64           // raw bytes read back and hashed for SHA-256 checks and runs
 }
 
 // ReadAtCloser is an open stored xorb object, read under the ctx it was opened with.

@@ -233,10 +233,13 @@ func (v *validator) knownTerms(ctx context.Context, f *shard.File) (bool, error)
 	}
 	if known {
 		v.cost.knownRefs += refs
-	} else {
-		v.cost.refs += refs
+		return true, nil
 	}
-	return known, nil
+	if v.cost.refs+refs > MaxShardHashedRefs {
+		return false, invalid("shard names more than %d chunks of files not stored before: send fewer files per shard", MaxShardHashedRefs)
+	}
+	v.cost.refs += refs
+	return false, nil
 }
 
 // sameTerms reports whether a stored record has exactly the terms ts.
