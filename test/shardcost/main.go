@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -38,10 +38,10 @@ func main() {
 }
 
 func run(url, file string, terms int, timeout time.Duration) error {
-	x := zeros()
+	x := testutil.ZerosXorb(xorb.MaxChunks)
 	body, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
-		body = build(x, terms)
+		body = (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{testutil.RepeatingFile(x, terms, [32]byte{1})}}).AppendUpload(nil)
 		err = os.WriteFile(file, body, 0o644)
 	}
 	if err != nil {
@@ -65,41 +65,6 @@ func run(url, file string, terms int, timeout time.Duration) error {
 	}
 	fmt.Printf("shard of %d bytes: %d in %v: %s\n", len(body), code, took, strings.TrimSpace(msg))
 	return nil
-}
-
-// zeros is the xorb: 8192 chunks of 128 KiB of zeros.
-func zeros() *xorb.Xorb {
-	z := make([]byte, xorb.MaxChunkRaw)
-	h := hash.Chunk(z)
-	b := xorb.NewBuilder(xorb.PolicyLZ4)
-	for range xorb.MaxChunks {
-		b.Add(z, h)
-	}
-	return b.Finish()
-}
-
-// build is the shard: one file naming every chunk of x terms times, with a wrong SHA-256.
-func build(x *xorb.Xorb, n int) []byte {
-	hashes := make([]hash.Hash, len(x.Chunks))
-	for i, c := range x.Chunks {
-		hashes[i] = c.Hash
-	}
-	v := hash.Verification(hashes)
-	ts := make([]shard.Term, n)
-	ver := make([]hash.Hash, n)
-	var m hash.MerkleBuilder
-	for i := range ts {
-		ts[i] = shard.Term{Xorb: x.Hash, UnpackedBytes: uint32(x.RawBytes), ChunkStart: 0, ChunkEnd: uint32(len(x.Chunks))}
-		ver[i] = v
-		for _, c := range x.Chunks {
-			m.Add(hash.Entry{Hash: c.Hash, Size: uint64(c.RawLen)})
-		}
-	}
-	f, err := shard.UploadFile(m.FileSum(), ts, ver, [32]byte{1})
-	if err != nil {
-		panic(err)
-	}
-	return (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}).AppendUpload(nil)
 }
 
 // token is a write token of repository org/item5 from the batch API of an open server.

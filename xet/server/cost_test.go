@@ -3,12 +3,14 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +24,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -29,39 +32,10 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// zerosXorb is a xorb of n chunks of 128 KiB of zeros: n×128 KiB raw in a body of about 520
-// bytes a chunk.
-func zerosXorb(n int) *xorb.Xorb {
-	zero := make([]byte, xorb.MaxChunkRaw)
-	b := xorb.NewBuilder(xorb.PolicyLZ4)
-	for range n {
-		b.Add(zero, hash.Chunk(zero))
-	}
-	return b.Finish()
-}
-
 // amplifyingShard is item 5's shard: one file naming every chunk of x, times times over, with a
-// SHA-256 its content does not have (the file hash and the verification entries are right).
+// SHA-256 its content does not have.
 func amplifyingShard(x *xorb.Xorb, times int) []byte {
-	terms := make([]shard.Term, times)
-	ver := make([]hash.Hash, times)
-	hashes := make([]hash.Hash, len(x.Chunks))
-	for i, c := range x.Chunks {
-		hashes[i] = c.Hash
-	}
-	v := hash.Verification(hashes)
-	var m hash.MerkleBuilder
-	for i := range terms {
-		terms[i] = shard.Term{Xorb: x.Hash, UnpackedBytes: uint32(x.RawBytes), ChunkStart: 0, ChunkEnd: uint32(len(x.Chunks))}
-		ver[i] = v
-		for _, c := range x.Chunks {
-			m.Add(hash.Entry{Hash: c.Hash, Size: uint64(c.RawLen)})
-		}
-	}
-	f, err := shard.UploadFile(m.FileSum(), terms, ver, [32]byte{1})
-	if err != nil {
-		panic(err)
-	}
+	f := testutil.RepeatingFile(x, times, [32]byte{1})
 	return (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}).AppendUpload(nil)
 }
 
@@ -73,7 +47,7 @@ func amplifyingShard(x *xorb.Xorb, times int) []byte {
 func TestAmplifyingShardIsCheap(t *testing.T) {
 	e := newEnv(t, nil)
 	tok := e.token("org/a", scopeWrite, time.Hour)
-	x := zerosXorb(512)
+	x := testutil.ZerosXorb(512)
 	if res := e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, auth(tok)...); res.status != 200 {
 		t.Fatalf("xorb: %v", res)
 	}
@@ -240,5 +214,20 @@ func TestReconstructionAnswersAreCapped(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(out + ".part"); !bytes.Equal(got, r.content[rng.Start:rng.End+1]) {
 		t.Fatal("range differs")
+	}
+}
+
+// The batch answer for an upload of a stored object with another size does not say the stored
+// size (on main: "object exists with size 810234, not 5").
+func TestBatchSizeMismatchSaysOnlyTheClientsSize(t *testing.T) {
+	e := newEnv(t, nil)
+	r := loadRef(t)
+	tok := e.token("org/a", scopeWrite, time.Hour)
+	e.uploadRef(r, auth(tok)...)
+	obj := lfsbatch.Object{OID: hex.EncodeToString(r.sha[:]), Size: 5}
+	_, br := e.batch("org/a", batchBody("upload", []string{"xet"}, obj))
+	oe := br.Objects[0].Error
+	if oe == nil || strings.Contains(oe.Message, strconv.Itoa(len(r.content))) {
+		t.Fatalf("size mismatch: %+v", oe)
 	}
 }

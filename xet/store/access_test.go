@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
@@ -177,7 +178,7 @@ func TestRegistrationBudget(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	// A xorb of 64 chunks of 128 KiB of zeros: 8 MiB raw in a small body.
-	x := zerosXorb(64)
+	x := testutil.ZerosXorb(64)
 	zero := make([]byte, xorb.MaxChunkRaw)
 	a := Access{Repo: "org/a"}
 	if _, err := s.PutXorbAs(ctx, a, x.Hash, bytes.NewReader(x.Body), xorb.Follows{}); err != nil {
@@ -220,35 +221,10 @@ type zeroShard struct {
 	sha  hash.Hash
 }
 
-// zeroFile is a shard of one file naming all chunks of x (zeros) times times.
+// zeroFile is a shard of one file naming all chunks of x (zeros) times times, with its SHA-256.
 func zeroFile(t testing.TB, x *xorb.Xorb, times int) zeroShard {
 	t.Helper()
-	var terms []shard.Term
-	var hashes []hash.Hash
-	var entries []hash.Entry
-	for range times {
-		terms = append(terms, shard.Term{Xorb: x.Hash, UnpackedBytes: uint32(x.RawBytes), ChunkStart: 0, ChunkEnd: uint32(len(x.Chunks))})
-		for _, c := range x.Chunks {
-			hashes = append(hashes, c.Hash)
-			entries = append(entries, hash.Entry{Hash: c.Hash, Size: uint64(c.RawLen)})
-		}
-	}
-	content := make([]byte, int(x.RawBytes)*times)
-	sum := sha256.Sum256(content)
-	f, err := shard.UploadFile(hash.File(entries), terms, verifications(terms, hashes), sum)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := sha256.Sum256(make([]byte, int(x.RawBytes)*times))
+	f := testutil.RepeatingFile(x, times, sum)
 	return zeroShard{body: rawShard([]shard.File{f}, nil), file: f.Hash, sha: hash.FromSHA256(sum)}
-}
-
-func verifications(terms []shard.Term, hashes []hash.Hash) []hash.Hash {
-	var out []hash.Hash
-	pos := 0
-	for _, t := range terms {
-		n := int(t.ChunkEnd - t.ChunkStart)
-		out = append(out, hash.Verification(hashes[pos:pos+n]))
-		pos += n
-	}
-	return out
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -112,7 +111,7 @@ func FuzzPutShard(f *testing.F) {
 func FuzzShardCost(f *testing.F) {
 	r := loadRef(f)
 	xa := r.xorb(0, 1, 2, 3, 4)
-	zeros := zerosXorb(16) // 2 MiB of zeros
+	zeros := testutil.ZerosXorb(16) // 2 MiB of zeros
 	f.Add(zeroFile(f, zeros, 1024).body)
 	f.Add(zeroFile(f, zeros, 1).body)
 	f.Add(r.shardBytes([]*testFile{r.file(seg{xa, 0, 5}, seg{xa, 1, 3})}, xa))
@@ -140,14 +139,4 @@ func FuzzShardCost(f *testing.F) {
 			t.Fatalf("checked %d chunk references, %d of them with the file hash", cost.refs+cost.knownRefs, cost.refs)
 		}
 	})
-}
-
-// zerosXorb is a xorb of n chunks of 128 KiB of zeros.
-func zerosXorb(n int) *xorb.Xorb {
-	zero := make([]byte, xorb.MaxChunkRaw)
-	b := xorb.NewBuilder(xorb.PolicyLZ4)
-	for range n {
-		b.Add(zero, hash.Chunk(zero))
-	}
-	return b.Finish()
 }

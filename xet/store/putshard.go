@@ -235,8 +235,8 @@ type filePlan struct {
 }
 
 // register writes the pending xorbs and the plans' entries as one batch, in dependency order
-// (xorbs, file records, then per file its SHA-256 mapping in ns, its verified marker and its
-// membership of ns, then dedupe entries): the backend makes them visible in that order, so an
+// (xorbs, file records, then per file its SHA-256 mapping in ns and its membership of ns, then the
+// verified markers of files of markerMinBytes or more, and dedupe entries): the backend makes them visible in that order, so an
 // entry never points at one not yet written, and one fsync covers a small shard's xorbs and
 // entries. existed=true when no file record, mapping or membership was new.
 func (s *Store) register(ctx context.Context, ns string, xorbs []blob.NewBlob, plans []filePlan) (bool, error) {
@@ -264,7 +264,7 @@ func (s *Store) register(ctx context.Context, ns string, xorbs []blob.NewBlob, p
 	}
 	indexed := len(blobs)
 	for _, p := range plans {
-		if p.verified {
+		if p.verified && p.rec.Size >= markerMinBytes {
 			blobs = append(blobs, blob.NewBlob{Name: verifiedName(p.file), Data: marshalVerified(p.rec.SHA256)})
 		}
 		for _, d := range p.dedupe {

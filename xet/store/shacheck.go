@@ -65,6 +65,9 @@ func (s *Store) checkSHA256s(ctx context.Context, ns string, plans []filePlan, b
 	return nil
 }
 
+// markerMinBytes is the size from which a file's verified marker is looked up before it is hashed.
+const markerMinBytes = 1 << 20
+
 // errWrongSHA256 refuses a file whose content does not hash to the SHA-256 its shard names. It
 // does not say what the content hashes to: the client sent the SHA-256, not the content.
 func errWrongSHA256(file, claimed hash.Hash) error {
@@ -73,17 +76,19 @@ func errWrongSHA256(file, claimed hash.Hash) error {
 }
 
 // knownSHA256 reports whether p's file was hashed to its SHA-256 before: a verified marker (any
-// repository) naming it, or a verified mapping in ns to the file. A marker naming another SHA-256
-// refuses the shard at once.
+// repository; looked up for files of markerMinBytes or more) naming it, or a verified mapping in ns
+// to the file. A marker naming another SHA-256 refuses the shard at once.
 func (s *Store) knownSHA256(ctx context.Context, ns string, p *filePlan) (bool, error) {
-	sha, err := s.verifiedSHA256(ctx, p.file)
-	switch {
-	case err == nil && sha == p.rec.SHA256:
-		return true, nil
-	case err == nil:
-		return false, errWrongSHA256(p.file, p.rec.SHA256)
-	case !errors.Is(err, ErrNotFound):
-		return false, err
+	if p.rec.Size >= markerMinBytes { // a small file costs less to hash than a lookup more
+		sha, err := s.verifiedSHA256(ctx, p.file)
+		switch {
+		case err == nil && sha == p.rec.SHA256:
+			return true, nil
+		case err == nil:
+			return false, errWrongSHA256(p.file, p.rec.SHA256)
+		case !errors.Is(err, ErrNotFound):
+			return false, err
+		}
 	}
 	if f, _, err := s.LookupVerifiedSHA256(ctx, ns, p.rec.SHA256); err == nil && f == p.file {
 		return true, nil
