@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -138,6 +139,10 @@ type Config struct {
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names a request's client, whose
+	// address keys the limits on failed logins (clientAddr). Without them every client behind a
+	// proxy shares the proxy's address, and its budget.
+	TrustedProxies []netip.Prefix
 	// Hub, when set, makes the LFS and token routes behave as the Hugging Face Hub's (a test
 	// emulator: see HubCompat). Users is not used then.
 	Hub *HubCompat
@@ -257,7 +262,7 @@ func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
 func (s *Server) Handler() http.Handler {
-	return s.logged(s.recovered(s.draining(s.paced(s.mux))))
+	return s.logged(s.recovered(s.draining(s.localHosts(s.paced(s.mux)))))
 }
 
 // Close lets go of what the store holds for writing (store.Store.Close), once no request is being
