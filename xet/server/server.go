@@ -5,10 +5,13 @@
 // xorbs and shards and streams reconstructed files back).
 //
 // Access control has two layers. LFS routes and the token routes take user credentials (HTTP Basic,
-// checked against a Users table). CAS routes take bearer tokens the server issues itself (HMAC-SHA256
-// signed, expiring, scoped read or write, carrying the repository namespace; see Tokens). Xorb bytes are
-// served only from signed URLs that name the allowed byte ranges. With no Users configured the server is
-// open: everything is allowed, and the binary refuses to listen anywhere but loopback.
+// checked against a Users table, failures limited by Users.Login). CAS routes take bearer tokens the
+// server issues itself (HMAC-SHA256 signed, expiring, scoped read or write, carrying the repository
+// namespace and the user; see Tokens), each use checked against the Users table in force, and
+// nothing minted from a token outlives it (credentials.go). Xorb bytes are served only from signed
+// URLs that name the allowed byte ranges. With no Users configured the server is open: everything
+// is allowed, the binary refuses to listen anywhere but loopback, and requests must name a loopback
+// Host.
 //
 // A *Server is safe for concurrent use by any number of requests; it keeps no per-request state.
 package server

@@ -29,8 +29,9 @@ import (
 //
 //	$pbkdf2-sha256$ITERATIONS$SALT$KEY   PBKDF2-HMAC-SHA256, SALT and KEY unpadded base64 (what
 //	                                     `xet-server hash-password` writes; 600000 iterations)
-//	$sha256$SALTHEX$HEX                  SHA-256(salt || password), hex: only for long random
-//	                                     machine passwords (fast, so not for human ones)
+//	$sha256$SALTHEX$HEX                  SHA-256(salt || password), hex, the salt not empty: only
+//	                                     for long random machine passwords (fast, so not for human
+//	                                     ones)
 //
 // bcrypt hashes ($2a$, $2b$, $2y$) are recognised and refused with a clear error: this build has no
 // bcrypt implementation (it would need golang.org/x/crypto).
