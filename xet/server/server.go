@@ -5,10 +5,13 @@
 // xorbs and shards and streams reconstructed files back).
 //
 // Access control has two layers. LFS routes and the token routes take user credentials (HTTP Basic,
-// checked against a Users table). CAS routes take bearer tokens the server issues itself (HMAC-SHA256
-// signed, expiring, scoped read or write, carrying the repository namespace; see Tokens). Xorb bytes are
-// served only from signed URLs that name the allowed byte ranges. With no Users configured the server is
-// open: everything is allowed, and the binary refuses to listen anywhere but loopback.
+// checked against a Users table, failures limited by Users.Login). CAS routes take bearer tokens the
+// server issues itself (HMAC-SHA256 signed, expiring, scoped read or write, carrying the repository
+// namespace and the user; see Tokens), each use checked against the Users table in force, and
+// nothing minted from a token outlives it (credentials.go). Xorb bytes are served only from signed
+// URLs that name the allowed byte ranges. With no Users configured the server is open: everything
+// is allowed, the binary refuses to listen anywhere but loopback, and requests must name a loopback
+// Host.
 //
 // A *Server is safe for concurrent use by any number of requests; it keeps no per-request state.
 package server
@@ -21,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -138,6 +142,10 @@ type Config struct {
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names a request's client, whose
+	// address keys the limits on failed logins (clientAddr). Without them every client behind a
+	// proxy shares the proxy's address, and its budget.
+	TrustedProxies []netip.Prefix
 	// Hub, when set, makes the LFS and token routes behave as the Hugging Face Hub's (a test
 	// emulator: see HubCompat). Users is not used then.
 	Hub *HubCompat
@@ -257,7 +265,7 @@ func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
 func (s *Server) Handler() http.Handler {
-	return s.logged(s.recovered(s.draining(s.paced(s.mux))))
+	return s.logged(s.recovered(s.draining(s.localHosts(s.paced(s.mux)))))
 }
 
 // Close lets go of what the store holds for writing (store.Store.Close), once no request is being
