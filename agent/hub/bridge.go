@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
@@ -65,7 +66,7 @@ func (c *Client) GetVerified(ctx context.Context, href string, header map[string
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return readHTTPError(http.MethodGet, href, resp, "")
+		return readHTTPError(http.MethodGet, href, resp, credentials.Credential{})
 	}
 	if err := SaveVerified(resp.Body, path, oid, size, progress); err != nil {
 		return fmt.Errorf("GET %s: %w", Where(href), err)

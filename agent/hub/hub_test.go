@@ -31,6 +31,7 @@ func client(t *testing.T, tok string, h http.HandlerFunc) (*Client, string) {
 	t.Setenv("GIT_TERMINAL_PROMPT", "0")
 	t.Setenv("HF_TOKEN", tok)
 	t.Setenv("HF_TOKEN_PATH", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HF_ENDPOINT", srv.URL) // the server plays the Hub
 	lfs := srv.URL + "/org/model.git/info/lfs"
 	creds, err := credentials.NewForURL(context.Background(), gitrepo.New(gitrepo.Git{Dir: t.TempDir()}), credentials.EnvFrom(os.Environ()), lfs, "download")
 	if err != nil {
@@ -92,6 +93,37 @@ func TestAnonymousFirstThenCredential(t *testing.T) {
 	if len(auths) != 2 || auths[0] != "" || auths[1] != "Bearer secret-token" {
 		t.Errorf("requests carried %q, want none then the bearer token", auths)
 	}
+}
+
+// The user's credential goes to the LFS endpoint's origin only: a URL on another host (a token
+// route or an object href a batch answer names) is asked without it, even after a 401, and the
+// error says why.
+func TestCredentialOnlyToTheEndpoint(t *testing.T) {
+	var auths []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auths = append(auths, r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer other.Close()
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {})
+	_, err := c.Token(context.Background(), other.URL+"/api/models/org/model/xet-write-token/main", "")
+	wantErr(t, err, "401", "not the LFS endpoint's host")
+	_, err = c.Do(context.Background(), Request{Method: http.MethodGet, URL: other.URL + "/obj", Anonymous: true, LFS: true})
+	wantErr(t, err, "401")
+	if strings.Join(auths, ",") != "," {
+		t.Errorf("the other host got %q, want two requests without a credential", auths)
+	}
+}
+
+// A server that echoes the request's Authorization header in its error does not put the token in
+// the error.
+func TestEchoedCredentialScrubbed(t *testing.T) {
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("forbidden for " + r.Header.Get("Authorization")))
+	})
+	_, err := c.Token(context.Background(), c.TokenURL(true, "main"), "")
+	wantErr(t, err, "403", "forbidden for [redacted]")
 }
 
 func TestTokenRouteAnswers(t *testing.T) {

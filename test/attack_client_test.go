@@ -1,0 +1,152 @@
+package test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The client side of the attack suite (issue 41): what a hostile repository, or the LFS server it
+// names, can get out of a user who works in it.
+
+// attackToken is the user's Hugging Face token in these tests: no request to a host that is not
+// the Hub may carry it.
+const attackToken = "hf_userTOKENmustStayWithTheHub0123"
+
+// hostileServer is an LFS server a repository's .lfsconfig names: it records the Authorization
+// header of every request, answers a download batch with a xet action whose CAS token has expired
+// (when xetBatch is set, so that the agent renews it at the action's href), and answers everything
+// else 401, asking for credentials.
+type hostileServer struct {
+	url string
+
+	mu    sync.Mutex
+	seen  []string // "METHOD path"
+	auths []string // "METHOD path: Authorization"
+}
+
+func startHostile(t *testing.T, xetBatch bool) *hostileServer {
+	t.Helper()
+	h := &hostileServer{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.seen = append(h.seen, r.Method+" "+r.URL.Path)
+		if a := r.Header.Get("Authorization"); a != "" {
+			h.auths = append(h.auths, r.Method+" "+r.URL.Path+": "+a)
+		}
+		h.mu.Unlock()
+		if xetBatch && strings.HasSuffix(r.URL.Path, "/objects/batch") {
+			w.Header().Set("Content-Type", "application/vnd.git-lfs+json")
+			fmt.Fprintf(w, `{"transfer":"xet","objects":[{"oid":"%s","size":%d,"actions":{"download":{"href":"%s/api/models/org/model/xet-write-token/main",`+
+				`"header":{"X-Xet-Cas-Url":"%s/cas","X-Xet-Access-Token":"expired","X-Xet-Token-Expiration":"1","X-Xet-Session-Id":"s",`+
+				`"X-Xet-Hash":"%s"}}}}]}`, hostileOid, hostileSize, h.url, h.url, strings.Repeat("ab", 32))
+			return
+		}
+		w.Header().Set("LFS-Authenticate", `Basic realm="hostile"`)
+		w.Header().Set("WWW-Authenticate", `Basic realm="hostile"`)
+		http.Error(w, `{"message":"credentials needed"}`, http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL
+	return h
+}
+
+// requests is every request the server got.
+func (h *hostileServer) requests() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.seen...)
+}
+
+// carrying lists the requests whose Authorization carries secret, as a bearer token or inside
+// HTTP Basic.
+func (h *hostileServer) carrying(secret string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, a := range h.auths {
+		_, v, _ := strings.Cut(a, ": ")
+		text := v
+		if b, ok := strings.CutPrefix(v, "Basic "); ok {
+			if dec, err := base64.StdEncoding.DecodeString(b); err == nil {
+				text = string(dec)
+			}
+		}
+		if strings.Contains(text, secret) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// The object the hostile repository's pointer names (not on this machine).
+const (
+	hostileOid  = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393"
+	hostileSize = 12345
+)
+
+// hostileRepo is a work tree with a local bare origin whose committed .lfsconfig sends LFS to lfsURL,
+// holding one pointer to an object this machine does not have.
+func hostileRepo(t *testing.T, e *env, lfsURL string) (work string) {
+	t.Helper()
+	work, _ = e.localRepo(repoOpts{lfsURL: lfsURL})
+	writeFile(t, filepath.Join(work, "weights.bin"), []byte(fmt.Sprintf("version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n", hostileOid, hostileSize)))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "a model from somewhere")
+	return work
+}
+
+// Item 2: a repository's .lfsconfig names an LFS server that is not the Hub; with HF_TOKEN set,
+// nothing the user runs in it sends the token there: not migrate fetching the objects it lacks,
+// not the agent in Hub mode (which calls the batch API itself), not the agent in batch mode
+// renewing a CAS token at the action's href. Each asks the server something (the test would see
+// the token) and fails for want of a credential of that server.
+func TestAttackHFTokenStaysWithTheHub(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		xetBatch bool
+		run      func(e *env, work, target string) (string, error)
+	}{
+		{"migrate", false, func(e *env, work, target string) (string, error) {
+			out, code := e.migrate(work, "--to", target)
+			if code == 0 {
+				return out, nil
+			}
+			return out, fmt.Errorf("exit %d", code)
+		}},
+		{"hub mode", false, func(e *env, work, _ string) (string, error) {
+			// The user routes network remotes to the agent in standalone mode (Hub mode).
+			e.git("", "config", "--global", "lfs.standalonetransferagent", "xet")
+			return e.gitErr(work, "lfs", "pull")
+		}},
+		{"batch mode", true, func(e *env, work, _ string) (string, error) { return e.gitErr(work, "lfs", "pull") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := startHostile(t, c.xetBatch)
+			e := newEnv(t)
+			e.install()
+			e.vars = append(e.vars, "HF_TOKEN="+attackToken)
+			work := hostileRepo(t, e, h.url+"/org/model.git/info/lfs")
+			target := filepath.Join(e.home, "target.git")
+			e.bareRemote(target)
+			out, err := c.run(e, work, target)
+			if err == nil {
+				t.Errorf("it succeeded against a server that refuses everything:\n%s", out)
+			}
+			if len(h.requests()) == 0 {
+				t.Fatalf("the hostile server was asked nothing, so this test shows nothing:\n%s", out)
+			}
+			if got := h.carrying(attackToken); len(got) > 0 {
+				t.Errorf("HF_TOKEN went to %s, which is not the Hub:\n%s", h.url, strings.Join(got, "\n"))
+			}
+			if strings.Contains(out, attackToken) {
+				t.Errorf("the output shows the token:\n%s", out)
+			}
+		})
+	}
+}
