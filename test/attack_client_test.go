@@ -1,11 +1,14 @@
 package test
 
 import (
+	"bufio"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -149,4 +152,92 @@ func TestAttackHFTokenStaysWithTheHub(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Item 8: the start-up agent hands the conversation it read (request lines, whose action headers
+// may carry credentials) to git-xet-transfer when it replaces itself with it. Those bytes must be
+// in no process's environment, where another process of the user reads them at any time
+// (/proc/<pid>/environ keeps what the process started with, whatever it unsets), and in no file
+// still open once git-xet-transfer has taken them: this test reads both while git-xet-transfer
+// serves the request.
+func TestAttackHandoverNotInEnvironment(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	work, _ := e.localRepo(repoOpts{})
+	const secret = "Bearer handoverSECRETofTheAction0123"
+	for _, pad := range []int{0, 40 << 10} { // small, and past the start-up agent's old inline limit
+		cmd := e.cmd(work, filepath.Join(binDir, "git-xet-transfer-agent"))
+		cmd.Env = append(cmd.Env, "GIT_XET_LOG_LEVEL=info") // debug hands over before reading anything
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewReader(stdout)
+		fmt.Fprintln(stdin, `{"event":"init","operation":"download","remote":"origin","concurrent":true,"concurrenttransfers":1}`)
+		if l, err := lines.ReadString('\n'); err != nil || strings.TrimSpace(l) != "{}" {
+			t.Fatalf("init answer %q, %v", l, err)
+		}
+		fmt.Fprintf(stdin, `{"event":"download","oid":"%s","size":5,"action":{"href":"http://127.0.0.1:1/x","header":{"Authorization":%q,"X-Pad":%q}}}`+"\n",
+			hostileOid, secret, strings.Repeat("p", pad))
+		// git-xet-transfer (the same process, replaced) has taken the hand-over once it answers.
+		if l, err := lines.ReadString('\n'); err != nil || !strings.Contains(l, hostileOid) {
+			t.Fatalf("download answer %q, %v", l, err)
+		}
+		pid := cmd.Process.Pid
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) != "git-xet-transfer" {
+			t.Fatalf("process %d runs %s, not git-xet-transfer: no hand-over happened", pid, exe)
+		}
+		if where := secretInProcess(t, pid, secret); where != "" {
+			t.Errorf("pad %d: the handed-over request line is readable in %s", pad, where)
+		}
+		fmt.Fprintln(stdin, `{"event":"terminate"}`)
+		stdin.Close()
+		cmd.Wait()
+	}
+}
+
+// secretInProcess says where another process of the user finds secret in process pid: its
+// environment (raw, or base64 after a "b64:" tag, or in a file a value names), or a regular file it
+// holds open; "" for nowhere.
+func secretInProcess(t *testing.T, pid int, secret string) string {
+	t.Helper()
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if strings.Contains(kv, secret) {
+			return "/proc/" + strconv.Itoa(pid) + "/environ"
+		}
+		if _, b64, ok := strings.Cut(kv, "b64:"); ok {
+			if b, err := base64.StdEncoding.DecodeString(b64); err == nil && strings.Contains(string(b), secret) {
+				return "/proc/" + strconv.Itoa(pid) + "/environ (base64)"
+			}
+		}
+		if _, path, ok := strings.Cut(kv, "file:"); ok {
+			if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), secret) {
+				return path + ", named in /proc/" + strconv.Itoa(pid) + "/environ"
+			}
+		}
+	}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		p := fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), secret) {
+			target, _ := os.Readlink(p)
+			return p + " (" + target + ")"
+		}
+	}
+	return ""
 }

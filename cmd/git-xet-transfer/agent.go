@@ -69,9 +69,10 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// takeHandover decodes the hand-over git-xet-transfer-agent left in the environment (none: the
-// zero Handover) and removes it from the environment: it holds request lines, whose action headers
-// may carry credentials, and no program this one starts is given them.
+// takeHandover takes the hand-over git-xet-transfer-agent names in the environment (none: the zero
+// Handover): it reads the bytes and closes the descriptor (or removes the file) they came in, and
+// removes the variable, before this process starts any other program. The bytes hold request lines,
+// whose action headers may carry credentials: no program this one starts is given them.
 func takeHandover(env *environment) (handover.Handover, error) {
 	if env.Handover == "" {
 		return handover.Handover{}, nil

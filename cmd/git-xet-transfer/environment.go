@@ -29,7 +29,8 @@ type environment struct {
 	Credentials                      credentials.Env // HF_TOKEN, HF_TOKEN_PATH, HF_HOME, HF_ENDPOINT, HOME and the whole environment
 	HFEndpoint                       string
 	// Handover is GIT_XET_TRANSFER_HANDOVER, set by git-xet-transfer-agent when it hands its
-	// conversation with git-lfs to this program (internal/handover); never logged.
+	// conversation with git-lfs to this program: where the bytes are (internal/handover), never
+	// the bytes themselves; never logged.
 	Handover string
 
 	// Problems are values that could not be used (named, with what was wanted); the defaults hold.
