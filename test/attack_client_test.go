@@ -241,3 +241,42 @@ func secretInProcess(t *testing.T, pid int, secret string) string {
 	}
 	return ""
 }
+
+// Item 8: URLs with a password (https://user:password@host/...) or a signed query reach neither the
+// agent's log at debug level (JSON lines, every field) nor its answers to git-lfs (which prints
+// them): not the remote git-lfs names in init (`git push https://user:password@host/repo`), not a
+// CAS URL or a refresh href a batch answer gives.
+func TestAttackNoURLSecretsInAgentLog(t *testing.T) {
+	e := newEnv(t)
+	e.install()
+	work, _ := e.localRepo(repoOpts{})
+	secrets := []string{"remotePASSWORD", "casPASSWORD", "hrefPASSWORD", "SIGNEDquery"}
+	initWith := func(remote string) string {
+		return `{"event":"init","operation":"download","remote":"` + remote + `","concurrent":true,"concurrenttransfers":1}`
+	}
+	h := startHostile(t, false) // refuses everything at once, so that nothing waits on retries
+	stdout, stderr := runAgent(t, e, work, []string{
+		initWith(strings.Replace(h.url, "://", "://alice:remotePASSWORD@", 1) + "/org/repo.git?token=SIGNEDquery"),
+		`{"event":"download","oid":"` + hostileOid + `","size":5,"action":null}`,
+	})
+	out2, err2 := runAgent(t, e, work, []string{
+		initWith("origin"),
+		`{"event":"download","oid":"` + hostileOid + `","size":5,"action":{"href":"http://bob:hrefPASSWORD@127.0.0.1:1/refresh?sig=SIGNEDquery",` +
+			`"header":{"X-Xet-Cas-Url":"http://carol:casPASSWORD@127.0.0.1:1/cas?sig=SIGNEDquery","X-Xet-Access-Token":"t","X-Xet-Token-Expiration":"1",` +
+			`"X-Xet-Hash":"` + strings.Repeat("ab", 32) + `"}}}`,
+	})
+	log, err := os.ReadFile(e.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `"remote"`) || !strings.Contains(string(log), "transfer failed") {
+		t.Fatalf("the log has no init line or no failed transfer, so this test shows nothing:\n%s", log)
+	}
+	for _, s := range secrets {
+		for name, text := range map[string]string{"the agent log": string(log), "the answers and stderr": stdout + stderr + out2 + err2} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s shows %s:\n%s", name, s, text)
+			}
+		}
+	}
+}

@@ -47,6 +47,7 @@ import (
 	"github.com/git-lfs/git-lfs/v3/lfshttp"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // Env is what the resolver takes from the process environment. The command fills it (EnvFrom);
@@ -116,30 +117,10 @@ func (c Credential) None() bool { return c.Authorization == "" }
 
 func (c Credential) String() string { return c.Source }
 
-// Scrub returns s with every secret of the credential replaced by "[redacted]": the header values
-// it sends, the token after their scheme, and Basic's decoded password. For text a server sent back
-// (an error page that echoes the request's headers) before it reaches an error or a log.
-func (c Credential) Scrub(s string) string {
-	var secrets []string
-	for _, h := range []string{c.Authorization, c.basic} {
-		if h == "" {
-			continue
-		}
-		_, tok, _ := strings.Cut(h, " ")
-		secrets = append(secrets, h, tok)
-		if b, err := base64.StdEncoding.DecodeString(tok); err == nil && strings.HasPrefix(h, "Basic ") {
-			if _, pass, ok := strings.Cut(string(b), ":"); ok {
-				secrets = append(secrets, pass)
-			}
-		}
-	}
-	for _, sec := range secrets {
-		if len(sec) >= 4 { // a shorter "secret" would blank ordinary words
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	return s
-}
+// Scrub returns s with every form of the credential's secret replaced by "[redacted]"
+// (redact.Secrets): for text a server sent back (an error page that echoes the request's headers)
+// before it reaches an error or a log.
+func (c Credential) Scrub(s string) string { return redact.Secrets(s, c.Authorization, c.basic) }
 
 // Set puts the credential on a request (nothing for None).
 func (c Credential) Set(h http.Header) {
@@ -300,7 +281,7 @@ func (r *Resolver) resolveLFS() (Credential, bool, error) {
 func (r *Resolver) urlCredential() (Credential, bool) {
 	for _, u := range []string{r.endpoint.OriginalUrl, r.endpoint.Url, r.remoteURL} {
 		if p, ok := urlPassword(u); ok && origin(u) != "" && origin(u) == origin(r.endpoint.Url) {
-			c := bearer(p, "the password in the URL "+redact(u))
+			c := bearer(p, "the password in the URL "+redact.URL(u))
 			c.basic = basicAuth(urlUser(u), p)
 			return c, true
 		}
@@ -471,18 +452,5 @@ func withoutUser(s string) string {
 		return s
 	}
 	u.User = nil
-	return u.String()
-}
-
-// redact shows a URL without its password.
-func redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
-	}
-	u.RawQuery = ""
 	return u.String()
 }
