@@ -307,7 +307,7 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 		}
 		// git-lfs prints the message and keeps it in its traces: no URL in it keeps a password or a
 		// query (a signed URL, a CAS URL a batch answer gave), whichever layer wrote it.
-		msg := redact.Text(err.Error())
+		msg := redact.Printable(redact.Text(err.Error()))
 		o.Log.Error().Str("op", req.Event).Str("oid", obj.Oid).Int64("size", obj.Size).
 			Dur("elapsed_ms", elapsed).Str("error", msg).Msg("transfer failed")
 		return enc.CompleteError(obj.Oid, msg)

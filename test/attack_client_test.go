@@ -3,6 +3,7 @@ package test
 import (
 	"bufio"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // The client side of the attack suite (issue 41): what a hostile repository, or the LFS server it
@@ -22,9 +25,13 @@ import (
 const attackToken = "hf_userTOKENmustStayWithTheHub0123"
 
 // hostileServer is an LFS server a repository's .lfsconfig names: it records the Authorization
-// header of every request, answers a download batch with a xet action whose CAS token has expired
-// (when xetBatch is set, so that the agent renews it at the action's href), and answers everything
-// else 401, asking for credentials.
+// header of every request and answers as its mode says:
+//   - "refuse": everything 401, asking for credentials;
+//   - "xet": a download batch with a xet action whose CAS token has expired (so that the agent
+//     renews it at the action's href), everything else 401;
+//   - "missing": a batch with an error for every object asked for, everything else 401.
+//
+// Its messages carry a terminal escape (clear the screen), which no output may show raw.
 type hostileServer struct {
 	url string
 
@@ -33,7 +40,7 @@ type hostileServer struct {
 	auths []string // "METHOD path: Authorization"
 }
 
-func startHostile(t *testing.T, xetBatch bool) *hostileServer {
+func startHostile(t *testing.T, mode string) *hostileServer {
 	t.Helper()
 	h := &hostileServer{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -43,16 +50,27 @@ func startHostile(t *testing.T, xetBatch bool) *hostileServer {
 			h.auths = append(h.auths, r.Method+" "+r.URL.Path+": "+a)
 		}
 		h.mu.Unlock()
-		if xetBatch && strings.HasSuffix(r.URL.Path, "/objects/batch") {
+		batch := strings.HasSuffix(r.URL.Path, "/objects/batch")
+		switch {
+		case batch && mode == "xet":
 			w.Header().Set("Content-Type", "application/vnd.git-lfs+json")
 			fmt.Fprintf(w, `{"transfer":"xet","objects":[{"oid":"%s","size":%d,"actions":{"download":{"href":"%s/api/models/org/model/xet-write-token/main",`+
 				`"header":{"X-Xet-Cas-Url":"%s/cas","X-Xet-Access-Token":"expired","X-Xet-Token-Expiration":"1","X-Xet-Session-Id":"s",`+
 				`"X-Xet-Hash":"%s"}}}}]}`, hostileOid, hostileSize, h.url, h.url, strings.Repeat("ab", 32))
-			return
+		case batch && mode == "missing":
+			var req lfsbatch.Request
+			json.NewDecoder(r.Body).Decode(&req)
+			ans := lfsbatch.Response{Transfer: "basic"}
+			for _, o := range req.Objects {
+				ans.Objects = append(ans.Objects, lfsbatch.Result{OID: o.OID, Size: o.Size, Error: &lfsbatch.ObjectError{Code: 404, Message: "gone\x1b[2J"}})
+			}
+			w.Header().Set("Content-Type", "application/vnd.git-lfs+json")
+			json.NewEncoder(w).Encode(ans)
+		default:
+			w.Header().Set("LFS-Authenticate", `Basic realm="hostile"`)
+			w.Header().Set("WWW-Authenticate", `Basic realm="hostile"`)
+			http.Error(w, `{"message":"credentials needed\u001b[2J"}`, http.StatusUnauthorized)
 		}
-		w.Header().Set("LFS-Authenticate", `Basic realm="hostile"`)
-		w.Header().Set("WWW-Authenticate", `Basic realm="hostile"`)
-		http.Error(w, `{"message":"credentials needed"}`, http.StatusUnauthorized)
 	}))
 	t.Cleanup(srv.Close)
 	h.url = srv.URL
@@ -111,26 +129,26 @@ func hostileRepo(t *testing.T, e *env, lfsURL string) (work string) {
 // the token) and fails for want of a credential of that server.
 func TestAttackHFTokenStaysWithTheHub(t *testing.T) {
 	for _, c := range []struct {
-		name     string
-		xetBatch bool
-		run      func(e *env, work, target string) (string, error)
+		name string
+		mode string // of the hostile server
+		run  func(e *env, work, target string) (string, error)
 	}{
-		{"migrate", false, func(e *env, work, target string) (string, error) {
+		{"migrate", "refuse", func(e *env, work, target string) (string, error) {
 			out, code := e.migrate(work, "--to", target)
 			if code == 0 {
 				return out, nil
 			}
 			return out, fmt.Errorf("exit %d", code)
 		}},
-		{"hub mode", false, func(e *env, work, _ string) (string, error) {
+		{"hub mode", "refuse", func(e *env, work, _ string) (string, error) {
 			// The user routes network remotes to the agent in standalone mode (Hub mode).
 			e.git("", "config", "--global", "lfs.standalonetransferagent", "xet")
 			return e.gitErr(work, "lfs", "pull")
 		}},
-		{"batch mode", true, func(e *env, work, _ string) (string, error) { return e.gitErr(work, "lfs", "pull") }},
+		{"batch mode", "xet", func(e *env, work, _ string) (string, error) { return e.gitErr(work, "lfs", "pull") }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := startHostile(t, c.xetBatch)
+			h := startHostile(t, c.mode)
 			e := newEnv(t)
 			e.install()
 			e.vars = append(e.vars, "HF_TOKEN="+attackToken)
@@ -254,7 +272,7 @@ func TestAttackNoURLSecretsInAgentLog(t *testing.T) {
 	initWith := func(remote string) string {
 		return `{"event":"init","operation":"download","remote":"` + remote + `","concurrent":true,"concurrenttransfers":1}`
 	}
-	h := startHostile(t, false) // refuses everything at once, so that nothing waits on retries
+	h := startHostile(t, "refuse") // refuses everything at once, so that nothing waits on retries
 	stdout, stderr := runAgent(t, e, work, []string{
 		initWith(strings.Replace(h.url, "://", "://alice:remotePASSWORD@", 1) + "/org/repo.git?token=SIGNEDquery"),
 		`{"event":"download","oid":"` + hostileOid + `","size":5,"action":null}`,
@@ -278,5 +296,31 @@ func TestAttackNoURLSecretsInAgentLog(t *testing.T) {
 				t.Errorf("%s shows %s:\n%s", name, s, text)
 			}
 		}
+	}
+}
+
+// A hostile repository's paths and its LFS server's messages may hold terminal escapes (git allows
+// any byte but NUL and / in a path): migrate's report and errors show them quoted, as git does,
+// never raw, so that they cannot rewrite what the user sees (or, on some terminals, set the
+// clipboard).
+func TestAttackNoTerminalEscapesFromTheRepository(t *testing.T) {
+	h := startHostile(t, "missing")
+	e := newEnv(t)
+	work := hostileRepo(t, e, h.url+"/org/model.git/info/lfs")
+	writeFile(t, filepath.Join(work, "w\x1b]0;pwned\x07\x1b[2J.bin"), []byte(fmt.Sprintf("version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize 7\n", strings.Repeat("cd", 32))))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "escapes")
+	target := filepath.Join(e.home, "target.git")
+	e.bareRemote(target)
+	var all strings.Builder
+	for _, args := range [][]string{{"--dry-run"}, {"--to", target}} {
+		out, _ := e.migrate(work, args...)
+		all.WriteString(out)
+	}
+	if !strings.Contains(all.String(), "gone") || !strings.Contains(all.String(), "pwned") {
+		t.Fatalf("neither the server's message nor the path was shown, so this test shows nothing:\n%q", all.String())
+	}
+	if strings.ContainsRune(all.String(), 0x1b) || strings.ContainsRune(all.String(), 0x07) {
+		t.Errorf("a terminal escape reached the output:\n%q", all.String())
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -135,7 +136,7 @@ func (e *HTTPError) Error() string {
 	case e.Status == http.StatusUnauthorized && e.Source != "":
 		msg += fmt.Sprintf("; the credential from %s was refused: is it a valid token for this host?", e.Source)
 	case e.Status == http.StatusUnauthorized:
-		msg += "; no credential was sent (set HF_TOKEN or run `hf auth login`)"
+		msg += "; no credential was sent"
 	}
 	return msg
 }
@@ -287,7 +288,7 @@ func readHTTPError(method, u string, resp *http.Response, cred credentials.Crede
 			e.Message = s
 		}
 	}
-	e.Code, e.Message = cred.Scrub(e.Code), cred.Scrub(e.Message)
+	e.Code, e.Message = redact.Printable(cred.Scrub(e.Code)), redact.Printable(cred.Scrub(e.Message))
 	if len(e.Message) > 300 {
 		e.Message = e.Message[:300] + "..."
 	}

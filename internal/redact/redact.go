@@ -4,7 +4,7 @@
 // URLs in free text (an error message); Writer applies Text to every log line written through it,
 // so that a URL no call site redacted (an error of a library, a value an LFS server sent) is
 // caught before it is kept. Secrets takes the credentials a request sent out of what its server
-// answered.
+// answered; Printable keeps terminal escapes of text from outside from reaching a terminal.
 package redact
 
 import (
@@ -13,7 +13,9 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // hidden stands for a removed password.
@@ -72,6 +74,20 @@ func Secrets(s string, headerValues ...string) string {
 			if len(p) >= 4 {
 				s = strings.ReplaceAll(s, p, "[redacted]")
 			}
+		}
+	}
+	return s
+}
+
+// Printable is s as a terminal may show it: s itself when every rune of it is printable (or a
+// tab), else s quoted as a Go string ("a\x1b[2Jb"), as git quotes such paths. For text that comes
+// from outside (a path in a cloned repository, a server's error message): a terminal escape in it
+// would otherwise act on the user's terminal (rewrite what is shown, set the title, or, with some
+// terminals, the clipboard).
+func Printable(s string) string {
+	for _, r := range s {
+		if r != '\t' && (!unicode.IsPrint(r) || r == unicode.ReplacementChar) {
+			return strconv.Quote(s)
 		}
 	}
 	return s

@@ -64,3 +64,18 @@ func TestSecrets(t *testing.T) {
 		t.Errorf("Secrets(...) = %q", got)
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"weights/model.bin":        "weights/model.bin",
+		"données/模型 v2.bin":        "données/模型 v2.bin",
+		"a\tb":                     "a\tb",
+		"evil\x1b]52;c;aGk=\a.bin": `"evil\x1b]52;c;aGk=\a.bin"`,
+		"line\nFAKE OK":            `"line\nFAKE OK"`,
+		"bad\xffutf8":              `"bad\xffutf8"`,
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
