@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -34,6 +35,9 @@ const attackToken = "hf_userTOKENmustStayWithTheHub0123"
 // Its messages carry a terminal escape (clear the screen), which no output may show raw.
 type hostileServer struct {
 	url string
+	// casURL, when set before the first request, is the X-Xet-Cas-Url of "xet" answers, whose
+	// token is then valid for an hour (default: <url>/cas, with a token that has expired).
+	casURL string
 
 	mu    sync.Mutex
 	seen  []string // "METHOD path"
@@ -53,10 +57,14 @@ func startHostile(t *testing.T, mode string) *hostileServer {
 		batch := strings.HasSuffix(r.URL.Path, "/objects/batch")
 		switch {
 		case batch && mode == "xet":
+			cas, exp := h.url+"/cas", "1"
+			if h.casURL != "" {
+				cas, exp = h.casURL, strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+			}
 			w.Header().Set("Content-Type", "application/vnd.git-lfs+json")
 			fmt.Fprintf(w, `{"transfer":"xet","objects":[{"oid":"%s","size":%d,"actions":{"download":{"href":"%s/api/models/org/model/xet-write-token/main",`+
-				`"header":{"X-Xet-Cas-Url":"%s/cas","X-Xet-Access-Token":"expired","X-Xet-Token-Expiration":"1","X-Xet-Session-Id":"s",`+
-				`"X-Xet-Hash":"%s"}}}}]}`, hostileOid, hostileSize, h.url, h.url, strings.Repeat("ab", 32))
+				`"header":{"X-Xet-Cas-Url":"%s","X-Xet-Access-Token":"hostileCAStoken","X-Xet-Token-Expiration":"%s","X-Xet-Session-Id":"s",`+
+				`"X-Xet-Hash":"%s"}}}}]}`, hostileOid, hostileSize, h.url, cas, exp, strings.Repeat("ab", 32))
 		case batch && mode == "missing":
 			var req lfsbatch.Request
 			json.NewDecoder(r.Body).Decode(&req)
@@ -322,5 +330,35 @@ func TestAttackNoTerminalEscapesFromTheRepository(t *testing.T) {
 	}
 	if strings.ContainsRune(all.String(), 0x1b) || strings.ContainsRune(all.String(), 0x07) {
 		t.Errorf("a terminal escape reached the output:\n%q", all.String())
+	}
+}
+
+// A hostile LFS server's xet action may name any host as its CAS (X-Xet-Cas-Url): that host gets the
+// server's own CAS token, which is what the action is for, and none of the user's credentials, not
+// HF_TOKEN and not the netrc entry the user keeps for that very host (git-lfs would not send it
+// either: the request carries the action's authorization).
+func TestAttackCASURLElsewhereGetsNoUserCredential(t *testing.T) {
+	victim := startHostile(t, "refuse")
+	h := startHostile(t, "xet")
+	h.casURL = victim.url + "/v1"
+	e := newEnv(t)
+	e.install()
+	e.vars = append(e.vars, "HF_TOKEN="+attackToken)
+	writeFile(t, filepath.Join(e.home, ".netrc"), []byte("machine 127.0.0.1 login user password netrcPASSWORD\n"))
+	work := hostileRepo(t, e, h.url+"/org/model.git/info/lfs")
+	out, err := e.gitErr(work, "lfs", "pull")
+	if err == nil {
+		t.Fatalf("the pull succeeded:\n%s", out)
+	}
+	if len(victim.requests()) == 0 {
+		t.Fatalf("the CAS host was asked nothing, so this test shows nothing:\n%s", out)
+	}
+	for _, secret := range []string{attackToken, "netrcPASSWORD"} {
+		if got := victim.carrying(secret); len(got) > 0 {
+			t.Errorf("the CAS host a batch answer named got the user's credential:\n%s", strings.Join(got, "\n"))
+		}
+	}
+	if got := victim.carrying("hostileCAStoken"); len(got) == 0 {
+		t.Errorf("the CAS host did not get the action's token: %v", victim.requests())
 	}
 }

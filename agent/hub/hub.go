@@ -246,6 +246,9 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, Where(req.URL), errors.Unwrap(err))
 	}
+	if hr.URL.Scheme != "http" && hr.URL.Scheme != "https" { // a href a server gave: never file:// and the like
+		return nil, fmt.Errorf("%s %s: not an http(s) URL", req.Method, Where(req.URL))
+	}
 	for k, v := range req.Header {
 		hr.Header.Set(k, v)
 	}

@@ -204,6 +204,31 @@ func TestGetVerified(t *testing.T) {
 	}
 }
 
+// A href a batch answer gives is fetched over http(s) only: a file:// href naming a local file whose
+// bytes are the object's is not read (a hostile server would have the user's files uploaded), with
+// or without the user's credential.
+func TestHrefNotAFile(t *testing.T) {
+	data := []byte("a private file of the user")
+	sum := sha256.Sum256(data)
+	oidOf := hex.EncodeToString(sum[:])
+	local := filepath.Join(t.TempDir(), "private")
+	if err := os.WriteFile(local, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {})
+	path := filepath.Join(t.TempDir(), "obj")
+	if err := c.GetVerified(context.Background(), "file://"+local, nil, oidOf, int64(len(data)), path, nil); err == nil {
+		t.Error("GetVerified read a file:// href")
+	}
+	if resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: "file://" + local, Anonymous: true, LFS: true}); err == nil {
+		resp.Body.Close()
+		t.Error("Do fetched a file:// href")
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the object was written")
+	}
+}
+
 // A batch answered 503 twice, then properly, succeeds on the third attempt (the Hub's routes are
 // retried like the CAS's); a 400 is not tried again; what Do returns after its attempts is not
 // retryable, so a caller's loop does not multiply them.
