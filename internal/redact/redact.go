@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -47,14 +48,17 @@ func URL(s string) string {
 // inText matches a URL in free text or in a JSON string: a scheme, "://", and everything up to
 // white space, a quote, a backslash (JSON's escape) or an angle bracket, but for punctuation that
 // ends a sentence or an error's part (":", ",", ";", ".", ")").
-var inText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'\\<>]*[^\s"'\\<>:,;.)]`)
+// Compiled on first use: every agent process links this package, and most never log a URL.
+var inText = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'\\<>]*[^\s"'\\<>:,;.)]`)
+})
 
 // Text is s with every URL in it shown by URL.
 func Text(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	return inText.ReplaceAllStringFunc(s, URL)
+	return inText().ReplaceAllStringFunc(s, URL)
 }
 
 // Secrets is s, text a server sent back (an error page that echoes the request's headers), with
