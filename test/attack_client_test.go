@@ -362,3 +362,36 @@ func TestAttackCASURLElsewhereGetsNoUserCredential(t *testing.T) {
 		t.Errorf("the CAS host did not get the action's token: %v", victim.requests())
 	}
 }
+
+// A committed .lfsconfig sets only what git-lfs lets it set (lfs.url and its kin): the agent takes
+// none of its own settings from it, so a cloned repository cannot make the agent append its log to
+// a file of the user's choosing (~/.bashrc), keep the objects in a store of its choosing, or add
+// headers to the user's requests.
+func TestAttackLfsconfigSetsNoAgentSetting(t *testing.T) {
+	e := newEnv(t)
+	var vars []string
+	for _, kv := range e.vars {
+		if !strings.HasPrefix(kv, "GIT_XET_LOG") { // the environment would win over any config
+			vars = append(vars, kv)
+		}
+	}
+	e.vars = vars
+	e.install()
+	work, remote := e.localRepo(repoOpts{})
+	pwnedLog, pwnedStore := filepath.Join(e.home, "pwned.log"), filepath.Join(e.home, "pwned-store")
+	writeFile(t, filepath.Join(work, ".lfsconfig"), []byte("[xet]\n\tlogfile = "+pwnedLog+"\n\tloglevel = debug\n\tstore = "+pwnedStore+
+		"\n[http]\n\textraheader = X-Pwned: 1\n"))
+	writeFile(t, filepath.Join(work, "a.bin"), []byte("some model bytes"))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "a")
+	e.git(work, "push", "-q", "origin", "main")
+	e.git("", "clone", "-q", remote, filepath.Join(e.home, "clone"))
+	for _, p := range []string{pwnedLog, pwnedStore} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("the repository's .lfsconfig made the agent write %s", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(remote, "xet")); err != nil {
+		t.Errorf("the push did not go to the remote's own store: %v", err)
+	}
+}
