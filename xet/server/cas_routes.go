@@ -208,12 +208,11 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 	}
 	// Bound the bodies held at once: with the size hint below the store allocates a whole body
 	// before its bytes arrive.
-	select {
-	case s.xorbs <- struct{}{}:
-		defer func() { <-s.xorbs }()
-	case <-r.Context().Done():
+	slot, err := s.xorbs.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Xorb))
+	if err != nil {
 		return
 	}
+	defer slot.release()
 	var body io.Reader = http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb)
 	if r.ContentLength > 0 {
 		// The store reads the body into one buffer; knowing its size spares it growing a 64 MiB
@@ -420,6 +419,14 @@ func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, _ Claims
 	}
 	w.Header().Set("Content-Length", strconv.FormatUint(size, 10))
 	w.WriteHeader(http.StatusOK)
+}
+
+// bodySize is the length of r's body: its Content-Length, else limit.
+func bodySize(r *http.Request, limit int64) int64 {
+	if r.ContentLength >= 0 {
+		return r.ContentLength
+	}
+	return limit
 }
 
 // sizedReader is a body whose announced length (Content-Length) it reports as Len, the size hint

@@ -54,6 +54,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, "request body too large"
 	case errors.Is(err, errSlowBody):
 		return http.StatusRequestTimeout, err.Error()
+	case errors.Is(err, errSlotTaken):
+		return http.StatusRequestTimeout, errSlotTaken.Error()
 	case errors.Is(err, errShortBody):
 		return http.StatusBadRequest, errShortBody.Error()
 	case errors.Is(err, store.ErrNotFound):

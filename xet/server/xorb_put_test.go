@@ -63,7 +63,7 @@ func TestXorbPutsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The transport may take that byte before the handler runs: wait until it holds the slot.
-	for deadline := time.Now().Add(5 * time.Second); len(e.srv.xorbs) == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); e.srv.xorbs.inUse() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the stalled upload never took a slot")
 		}
