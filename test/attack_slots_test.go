@@ -2,11 +2,14 @@ package test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,9 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // usersLine is a users-file line for name with password pw, write access to repos.
@@ -148,5 +154,67 @@ func TestSlowWritersDoNotStopOthersPushes(t *testing.T) {
 	t.Logf("Bob's push done; Alice's uploads: %d open, ended: %v", n, ends)
 	if n < 4 {
 		t.Errorf("%d of Alice's uploads still open when Bob's push completed, want at least 4 (her half of the slots): %v", n, ends)
+	}
+}
+
+// casTokenFor asks the batch API of lfsURL (with user:password) for an upload and returns the CAS
+// token of its xet action.
+func casTokenFor(t *testing.T, lfsURL string) string {
+	t.Helper()
+	u, err := url.Parse(lfsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(lfsbatch.Request{Operation: "upload", Transfers: []string{"xet"}, HashAlgo: "sha256",
+		Objects: []lfsbatch.Object{{OID: strings.Repeat("ab", 32), Size: 1}}})
+	pw, _ := u.User.Password()
+	user := u.User.Username()
+	u.User = nil
+	req, _ := http.NewRequest("POST", u.String()+"/objects/batch", bytes.NewReader(body))
+	req.SetBasicAuth(user, pw)
+	req.Header.Set("Content-Type", "application/vnd.git-lfs+json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var br lfsbatch.Response
+	if err := json.NewDecoder(res.Body).Decode(&br); err != nil || len(br.Objects) != 1 || br.Objects[0].Actions["upload"] == nil {
+		t.Fatalf("batch: %d %v %+v", res.StatusCode, err, br)
+	}
+	return br.Objects[0].Actions["upload"].Header[lfsbatch.HeaderAccessToken]
+}
+
+// Issue 41, item 6, against the server binary: xorbs sent chunked (no Content-Length) that no
+// shard registers count against the repository's quota as they arrive; the one that would pass
+// 3 MiB is refused with 507 and not stored (before, a chunked body counted nothing).
+func TestQuotaCountsChunkedUnregisteredXorbs(t *testing.T) {
+	buildServer(t)
+	users := filepath.Join(t.TempDir(), "users")
+	writeFile(t, users, []byte(usersLine("alice", "pw-alice", "alice/*")))
+	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--users", users, "--repo-quota", "3MiB")
+	tok := casTokenFor(t, "http://alice:pw-alice@"+s.addr+"/alice/r.git/info/lfs")
+	for i := range 4 {
+		b := xorb.NewBuilder(xorb.PolicyNone)
+		for c := range 10 {
+			chunk := testutil.RandomBytes(100_000, uint64(100*i+c))
+			b.Add(chunk, hash.Chunk(chunk))
+		}
+		x := b.Finish()
+		req, _ := http.NewRequest("POST", "http://"+s.addr+"/v1/xorbs/default/"+x.Hash.String(), io.MultiReader(bytes.NewReader(x.Body)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		want := http.StatusOK
+		if i == 3 {
+			want = http.StatusInsufficientStorage
+		}
+		if res.StatusCode != want {
+			t.Fatalf("chunked xorb %d of 1 MB, none registered, quota 3 MiB: %d %s, want %d", i, res.StatusCode, msg, want)
+		}
 	}
 }

@@ -213,7 +213,9 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		return
 	}
 	defer slot.release()
-	var body io.Reader = http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb)
+	meter := s.meter(r, c.Namespace, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb))
+	defer meter.done()
+	var body io.Reader = meter
 	if r.ContentLength > 0 {
 		// The store reads the body into one buffer; knowing its size spares it growing a 64 MiB
 		// buffer by doubling (several copies and zeroings per byte). A body longer than announced
@@ -225,11 +227,13 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		s.fail(w, r, "xorb upload", err)
 		return
 	}
-	s.metrics.xorbStored(inserted, r.ContentLength)
+	s.metrics.xorbStored(inserted, received(r))
 	if inserted {
-		s.quota.add(c.Namespace, r.ContentLength)
-	}
-	if !inserted {
+		if err := s.countXorb(r.Context(), c.Namespace, h); err != nil {
+			s.fail(w, r, "xorb upload", err)
+			return
+		}
+	} else {
 		// The store had it and read none of the body. Answering before the body is read makes
 		// net/http close the connection, which some proxies turn into a 502 for a request they are
 		// still sending: read it to the end (within the limit) first.
@@ -308,7 +312,11 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
-	existed, err := s.putShard(r.Context(), c.Namespace, body)
+	charge, ok := s.chargeShard(w, r, c.Namespace, body)
+	if !ok {
+		return
+	}
+	existed, err := s.putShard(r.Context(), c.Namespace, body, charge)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return
@@ -334,6 +342,10 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
+	charge, ok := s.chargeShard(w, r, c.Namespace, body)
+	if !ok {
+		return
+	}
 	w.Header().Set("Content-Type", contentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -353,7 +365,7 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		existed, err := s.putShard(r.Context(), c.Namespace, body)
+		existed, err := s.putShard(r.Context(), c.Namespace, body, charge)
 		done <- outcome{existed, err}
 	}()
 	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
@@ -389,9 +401,10 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 }
 
-// putShard registers a shard in ns and counts it.
-func (s *Server) putShard(ctx context.Context, ns string, body []byte) (bool, error) {
+// putShard registers a shard in ns and counts it, in the metrics and against the quota (charge).
+func (s *Server) putShard(ctx context.Context, ns string, body []byte, charge *shardCharge) (bool, error) {
 	existed, err := s.cfg.Store.PutShard(ctx, ns, body)
+	charge.done(err == nil)
 	if err == nil {
 		s.metrics.shardStored()
 	}
@@ -419,6 +432,15 @@ func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, _ Claims
 	}
 	w.Header().Set("Content-Length", strconv.FormatUint(size, 10))
 	w.WriteHeader(http.StatusOK)
+}
+
+// received is how many bytes of r's body the handler read (its Content-Length when it is not
+// paced).
+func received(r *http.Request) int64 {
+	if p := bodyProgress(r); p != nil {
+		return p.received()
+	}
+	return max(r.ContentLength, 0)
 }
 
 // bodySize is the length of r's body: its Content-Length, else limit.

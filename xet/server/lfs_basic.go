@@ -138,12 +138,16 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		return
 	}
 	defer slot.release()
-	body := http.MaxBytesReader(w, r.Body, s.cfg.Limits.Object)
-	if _, err := s.cfg.Ingest.Ingest(r.Context(), ns, body, r.ContentLength, sha.SHA256()); err != nil {
+	meter := s.meter(r, ns, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Object))
+	defer meter.done()
+	_, err = s.cfg.Ingest.Ingest(r.Context(), ns, meter, r.ContentLength, sha.SHA256())
+	// What arrived may be stored, as a file or as xorbs no file names (the Ingester records them
+	// as uploads): count it until the usage is read again.
+	s.quota.add(usageKeys(ns), uint64(meter.n))
+	if err != nil {
 		s.failLFS(w, r, "upload", err)
 		return
 	}
-	s.quota.add(ns, r.ContentLength)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -224,7 +224,7 @@ func New(cfg Config) (*Server, error) {
 		if !ok {
 			return nil, errors.New("server: quotas need a store that reports usage")
 		}
-		s.quota = &usageCache{m: map[string]usageEntry{}, store: us}
+		s.quota = newUsageCache(us)
 	}
 	s.metrics = cfg.Metrics
 	s.metrics.slots(s)

@@ -207,3 +207,27 @@ func TestSlowBodiesAreCut(t *testing.T) {
 		}
 	}
 }
+
+// A xorb sent chunked (no Content-Length) is stored and counted in the metrics by the bytes that
+// arrived (it was counted as -1 bytes, which made the counter panic: a 500 for a stored xorb).
+func TestChunkedXorbCountedInMetrics(t *testing.T) {
+	e, m := opsEnv(t, nil)
+	x := randomXorb(t, 1_000_000, 5)
+	req, err := http.NewRequest("POST", e.base+"/v1/xorbs/default/"+x.Hash.String(), io.MultiReader(bytes.NewReader(x.Body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+userToken(t, e, "alice", "org/x"))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("chunked xorb upload: %d", res.StatusCode)
+	}
+	fams, _ := scrape(t, m)
+	if got := metric(fams, "xet_xorb_bytes_stored_total"); got != float64(len(x.Body)) {
+		t.Fatalf("xorb bytes stored: %v, want %d", got, len(x.Body))
+	}
+}
