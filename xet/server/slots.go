@@ -27,13 +27,14 @@ import (
 // The waiters themselves look for slots to cut, every slotTick while they wait: the pool has no
 // goroutine of its own.
 type slotPool struct {
-	size int
-	hold time.Duration    // Limits.SlotHold
-	now  func() time.Time // the wall clock; a test's own
-	mu   sync.Mutex
-	held map[string][]*slot // by user
-	n    int                // slots held
-	wait []*slotWaiter      // in arrival order
+	size   int
+	hold   time.Duration    // Limits.SlotHold
+	now    func() time.Time // the wall clock; a test's own
+	mu     sync.Mutex
+	held   map[string][]*slot // by user
+	n      int                // slots held
+	wait   []*slotWaiter      // in arrival order
+	looked time.Time          // the last look for slots to cut: one per slotTick, however many wait
 }
 
 func newSlotPool(size int, hold time.Duration) *slotPool {
@@ -164,10 +165,17 @@ func (p *slotPool) inUse() int {
 }
 
 // preempt cuts the slots that users beyond their share hold while another user waits and that
-// would not end within p.hold (see slotPool).
+// would not end within p.hold (see slotPool). It looks at most once per slotTick, whichever
+// waiter calls it: a thousand waiters cost what one does.
 func (p *slotPool) preempt() {
 	p.mu.Lock()
-	cut := p.toCut(p.now())
+	now := p.now()
+	if now.Sub(p.looked) < slotTick {
+		p.mu.Unlock()
+		return
+	}
+	p.looked = now
+	cut := p.toCut(now)
 	p.mu.Unlock()
 	for _, sl := range cut {
 		sl.body.cut()
@@ -183,13 +191,14 @@ func (p *slotPool) toCut(now time.Time) []*slot {
 	for u := range p.held {
 		users[u] = true
 	}
+	waiting := map[string]bool{}
 	for _, w := range p.wait {
-		users[w.user] = true
+		users[w.user], waiting[w.user] = true, true
 	}
 	share := max(1, p.size/len(users))
 	var out []*slot
 	for u, mine := range p.held {
-		if !slices.ContainsFunc(p.wait, func(w *slotWaiter) bool { return w.user != u }) {
+		if len(waiting) == 1 && waiting[u] {
 			continue // only its own requests wait
 		}
 		keep := len(mine)

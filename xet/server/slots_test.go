@@ -354,3 +354,37 @@ func pollFor(d time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// However many requests wait, the pool looks for slots to cut once per slotTick: waiters that
+// pile up cost one look, not one each.
+func TestSlotsLookOncePerTick(t *testing.T) {
+	p, c := testPool(4)
+	_, bodies := hold(t, p, "alice", 4, 64<<20)
+	trickle(c, 3*time.Second, 17000, bodies)
+	for range 100 {
+		queue(p, "bob")
+	}
+	for range 100 {
+		p.preempt()
+	}
+	if n := cutCount(bodies); n != 2 {
+		t.Fatalf("%d cut after the first look, want 2", n)
+	}
+	for _, b := range bodies {
+		b.isCut.Store(false) // as if alice's next uploads took their place
+	}
+	p.mu.Lock()
+	for _, sl := range p.held["alice"] {
+		sl.cut = false
+	}
+	p.mu.Unlock()
+	p.preempt()
+	if n := cutCount(bodies); n != 0 {
+		t.Fatalf("a second look within the same tick cut %d", n)
+	}
+	trickle(c, slotTick, 17000, bodies)
+	p.preempt()
+	if n := cutCount(bodies); n != 2 {
+		t.Fatalf("the look a tick later cut %d, want 2", n)
+	}
+}
