@@ -74,8 +74,8 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
 	fl.StringVar(&f.hubTokens, "hub-compat", "", "emulate the Hugging Face Hub's LFS and token routes (for testing Hub clients), with the Hub tokens of FILE (token:name:read|write[:repo-patterns] per line); plain LFS uploads are kept whole in DIR/hub-legacy")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100); off without it, never on the main port")
-	fl.StringVar(&f.quotaDefault, "repo-quota", "", "storage quota of every repository (e.g. 10GiB): what its files reference after dedupe; uploads over it are refused (507)")
-	fl.StringVar(&f.quotasFile, "quotas", "", "quotas file: \"REPOSITORY-PATTERN SIZE\" per line (SIZE or none), first match wins, else --repo-quota; \"user:NAME SIZE\" for the repositories under NAME/ together")
+	fl.StringVar(&f.quotaDefault, "repo-quota", "", "storage quota of every repository (e.g. 10GiB): the xorbs it uploaded and the chunk ranges its files use in others'; uploads over it are refused (507)")
+	fl.StringVar(&f.quotasFile, "quotas", "", "quotas file: \"REPOSITORY-PATTERN SIZE\" per line (SIZE or none), first match wins, else --repo-quota; \"user:NAME SIZE\" for NAME's repositories together (NAME/*, datasets/NAME/*, spaces/NAME/*)")
 	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGTERM, how long to answer new requests 503 (Retry-After) and fail /readyz before closing the listener, so a load balancer moves traffic away (e.g. 10s behind one)")
 	fl.DurationVar(&f.tlsPoll, "tls-reload-interval", 10*time.Second, "how often to look for a changed --tls-cert/--tls-key (also reloaded on SIGHUP)")
 	fl.DurationVar(&f.gcEvery, "gc-every", 0, "run gc (as xet-server gc, default grace) this often in the server (0: never; run xet-server gc from cron instead)")
@@ -333,7 +333,7 @@ func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log
 		Hub:            hub,
 		Store:          st,
 		Direct:         direct,
-		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log},
+		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log, RecordUploads: quotas != nil},
 		Secret:         secret,
 		Users:          users,
 		PublicURL:      f.publicURL,

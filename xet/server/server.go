@@ -87,6 +87,10 @@ type Limits struct {
 	// or trickling clients cannot hold every slot. Defaults: 16 KiB/s over 30 s.
 	BodyMinRate int64
 	BodyWindow  time.Duration
+	// SlotHold is what an upload slot is worth to a user holding more than its share of them
+	// while another user waits: a body that would not end within SlotHold at the rate it arrives
+	// is cut (408) and its slot given to the waiter (slotPool). Default 10 s.
+	SlotHold time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -107,6 +111,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.BodyWindow <= 0 {
 		l.BodyWindow = 30 * time.Second
+	}
+	if l.SlotHold <= 0 {
+		l.SlotHold = 10 * time.Second
 	}
 	return l
 }
@@ -134,10 +141,11 @@ type Config struct {
 	RefreshTTL time.Duration
 	Limits     Limits
 	// MaxIngest bounds the basic-transfer uploads chunked at once (each holds up to a few 64 MiB
-	// xorbs in memory); more wait their turn. Default 4.
+	// xorbs in memory); more wait their turn, shared fairly between users (slotPool). Default 4.
 	MaxIngest int
 	// MaxXorbPuts bounds the xorb uploads read and validated at once (each holds its whole body,
-	// up to Limits.Xorb bytes, in memory); more wait their turn. Default 8.
+	// up to Limits.Xorb bytes, in memory); more wait their turn, shared fairly between users
+	// (slotPool). Default 8.
 	MaxXorbPuts int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
@@ -170,8 +178,8 @@ type Server struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
-	ingest chan struct{} // semaphore of MaxIngest slots
-	xorbs  chan struct{} // semaphore of MaxXorbPuts slots
+	ingest *slotPool // MaxIngest slots
+	xorbs  *slotPool // MaxXorbPuts slots
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
@@ -216,15 +224,15 @@ func New(cfg Config) (*Server, error) {
 		urls:   NewURLSigner(cfg.Secret, cfg.Now),
 		log:    cfg.Log,
 		now:    cfg.Now,
-		ingest: make(chan struct{}, cfg.MaxIngest),
-		xorbs:  make(chan struct{}, cfg.MaxXorbPuts),
+		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
+		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
 	}
 	if cfg.Quotas != nil {
 		us, ok := cfg.Store.(UsageStore)
 		if !ok {
 			return nil, errors.New("server: quotas need a store that reports usage")
 		}
-		s.quota = &usageCache{m: map[string]usageEntry{}, store: us}
+		s.quota = newUsageCache(us)
 	}
 	s.metrics = cfg.Metrics
 	s.metrics.slots(s)
