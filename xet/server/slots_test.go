@@ -279,7 +279,14 @@ func slowUpload(t *testing.T, e *env, tok string, body []byte, h string, size in
 // userToken is a write token of user for repository ns.
 func userToken(t *testing.T, e *env, user, ns string) string {
 	t.Helper()
-	tok, err := e.srv.tokens.Issue(Claims{Namespace: ns, Scope: scopeWrite, Exp: e.clock.Now().Add(time.Hour).Unix(), Subject: user})
+	c := Claims{Namespace: ns, Scope: scopeWrite, Exp: e.clock.Now().Add(time.Hour).Unix(), Subject: user}
+	if users := e.srv.userTable(); users != nil {
+		// A token of a listed user carries the mark of its password, as the server mints it.
+		if u := users.Lookup(user); u != nil {
+			c.Cred = e.srv.tokens.userMark(u)
+		}
+	}
+	tok, err := e.srv.tokens.Issue(c)
 	if err != nil {
 		t.Fatal(err)
 	}
