@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -218,7 +219,7 @@ func openTransfer(ctx context.Context, dec *protocol.Decoder, enc *protocol.Enco
 			return Init{}, nil, err
 		}
 	}
-	o.Log.Debug().Str("operation", init.Operation).Str("remote", init.Remote).
+	o.Log.Debug().Str("operation", init.Operation).Str("remote", redact.URL(init.Remote)).
 		Int("concurrenttransfers", init.ConcurrentTransfers).Msg("init")
 	return init, t, nil
 }
@@ -304,9 +305,12 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (the agent was stopped: git-lfs ended or was interrupted)", err)
 		}
+		// git-lfs prints the message and keeps it in its traces: no URL in it keeps a password or a
+		// query (a signed URL, a CAS URL a batch answer gave), whichever layer wrote it.
+		msg := redact.Printable(redact.Text(err.Error()))
 		o.Log.Error().Str("op", req.Event).Str("oid", obj.Oid).Int64("size", obj.Size).
-			Dur("elapsed_ms", elapsed).Err(err).Msg("transfer failed")
-		return enc.CompleteError(obj.Oid, err.Error())
+			Dur("elapsed_ms", elapsed).Str("error", msg).Msg("transfer failed")
+		return enc.CompleteError(obj.Oid, msg)
 	}
 	last, err := p.finish()
 	if err != nil {

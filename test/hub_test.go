@@ -408,6 +408,7 @@ func TestHubBadAnswers(t *testing.T) {
 	defer bad.Close()
 	badHost := strings.TrimPrefix(bad.URL, "http://")
 	e.git("", "config", "--global", "lfs."+bad.URL+"/.standalonetransferagent", "xet")
+	e.vars = append(e.vars, "HF_ENDPOINT="+bad.URL) // the Hugging Face token goes to the Hub alone: here the bad one
 
 	for v, want := range map[string]string{
 		"not JSON":           "not JSON",

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
@@ -34,11 +34,7 @@ func refresher(client *http.Client, href string, auth map[string]string, userAge
 		if href == "" {
 			return tok, fmt.Errorf("the CAS token expired and the LFS server gave no refresh route (empty href); run the command again")
 		}
-		where := href
-		if u, err := url.Parse(href); err == nil {
-			u.RawQuery, u.User = "", nil
-			where = u.String()
-		}
+		where := redact.URL(href)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
 		if err != nil {
 			return tok, fmt.Errorf("token refresh route %q: %w", where, err)
@@ -62,6 +58,9 @@ func refresher(client *http.Client, href string, auth map[string]string, userAge
 			var e casapi.Error
 			if json.Unmarshal(body, &e) == nil && e.Error != "" {
 				msg = e.Error
+			}
+			for _, v := range auth { // a server that echoes the request keeps the action's credential out of the error
+				msg = redact.Secrets(msg, v)
 			}
 			if len(msg) > 300 {
 				msg = msg[:300] + "..."

@@ -14,6 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -42,7 +43,7 @@ func (h *hubAccess) credentials(ctx context.Context) (*credentials.Resolver, err
 	return h.creds.get(ctx, func(ctx context.Context) (*credentials.Resolver, error) {
 		c, err := credentials.New(ctx, gitrepo.Open(h.git.Dir), h.env, h.remote, h.operation)
 		if err != nil {
-			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+			return nil, fmt.Errorf("remote %q: %w", redact.URL(h.remote), err)
 		}
 		return c, nil
 	})
@@ -57,11 +58,11 @@ func (h *hubAccess) get(ctx context.Context) (*hub.Client, error) {
 		}
 		lfsURL, err := r.LFSURL(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+			return nil, fmt.Errorf("remote %q: %w", redact.URL(h.remote), err)
 		}
 		c, err := hub.New(lfsURL, r, h.httpClient, h.userAgent)
 		if err != nil {
-			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+			return nil, fmt.Errorf("remote %q: %w", redact.URL(h.remote), err)
 		}
 		return c, nil
 	})
@@ -127,7 +128,7 @@ func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string
 		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: x.o.StallTimeout,
 		Retry: retryPolicy(x.o.Git),
 	})
-	return &endpoint{mode: agent.ModeHub, cas: client, where: initial.CasURL}
+	return &endpoint{mode: agent.ModeHub, cas: client, where: redact.URL(initial.CasURL)}
 }
 
 // hubDownload fetches one object of a Hub remote: bridge URL → Xet reconstruction, else a plain

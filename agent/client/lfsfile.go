@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // lfsFallback serves a download from a local remote that keeps the object as a plain LFS file
@@ -20,10 +21,10 @@ func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj agen
 	in, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return agent.Result{}, fmt.Errorf("object %s is neither in the Xet store %s nor in %s: the remote %q does not have it "+
-			"(push it from a clone that has the file: `git lfs push --all %s`)", obj.Oid, x.storeDirOf(r), src, x.init.Remote, x.init.Remote)
+			"(push it from a clone that has the file: `git lfs push --all %s`)", obj.Oid, x.storeDirOf(r), src, redact.URL(x.init.Remote), redact.URL(x.init.Remote))
 	}
 	if err != nil {
-		return agent.Result{}, fmt.Errorf("reading the LFS object of remote %q: %w", x.init.Remote, err)
+		return agent.Result{}, fmt.Errorf("reading the LFS object of remote %q: %w", redact.URL(x.init.Remote), err)
 	}
 	defer in.Close()
 	out, err := os.CreateTemp(tmp, "xet-lfs-"+obj.Oid+"-*")
@@ -43,10 +44,10 @@ func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj agen
 		return agent.Result{}, fmt.Errorf("copying %s: %w", src, err)
 	}
 	if n != obj.Size {
-		return agent.Result{}, fmt.Errorf("the LFS object %s in remote %q has %d bytes, want %d: the remote's copy is damaged", src, x.init.Remote, n, obj.Size)
+		return agent.Result{}, fmt.Errorf("the LFS object %s in remote %q has %d bytes, want %d: the remote's copy is damaged", src, redact.URL(x.init.Remote), n, obj.Size)
 	}
 	if got := h.Sum(nil); string(got) != string(sha[:]) {
-		return agent.Result{}, fmt.Errorf("the LFS object %s in remote %q has SHA-256 %x, want %s: the remote's copy is damaged", src, x.init.Remote, got, obj.Oid)
+		return agent.Result{}, fmt.Errorf("the LFS object %s in remote %q has SHA-256 %x, want %s: the remote's copy is damaged", src, redact.URL(x.init.Remote), got, obj.Oid)
 	}
 	if err := out.Close(); err != nil {
 		return agent.Result{}, fmt.Errorf("writing %s: %w", out.Name(), err)

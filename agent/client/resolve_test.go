@@ -124,6 +124,15 @@ func TestRefresher(t *testing.T) {
 		!strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "sig=x") {
 		t.Errorf("refused refresh: %v", err)
 	}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("refused: " + r.Header.Get("Authorization")))
+	}))
+	defer echo.Close()
+	_, err = refresher(echo.Client(), echo.URL+"/r", map[string]string{"Authorization": "Basic c2VjcmV0c2VjcmV0"}, "ua")(context.Background())
+	if err == nil || strings.Contains(err.Error(), "c2VjcmV0c2VjcmV0") || !strings.Contains(err.Error(), "refused: [redacted]") {
+		t.Errorf("a refusal that echoes the request: %v", err)
+	}
 	none := refresher(srv.Client(), "", nil, "ua")
 	if _, err := none(context.Background()); err == nil || !strings.Contains(err.Error(), "no refresh route") {
 		t.Errorf("empty href: %v", err)

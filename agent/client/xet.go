@@ -22,6 +22,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitnet"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
@@ -246,7 +247,7 @@ func (x *xetTransferer) batchEndpoint(ctx context.Context, ba *batchAction) *end
 }
 
 func (x *xetTransferer) newBatchEndpoint(ba *batchAction) *endpoint {
-	e := &endpoint{mode: agent.ModeBatch, cas: actionCAS(x.o, ba, &x.hubs), cache: x.openCache(ba.CasURL), where: ba.CasURL, verifiesSHA256: ba.VerifiesSHA256}
+	e := &endpoint{mode: agent.ModeBatch, cas: actionCAS(x.o, ba, &x.hubs), cache: x.openCache(ba.CasURL), where: redact.URL(ba.CasURL), verifiesSHA256: ba.VerifiesSHA256}
 	e.up, e.down = x.tune.adaptive()
 	return e
 }
@@ -329,7 +330,7 @@ func (x *xetTransferer) embeddedEndpoint(ctx context.Context, r LocalRemote, cre
 func (x *xetTransferer) openEmbedded(dir string) (*endpoint, error) {
 	st, err := store.Open(dir, store.Options{Log: x.o.Log, MetaCacheBytes: store.EmbeddedMetaCacheBytes})
 	if err != nil {
-		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, x.init.Remote, err)
+		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, redact.URL(x.init.Remote), err)
 	}
 	local := embedded.New(st, "")
 	return &endpoint{mode: agent.ModeEmbedded, cas: local, local: local, cache: x.openCache(dir), where: dir}, nil
@@ -583,7 +584,7 @@ func (x *xetTransferer) Download(ctx context.Context, obj agent.Object, progress
 			}
 		}
 		if !found && r == nil {
-			return agent.Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.storeDir(), x.init.Remote)
+			return agent.Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.storeDir(), redact.URL(x.init.Remote))
 		}
 		if !found {
 			return x.lfsFallback(ctx, *r, obj, sha, tmp, progress)

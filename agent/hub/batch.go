@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
@@ -70,7 +71,7 @@ func readBatch(r io.Reader, at string, objs []lfsbatch.Object) (*BatchAnswer, er
 		case !ok:
 			return nil, fmt.Errorf("LFS batch answer of POST %s names object %q, which was not asked for", at, o.OID)
 		case o.Error != nil:
-			return nil, fmt.Errorf("LFS batch answer of POST %s: object %s: error %d: %s", at, o.OID, o.Error.Code, o.Error.Message)
+			return nil, fmt.Errorf("LFS batch answer of POST %s: object %s: error %d: %s", at, o.OID, o.Error.Code, redact.Printable(o.Error.Message))
 		case o.Size != size:
 			return nil, fmt.Errorf("LFS batch answer of POST %s gives object %s size %d, not %d", at, o.OID, o.Size, size)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
@@ -48,8 +49,8 @@ var ErrMismatch = errors.New("downloaded bytes do not match the object")
 // cut off past size bytes, its SHA-256 checked against oid. On any failure path is removed.
 func (c *Client) GetVerified(ctx context.Context, href string, header map[string]string, oid string, size int64, path string, progress func(int64)) (err error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
-	if err != nil {
-		return fmt.Errorf("GET %s: bad URL", Where(href))
+	if err != nil || (hr.URL.Scheme != "http" && hr.URL.Scheme != "https") {
+		return fmt.Errorf("GET %s: not an http(s) URL", Where(href))
 	}
 	for k, v := range header {
 		hr.Header.Set(k, v)
@@ -65,7 +66,7 @@ func (c *Client) GetVerified(ctx context.Context, href string, header map[string
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return readHTTPError(http.MethodGet, href, resp, "")
+		return readHTTPError(http.MethodGet, href, resp, credentials.Credential{})
 	}
 	if err := SaveVerified(resp.Body, path, oid, size, progress); err != nil {
 		return fmt.Errorf("GET %s: %w", Where(href), err)

@@ -31,6 +31,7 @@ func client(t *testing.T, tok string, h http.HandlerFunc) (*Client, string) {
 	t.Setenv("GIT_TERMINAL_PROMPT", "0")
 	t.Setenv("HF_TOKEN", tok)
 	t.Setenv("HF_TOKEN_PATH", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HF_ENDPOINT", srv.URL) // the server plays the Hub
 	lfs := srv.URL + "/org/model.git/info/lfs"
 	creds, err := credentials.NewForURL(context.Background(), gitrepo.New(gitrepo.Git{Dir: t.TempDir()}), credentials.EnvFrom(os.Environ()), lfs, "download")
 	if err != nil {
@@ -92,6 +93,37 @@ func TestAnonymousFirstThenCredential(t *testing.T) {
 	if len(auths) != 2 || auths[0] != "" || auths[1] != "Bearer secret-token" {
 		t.Errorf("requests carried %q, want none then the bearer token", auths)
 	}
+}
+
+// The user's credential goes to the LFS endpoint's origin only: a URL on another host (a token
+// route or an object href a batch answer names) is asked without it, even after a 401, and the
+// error says why.
+func TestCredentialOnlyToTheEndpoint(t *testing.T) {
+	var auths []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auths = append(auths, r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer other.Close()
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {})
+	_, err := c.Token(context.Background(), other.URL+"/api/models/org/model/xet-write-token/main", "")
+	wantErr(t, err, "401", "not the LFS endpoint's host")
+	_, err = c.Do(context.Background(), Request{Method: http.MethodGet, URL: other.URL + "/obj", Anonymous: true, LFS: true})
+	wantErr(t, err, "401")
+	if strings.Join(auths, ",") != "," {
+		t.Errorf("the other host got %q, want two requests without a credential", auths)
+	}
+}
+
+// A server that echoes the request's Authorization header in its error does not put the token in
+// the error.
+func TestEchoedCredentialScrubbed(t *testing.T) {
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("forbidden for " + r.Header.Get("Authorization")))
+	})
+	_, err := c.Token(context.Background(), c.TokenURL(true, "main"), "")
+	wantErr(t, err, "403", "forbidden for [redacted]")
 }
 
 func TestTokenRouteAnswers(t *testing.T) {
@@ -169,6 +201,31 @@ func TestGetVerified(t *testing.T) {
 				t.Errorf("err %v; file left behind: %v", err, statErr == nil)
 			}
 		})
+	}
+}
+
+// A href a batch answer gives is fetched over http(s) only: a file:// href naming a local file whose
+// bytes are the object's is not read (a hostile server would have the user's files uploaded), with
+// or without the user's credential.
+func TestHrefNotAFile(t *testing.T) {
+	data := []byte("a private file of the user")
+	sum := sha256.Sum256(data)
+	oidOf := hex.EncodeToString(sum[:])
+	local := filepath.Join(t.TempDir(), "private")
+	if err := os.WriteFile(local, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {})
+	path := filepath.Join(t.TempDir(), "obj")
+	if err := c.GetVerified(context.Background(), "file://"+local, nil, oidOf, int64(len(data)), path, nil); err == nil {
+		t.Error("GetVerified read a file:// href")
+	}
+	if resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: "file://" + local, Anonymous: true, LFS: true}); err == nil {
+		resp.Body.Close()
+		t.Error("Do fetched a file:// href")
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the object was written")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // ErrMissing marks an object found neither locally nor on the old LFS server.
@@ -107,9 +108,9 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 		}
 		switch {
 		case o == nil:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(s.lfsURL), r.OID)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %q, not asked for", hub.Where(s.lfsURL), r.OID)
 		case r.Error != nil:
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, hub.Where(s.lfsURL), r.Error.Code, r.Error.Message)
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, hub.Where(s.lfsURL), r.Error.Code, redact.Printable(r.Error.Message))
 		case r.Actions["download"] == nil:
 			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s gave no download action", ErrMissing, hub.Where(s.lfsURL))
 		default:

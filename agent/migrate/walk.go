@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // Object is one LFS object the history names.
@@ -259,7 +261,7 @@ func (w *walker) add(p *lfsPointer, path, commit string, seq int) {
 		}
 		return
 	}
-	o := &Object{Oid: p.Oid, Size: p.Size, Path: path, Commit: commit, order: seq}
+	o := &Object{Oid: p.Oid, Size: p.Size, Path: redact.Printable(path), Commit: commit, order: seq}
 	w.objects[p.Oid] = o
 	w.byPath[path] = append(w.byPath[path], o)
 }

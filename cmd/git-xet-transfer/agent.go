@@ -19,6 +19,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
@@ -69,9 +70,10 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// takeHandover decodes the hand-over git-xet-transfer-agent left in the environment (none: the
-// zero Handover) and removes it from the environment: it holds request lines, whose action headers
-// may carry credentials, and no program this one starts is given them.
+// takeHandover takes the hand-over git-xet-transfer-agent names in the environment (none: the zero
+// Handover): it reads the bytes and closes the descriptor (or removes the file) they came in, and
+// removes the variable, before this process starts any other program. The bytes hold request lines,
+// whose action headers may carry credentials: no program this one starts is given them.
 func takeHandover(env *environment) (handover.Handover, error) {
 	if env.Handover == "" {
 		return handover.Handover{}, nil
@@ -136,7 +138,8 @@ func heldLogger(env environment, cfg func(env, key string) string, stderr io.Wri
 }
 
 // logOutput is where agentLogger writes (JSON lines: a log file's, or a ConsoleWriter on stderr),
-// the level, and what closes the output.
+// the level, and what closes the output. Every line goes through redact.Writer: a URL no call site
+// redacted loses its password and its query before it is kept.
 func logOutput(cfg func(env, key string) string, stderr io.Writer) (io.Writer, zerolog.Level, func()) {
 	level, explicit := zerolog.InfoLevel, false
 	lv := cfg("GIT_XET_LOG_LEVEL", "xet.loglevel")
@@ -150,14 +153,14 @@ func logOutput(cfg func(env, key string) string, stderr io.Writer) (io.Writer, z
 	if path := cfg("GIT_XET_LOG", "xet.logfile"); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err == nil {
-			return f, level, func() { f.Close() }
+			return redact.Writer(f), level, func() { f.Close() }
 		}
 		fmt.Fprintf(stderr, "git-xet-transfer: cannot open log file %s (%v); logging to stderr\n", path, err)
 	}
 	if !explicit {
 		level = zerolog.WarnLevel
 	}
-	return zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: time.TimeOnly}, level, func() {}
+	return zerolog.ConsoleWriter{Out: redact.Writer(stderr), NoColor: true, TimeFormat: time.TimeOnly}, level, func() {}
 }
 
 // profile starts a CPU profile of this agent process when dir (GIT_XET_CPUPROFILE) is set

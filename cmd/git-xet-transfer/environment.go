@@ -26,10 +26,11 @@ type environment struct {
 	Ref                              string
 	CacheDirs                        localshards.Dirs
 	CacheSizeLimit, CacheMaxEntries  int64
-	Credentials                      credentials.Env // HF_TOKEN, HF_TOKEN_PATH, HF_HOME, HOME and the whole environment
+	Credentials                      credentials.Env // HF_TOKEN, HF_TOKEN_PATH, HF_HOME, HF_ENDPOINT, HOME and the whole environment
 	HFEndpoint                       string
 	// Handover is GIT_XET_TRANSFER_HANDOVER, set by git-xet-transfer-agent when it hands its
-	// conversation with git-lfs to this program (internal/handover); never logged.
+	// conversation with git-lfs to this program: where the bytes are (internal/handover), never
+	// the bytes themselves; never logged.
 	Handover string
 
 	// Problems are values that could not be used (named, with what was wanted); the defaults hold.
@@ -55,7 +56,7 @@ func readEnvironment(getenv func(string) string, environ []string) environment {
 		CacheDirs: localshards.Dirs{HFXetCache: getenv("HF_XET_CACHE"), HFHome: getenv("HF_HOME"),
 			XDGCacheHome: getenv("XDG_CACHE_HOME"), Home: home},
 		Credentials: credentials.Env{HFToken: getenv("HF_TOKEN"), HFTokenPath: getenv("HF_TOKEN_PATH"), HFHome: getenv("HF_HOME"),
-			Home: home, OS: environ},
+			HFEndpoint: getenv("HF_ENDPOINT"), Home: home, OS: environ},
 		HFEndpoint: strings.TrimRight(getenv("HF_ENDPOINT"), "/"),
 		Handover:   getenv(handoverVar),
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // runStatus prints what is configured, where the caches and stores are, and the versions of git,
@@ -117,7 +118,7 @@ func printRemotes(ctx context.Context, g client.Git, stdout io.Writer) {
 			fmt.Fprintf(stdout, "  %s: %v\n", name, err)
 			continue
 		}
-		u := gitrepo.Redact(ep.Url)
+		u := redact.URL(ep.Url)
 		r, err := repo.LocalRemote(ctx, "upload", name)
 		if err != nil {
 			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(repo, ep))

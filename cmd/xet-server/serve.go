@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,6 +44,7 @@ type serveFlags struct {
 	metricsListen                              string
 	quotaDefault, quotasFile                   string
 	drainDelay, tlsPoll, gcEvery               time.Duration
+	trustedProxies                             string
 	// observe is told of the store's work (the metrics); not a flag.
 	observe store.Observer
 }
@@ -72,11 +74,12 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
 	fl.StringVar(&f.hubTokens, "hub-compat", "", "emulate the Hugging Face Hub's LFS and token routes (for testing Hub clients), with the Hub tokens of FILE (token:name:read|write[:repo-patterns] per line); plain LFS uploads are kept whole in DIR/hub-legacy")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100); off without it, never on the main port")
-	fl.StringVar(&f.quotaDefault, "repo-quota", "", "storage quota of every repository (e.g. 10GiB): what its files reference after dedupe; uploads over it are refused (507)")
-	fl.StringVar(&f.quotasFile, "quotas", "", "quotas file: \"REPOSITORY-PATTERN SIZE\" per line (SIZE or none), first match wins, else --repo-quota; \"user:NAME SIZE\" for the repositories under NAME/ together")
+	fl.StringVar(&f.quotaDefault, "repo-quota", "", "storage quota of every repository (e.g. 10GiB): the xorbs it uploaded and the chunk ranges its files use in others'; uploads over it are refused (507)")
+	fl.StringVar(&f.quotasFile, "quotas", "", "quotas file: \"REPOSITORY-PATTERN SIZE\" per line (SIZE or none), first match wins, else --repo-quota; \"user:NAME SIZE\" for NAME's repositories together (NAME/*, datasets/NAME/*, spaces/NAME/*)")
 	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGTERM, how long to answer new requests 503 (Retry-After) and fail /readyz before closing the listener, so a load balancer moves traffic away (e.g. 10s behind one)")
 	fl.DurationVar(&f.tlsPoll, "tls-reload-interval", 10*time.Second, "how often to look for a changed --tls-cert/--tls-key (also reloaded on SIGHUP)")
 	fl.DurationVar(&f.gcEvery, "gc-every", 0, "run gc (as xet-server gc, default grace) this often in the server (0: never; run xet-server gc from cron instead)")
+	fl.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated addresses or CIDR prefixes of reverse proxies in front of the server: their X-Forwarded-For names the client whose address the limits on failed logins count by (without it, every client behind a proxy shares the proxy's budget)")
 	fl.StringVar(&f.hubPublic, "hub-public", "", "with --hub-compat: comma-separated patterns of repositories readable without a token")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -314,29 +317,56 @@ func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log
 	if err != nil {
 		return nil, nil, err
 	}
+	proxies, err := parsePrefixes(f.trustedProxies)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--trusted-proxy: %w", err)
+	}
 	st, direct, err := openStorage(&f, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
 	go cleanTempHourly(context.Background(), st, log)
 	srv, err := server.New(server.Config{
-		Quotas:     quotas,
-		Metrics:    metrics,
-		Ready:      st.Ping,
-		Hub:        hub,
-		Store:      st,
-		Direct:     direct,
-		Ingest:     &server.UploadIngester{Store: st, Policy: policy, Log: log},
-		Secret:     secret,
-		Users:      users,
-		PublicURL:  f.publicURL,
-		TokenTTL:   f.tokenTTL,
-		RefreshTTL: f.refreshTTL,
-		URLTTL:     f.urlTTL,
-		Limits:     server.Limits{Object: f.maxObject},
-		Log:        log,
+		Quotas:         quotas,
+		Metrics:        metrics,
+		Ready:          st.Ping,
+		Hub:            hub,
+		Store:          st,
+		Direct:         direct,
+		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log, RecordUploads: quotas != nil},
+		Secret:         secret,
+		Users:          users,
+		PublicURL:      f.publicURL,
+		TrustedProxies: proxies,
+		TokenTTL:       f.tokenTTL,
+		RefreshTTL:     f.refreshTTL,
+		URLTTL:         f.urlTTL,
+		Limits:         server.Limits{Object: f.maxObject},
+		Log:            log,
 	})
 	return srv, st, err
+}
+
+// parsePrefixes reads a comma-separated list of addresses and CIDR prefixes (an address is its own
+// /32 or /128).
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // loadQuotas reads --repo-quota and --quotas (nil: no quotas).

@@ -73,8 +73,48 @@ func New(o Options) *Transport {
 	return &Transport{o: o, hosts: map[string]*host{}, proxyWrapped: map[string]bool{}}
 }
 
-// Client is an http.Client over New(o) that follows redirects as net/http does.
-func Client(o Options) *http.Client { return &http.Client{Transport: New(o)} }
+// Client is an http.Client over New(o) that follows redirects as git-lfs does (checkRedirect).
+func Client(o Options) *http.Client {
+	return &http.Client{Transport: New(o), CheckRedirect: checkRedirect}
+}
+
+// maxRedirects is net/http's own limit, which a CheckRedirect of one's own must keep.
+const maxRedirects = 10
+
+// checkRedirect follows a redirect as git-lfs does: never from https to plain http, and without the
+// Authorization and Cookie headers once it leaves the origin (scheme, host and port) of the first
+// request. net/http alone drops them only for another host name that is not a subdomain: it would
+// send them on to another port of the same host, or to plain http there. The headers that
+// configuration gives a URL (http.<url>.extraHeader, cookies) are added by the Transport for the
+// URL redirected to.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refusing a redirect from https to %s (%s): git-lfs refuses it too", req.URL.Scheme, req.URL.Host)
+	}
+	if !sameOrigin(via[0].URL, req.URL) {
+		req.Header.Del("Authorization")
+		req.Header.Del("Cookie")
+	}
+	return nil
+}
+
+// sameOrigin compares scheme, host and port, the port defaulted from the scheme.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
 
 func (t *Transport) load() {
 	t.once.Do(func() {

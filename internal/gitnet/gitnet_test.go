@@ -241,3 +241,53 @@ func TestProxyRefusedCredentialsNamed(t *testing.T) {
 		t.Errorf("error %q should name the proxy %s and its refusal, without the credentials", msg, addr)
 	}
 }
+
+// Redirects are followed as git-lfs follows them: the Authorization and Cookie headers stay with
+// the origin (scheme, host, port) they were set for; net/http alone would send them on to another
+// port of the same host, or to plain http there. A redirect from https to http is refused.
+func TestRedirectsKeepCredentialsOnTheirOrigin(t *testing.T) {
+	got := make(chan string, 4)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Path + " " + r.Header.Get("Authorization") + " " + r.Header.Get("Cookie")
+	}))
+	defer other.Close()
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/landed", http.StatusTemporaryRedirect)
+		case "/here":
+			http.Redirect(w, r, "/stayed", http.StatusFound)
+		default:
+			got <- r.URL.Path + " " + r.Header.Get("Authorization") + " " + r.Header.Get("Cookie")
+		}
+	}))
+	defer first.Close()
+	c := client(nil, nil, nil)
+	for path, want := range map[string]string{"/away": "/landed  ", "/here": "/stayed Bearer secret c=1"} {
+		req, _ := http.NewRequest(http.MethodGet, first.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer secret")
+		req.Header.Set("Cookie", "c=1")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if g := <-got; g != want {
+			t.Errorf("%s: the redirected request got %q, want %q", path, g, want)
+		}
+	}
+
+	tlsFirst := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/downgraded", http.StatusFound)
+	}))
+	defer tlsFirst.Close()
+	c = client(map[string][]string{"http.sslverify": {"false"}}, nil, nil)
+	resp, err := c.Get(tlsFirst.URL + "/x?sig=abc")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a redirect from https to http was followed (%s)", <-got)
+	}
+	if !strings.Contains(err.Error(), "https to http") {
+		t.Errorf("error %q does not say why", err)
+	}
+}

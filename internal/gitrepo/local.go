@@ -3,10 +3,11 @@ package gitrepo
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // LocalRemote is a remote on this machine's file system (a plain path or a file:// URL), where the
@@ -37,12 +38,12 @@ func (r *Repo) LocalRemote(ctx context.Context, operation, remote string) (Local
 		return LocalRemote{}, err
 	}
 	if !r.known(remote) {
-		return LocalRemote{}, fmt.Errorf("remote %q is not a remote of this repository, nor a URL or a path", remote)
+		return LocalRemote{}, fmt.Errorf("remote %q is not a remote of this repository, nor a URL or a path", redact.URL(remote))
 	}
 	if !ep.Local() {
 		return LocalRemote{}, fmt.Errorf("remote %q has the LFS endpoint %s (from %s), which is not on this machine: the embedded Xet store works with "+
 			"remotes that are a local path or a file:// URL; for a network remote use an LFS server that offers the \"xet\" transfer "+
-			"(e.g. xet-server), or set xet.store / GIT_XET_STORE to a store directory", remote, Redact(ep.Url), ep.Source)
+			"(e.g. xet-server), or set xet.store / GIT_XET_STORE to a store directory", redact.URL(remote), redact.URL(ep.Url), ep.Source)
 	}
 	p := ep.LocalDir
 	fi, err := os.Stat(p)
@@ -75,19 +76,4 @@ func (r *Repo) known(remote string) bool {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
-}
-
-// Redact drops a password and the query from a URL before it is shown.
-func Redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	u.RawQuery = ""
-	return u.String()
 }

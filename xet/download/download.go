@@ -250,6 +250,12 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		if err != nil {
 			return 0, nil, err
 		}
+		if whole && req.Size >= 0 && l.size != req.Size {
+			// Before any fetch and before the file is sized: the expected size may be a pointer's
+			// (a cloned repository's choice), the plan's a server's; neither is worked on when
+			// they disagree.
+			return 0, nil, mismatch{fmt.Sprintf("file is %d bytes (its reconstruction plan), expected %d", l.size, req.Size)}
+		}
 		if req.Keep || l.size >= sizeUpFront {
 			if err := f.Truncate(l.size); err != nil {
 				return 0, nil, err

@@ -69,6 +69,9 @@ type amMatrix struct {
 	content []byte // a slice of the stored file
 	creds   map[string]amCred
 	needles [][]byte
+	// fresh lists the credentials whose every cell starts a window of its own: a wrong password
+	// shuts its (user, address) out for failWindow (429), and each cell is to show the 401.
+	fresh map[string]bool
 }
 
 const (
@@ -208,6 +211,9 @@ func (m *amMatrix) check(t *testing.T, rt amRoute, name string, want int, denied
 	if cred.url != "" {
 		target = cred.url
 	}
+	if m.fresh[name] {
+		m.e.clock.Advance(failWindow)
+	}
 	res := m.e.do(rt.method, target, rt.body, append(slices.Clone(rt.hdr), cred.hdr...)...)
 	if res.status != want {
 		body := res.body[:min(len(res.body), 300)]
@@ -249,6 +255,7 @@ func TestAuthMatrix(t *testing.T) {
 	m.addBasic("ro-basic", "ro", "ro-password-2")
 	m.addBasic("other-basic", "other", "other-password-3")
 	m.addBasic("bad-password", "rw", "not-the-password")
+	m.fresh = map[string]bool{"bad-password": true}
 	rw := m.mint(amRepo, ScopeWrite, "rw-basic")
 	m.e.uploadRef(m.r, auth(rw)...) // the data the denied cells must not leak
 	m.addToken("rw-token", rw)
@@ -361,11 +368,14 @@ func (m *amMatrix) lfsRoutes() []amRoute {
 	deny := codes{"none": 401, "bad-password": 401, "other-basic": 403, "other-token": 403, "expired": 401,
 		"forged-sig": 401, "forged-claims": 401, "refresh": 401}
 	denyWrite := with(deny, codes{"ro-basic": 403, "ro-token": 403})
+	// The batch route mints tokens: it takes no token of the server's, so none gets a new life.
+	batchDeny := with(deny, codes{"ro-token": 401, "rw-token": 401, "other-token": 401})
 	return []amRoute{
 		{name: "POST /{repo}.git/info/lfs/objects/batch (download)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("download", nil, obj), allow: read, deny: deny, data: []byte(`"href"`)},
+			body: batchBody("download", nil, obj), allow: codes{"rw-basic": 200, "ro-basic": 200}, deny: batchDeny,
+			data: []byte(`"href"`)},
 		{name: "POST /{repo}.git/info/lfs/objects/batch (upload)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("upload", nil, obj), allow: write, deny: denyWrite},
+			body: batchBody("upload", nil, obj), allow: codes{"rw-basic": 200}, deny: with(batchDeny, codes{"ro-basic": 403})},
 		{name: "GET /{repo}.git/info/lfs/objects/{oid}", method: "GET", path: lfs + "objects/" + m.oid,
 			allow: read, deny: deny, data: m.content},
 		{name: "HEAD /{repo}.git/info/lfs/objects/{oid}", method: "HEAD", path: lfs + "objects/" + m.oid,
@@ -446,13 +456,14 @@ func (m *amMatrix) hubLFSRoutes(legacyOID string, legacy []byte) []amRoute {
 	deny := codes{"none": 401, "bad-hub-token": 401, "hub-other": 404, "other-token": 403, "expired": 401,
 		"forged-sig": 401}
 	denyWrite := with(deny, codes{"hub-ro": 403})
-	// A CAS token, even of this repository, mints no new tokens: one that leaks dies when it expires.
+	// A CAS token, even of this repository, mints no new tokens (neither at the token routes nor at
+	// the batch route): one that leaks dies when it expires.
 	casTokens := codes{"other-token": 401, "own-token": 401}
 	return []amRoute{
 		{name: "hub POST /{repo}.git/info/lfs/objects/batch (download)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("download", nil, obj), allow: read, deny: deny, data: []byte(`"href"`)},
+			body: batchBody("download", nil, obj), allow: read, deny: with(deny, casTokens), data: []byte(`"href"`)},
 		{name: "hub POST /{repo}.git/info/lfs/objects/batch (upload)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("upload", nil, obj), allow: write, deny: denyWrite},
+			body: batchBody("upload", nil, obj), allow: write, deny: with(denyWrite, casTokens)},
 		{name: "hub GET /{repo}.git/info/lfs/objects/{oid}", method: "GET", path: lfs + "objects/" + m.oid,
 			allow: read, deny: deny, data: m.content},
 		{name: "hub PUT /{repo}.git/info/lfs/objects/{oid}", method: "PUT", path: lfs + "objects/" + legacyOID,

@@ -223,13 +223,14 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 	}
 	// Bound the bodies held at once: with the size hint below the store allocates a whole body
 	// before its bytes arrive.
-	select {
-	case s.xorbs <- struct{}{}:
-		defer func() { <-s.xorbs }()
-	case <-r.Context().Done():
+	slot, err := s.xorbs.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Xorb))
+	if err != nil {
 		return
 	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb)
+	defer slot.release()
+	meter := s.meter(r, c.Namespace, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb))
+	defer meter.done()
+	var body io.Reader = meter
 	if r.ContentLength > 0 {
 		// The store reads the body into one buffer; knowing its size spares it growing a 64 MiB
 		// buffer by doubling (several copies and zeroings per byte). A body longer than announced
@@ -241,11 +242,13 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		s.fail(w, r, "xorb upload", err)
 		return
 	}
-	s.metrics.xorbStored(inserted, r.ContentLength)
+	s.metrics.xorbStored(inserted, received(r))
 	if inserted {
-		s.quota.add(c.Namespace, r.ContentLength)
-	}
-	if !inserted {
+		if err := s.countXorb(r.Context(), c.Namespace, h); err != nil {
+			s.fail(w, r, "xorb upload", err)
+			return
+		}
+	} else {
 		// The store had it and read none of the body. Answering before the body is read makes
 		// net/http close the connection, which some proxies turn into a 502 for a request they are
 		// still sending: read it to the end (within the limit) first.
@@ -333,7 +336,11 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
-	existed, err := s.putShard(r.Context(), c, body)
+	charge, ok := s.chargeShard(w, r, c.Namespace, body)
+	if !ok {
+		return
+	}
+	existed, err := s.putShard(r.Context(), c, body, charge)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return
@@ -359,6 +366,10 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
+	charge, ok := s.chargeShard(w, r, c.Namespace, body)
+	if !ok {
+		return
+	}
 	w.Header().Set("Content-Type", contentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -378,7 +389,7 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		existed, err := s.putShard(r.Context(), c, body)
+		existed, err := s.putShard(r.Context(), c, body, charge)
 		done <- outcome{existed, err}
 	}()
 	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
@@ -414,17 +425,19 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 }
 
-// putShard registers a shard for the token's repository and user, and counts it. Registrations
-// run MaxShardPuts at a time (each may cost seconds of hashing, store/budget.go): more wait their
-// turn, or their request's end.
-func (s *Server) putShard(ctx context.Context, c Claims, body []byte) (bool, error) {
+// putShard registers a shard for the token's repository and user, and counts it, in the metrics
+// and against the quota (charge). Registrations run MaxShardPuts at a time (each may cost
+// seconds of hashing, store/budget.go): more wait their turn, or their request's end.
+func (s *Server) putShard(ctx context.Context, c Claims, body []byte, charge *shardCharge) (bool, error) {
 	select {
 	case s.shards <- struct{}{}:
 		defer func() { <-s.shards }()
 	case <-ctx.Done():
+		charge.done(false)
 		return false, ctx.Err()
 	}
 	existed, err := s.cfg.Store.PutShardAs(ctx, s.access(c), body)
+	charge.done(err == nil)
 	if err == nil {
 		s.metrics.shardStored()
 	}
@@ -466,6 +479,23 @@ func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, c Claims
 	}
 	w.Header().Set("Content-Length", strconv.FormatUint(size, 10))
 	w.WriteHeader(http.StatusOK)
+}
+
+// received is how many bytes of r's body the handler read (its Content-Length when it is not
+// paced).
+func received(r *http.Request) int64 {
+	if p := bodyProgress(r); p != nil {
+		return p.received()
+	}
+	return max(r.ContentLength, 0)
+}
+
+// bodySize is the length of r's body: its Content-Length, else limit.
+func bodySize(r *http.Request, limit int64) int64 {
+	if r.ContentLength >= 0 {
+		return r.ContentLength
+	}
+	return limit
 }
 
 // sizedReader is a body whose announced length (Content-Length) it reports as Len, the size hint

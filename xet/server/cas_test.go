@@ -241,7 +241,7 @@ func TestReconstructionErrors(t *testing.T) {
 }
 
 func TestTokenChecks(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, "") })
+	e := newEnv(t, func(c *Config) { c.Users = testerUsers(t) })
 	r := loadRef(t)
 	x := "/v1/xorbs/default/" + r.xorbHash.String()
 	read := e.token("team/a", ScopeRead, time.Minute)

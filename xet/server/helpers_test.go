@@ -136,9 +136,17 @@ func (e *env) do(method, path string, body []byte, hdr ...string) resp {
 	return resp{res.StatusCode, res.Header, b}
 }
 
+// token issues a token for ns and scope living ttl, for the user "tester" when the users table
+// lists one (testerUsers): a token of no listed user opens nothing on a server with users.
 func (e *env) token(ns string, scope Scope, ttl time.Duration) string {
 	e.t.Helper()
-	tok, err := e.srv.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix()})
+	c := Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix()}
+	if users := e.srv.userTable(); users != nil {
+		if u := users.Lookup("tester"); u != nil {
+			c.Subject, c.Cred = u.Name, e.srv.tokens.userMark(u)
+		}
+	}
+	tok, err := e.srv.tokens.Issue(c)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -267,6 +275,12 @@ func (e *env) fetchPlan(p *casapi.ReconstructionV2, limit uint64) []byte {
 		out = out[:limit]
 	}
 	return out
+}
+
+// testerUsers is a users table of one user, "tester", with write access everywhere: the user of
+// env.token's tokens.
+func testerUsers(t testing.TB) *Users {
+	return mustUsers(t, sha256Line("tester", "tester-password-0", ""))
 }
 
 func mustUsers(t testing.TB, text string) *Users {

@@ -101,21 +101,14 @@ func writeHubError(w http.ResponseWriter, status int, code, msg string) {
 // is how much a Hub token must allow (a PR ref needs read access only).
 func (s *Server) authHub(w http.ResponseWriter, r *http.Request, ns string, needWrite bool) (principal, bool) {
 	h := s.cfg.Hub
-	deny := func(status int, code, msg string) (principal, bool) {
-		if status == http.StatusUnauthorized {
-			w.Header().Set("LFS-Authenticate", `Basic realm="Hugging Face"`)
-			w.Header().Set("WWW-Authenticate", `Basic realm="Hugging Face"`)
-		}
-		writeHubError(w, status, code, msg)
-		return principal{}, false
-	}
 	var secret string
 	if tok, ok := bearer(r); ok {
 		if c, err := s.tokens.Verify(tok); err == nil && !c.Refresh {
 			if c.Namespace != ns || (needWrite && c.Scope != scopeWrite) {
-				return deny(http.StatusForbidden, "", "token does not allow this on "+ns)
+				return s.lfsDeny(w, http.StatusForbidden, "", "token does not allow this on "+ns)
 			}
-			return principal{name: c.Subject, write: c.Scope == scopeWrite}, true
+			who, _, _ := s.tokenPrincipal(c, needWrite) // no users table in Hub mode
+			return who, true
 		}
 		secret = tok
 	} else if _, pass, ok := r.BasicAuth(); ok {
@@ -125,16 +118,16 @@ func (s *Server) authHub(w http.ResponseWriter, r *http.Request, ns string, need
 		if !needWrite && h.public(ns) {
 			return principal{}, true
 		}
-		return deny(http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+		return s.lfsDeny(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
 	}
 	u := h.token(secret)
 	switch {
 	case u == nil:
-		return deny(http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+		return s.lfsDeny(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
 	case !u.CanAccess(ns, false) && !h.public(ns):
-		return deny(http.StatusNotFound, "RepoNotFound", "Repository not found")
+		return s.lfsDeny(w, http.StatusNotFound, "RepoNotFound", "Repository not found")
 	case needWrite && !u.CanAccess(ns, true):
-		return deny(http.StatusForbidden, "", "You don't have the rights to write to "+ns+" with this token (read-only token)")
+		return s.denyWrite(w, ns, principal{name: u.Name})
 	}
 	return principal{name: u.Name, write: u.CanAccess(ns, true)}, true
 }

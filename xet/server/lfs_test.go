@@ -239,6 +239,11 @@ func TestLFSAuth(t *testing.T) {
 	if res, _ := e.batch("org/repo", up, basic("mallory", alicePW)...); res.status != 401 {
 		t.Fatalf("unknown user: %v", res)
 	}
+	// Right after a wrong password, alice from the same address waits out the window (no KDF runs).
+	if res, _ := e.batch("org/repo", up, basic("alice", alicePW)...); res.status != 429 || res.header.Get("Retry-After") != "2" {
+		t.Fatalf("alice right after a wrong password: %v %v", res, res.header)
+	}
+	e.clock.Advance(failWindow)
 	if res, _ := e.batch("org/repo", up, basic("bob", bobPW)...); res.status != 403 {
 		t.Fatalf("read-only user uploading: %v", res)
 	}

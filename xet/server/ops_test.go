@@ -281,7 +281,7 @@ func TestDrain(t *testing.T) {
 	if _, err := pw.Write(r.xorbBody[:half]); err != nil {
 		t.Fatal(err)
 	}
-	for len(e.srv.xorbs) == 0 { // the handler holds its upload slot: the request is in flight
+	for e.srv.xorbs.inUse() == 0 { // the handler holds its upload slot: the request is in flight
 		time.Sleep(time.Millisecond)
 	}
 	e.srv.Drain()

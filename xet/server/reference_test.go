@@ -15,7 +15,7 @@ import (
 // up through the CAS routes; the file then comes back whole and by ranges through /v2, /v1 and the
 // signed URLs, byte for byte.
 func TestReferenceUploadAndReconstruct(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, "") }) // auth on: tokens required
+	e := newEnv(t, func(c *Config) { c.Users = testerUsers(t) }) // auth on: tokens required
 	r := loadRef(t)
 	w := e.token("org/ev", ScopeWrite, time.Hour)
 	rd := e.token("org/ev", ScopeRead, time.Hour)

@@ -5,10 +5,13 @@
 // xorbs and shards and streams reconstructed files back).
 //
 // Access control has two layers. LFS routes and the token routes take user credentials (HTTP Basic,
-// checked against a Users table). CAS routes take bearer tokens the server issues itself (HMAC-SHA256
-// signed, expiring, scoped read or write, carrying the repository namespace; see Tokens). Xorb bytes are
-// served only from signed URLs that name the allowed byte ranges. With no Users configured the server is
-// open: everything is allowed, and the binary refuses to listen anywhere but loopback.
+// checked against a Users table, failures limited by Users.Login). CAS routes take bearer tokens the
+// server issues itself (HMAC-SHA256 signed, expiring, scoped read or write, carrying the repository
+// namespace and the user; see Tokens), each use checked against the Users table in force, and
+// nothing minted from a token outlives it (credentials.go). Xorb bytes are served only from signed
+// URLs that name the allowed byte ranges. With no Users configured the server is open: everything
+// is allowed, the binary refuses to listen anywhere but loopback, and requests must name a loopback
+// Host.
 //
 // A *Server is safe for concurrent use by any number of requests; it keeps no per-request state.
 package server
@@ -21,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -97,6 +101,10 @@ type Limits struct {
 	// or trickling clients cannot hold every slot. Defaults: 16 KiB/s over 30 s.
 	BodyMinRate int64
 	BodyWindow  time.Duration
+	// SlotHold is what an upload slot is worth to a user holding more than its share of them
+	// while another user waits: a body that would not end within SlotHold at the rate it arrives
+	// is cut (408) and its slot given to the waiter (slotPool). Default 10 s.
+	SlotHold time.Duration
 	// ReconstructionTerms bounds the terms of one reconstruction answer (each about 100 bytes of
 	// JSON and a share of a signed URL); a client asks for the rest with a Range. Default 65536:
 	// every range of 512 MB or less fits one answer even in chunks of the minimum size (8 KiB).
@@ -121,6 +129,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.BodyWindow <= 0 {
 		l.BodyWindow = 30 * time.Second
+	}
+	if l.SlotHold <= 0 {
+		l.SlotHold = 10 * time.Second
 	}
 	if l.ReconstructionTerms <= 0 {
 		l.ReconstructionTerms = 1 << 16
@@ -151,10 +162,11 @@ type Config struct {
 	RefreshTTL time.Duration
 	Limits     Limits
 	// MaxIngest bounds the basic-transfer uploads chunked at once (each holds up to a few 64 MiB
-	// xorbs in memory); more wait their turn. Default 4.
+	// xorbs in memory); more wait their turn, shared fairly between users (slotPool). Default 4.
 	MaxIngest int
 	// MaxXorbPuts bounds the xorb uploads read and validated at once (each holds its whole body,
-	// up to Limits.Xorb bytes, in memory); more wait their turn. Default 8.
+	// up to Limits.Xorb bytes, in memory); more wait their turn, shared fairly between users
+	// (slotPool). Default 8.
 	MaxXorbPuts int
 	// MaxShardPuts bounds the shard registrations checked at once (each may hash for seconds);
 	// more wait their turn. Default half the cores, at least 2.
@@ -162,6 +174,10 @@ type Config struct {
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names a request's client, whose
+	// address keys the limits on failed logins (clientAddr). Without them every client behind a
+	// proxy shares the proxy's address, and its budget.
+	TrustedProxies []netip.Prefix
 	// Hub, when set, makes the LFS and token routes behave as the Hugging Face Hub's (a test
 	// emulator: see HubCompat). Users is not used then.
 	Hub *HubCompat
@@ -186,8 +202,8 @@ type Server struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
-	ingest chan struct{} // semaphore of MaxIngest slots
-	xorbs  chan struct{} // semaphore of MaxXorbPuts slots
+	ingest *slotPool     // MaxIngest slots
+	xorbs  *slotPool     // MaxXorbPuts slots
 	shards chan struct{} // semaphore of MaxShardPuts slots
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
@@ -236,8 +252,8 @@ func New(cfg Config) (*Server, error) {
 		urls:   NewURLSigner(cfg.Secret, cfg.Now),
 		log:    cfg.Log,
 		now:    cfg.Now,
-		ingest: make(chan struct{}, cfg.MaxIngest),
-		xorbs:  make(chan struct{}, cfg.MaxXorbPuts),
+		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
+		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
 		shards: make(chan struct{}, cfg.MaxShardPuts),
 	}
 	if cfg.Quotas != nil {
@@ -245,7 +261,7 @@ func New(cfg Config) (*Server, error) {
 		if !ok {
 			return nil, errors.New("server: quotas need a store that reports usage")
 		}
-		s.quota = &usageCache{m: map[string]usageEntry{}, store: us}
+		s.quota = newUsageCache(us)
 	}
 	s.metrics = cfg.Metrics
 	s.metrics.slots(s)
@@ -286,7 +302,7 @@ func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
 func (s *Server) Handler() http.Handler {
-	return s.logged(s.recovered(s.draining(s.paced(s.mux))))
+	return s.logged(s.recovered(s.draining(s.localHosts(s.paced(s.mux)))))
 }
 
 // Close lets go of what the store holds for writing (store.Store.Close), once no request is being

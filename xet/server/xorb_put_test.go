@@ -63,7 +63,7 @@ func TestXorbPutsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The transport may take that byte before the handler runs: wait until it holds the slot.
-	for deadline := time.Now().Add(5 * time.Second); len(e.srv.xorbs) == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); e.srv.xorbs.inUse() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the stalled upload never took a slot")
 		}
@@ -205,5 +205,29 @@ func TestSlowBodiesAreCut(t *testing.T) {
 		if a := <-stalled; a.err == nil && a.status != http.StatusRequestTimeout {
 			t.Fatalf("a stalled body was answered %d, want 408", a.status)
 		}
+	}
+}
+
+// A xorb sent chunked (no Content-Length) is stored and counted in the metrics by the bytes that
+// arrived (it was counted as -1 bytes, which made the counter panic: a 500 for a stored xorb).
+func TestChunkedXorbCountedInMetrics(t *testing.T) {
+	e, m := opsEnv(t, nil)
+	x := randomXorb(t, 1_000_000, 5)
+	req, err := http.NewRequest("POST", e.base+"/v1/xorbs/default/"+x.Hash.String(), io.MultiReader(bytes.NewReader(x.Body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+userToken(t, e, "alice", "org/x"))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("chunked xorb upload: %d", res.StatusCode)
+	}
+	fams, _ := scrape(t, m)
+	if got := metric(fams, "xet_xorb_bytes_stored_total"); got != float64(len(x.Body)) {
+		t.Fatalf("xorb bytes stored: %v, want %d", got, len(x.Body))
 	}
 }

@@ -80,7 +80,12 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			dedupes = append(dedupes, name)
 		case kind == "member" || kind == "verified":
 			members = append(members, name) // grants ("up", "shown") name xorbs gc may remove
-
+		case kind == "upload": // its xorb may be gone: gc removes xorbs no file names
+			if b, err := s.readEntry(ctx, name); err != nil {
+				r.add(name, err.Error())
+			} else if _, err := parseUpload(name, b); err != nil {
+				r.add(name, err.Error())
+			}
 		}
 	}
 	recs := map[hash.Hash]*fileRecord{}
@@ -180,6 +185,9 @@ func classify(name string) (kind string, h hash.Hash, ok bool) {
 			return parts[0], h, false
 		}
 		return parts[0], h, true
+	case len(parts) == 4 && parts[0] == "ns" && parts[2] == "xorbs":
+		h, err := hash.Parse(parts[3])
+		return "upload", h, err == nil
 	case len(parts) == 4 && parts[0] == "ns" && (parts[2] == "sha256" || parts[2] == "sha256v"):
 		d, err := hex.DecodeString(parts[3])
 		if err != nil || len(d) != 32 {

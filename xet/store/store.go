@@ -8,6 +8,7 @@
 //	xorbs/<h[0:2]>/<xorb hash>        chunk records, then the XETBLOB v1 footer
 //	files/<h[0:2]>/<file hash>        the file's reconstruction record (terms, size, SHA-256)
 //	ns/<namespace>/sha256v/<hex>      SHA-256 -> file hash and size (verified)
+//	ns/<namespace>/xorbs/<xorb hash>  the namespace uploaded the xorb: its raw bytes (quotas; uploads.go)
 //	dedupe/<h[0:2]>/<chunk hash>      global-dedupe chunk -> xorb hash
 //	verified/<h[0:2]>/<file hash>     the SHA-256 the file's content was hashed to
 //	ns/<namespace>/sha256/<hex>       SHA-256 -> file hash and size, not verified (over budget)
