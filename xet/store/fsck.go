@@ -106,6 +106,12 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			r.add(name, "names file "+h.String()+", whose record is missing or unreadable")
 		}
 	}
+	s.checkDedupe(ctx, r, dedupes, xorbs)
+	return r, nil
+}
+
+// checkDedupe checks that each dedupe entry parses and names a xorb whose footer parsed.
+func (s *Store) checkDedupe(ctx context.Context, r *CheckReport, dedupes []string, xorbs map[hash.Hash]int) {
 	for _, name := range dedupes {
 		r.Dedupe++
 		b, err := s.readEntry(ctx, name)
@@ -120,7 +126,6 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			r.add(name, "names xorb "+x.String()+", which is missing or unreadable")
 		}
 	}
-	return r, nil
 }
 
 func (r *CheckReport) add(entry, what string) { r.Problems = append(r.Problems, Problem{entry, what}) }
