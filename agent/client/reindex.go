@@ -58,7 +58,7 @@ func indexObject(ctx context.Context, c cas.Client, o localchunks.Object) (hash.
 	if sum.SHA256 != want || sum.Size != o.Size {
 		return hash.Hash{}, nil, errors.New("the object's content does not match its oid")
 	}
-	plan, err := c.Reconstruct(ctx, sum.FileHash, nil)
+	plan, err := download.Plan(ctx, c, sum.FileHash, nil, o.Size)
 	if err != nil {
 		return hash.Hash{}, nil, err
 	}

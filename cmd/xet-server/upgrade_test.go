@@ -85,6 +85,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			t.Fatalf("%s %s: downloaded content hashes to %s", o.repo, o.oid, got)
 		}
 	}
+	upgradedIsolation(t, addr)
 	body := testutil.RandomBytes(5000, 36)
 	oid, code, msg := lfsPut(t, addr, "org/old", body)
 	if code != 200 {
@@ -107,6 +108,68 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 }
 
+// upgradedIsolation checks what the upgrade recorded for the previous release's registrations:
+// org/old reads its file through the CAS routes and may name the file's xorb in a new shard;
+// org/other, which never registered that file, may do neither.
+func upgradedIsolation(t *testing.T, addr string) {
+	t.Helper()
+	const oid = "95159803e516f8cca09f29f3e62f69bc050a5edc77b1f7785c44ca12f9c633ac" // org/old's only
+	old, file := xetAction(t, addr, "org/old", "download", oid)
+	other, _ := xetAction(t, addr, "org/other", "upload", oid)
+	base := "http://" + addr
+	if code, _ := casDo(t, "GET", base+"/v2/reconstructions/"+file, old, nil); code != 200 {
+		t.Fatalf("org/old reconstructing its file after the upgrade: %d", code)
+	}
+	for _, path := range []string{"/v2/reconstructions/" + file, "/v1/reconstructions/" + file} {
+		if code, _ := casDo(t, "GET", base+path, other, nil); code != 404 {
+			t.Errorf("org/other: GET %s: %d", path, code)
+		}
+	}
+	if code, _ := casDo(t, "HEAD", base+"/v1/files/"+file, other, nil); code != 404 {
+		t.Errorf("org/other: HEAD of org/old's file: %d", code)
+	}
+}
+
+// xetAction asks the batch API of an open server for one object's xet action and returns its CAS
+// token and the object's Xet hash (downloads).
+func xetAction(t *testing.T, addr, repo, op, oid string) (tok, file string) {
+	t.Helper()
+	body := `{"operation":"` + op + `","transfers":["xet"],"objects":[{"oid":"` + oid + `","size":1}]}`
+	res, err := http.Post("http://"+addr+"/"+repo+".git/info/lfs/objects/batch", "application/vnd.git-lfs+json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Objects []struct {
+			Actions map[string]struct {
+				Header map[string]string `json:"header"`
+			} `json:"actions"`
+		} `json:"objects"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Objects) != 1 {
+		t.Fatalf("batch %s: %v", repo, err)
+	}
+	for _, a := range out.Objects[0].Actions {
+		return a.Header["X-Xet-Access-Token"], a.Header["X-Xet-Hash"]
+	}
+	t.Fatalf("batch %s %s: no action", repo, op)
+	return "", ""
+}
+
+func casDo(t *testing.T, method, url, tok string, body []byte) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
 // A store of a newer format than this release reads is refused, naming both versions.
 func TestRefusesNewerStoreFormat(t *testing.T) {
 	data := t.TempDir()
@@ -116,7 +179,7 @@ func TestRefusesNewerStoreFormat(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	code := run([]string{"--listen", "127.0.0.1:0", "--data", data}, nil, &bytes.Buffer{}, &stderr)
-	if code == 0 || !strings.Contains(stderr.String(), "format version 9") || !strings.Contains(stderr.String(), "versions 1 to 2") {
+	if code == 0 || !strings.Contains(stderr.String(), "format version 9") || !strings.Contains(stderr.String(), "versions 1 to 3") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }
@@ -145,7 +208,7 @@ func TestStats(t *testing.T) {
 	if c := run([]string{"stats", data}, nil, &out, &stderr); c != 0 {
 		t.Fatalf("exit %d: %s", c, stderr.String())
 	}
-	for _, want := range []string{"org/old", "org/other", "(all)", "store format 2"} {
+	for _, want := range []string{"org/old", "org/other", "(all)", "store format 3"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -242,7 +242,7 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		return 0, nil, nil // the empty file has the zero hash and no terms
 	}
 	for replanned := false; ; replanned = true {
-		plan, err := cfg.CAS.Reconstruct(ctx, req.File, req.Range)
+		plan, err := Plan(ctx, cfg.CAS, req.File, req.Range, req.Size) // every answer, when a server caps them
 		if err != nil {
 			return 0, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -26,16 +27,20 @@ func pathHash(w http.ResponseWriter, r *http.Request, name string) (hash.Hash, b
 	return h, true
 }
 
-// plan answers the shared part of GET /v1|v2/reconstructions/{file}: the store's plan for the file,
-// or the part named by a single Range (inclusive; clamped to the end; 416 when it starts past it).
-func (s *Server) plan(w http.ResponseWriter, r *http.Request) (*casapi.ReconstructionV2, bool) {
+// plan answers the shared part of GET /v1|v2/reconstructions/{file}: the store's plan for the file
+// of the token's repository (404 for a file registered elsewhere only), or the part named by a
+// single Range (inclusive; clamped to the end; 416 when it starts past it). An answer holds at most
+// Limits.ReconstructionTerms terms, the first of what was asked: a client asks for the rest with a
+// Range starting where the last term ends (xet-core asks in ranges of 256 MB and more; our client
+// follows short answers, xet/download).
+func (s *Server) plan(w http.ResponseWriter, r *http.Request, c Claims) (*casapi.ReconstructionV2, bool) {
 	file, ok := pathHash(w, r, "file")
 	if !ok {
 		return nil, false
 	}
 	var rng *casapi.ByteRange
 	if hdr := r.Header.Get("Range"); hdr != "" {
-		size, err := s.cfg.Store.FileSize(r.Context(), file)
+		size, err := s.cfg.Store.FileSizeIn(r.Context(), c.Namespace, file)
 		if err != nil {
 			s.fail(w, r, "reconstruction", err)
 			return nil, false
@@ -55,7 +60,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) (*casapi.Reconstru
 		}
 		rng = &rs[0]
 	}
-	p, err := s.cfg.Store.Reconstruct(r.Context(), file, rng)
+	p, err := s.cfg.Store.ReconstructIn(r.Context(), c.Namespace, file, rng, s.cfg.Limits.ReconstructionTerms)
 	if err != nil {
 		s.fail(w, r, "reconstruction", err)
 		return nil, false
@@ -65,8 +70,8 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) (*casapi.Reconstru
 
 // handleReconstructionV2 answers GET /v2/reconstructions/{file}: terms plus, per xorb, signed URLs with
 // the ranges each may fetch (at most maxSignedRanges per URL).
-func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, _ Claims) {
-	p, ok := s.plan(w, r)
+func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, c Claims) {
+	p, ok := s.plan(w, r, c)
 	if !ok {
 		return
 	}
@@ -78,7 +83,7 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 		Xorbs:                make(map[hash.Hash][]casapi.XorbFetch, len(p.Xorbs)),
 	}
 	for h, fetches := range p.Xorbs {
-		if url, ok := s.directURL(r, h); ok {
+		if url, ok := s.directURL(r, c, h); ok {
 			var all []casapi.XorbRange
 			for _, f := range fetches {
 				all = append(all, f.Ranges...)
@@ -105,9 +110,18 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 	writeJSON(w, http.StatusOK, out)
 }
 
-// directURL is the URL of xorb h at its storage (Config.Direct), when there is one.
-func (s *Server) directURL(r *http.Request, h hash.Hash) (string, bool) {
+// directURL is the URL of xorb h at its storage (Config.Direct), when there is one and the token's
+// repository uploaded h: such a URL reads the whole xorb object (every record and the footer), so
+// a xorb the repository only references (deduplicated, shown by a keyed answer) is served through
+// the server's own signed route, which grants the plan's ranges only.
+func (s *Server) directURL(r *http.Request, c Claims, h hash.Hash) (string, bool) {
 	if s.cfg.Direct == nil {
+		return "", false
+	}
+	if ok, err := s.cfg.Store.UploadedBy(r.Context(), c.Namespace, h); err != nil || !ok {
+		if err != nil {
+			s.log.Warn().Err(err).Str("xorb", h.String()).Msg("access check; handing out the server's own route")
+		}
 		return "", false
 	}
 	url, err := s.cfg.Direct.XorbURL(r.Context(), h, s.cfg.URLTTL)
@@ -120,8 +134,8 @@ func (s *Server) directURL(r *http.Request, h hash.Hash) (string, bool) {
 
 // handleReconstructionV1 answers GET /v1/reconstructions/{file}: fetch_info holds one signed URL per
 // range.
-func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, _ Claims) {
-	p, ok := s.plan(w, r)
+func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, c Claims) {
+	p, ok := s.plan(w, r, c)
 	if !ok {
 		return
 	}
@@ -133,7 +147,7 @@ func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, 
 		FetchInfo:            make(map[hash.Hash][]casapi.FetchInfoV1, len(p.Xorbs)),
 	}
 	for h, fetches := range p.Xorbs {
-		direct, isDirect := s.directURL(r, h)
+		direct, isDirect := s.directURL(r, c, h)
 		for _, f := range fetches {
 			for _, xr := range f.Ranges {
 				url := direct
@@ -159,8 +173,9 @@ func nonNilTerms(t []casapi.Term) []casapi.Term {
 }
 
 // handleChunk answers GET /v1/chunks/{prefix}/{chunk}: the global-dedupe shard for a chunk (200,
-// octet-stream) or 404.
-func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, _ Claims) {
+// octet-stream) or 404. The token's repository is recorded as shown the xorb (its shards may name
+// its chunks); the answer's chunk hashes are keyed, so only a client holding a chunk's data finds it.
+func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, c Claims) {
 	if p := r.PathValue("prefix"); p != casapi.PrefixDefault && p != casapi.PrefixMerkleDB {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown prefix %q (want %q or %q)", p, casapi.PrefixDefault, casapi.PrefixMerkleDB))
 		return
@@ -169,7 +184,7 @@ func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, _ Claims) {
 	if !ok {
 		return
 	}
-	b, err := s.cfg.Store.GlobalDedupe(r.Context(), chunk)
+	b, err := s.cfg.Store.GlobalDedupeAs(r.Context(), s.access(c), chunk)
 	s.metrics.dedupeQuery(err == nil)
 	if err != nil {
 		s.fail(w, r, "chunk query", err)
@@ -222,7 +237,7 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		// still fails on the limit, and a shorter one as truncated records.
 		body = sizedReader{body, int(r.ContentLength)}
 	}
-	inserted, err := s.cfg.Store.PutXorbFollowing(r.Context(), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
+	inserted, err := s.cfg.Store.PutXorbAs(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return
@@ -242,8 +257,10 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: inserted})
 }
 
-// handleHeadXorb answers HEAD /v1/xorbs/{prefix}/{xorb}: 200 when stored, 404 otherwise.
-func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, _ Claims) {
+// handleHeadXorb answers HEAD /v1/xorbs/{prefix}/{xorb}: 200 when the token's repository (or user)
+// may reference the stored xorb without sending it, 404 otherwise (even when another repository
+// stored it: the client then uploads it, and its bytes earn the right).
+func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, c Claims) {
 	if !checkXorbPrefix(w, r) {
 		return
 	}
@@ -252,6 +269,9 @@ func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, _ Claims
 		return
 	}
 	has, err := s.cfg.Store.HasXorb(r.Context(), h)
+	if has && err == nil {
+		has, err = s.cfg.Store.CanReference(r.Context(), s.access(c), h)
+	}
 	switch {
 	case err != nil:
 		s.fail(w, r, "xorb lookup", err)
@@ -262,15 +282,16 @@ func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, _ Claims
 	}
 }
 
-// readShard reads a shard upload body within the limit, answering 413/400 itself on failure.
+// readShard reads a shard upload body within the limit, answering 413/400 itself on failure. The
+// buffer grows with the bytes that arrive, never from the Content-Length the client announces (a
+// claim of 64 MiB followed by a trickle would otherwise hold 64 MiB per request).
 func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := s.cfg.Limits.Shard
 	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("shard body of %d bytes exceeds %d", r.ContentLength, limit))
 		return nil, false
 	}
-	buf := make([]byte, 0, max(0, min(r.ContentLength, limit))+1)
-	b, err := readAllInto(buf, http.MaxBytesReader(w, r.Body, limit))
+	b, err := readAllInto(make([]byte, 0, shardReadStart), http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		status, msg := statusOf(err)
 		if status == http.StatusInternalServerError {
@@ -285,6 +306,9 @@ func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	}
 	return b, true
 }
+
+// shardReadStart is the buffer a shard body is first read into (most shards of small pushes fit).
+const shardReadStart = 32 << 10
 
 func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 	for {
@@ -316,7 +340,7 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
-	existed, err := s.putShard(r.Context(), c.Namespace, body, charge)
+	existed, err := s.putShard(r.Context(), c, body, charge)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return
@@ -365,7 +389,7 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		existed, err := s.putShard(r.Context(), c.Namespace, body, charge)
+		existed, err := s.putShard(r.Context(), c, body, charge)
 		done <- outcome{existed, err}
 	}()
 	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
@@ -401,9 +425,18 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 }
 
-// putShard registers a shard in ns and counts it, in the metrics and against the quota (charge).
-func (s *Server) putShard(ctx context.Context, ns string, body []byte, charge *shardCharge) (bool, error) {
-	existed, err := s.cfg.Store.PutShard(ctx, ns, body)
+// putShard registers a shard for the token's repository and user, and counts it, in the metrics
+// and against the quota (charge). Registrations run MaxShardPuts at a time (each may cost
+// seconds of hashing, store/budget.go): more wait their turn, or their request's end.
+func (s *Server) putShard(ctx context.Context, c Claims, body []byte, charge *shardCharge) (bool, error) {
+	select {
+	case s.shards <- struct{}{}:
+		defer func() { <-s.shards }()
+	case <-ctx.Done():
+		charge.done(false)
+		return false, ctx.Err()
+	}
+	existed, err := s.cfg.Store.PutShardAs(ctx, s.access(c), body)
 	charge.done(err == nil)
 	if err == nil {
 		s.metrics.shardStored()
@@ -411,17 +444,31 @@ func (s *Server) putShard(ctx context.Context, ns string, body []byte, charge *s
 	return existed, err
 }
 
+// access is what a CAS token's requests may do in the store: its repository, and its user (in open
+// mode every client is one user, openUser, as every client may do anything there).
+func (s *Server) access(c Claims) store.Access {
+	user := c.Subject
+	if user == "" && s.Open() {
+		user = openUser
+	}
+	return store.Access{Repo: c.Namespace, User: user}
+}
+
+// openUser is the user of every request of an open server.
+const openUser = "*open*"
+
 // firstFrameDelay is how long POST /v2/shards holds its first frame back, hoping to send it with the
 // outcome: longer than a small shard's registration, far shorter than any client's read timeout.
 const firstFrameDelay = 250 * time.Millisecond
 
-// handleHeadFile answers HEAD /v1/files/{file}: 200 with Content-Length = the file's size, or 404.
-func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, _ Claims) {
+// handleHeadFile answers HEAD /v1/files/{file}: 200 with Content-Length = the file's size, or 404
+// (also for a file registered in another repository than the token's).
+func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, c Claims) {
 	file, ok := pathHash(w, r, "file")
 	if !ok {
 		return
 	}
-	size, err := s.cfg.Store.FileSize(r.Context(), file)
+	size, err := s.cfg.Store.FileSizeIn(r.Context(), c.Namespace, file)
 	if err != nil {
 		status, _ := statusOf(err)
 		if status >= 500 {

@@ -253,7 +253,8 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o lfsbatch.Obj
 	switch {
 	case g.write && known:
 		if int64(size) != o.Size {
-			res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with size %d, not %d", size, o.Size)}
+			// The stored size is not said: the client sent only its own.
+			res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with another size than %d", o.Size)}
 		}
 		// Already stored: no actions, git-lfs skips it.
 	case g.write && g.useXet:

@@ -25,6 +25,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,23 +39,36 @@ import (
 )
 
 // Store is what the server asks of the CAS storage. *store.Store implements it; handler tests use
-// fakes.
+// fakes. What a CAS request may see and reference is the store's access rule (store.Access: the
+// token's repository and user); the bridge and the Hub emulator, which check their callers
+// themselves, read the whole store.
 type Store interface {
-	// PutXorbFollowing stores a xorb uploaded with a client's hint of where it sits in a file
+	// PutXorbAs stores a xorb uploaded by a with a client's hint of where it sits in a file
 	// (lfsbatch.HeaderXorbFollows; the zero Follows without one).
-	PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (inserted bool, err error)
+	PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows) (inserted bool, err error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
-	PutShard(ctx context.Context, ns string, body []byte) (existed bool, err error)
+	// CanReference reports whether a's shards may name chunks of xorb h (what HEAD of a stored
+	// xorb answers: a client told no uploads it, and earns the right by its bytes).
+	CanReference(ctx context.Context, a store.Access, h hash.Hash) (bool, error)
+	// UploadedBy reports whether repository repo uploaded xorb h (its readers may be handed the
+	// whole xorb: a presigned URL).
+	UploadedBy(ctx context.Context, repo string, h hash.Hash) (bool, error)
+	PutShardAs(ctx context.Context, a store.Access, body []byte) (existed bool, err error)
+	// ReconstructIn plans a file registered in repo, at most maxTerms terms (0: all).
+	ReconstructIn(ctx context.Context, repo string, file hash.Hash, rng *casapi.ByteRange, maxTerms int) (*casapi.ReconstructionV2, error)
+	// Reconstruct plans any stored file (the bridge, which found it through its repository).
 	Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error)
+	FileSizeIn(ctx context.Context, repo string, file hash.Hash) (uint64, error)
 	FileSize(ctx context.Context, file hash.Hash) (uint64, error)
 	LookupSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
 	// LookupVerifiedSHA256 finds only mappings whose file was hashed to the oid: what an upload may
 	// be told is "already stored".
 	LookupVerifiedSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
 	OpenXorb(ctx context.Context, h hash.Hash) (f store.ReadAtCloser, recordsLen int64, err error)
-	// XorbFooter is the footer stored after a xorb's records (served to a signed URL's suffix range).
+	// XorbFooter is the footer stored after a xorb's records (served, with the hashes of chunks
+	// outside its ranges zeroed, to a signed URL's suffix range).
 	XorbFooter(ctx context.Context, h hash.Hash) (*xorb.Footer, error)
-	GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error)
+	GlobalDedupeAs(ctx context.Context, a store.Access, chunk hash.Hash) ([]byte, error)
 	// FileComplete reports whether every xorb of a registered file is stored.
 	FileComplete(ctx context.Context, file hash.Hash) (bool, error)
 }
@@ -91,6 +105,10 @@ type Limits struct {
 	// while another user waits: a body that would not end within SlotHold at the rate it arrives
 	// is cut (408) and its slot given to the waiter (slotPool). Default 10 s.
 	SlotHold time.Duration
+	// ReconstructionTerms bounds the terms of one reconstruction answer (each about 100 bytes of
+	// JSON and a share of a signed URL); a client asks for the rest with a Range. Default 65536:
+	// every range of 512 MB or less fits one answer even in chunks of the minimum size (8 KiB).
+	ReconstructionTerms int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -114,6 +132,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.SlotHold <= 0 {
 		l.SlotHold = 10 * time.Second
+	}
+	if l.ReconstructionTerms <= 0 {
+		l.ReconstructionTerms = 1 << 16
 	}
 	return l
 }
@@ -147,6 +168,9 @@ type Config struct {
 	// up to Limits.Xorb bytes, in memory); more wait their turn, shared fairly between users
 	// (slotPool). Default 8.
 	MaxXorbPuts int
+	// MaxShardPuts bounds the shard registrations checked at once (each may hash for seconds);
+	// more wait their turn. Default half the cores, at least 2.
+	MaxShardPuts int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
@@ -178,8 +202,9 @@ type Server struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
-	ingest *slotPool // MaxIngest slots
-	xorbs  *slotPool // MaxXorbPuts slots
+	ingest *slotPool     // MaxIngest slots
+	xorbs  *slotPool     // MaxXorbPuts slots
+	shards chan struct{} // semaphore of MaxShardPuts slots
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
@@ -216,6 +241,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxXorbPuts <= 0 {
 		cfg.MaxXorbPuts = 8
 	}
+	if cfg.MaxShardPuts <= 0 {
+		cfg.MaxShardPuts = max(2, runtime.GOMAXPROCS(0)/2)
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{
@@ -226,6 +254,7 @@ func New(cfg Config) (*Server, error) {
 		now:    cfg.Now,
 		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
 		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
+		shards: make(chan struct{}, cfg.MaxShardPuts),
 	}
 	if cfg.Quotas != nil {
 		us, ok := cfg.Store.(UsageStore)

@@ -33,7 +33,7 @@ func TestFormatVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(newer, Options{})
-	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "format version 7") || !strings.Contains(err.Error(), "versions 1 to 2") {
+	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "format version 7") || !strings.Contains(err.Error(), "versions 1 to 3") {
 		t.Fatalf("newer format: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(newer, formatName), []byte("garbage"), 0o644); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -49,7 +50,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		r.Temp = temp
 	}
-	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/"} {
+	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/", "verified/", "users/"} {
 		n, err := s.be.List(ctx, prefix)
 		if err != nil {
 			return nil, err
@@ -57,7 +58,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		names = append(names, n...)
 	}
 	xorbs := map[hash.Hash]int{} // chunk counts of the xorbs whose footer parsed
-	var files, mappings, dedupes []string
+	var files, mappings, dedupes, members []string
 	for _, name := range names {
 		kind, h, ok := classify(name)
 		switch {
@@ -77,6 +78,8 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			mappings = append(mappings, name)
 		case kind == "dedupe":
 			dedupes = append(dedupes, name)
+		case kind == "member" || kind == "verified":
+			members = append(members, name) // grants ("up", "shown") name xorbs gc may remove
 		case kind == "upload": // its xorb may be gone: gc removes xorbs no file names
 			if b, err := s.readEntry(ctx, name); err != nil {
 				r.add(name, err.Error())
@@ -98,6 +101,17 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		r.Mappings++
 		s.checkMapping(ctx, r, name, recs)
 	}
+	for _, name := range members {
+		if _, h, _ := classify(name); recs[h] == nil {
+			r.add(name, "names file "+h.String()+", whose record is missing or unreadable")
+		}
+	}
+	s.checkDedupe(ctx, r, dedupes, xorbs)
+	return r, nil
+}
+
+// checkDedupe checks that each dedupe entry parses and names a xorb whose footer parsed.
+func (s *Store) checkDedupe(ctx context.Context, r *CheckReport, dedupes []string, xorbs map[hash.Hash]int) {
 	for _, name := range dedupes {
 		r.Dedupe++
 		b, err := s.readEntry(ctx, name)
@@ -112,7 +126,6 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			r.add(name, "names xorb "+x.String()+", which is missing or unreadable")
 		}
 	}
-	return r, nil
 }
 
 func (r *CheckReport) add(entry, what string) { r.Problems = append(r.Problems, Problem{entry, what}) }
@@ -157,7 +170,7 @@ func (s *Store) checkMapping(ctx context.Context, r *CheckReport, name string, r
 		r.add(name, "names file "+file.String()+", whose record is missing or unreadable")
 	case rec.Size != size:
 		r.add(name, fmt.Sprintf("says %d bytes, the file record %d", size, rec.Size))
-	case strings.Contains(name, "/sha256v/") && shaHex(rec.SHA256) != path.Base(name):
+	case strings.Contains(name, "/sha256v/") && !rec.SHA256.IsZero() && shaHex(rec.SHA256) != path.Base(name):
 		r.add(name, "a verified mapping to file "+file.String()+", whose SHA-256 is "+shaHex(rec.SHA256))
 	}
 }
@@ -171,7 +184,7 @@ func shaHex(h hash.Hash) string {
 func classify(name string) (kind string, h hash.Hash, ok bool) {
 	parts := strings.Split(name, "/")
 	switch {
-	case len(parts) == 3 && (parts[0] == "xorbs" || parts[0] == "files" || parts[0] == "dedupe"):
+	case len(parts) == 3 && (parts[0] == "xorbs" || parts[0] == "files" || parts[0] == "dedupe" || parts[0] == "verified"):
 		h, err := hash.Parse(parts[2])
 		if err != nil || !strings.HasPrefix(parts[2], parts[1]) || len(parts[1]) != 2 {
 			return parts[0], h, false
@@ -186,6 +199,14 @@ func classify(name string) (kind string, h hash.Hash, ok bool) {
 			return parts[2], h, false
 		}
 		return parts[2], hash.FromSHA256([32]byte(d)), true
+	case len(parts) == 4 && (parts[0] == "ns" && (parts[2] == "files" || parts[2] == "up" || parts[2] == "shown") ||
+		parts[0] == "users" && parts[2] == "up"):
+		h, err := hash.Parse(parts[3])
+		kind = map[string]string{"files": "member", "up": "up", "shown": "shown"}[parts[2]]
+		if parts[0] == "users" {
+			kind = "user-up"
+		}
+		return kind, h, err == nil
 	}
 	return "", h, false
 }
@@ -266,6 +287,10 @@ func (s *Store) verifyData(ctx context.Context, r *CheckReport, repair bool) err
 			continue
 		}
 		what := "data: " + verr.Error()
+		if !errors.Is(verr, ErrDamaged) {
+			r.add(name, "not read (not moved aside): "+verr.Error())
+			continue
+		}
 		if repair {
 			if qerr := s.be.Quarantine(ctx, name); qerr != nil {
 				what += "; not moved aside: " + qerr.Error()

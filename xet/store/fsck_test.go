@@ -35,7 +35,13 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "files", "stray.partial"), []byte("x"), 0o644)
-	mappings, _ := s.be.List(ctx, "ns/")
+	var mappings []string
+	names, _ := s.be.List(ctx, "ns/")
+	for _, n := range names {
+		if strings.Contains(n, "/sha256v/") {
+			mappings = append(mappings, n)
+		}
+	}
 	os.WriteFile(filepath.Join(dir, filepath.FromSlash(mappings[0])), []byte("garbage"), 0o644)
 
 	rep, err = s.Check(ctx)

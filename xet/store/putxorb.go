@@ -36,9 +36,30 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 // (lfsbatch.HeaderXorbFollows); with a hint the raw bytes are also hashed into the file's SHA-256
 // run (see chainState in chain.go).
 func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
-	exists, err := s.be.Exists(ctx, xorbName(h))
+	return s.PutXorbAs(ctx, Access{}, h, body, f)
+}
+
+// PutXorbAs is PutXorbFollowing for an upload by a: once the body proved to be the xorb (new, or
+// the same as the stored one), the repository and the user are recorded as holding it (they may
+// reference its chunks, access.go) and the repository is credited the raw bytes checked, for the
+// SHA-256 checks of its next registrations (budget.go).
+func (s *Store) PutXorbAs(ctx context.Context, a Access, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
+	inserted, raw, err := s.putXorb(ctx, h, body, f)
 	if err != nil {
 		return false, err
+	}
+	if err := s.recordUpload(ctx, a, h); err != nil {
+		return inserted, err
+	}
+	s.credits.add(a.Repo, int64(raw), s.now())
+	return inserted, nil
+}
+
+// putXorb validates and stores the xorb (PutXorbFollowing) and returns its raw size.
+func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, uint64, error) {
+	exists, err := s.be.Exists(ctx, xorbName(h))
+	if err != nil {
+		return false, 0, err
 	}
 	sha, prevID := s.chainHasher(f)
 	var onRaw func([]byte)
@@ -48,37 +69,37 @@ func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reade
 	if l, ok := body.(interface{ Len() int }); ok && !exists && l.Len() >= streamMin {
 		if s.be.Features().StreamsCreates {
 			if l.Len() > MaxXorbBodyBytes {
-				return false, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
+				return false, 0, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
 			}
-			created, chunks, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw)
-			if err == nil {
-				s.chainOn(h, f, prevID, chunks, sha)
+			created, info, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw)
+			if err != nil {
+				return false, 0, err
 			}
-			return created, err
+			s.chainOn(h, f, prevID, len(info.Chunks), sha)
+			return created, info.RawBytes, nil
 		}
 	}
 	data, err := readBounded(body, MaxXorbBodyBytes)
 	if err != nil {
-		return false, fmt.Errorf("xorb %s: %w", h, err)
+		return false, 0, fmt.Errorf("xorb %s: %w", h, err)
 	}
 	defer recvBufs.Put(data) // nothing keeps the body once it is stored
 	info, err := validateXorb(h, data, onRaw)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
+	created := false
 	if exists {
-		if replaced, err := s.replaceDamaged(ctx, h); err != nil || !replaced {
-			if err == nil {
-				s.chainOn(h, f, prevID, len(info.Chunks), sha)
-			}
-			return false, err
-		}
+		created, err = s.replaceDamaged(ctx, h)
 	}
-	created, err := s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
-	if err == nil {
-		s.chainOn(h, f, prevID, len(info.Chunks), sha)
+	if err == nil && (!exists || created) {
+		created, err = s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
 	}
-	return created, err
+	if err != nil {
+		return false, 0, err
+	}
+	s.chainOn(h, f, prevID, len(info.Chunks), sha)
+	return created, info.RawBytes, nil
 }
 
 // chainOn records the SHA-256 run of stored xorb h under hint f: its state when it was hashed on

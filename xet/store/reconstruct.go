@@ -24,6 +24,17 @@ import (
 //
 // Concurrency: safe for concurrent use; reads only the file's entry and the (cached) xorb footers.
 func (s *Store) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
+	return s.ReconstructIn(ctx, "", file, rng, 0)
+}
+
+// ReconstructIn is Reconstruct for a reader of repository repo: a file not registered there is
+// ErrNotFound (access.go). With maxTerms > 0 the answer holds at most that many terms: the first
+// ones of the range, whole; the bytes after the last are asked for with another range starting
+// where it ends (a file of a million terms would otherwise be an answer of hundreds of MB).
+func (s *Store) ReconstructIn(ctx context.Context, repo string, file hash.Hash, rng *casapi.ByteRange, maxTerms int) (*casapi.ReconstructionV2, error) {
+	if err := s.inRepo(ctx, repo, file); err != nil {
+		return nil, err
+	}
 	rec, err := s.fileRecord(ctx, file)
 	if err != nil {
 		return nil, err
@@ -38,7 +49,7 @@ func (s *Store) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.Byt
 			return nil, invalid("range %d-%d: end before start", rng.Start, rng.End)
 		}
 		if rng.Start >= rec.Size {
-			return nil, fmt.Errorf("file %s of %d bytes, range start %d: %w", file, rec.Size, rng.Start, ErrRangeNotSatisfiable)
+			return nil, fmt.Errorf("file %s: range start %d is past its end: %w", file, rng.Start, ErrRangeNotSatisfiable)
 		}
 		first, last = rng.Start, min(rng.End, rec.Size-1)
 	}
@@ -52,7 +63,7 @@ func (s *Store) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.Byt
 			off = tEnd
 			continue
 		}
-		if off > last {
+		if off > last || (maxTerms > 0 && len(out.Terms) == maxTerms) {
 			break
 		}
 		m, ok := metas[t.Xorb]
