@@ -333,7 +333,7 @@ func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log
 		Hub:            hub,
 		Store:          st,
 		Direct:         direct,
-		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log, RecordUploads: quotas != nil},
+		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log},
 		Secret:         secret,
 		Users:          users,
 		PublicURL:      f.publicURL,

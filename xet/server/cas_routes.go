@@ -237,24 +237,24 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		// still fails on the limit, and a shorter one as truncated records.
 		body = sizedReader{body, int(r.ContentLength)}
 	}
-	inserted, err := s.cfg.Store.PutXorbAs(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
+	up, err := s.cfg.Store.PutXorbAs(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return
 	}
-	s.metrics.xorbStored(inserted, received(r))
-	if inserted {
-		if err := s.countXorb(r.Context(), c.Namespace, h); err != nil {
-			s.fail(w, r, "xorb upload", err)
-			return
-		}
-	} else {
+	s.metrics.xorbStored(up.Inserted, received(r))
+	if up.Recorded {
+		// The repository's usage counts the xorb whole from now on (store/uploads.go): the
+		// upload that wrote the record adds it to the cached usage, once.
+		s.quota.add(usageKeys(c.Namespace), up.RawBytes)
+	}
+	if !up.Inserted {
 		// The store had it and read none of the body. Answering before the body is read makes
 		// net/http close the connection, which some proxies turn into a 502 for a request they are
 		// still sending: read it to the end (within the limit) first.
 		_, _ = io.Copy(io.Discard, body)
 	}
-	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: inserted})
+	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: up.Inserted})
 }
 
 // handleHeadXorb answers HEAD /v1/xorbs/{prefix}/{xorb}: 200 when the token's repository (or user)

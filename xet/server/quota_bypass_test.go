@@ -163,3 +163,24 @@ func TestOwnerQuotaCountsTypedRepositories(t *testing.T) {
 		t.Fatal("a push past alice's quota once her usage was read from the store (models and datasets together)")
 	}
 }
+
+// The store records every upload, quotas on or off: xorbs a repository uploaded while the server
+// ran without quotas count once it runs with them (before, only those uploaded under quotas did).
+func TestQuotaCountsUploadsFromBeforeQuotas(t *testing.T) {
+	before := quotaEnv(t, nil)
+	for i := range 3 {
+		if r := postXorb(t, before, "org/x", uint64(i), false); r.status != 200 {
+			t.Fatalf("xorb %d without quotas: %v", i, r)
+		}
+	}
+	e := newEnv(t, func(c *Config) {
+		c.Store = before.st
+		c.Users = mustUsers(t, sha256Line("alice", alicePW, ""))
+		c.Now = nil
+		c.Quotas = &Quotas{Default: 3 << 20}
+	})
+	r := postXorb(t, e, "org/x", 3, false)
+	if r.status != http.StatusInsufficientStorage || !strings.Contains(string(r.body), "repository org/x is over its 3 MiB quota") {
+		t.Fatalf("a fourth xorb after three uploaded without quotas: %v, want 507 naming the quota", r)
+	}
+}

@@ -44,8 +44,9 @@ import (
 // themselves, read the whole store.
 type Store interface {
 	// PutXorbAs stores a xorb uploaded by a with a client's hint of where it sits in a file
-	// (lfsbatch.HeaderXorbFollows; the zero Follows without one).
-	PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows) (inserted bool, err error)
+	// (lfsbatch.HeaderXorbFollows; the zero Follows without one), and records the upload for a's
+	// repository (what its access and its usage read; Recorded: this call wrote the record).
+	PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows) (store.XorbUpload, error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
 	// CanReference reports whether a's shards may name chunks of xorb h (what HEAD of a stored
 	// xorb answers: a client told no uploads it, and earns the right by its bytes).
