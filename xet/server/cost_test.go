@@ -46,7 +46,7 @@ func amplifyingShard(x *xorb.Xorb, times int) []byte {
 // unverified: never "already stored".
 func TestAmplifyingShardIsCheap(t *testing.T) {
 	e := newEnv(t, nil)
-	tok := e.token("org/a", scopeWrite, time.Hour)
+	tok := e.token("", "org/a", scopeWrite, time.Hour)
 	x := testutil.ZerosXorb(512)
 	if res := e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, auth(tok)...); res.status != 200 {
 		t.Fatalf("xorb: %v", res)
@@ -143,7 +143,7 @@ func TestShardRegistrationsTakeSlots(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tok := e.token("org/r"+string(rune('a'+i)), scopeWrite, time.Hour)
+			tok := e.token("", "org/r"+string(rune('a'+i)), scopeWrite, time.Hour)
 			e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...)
 			e.do("POST", "/v1/shards", r.shard, auth(tok)...)
 		}()
@@ -175,7 +175,7 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 func TestReconstructionAnswersAreCapped(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Limits.ReconstructionTerms = 3 })
 	r := loadRef(t)
-	tok := e.token("org/a", scopeWrite, time.Hour)
+	tok := e.token("", "org/a", scopeWrite, time.Hour)
 	if res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...); res.status != 200 {
 		t.Fatal(res)
 	}
@@ -222,7 +222,7 @@ func TestReconstructionAnswersAreCapped(t *testing.T) {
 func TestBatchSizeMismatchSaysOnlyTheClientsSize(t *testing.T) {
 	e := newEnv(t, nil)
 	r := loadRef(t)
-	tok := e.token("org/a", scopeWrite, time.Hour)
+	tok := e.token("", "org/a", scopeWrite, time.Hour)
 	e.uploadRef(r, auth(tok)...)
 	obj := lfsbatch.Object{OID: hex.EncodeToString(r.sha[:]), Size: 5}
 	_, br := e.batch("org/a", batchBody("upload", []string{"xet"}, obj))

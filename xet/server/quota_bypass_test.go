@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -41,7 +42,7 @@ func postXorb(t *testing.T, e *env, repo string, n uint64, chunked bool) resp {
 	if chunked && req.ContentLength != 0 {
 		t.Fatal("the body's length is known: it would not be sent chunked")
 	}
-	req.Header.Set("Authorization", "Bearer "+userToken(t, e, "alice", repo))
+	req.Header.Set("Authorization", "Bearer "+e.token("alice", repo, scopeWrite, time.Hour))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
