@@ -170,7 +170,8 @@ type Config struct {
 	// (slotPool). Default 8.
 	MaxXorbPuts int
 	// MaxShardPuts bounds the shard registrations checked at once (each may hash for seconds);
-	// more wait their turn. Default half the cores, at least 2.
+	// more wait their turn, shared fairly between users (slotPool: a slot that frees goes to the
+	// user holding the fewest). Default half the cores, at least 2.
 	MaxShardPuts int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
@@ -205,7 +206,7 @@ type Server struct {
 	mux    *http.ServeMux
 	ingest *slotPool     // MaxIngest slots
 	xorbs  *slotPool     // MaxXorbPuts slots
-	shards chan struct{} // semaphore of MaxShardPuts slots
+	shards *slotPool     // MaxShardPuts slots
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
@@ -255,7 +256,7 @@ func New(cfg Config) (*Server, error) {
 		now:    cfg.Now,
 		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
 		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
-		shards: make(chan struct{}, cfg.MaxShardPuts),
+		shards: newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
 	}
 	if cfg.Quotas != nil {
 		us, ok := cfg.Store.(UsageStore)
