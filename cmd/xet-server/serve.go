@@ -220,7 +220,8 @@ func drain(srv *server.Server, delay time.Duration, log zerolog.Logger) {
 	time.Sleep(delay)
 }
 
-// serveMetrics serves /metrics on addr ("" or nil metrics: nothing) and returns what stops it.
+// serveMetrics serves /metrics on addr ("" or nil metrics: nothing) and returns what stops it. On
+// a loopback address it answers only loopback Hosts (server.LoopbackHostsOnly).
 func serveMetrics(addr string, m *server.Metrics, log zerolog.Logger) (func(), error) {
 	if addr == "" || m == nil {
 		return func() {}, nil
@@ -231,7 +232,11 @@ func serveMetrics(addr string, m *server.Metrics, log zerolog.Logger) (func(), e
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = mux
+	if isLoopback(addr) {
+		h = server.LoopbackHostsOnly(mux) // DNS rebinding reaches loopback too
+	}
+	ms := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = ms.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Msg("metrics at /metrics")
 	return func() { ms.Close() }, nil
