@@ -204,9 +204,9 @@ type Server struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
-	ingest *slotPool     // MaxIngest slots
-	xorbs  *slotPool     // MaxXorbPuts slots
-	shards *slotPool     // MaxShardPuts slots
+	ingest *slotPool // MaxIngest slots
+	xorbs  *slotPool // MaxXorbPuts slots
+	shards *slotPool // MaxShardPuts slots
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
