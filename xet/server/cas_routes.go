@@ -249,9 +249,9 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		s.quota.add(usageKeys(c.Namespace), up.RawBytes)
 	}
 	if !up.Inserted {
-		// The store had it and read none of the body. Answering before the body is read makes
-		// net/http close the connection, which some proxies turn into a 502 for a request they are
-		// still sending: read it to the end (within the limit) first.
+		// The store had it. Answering before the body is read to its end makes net/http close
+		// the connection, which some proxies turn into a 502 for a request they are still
+		// sending: read what is left of it (within the limit) first.
 		_, _ = io.Copy(io.Discard, body)
 	}
 	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: up.Inserted})
