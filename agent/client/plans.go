@@ -80,8 +80,18 @@ func (p *Plans) Close() error {
 }
 
 // Locate finds where the remote keeps each of objs (the result in the same order). An object's
-// own trouble is its Located's (Failed, Err); the error is the context's only.
+// own trouble is its Located's (Failed, Err); the error is the context's, or says that the remote
+// has no LFS endpoint to ask.
 func (p *Plans) Locate(ctx context.Context, objs []lfsbatch.Object) ([]Located, error) {
+	if p.x.storeDir() == "" {
+		ep, err := p.x.remoteEndpoint(ctx)
+		if err == nil && (ep.Url == "" || ep.Url == "<unknown>") {
+			err = fmt.Errorf("remote %q has no LFS endpoint (no such remote, and no lfs.url): name one with --remote", p.x.init.Remote)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	out := make([]Located, len(objs))
 	if p.x.networkRemote(ctx) {
 		g, gctx := errgroup.WithContext(ctx)

@@ -193,6 +193,7 @@ func checkPlan(p *casapi.ReconstructionV2, size int64) error {
 func learn(ctx context.Context, src Source, objs map[string]*object) (*Sizes, error) {
 	sizes := NewSizes()
 	xorbsAt := map[string][]hash.Hash{}
+	listed := map[string]map[hash.Hash]bool{}
 	at := map[string]client.Located{}
 	seen := map[*casapi.ReconstructionV2]bool{}
 	for _, ob := range objs {
@@ -201,10 +202,16 @@ func learn(ctx context.Context, src Source, objs map[string]*object) (*Sizes, er
 		}
 		seen[ob.plan] = true
 		sizes.LearnTerms(ob.plan.Terms)
-		for _, t := range ob.plan.Terms {
-			xorbsAt[ob.at.Where] = append(xorbsAt[ob.at.Where], t.Hash)
+		w := ob.at.Where
+		if listed[w] == nil {
+			listed[w], at[w] = map[hash.Hash]bool{}, ob.at
 		}
-		at[ob.at.Where] = ob.at
+		for _, t := range ob.plan.Terms {
+			if !listed[w][t.Hash] {
+				listed[w][t.Hash] = true
+				xorbsAt[w] = append(xorbsAt[w], t.Hash)
+			}
+		}
 	}
 	for where, xs := range xorbsAt {
 		known, err := src.ChunkSizes(ctx, at[where], xs)

@@ -3,6 +3,7 @@ package xetlog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -57,6 +58,10 @@ func Changes(ctx context.Context, g gitrepo.Git, revs, paths []string) ([]Change
 	args := append([]string{"log", "-z", "--raw", "--no-abbrev", "-M", "--diff-merges=first-parent", "--no-show-signature",
 		"--format=format:%H", "--end-of-options"}, revs...)
 	out, err := g.Input(ctx, nil, append(append(args, "--"), paths...)...)
+	var ge *gitrepo.GitError
+	if errors.As(err, &ge) {
+		return nil, fmt.Errorf("git log %s: %s", strings.Join(revs, " "), ge.Msg)
+	}
 	if err != nil {
 		return nil, err
 	}
