@@ -50,7 +50,8 @@ func (h *hubServer) requests(method, prefix string) int {
 	return n
 }
 
-func startHub(t *testing.T, tokenTTL time.Duration) *hubServer {
+// startHub starts the Hub emulator; mods change its configuration further.
+func startHub(t *testing.T, tokenTTL time.Duration, mods ...func(*server.Config)) *hubServer {
 	t.Helper()
 	lb := &logbuf.Buffer{}
 	toks, err := server.ParseHubTokens(strings.NewReader(
@@ -59,11 +60,11 @@ func startHub(t *testing.T, tokenTTL time.Duration) *hubServer {
 		t.Fatal(err)
 	}
 	legacy := t.TempDir()
-	s := startServer(t, "", func(c *server.Config) {
+	s := startServer(t, "", append([]func(*server.Config){func(c *server.Config) {
 		c.Hub = &server.HubCompat{Tokens: toks, LegacyDir: legacy, Public: []string{"public/*"}}
 		c.TokenTTL = tokenTTL
 		c.Log = zerolog.New(lb)
-	})
+	}}, mods...)...)
 	return &hubServer{xetServer: s, log: lb}
 }
 

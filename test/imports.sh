@@ -69,6 +69,7 @@ only agent/hub "agent/credentials|internal/gitrepo|internal/redact|xet/casapi|xe
 only agent "agent/share|internal/rawio|internal/redact|protocol|xet/lfsbatch|xet/hash" "the agent package is the loop: the protocol, hand-offs, and the shape of a batch action; what a transfer is lives in agent/client"
 forbid agent/client "agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is given requests by the loop and talks to a CAS, never to the server's code"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
+forbid agent/xetlog "cmd/.*|xet/server(/.*)?" "log is a client: wired by the CLI, it reaches a remote through agent/client"
 forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"
 only internal/handover "" "the start-up agent's hand-over value stands alone"
 # The start-up agent git-lfs runs answers idle processes at about the cost of a git command: it links

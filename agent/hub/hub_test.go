@@ -279,3 +279,30 @@ func TestBatchAnswerCutShort(t *testing.T) {
 		t.Fatalf("after an answer cut short: %v (%d calls)", err, calls)
 	}
 }
+
+// BatchEach keeps each object's own error in its result (without actions, even when a hostile
+// answer gives some) and checks the rest of the answer as Batch does, at any LFS URL.
+func TestBatchEachKeepsObjectErrors(t *testing.T) {
+	other := strings.Repeat("b", 64)
+	objs := []lfsbatch.Object{{OID: oid, Size: 10}, {OID: other, Size: 20}}
+	c, base := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/any/lfs/objects/batch" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"transfer":"basic","objects":[{"oid":"` + oid + `","size":10,"error":{"code":404,"message":"Object does not exist"},` +
+			`"actions":{"download":{"href":"https://x/y"}}},{"oid":"` + other + `","size":20,"actions":{"download":{"href":"https://x/z"}}}]}`))
+	})
+	a, err := c.BatchEach(context.Background(), base+"/any/lfs/", "download", []string{"basic"}, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Objects[oid]; r.Error == nil || r.Error.Code != 404 || r.Actions != nil {
+		t.Errorf("the missing object's result: %+v, want its 404 and no actions", r)
+	}
+	if r := a.Objects[other]; r.Error != nil || r.Actions["download"] == nil {
+		t.Errorf("the other object's result: %+v, want its download action", r)
+	}
+	_, err = c.BatchEach(context.Background(), base+"/any/lfs", "download", []string{"basic"}, objs[:1])
+	wantErr(t, err, "names object", "/any/lfs/objects/batch")
+}

@@ -78,6 +78,20 @@ func decodePointer(data []byte) (lfsPointer, bool) {
 	return lfsPointer{Oid: oid, Size: size}, true
 }
 
+// DecodePointer reads data as git-lfs reads a pointer (decodePointer's rules): the object's oid
+// and size, ok false when git-lfs would not take data for a pointer. Blobs of PointerMaxBytes or
+// more are never pointers; the caller need not read them.
+func DecodePointer(data []byte) (oid string, size int64, ok bool) {
+	if len(data) >= blobSizeCutoff {
+		return "", 0, false
+	}
+	p, ok := decodePointer(data)
+	return p.Oid, p.Size, ok
+}
+
+// PointerMaxBytes is git-lfs's cutoff: a blob of this many bytes or more is never a pointer.
+const PointerMaxBytes = blobSizeCutoff
+
 func knownVersion(v string) bool {
 	switch v {
 	case "https://git-lfs.github.com/spec/v1", "https://hawser.github.com/spec/v1", "http://git-media.io/v/2":

@@ -29,6 +29,7 @@ func commands() []command {
 		{"version", "print the version", runVersion},
 		{"hash", "print Xet file hashes (or chunk lists with --chunks) of files", runHash},
 		{"inspect", "describe a xorb or shard file as JSON", runInspect},
+		{"log", "per commit and LFS path: the bytes shared with the previous version, and the new ones [--json] [REV-RANGE] [-- PATH…]", runLog},
 	}
 }
 
