@@ -193,6 +193,30 @@ func TestMetricsListen(t *testing.T) {
 	}
 }
 
+// The metrics listener on a loopback address answers only requests for a loopback name, as an
+// open server does: a web page whose name rebinds to 127.0.0.1 cannot read the metrics (before,
+// it could). A listener configured elsewhere has no such rule (scrapers name it as they like).
+func TestMetricsListenChecksHost(t *testing.T) {
+	maddr := freePort(t)
+	_, _, stop := startServer(t, "--data", t.TempDir(), "--metrics-listen", maddr)
+	defer stop()
+	for host, want := range map[string]int{"rebound.example.com": 403, "localhost": 200, maddr: 200} {
+		req, err := http.NewRequest("GET", "http://"+maddr+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("metrics for Host %s: %d, want %d", host, res.StatusCode, want)
+		}
+	}
+}
+
 // /readyz fails while the bucket cannot be reached, and recovers with it (a real S3 server,
 // versitygw, behind a proxy the test cuts).
 func TestReadyzFollowsStorage(t *testing.T) {

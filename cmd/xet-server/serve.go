@@ -220,7 +220,8 @@ func drain(srv *server.Server, delay time.Duration, log zerolog.Logger) {
 	time.Sleep(delay)
 }
 
-// serveMetrics serves /metrics on addr ("" or nil metrics: nothing) and returns what stops it.
+// serveMetrics serves /metrics on addr ("" or nil metrics: nothing) and returns what stops it. On
+// a loopback address it answers only loopback Hosts (server.LoopbackHostsOnly).
 func serveMetrics(addr string, m *server.Metrics, log zerolog.Logger) (func(), error) {
 	if addr == "" || m == nil {
 		return func() {}, nil
@@ -231,7 +232,11 @@ func serveMetrics(addr string, m *server.Metrics, log zerolog.Logger) (func(), e
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = mux
+	if isLoopback(addr) {
+		h = server.LoopbackHostsOnly(mux) // DNS rebinding reaches loopback too
+	}
+	ms := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = ms.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Msg("metrics at /metrics")
 	return func() { ms.Close() }, nil
@@ -333,7 +338,7 @@ func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log
 		Hub:            hub,
 		Store:          st,
 		Direct:         direct,
-		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log, RecordUploads: quotas != nil},
+		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log},
 		Secret:         secret,
 		Users:          users,
 		PublicURL:      f.publicURL,

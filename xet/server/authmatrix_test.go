@@ -262,7 +262,7 @@ func TestAuthMatrix(t *testing.T) {
 	ro := m.mint(amRepo, ScopeRead, "ro-basic")
 	m.addToken("ro-token", ro)
 	m.addToken("other-token", m.mint(amOther, ScopeWrite, "other-basic"))
-	m.addToken("expired", m.e.token(amRepo, ScopeWrite, -time.Minute)) // validly signed, past expiry
+	m.addToken("expired", m.e.token("rw", amRepo, ScopeWrite, -time.Minute)) // validly signed, past expiry
 	m.addToken("forged-sig", forgeSignature(t, m.mint(amRepo, ScopeWrite, "rw-basic")))
 	m.addToken("forged-claims", forgeClaims(t, ro))
 	m.addToken("refresh", m.refreshCredential(t))
@@ -415,7 +415,7 @@ func TestAuthMatrixHub(t *testing.T) {
 		t.Fatalf("legacy PUT: %v", res)
 	}
 	m.needles = append(m.needles, legacy)
-	m.addToken("expired", m.e.token(amRepo, ScopeWrite, -time.Minute))
+	m.addToken("expired", m.e.token("", amRepo, ScopeWrite, -time.Minute))
 	m.addToken("forged-sig", forgeSignature(t, cas))
 	m.addToken("other-token", m.mint(amOther, ScopeWrite, "hub-other"))
 	m.addToken("own-token", cas)

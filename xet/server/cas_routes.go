@@ -237,24 +237,24 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		// still fails on the limit, and a shorter one as truncated records.
 		body = sizedReader{body, int(r.ContentLength)}
 	}
-	inserted, err := s.cfg.Store.PutXorbAs(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
+	up, err := s.cfg.Store.PutXorbAs(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return
 	}
-	s.metrics.xorbStored(inserted, received(r))
-	if inserted {
-		if err := s.countXorb(r.Context(), c.Namespace, h); err != nil {
-			s.fail(w, r, "xorb upload", err)
-			return
-		}
-	} else {
-		// The store had it and read none of the body. Answering before the body is read makes
-		// net/http close the connection, which some proxies turn into a 502 for a request they are
-		// still sending: read it to the end (within the limit) first.
+	s.metrics.xorbStored(up.Inserted, received(r))
+	if up.Recorded {
+		// The repository's usage counts the xorb whole from now on (store/uploads.go): the
+		// upload that wrote the record adds it to the cached usage, once.
+		s.quota.add(usageKeys(c.Namespace), up.RawBytes)
+	}
+	if !up.Inserted {
+		// The store had it. Answering before the body is read to its end makes net/http close
+		// the connection, which some proxies turn into a 502 for a request they are still
+		// sending: read what is left of it (within the limit) first.
 		_, _ = io.Copy(io.Discard, body)
 	}
-	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: inserted})
+	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: up.Inserted})
 }
 
 // handleHeadXorb answers HEAD /v1/xorbs/{prefix}/{xorb}: 200 when the token's repository (or user)
@@ -340,7 +340,7 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
-	existed, err := s.putShard(r.Context(), c, body, charge)
+	existed, err := s.putShard(r.Context(), c, uploader(r, c.Subject, c.Namespace), body, charge)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return
@@ -389,7 +389,7 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		existed, err := s.putShard(r.Context(), c, body, charge)
+		existed, err := s.putShard(r.Context(), c, uploader(r, c.Subject, c.Namespace), body, charge)
 		done <- outcome{existed, err}
 	}()
 	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
@@ -427,15 +427,17 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 
 // putShard registers a shard for the token's repository and user, and counts it, in the metrics
 // and against the quota (charge). Registrations run MaxShardPuts at a time (each may cost
-// seconds of hashing, store/budget.go): more wait their turn, or their request's end.
-func (s *Server) putShard(ctx context.Context, c Claims, body []byte, charge *shardCharge) (bool, error) {
-	select {
-	case s.shards <- struct{}{}:
-		defer func() { <-s.shards }()
-	case <-ctx.Done():
+// seconds of hashing, store/budget.go) in slots shared fairly between users (who names the user
+// of the request, as for uploads): more wait their turn, or their request's end. The body was
+// read before: a slot is never cut, a registration is work the server does, not a body it waits
+// for.
+func (s *Server) putShard(ctx context.Context, c Claims, who string, body []byte, charge *shardCharge) (bool, error) {
+	slot, err := s.shards.acquire(ctx, who, nil, 0)
+	if err != nil {
 		charge.done(false)
-		return false, ctx.Err()
+		return false, err
 	}
+	defer slot.release()
 	existed, err := s.cfg.Store.PutShardAs(ctx, s.access(c), body)
 	charge.done(err == nil)
 	if err == nil {

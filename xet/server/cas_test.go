@@ -244,9 +244,9 @@ func TestTokenChecks(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Users = testerUsers(t) })
 	r := loadRef(t)
 	x := "/v1/xorbs/default/" + r.xorbHash.String()
-	read := e.token("team/a", ScopeRead, time.Minute)
-	write := e.token("team/a", ScopeWrite, time.Minute)
-	expiring := e.token("team/a", ScopeWrite, time.Second)
+	read := e.token("tester", "team/a", ScopeRead, time.Minute)
+	write := e.token("tester", "team/a", ScopeWrite, time.Minute)
+	expiring := e.token("tester", "team/a", ScopeWrite, time.Second)
 
 	// Missing: 401 with a Bearer challenge.
 	res := e.do("POST", x, r.xorbBody)

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"net/http"
@@ -46,7 +47,7 @@ func amplifyingShard(x *xorb.Xorb, times int) []byte {
 // unverified: never "already stored".
 func TestAmplifyingShardIsCheap(t *testing.T) {
 	e := newEnv(t, nil)
-	tok := e.token("org/a", scopeWrite, time.Hour)
+	tok := e.token("", "org/a", scopeWrite, time.Hour)
 	x := testutil.ZerosXorb(512)
 	if res := e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, auth(tok)...); res.status != 200 {
 		t.Fatalf("xorb: %v", res)
@@ -100,11 +101,14 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discardWriter) WriteHeader(code int)        { d.code = code }
 
-// heldBackend holds every registration's batch write until released, counting those held at once.
+// heldBackend holds every registration's batch write until released (a receive from release
+// each), counting those held at once and noting their namespaces in the order they came.
 type heldBackend struct {
 	blob.Backend
 	held, most atomic.Int32
 	release    chan struct{}
+	mu         sync.Mutex
+	came       []string // the ns/ directory of each registration held
 }
 
 func (h *heldBackend) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]bool, error) {
@@ -115,6 +119,14 @@ func (h *heldBackend) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]
 		h.most.Store(n)
 	}
 	defer h.held.Add(-1)
+	for _, b := range blobs {
+		if dir, ok := strings.CutPrefix(b.Name, "ns/"); ok {
+			h.mu.Lock()
+			h.came = append(h.came, strings.Split(dir, "/")[0])
+			h.mu.Unlock()
+			break
+		}
+	}
 	select {
 	case <-h.release:
 	case <-ctx.Done():
@@ -143,7 +155,7 @@ func TestShardRegistrationsTakeSlots(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tok := e.token("org/r"+string(rune('a'+i)), scopeWrite, time.Hour)
+			tok := e.token("", "org/r"+string(rune('a'+i)), scopeWrite, time.Hour)
 			e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...)
 			e.do("POST", "/v1/shards", r.shard, auth(tok)...)
 		}()
@@ -155,6 +167,72 @@ func TestShardRegistrationsTakeSlots(t *testing.T) {
 	wg.Wait()
 	if n := be.most.Load(); n > 2 {
 		t.Fatalf("%d registrations at once, MaxShardPuts is 2", n)
+	}
+}
+
+// One user's many registrations do not stop another user's: with both slots held by alice's
+// registrations and four more of hers waiting, bob's registration takes the first slot that frees
+// (before, every registration waited in one queue: bob's came seventh, behind all of hers).
+func TestShardRegistrationsFairBetweenUsers(t *testing.T) {
+	dir := t.TempDir()
+	st0, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &heldBackend{Backend: st0.Backend(), release: make(chan struct{})}
+	st, err := store.Open(dir, store.Options{Backend: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config) { c.Store, c.MaxShardPuts, c.Log = st, 2, zerolog.Nop() })
+	r := loadRef(t)
+	register := func(wg *sync.WaitGroup, user, ns string) {
+		tok := e.token(user, ns, scopeWrite, time.Hour)
+		if res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...); res.status != 200 {
+			t.Errorf("xorb: %v", res)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.do("POST", "/v1/shards", r.shard, auth(tok)...)
+		}()
+	}
+	var wg sync.WaitGroup
+	defer func() {
+		close(be.release)
+		wg.Wait()
+	}()
+	for i := range 6 {
+		register(&wg, "alice", "alice/r"+strconv.Itoa(i))
+	}
+	if !waitUntil(10*time.Second, func() bool { return be.held.Load() == 2 && inPutShard() == 6 }) {
+		t.Fatalf("%d registrations held, %d in putShard; want alice's 2 held and 4 waiting", be.held.Load(), inPutShard())
+	}
+	register(&wg, "bob", "bob/r")
+	if !waitUntil(10*time.Second, func() bool { return inPutShard() == 7 }) {
+		t.Fatalf("%d registrations in putShard, want bob's waiting too", inPutShard())
+	}
+	be.release <- struct{}{} // one of alice's ends
+	if !waitUntil(10*time.Second, func() bool { be.mu.Lock(); defer be.mu.Unlock(); return len(be.came) == 3 }) {
+		t.Fatal("no registration took the freed slot")
+	}
+	be.mu.Lock()
+	third := be.came[2]
+	be.mu.Unlock()
+	if want := "n" + base64.RawURLEncoding.EncodeToString([]byte("bob/r")); third != want {
+		t.Fatalf("the freed slot went to %s, not to bob's registration (%s)", third, want)
+	}
+}
+
+// inPutShard counts the goroutines in Server.putShard: registrations waiting for a slot or running.
+func inPutShard() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "server.(*Server).putShard(")
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }
 
@@ -175,7 +253,7 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 func TestReconstructionAnswersAreCapped(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Limits.ReconstructionTerms = 3 })
 	r := loadRef(t)
-	tok := e.token("org/a", scopeWrite, time.Hour)
+	tok := e.token("", "org/a", scopeWrite, time.Hour)
 	if res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...); res.status != 200 {
 		t.Fatal(res)
 	}
@@ -222,7 +300,7 @@ func TestReconstructionAnswersAreCapped(t *testing.T) {
 func TestBatchSizeMismatchSaysOnlyTheClientsSize(t *testing.T) {
 	e := newEnv(t, nil)
 	r := loadRef(t)
-	tok := e.token("org/a", scopeWrite, time.Hour)
+	tok := e.token("", "org/a", scopeWrite, time.Hour)
 	e.uploadRef(r, auth(tok)...)
 	obj := lfsbatch.Object{OID: hex.EncodeToString(r.sha[:]), Size: 5}
 	_, br := e.batch("org/a", batchBody("upload", []string{"xet"}, obj))

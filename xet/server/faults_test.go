@@ -29,10 +29,10 @@ type faultStore struct {
 	shardDelay              time.Duration
 }
 
-func (f *faultStore) PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, fl xorb.Follows) (bool, error) {
+func (f *faultStore) PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, fl xorb.Follows) (store.XorbUpload, error) {
 	if f.putXorbErr != nil {
 		io.Copy(io.Discard, body)
-		return false, f.putXorbErr
+		return store.XorbUpload{}, f.putXorbErr
 	}
 	return f.Store.PutXorbAs(ctx, a, h, body, fl)
 }

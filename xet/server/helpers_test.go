@@ -136,14 +136,15 @@ func (e *env) do(method, path string, body []byte, hdr ...string) resp {
 	return resp{res.StatusCode, res.Header, b}
 }
 
-// token issues a token for ns and scope living ttl, for the user "tester" when the users table
-// lists one (testerUsers): a token of no listed user opens nothing on a server with users.
-func (e *env) token(ns string, scope Scope, ttl time.Duration) string {
+// token issues a token of user ("": none) for ns and scope, living ttl. A user the users table
+// lists gets the mark of their password in it, as the server mints it (a token of no listed user
+// opens nothing on a server with users).
+func (e *env) token(user, ns string, scope Scope, ttl time.Duration) string {
 	e.t.Helper()
-	c := Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix()}
-	if users := e.srv.userTable(); users != nil {
-		if u := users.Lookup("tester"); u != nil {
-			c.Subject, c.Cred = u.Name, e.srv.tokens.userMark(u)
+	c := Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix(), Subject: user}
+	if users := e.srv.userTable(); users != nil && user != "" {
+		if u := users.Lookup(user); u != nil {
+			c.Cred = e.srv.tokens.userMark(u)
 		}
 	}
 	tok, err := e.srv.tokens.Issue(c)

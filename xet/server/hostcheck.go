@@ -31,6 +31,22 @@ func (s *Server) localHosts(next http.Handler) http.Handler {
 	})
 }
 
+// LoopbackHostsOnly holds a listener on a loopback address that takes no credential (the metrics
+// listener) to the open server's rule: a request whose Host is not a loopback name or address
+// gets 403. DNS rebinding reaches loopback listeners too: a page whose name now resolves to
+// 127.0.0.1 would read the listener's answers. A listener on another address is reachable from
+// the network anyway and needs no such rule.
+func LoopbackHostsOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if localHost(r.Host, "") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusForbidden, "this listener answers only requests for a loopback name or address "+
+			"(localhost, 127.0.0.1, [::1]): this request's Host is not one (a web page reaching it by DNS rebinding?)")
+	})
+}
+
 // localHost reports whether the Host header h names this machine's loopback, or public.
 func localHost(h, public string) bool {
 	name := h

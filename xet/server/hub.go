@@ -29,7 +29,7 @@ import (
 //     not-yet-migrated objects) and get a CDN-style signed URL;
 //   - the token routes take a percent-encoded revision and ?create_pr=1, answer the token in the body
 //     and in X-Xet-* headers, and fail with X-Error-Code, X-Error-Message and {"error": ...};
-//   - POST /v1/telemetry is accepted and ignored.
+//   - POST /v1/telemetry is answered 200 without a credential, and its body is not read.
 type HubCompat struct {
 	// Tokens maps a Hub token to what it may do (Write, Repos as in the users file). See ParseHubTokens.
 	Tokens map[string]*User
@@ -138,9 +138,14 @@ func bridgeID(ns string) string {
 	return hex.EncodeToString(s[:12])
 }
 
-// handleTelemetry accepts xet-core's telemetry and drops it.
+// handleTelemetry accepts xet-core's telemetry and drops it unread. The route takes no
+// credential, so it does no work for one: not a byte of the body is read, and a request with a body
+// has its connection closed after the answer (net/http would otherwise read up to 256 KiB of it to
+// keep the connection).
 func (s *Server) handleTelemetry(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

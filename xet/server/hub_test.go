@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -184,5 +187,32 @@ func TestParseHubTokensRejects(t *testing.T) {
 		if _, err := ParseHubTokens(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// The Hub emulator's telemetry route takes anyone's request (xet-core sends telemetry without
+// asking) and reads none of its body: an unauthenticated megabyte costs the server nothing but
+// the answer (before, it read up to 1 MiB of it), and the connection closes after it.
+func TestTelemetryReadsNothing(t *testing.T) {
+	e := newHubEnv(t)
+	body := &countingReader{r: bytes.NewReader(make([]byte, 1<<20))}
+	req := httptest.NewRequest("POST", "/v1/telemetry", body)
+	rec := httptest.NewRecorder()
+	e.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 || body.n != 0 || rec.Header().Get("Connection") != "close" {
+		t.Fatalf("telemetry: %d, %d bytes of its body read, Connection %q; want 200, none read, close",
+			rec.Code, body.n, rec.Header().Get("Connection"))
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -27,35 +26,14 @@ type UploadIngester struct {
 	Store  *store.Store
 	Policy xorb.Policy
 	Log    zerolog.Logger
-	// RecordUploads records each xorb an upload stores as the repository's (store.RecordUpload),
-	// so that it counts against the repository's quota even when the upload fails and no file
-	// names it: on when quotas are.
-	RecordUploads bool
-}
-
-// recordingCAS is the embedded CAS of one ingest that records each xorb it stores as ns's upload.
-type recordingCAS struct {
-	*embedded.CAS
-	ns string
-}
-
-func (c recordingCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
-	inserted, err := c.CAS.PutXorb(ctx, x)
-	if err == nil && inserted {
-		_, err = c.Store().RecordUpload(context.WithoutCancel(ctx), c.ns, x.Hash, x.RawBytes)
-	}
-	return inserted, err
 }
 
 // Ingest implements Ingester. size < 0 means unknown (not checked).
 func (in *UploadIngester) Ingest(ctx context.Context, ns string, r io.Reader, size int64, wantSHA256 [32]byte) (hash.Hash, error) {
-	e := embedded.New(in.Store, ns)
-	var c cas.Client = e
-	if in.RecordUploads {
-		c = recordingCAS{e, ns}
-	}
 	sess := upload.NewSession(upload.Config{
-		CAS:    c,
+		// The store records each xorb it stores as ns's upload (what ns's usage counts, even
+		// when the upload fails and no file names it).
+		CAS:    embedded.New(in.Store, ns),
 		Policy: in.Policy,
 		// The store is in this process: a second xorb upload in flight would only hold another
 		// buffer (see upload.Config.Concurrency).

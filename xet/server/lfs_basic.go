@@ -141,8 +141,8 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 	meter := s.meter(r, ns, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Object))
 	defer meter.done()
 	_, err = s.cfg.Ingest.Ingest(r.Context(), ns, meter, r.ContentLength, sha.SHA256())
-	// What arrived may be stored, as a file or as xorbs no file names (the Ingester records them
-	// as uploads): count it until the usage is read again.
+	// What arrived may be stored, as a file or as xorbs no file names (the store records them as
+	// the repository's uploads): count it until the usage is read again.
 	s.quota.add(usageKeys(ns), uint64(meter.n))
 	if err != nil {
 		s.failLFS(w, r, "upload", err)

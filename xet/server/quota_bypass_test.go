@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -41,7 +42,7 @@ func postXorb(t *testing.T, e *env, repo string, n uint64, chunked bool) resp {
 	if chunked && req.ContentLength != 0 {
 		t.Fatal("the body's length is known: it would not be sent chunked")
 	}
-	req.Header.Set("Authorization", "Bearer "+userToken(t, e, "alice", repo))
+	req.Header.Set("Authorization", "Bearer "+e.token("alice", repo, scopeWrite, time.Hour))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -161,5 +162,26 @@ func TestOwnerQuotaCountsTypedRepositories(t *testing.T) {
 	reread(e)
 	if err := e.push(t, "spaces/alice/s", vectors.SplitMix(500_000, 34)); err == nil {
 		t.Fatal("a push past alice's quota once her usage was read from the store (models and datasets together)")
+	}
+}
+
+// The store records every upload, quotas on or off: xorbs a repository uploaded while the server
+// ran without quotas count once it runs with them (before, only those uploaded under quotas did).
+func TestQuotaCountsUploadsFromBeforeQuotas(t *testing.T) {
+	before := quotaEnv(t, nil)
+	for i := range 3 {
+		if r := postXorb(t, before, "org/x", uint64(i), false); r.status != 200 {
+			t.Fatalf("xorb %d without quotas: %v", i, r)
+		}
+	}
+	e := newEnv(t, func(c *Config) {
+		c.Store = before.st
+		c.Users = mustUsers(t, sha256Line("alice", alicePW, ""))
+		c.Now = nil
+		c.Quotas = &Quotas{Default: 3 << 20}
+	})
+	r := postXorb(t, e, "org/x", 3, false)
+	if r.status != http.StatusInsufficientStorage || !strings.Contains(string(r.body), "repository org/x is over its 3 MiB quota") {
+		t.Fatalf("a fourth xorb after three uploaded without quotas: %v, want 507 naming the quota", r)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -163,33 +162,6 @@ func (m *quotaMeter) done() {
 	if len(m.checks) > 0 {
 		m.s.quota.unreserve(m.checks, m.n)
 	}
-}
-
-// countXorb records that ns uploaded xorb h, just stored (inserted: its bytes were received and
-// stored, not found there), so that it counts whole against ns's quotas from now on, and adds its
-// raw bytes to the usage. Nothing without quotas. The record is written even when the client
-// has gone meanwhile: the xorb is stored.
-func (s *Server) countXorb(ctx context.Context, ns string, h hash.Hash) error {
-	if s.quota == nil {
-		return nil
-	}
-	ctx = context.WithoutCancel(ctx)
-	f, err := s.cfg.Store.XorbFooter(ctx, h)
-	if err != nil {
-		return fmt.Errorf("counting xorb %s against the quota: %w", h, err)
-	}
-	var raw uint64
-	if n := len(f.RawEnds); n > 0 {
-		raw = uint64(f.RawEnds[n-1])
-	}
-	created, err := s.quota.store.RecordUpload(ctx, ns, h, raw)
-	if err != nil {
-		return err
-	}
-	if created {
-		s.quota.add(usageKeys(ns), raw)
-	}
-	return nil
 }
 
 // shardCharge is what a shard being registered adds to its repository's usage, reserved while it

@@ -17,8 +17,8 @@ import (
 func TestReferenceUploadAndReconstruct(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Users = testerUsers(t) }) // auth on: tokens required
 	r := loadRef(t)
-	w := e.token("org/ev", ScopeWrite, time.Hour)
-	rd := e.token("org/ev", ScopeRead, time.Hour)
+	w := e.token("tester", "org/ev", ScopeWrite, time.Hour)
+	rd := e.token("tester", "org/ev", ScopeRead, time.Hour)
 
 	res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(w)...)
 	if res.status != 200 || !decodeJSON[casapi.PutXorbResponse](t, res.body).WasInserted {

@@ -44,8 +44,9 @@ import (
 // themselves, read the whole store.
 type Store interface {
 	// PutXorbAs stores a xorb uploaded by a with a client's hint of where it sits in a file
-	// (lfsbatch.HeaderXorbFollows; the zero Follows without one).
-	PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows) (inserted bool, err error)
+	// (lfsbatch.HeaderXorbFollows; the zero Follows without one), and records the upload for a's
+	// repository (what its access and its usage read; Recorded: this call wrote the record).
+	PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows) (store.XorbUpload, error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
 	// CanReference reports whether a's shards may name chunks of xorb h (what HEAD of a stored
 	// xorb answers: a client told no uploads it, and earns the right by its bytes).
@@ -169,7 +170,8 @@ type Config struct {
 	// (slotPool). Default 8.
 	MaxXorbPuts int
 	// MaxShardPuts bounds the shard registrations checked at once (each may hash for seconds);
-	// more wait their turn. Default half the cores, at least 2.
+	// more wait their turn, shared fairly between users (slotPool: a slot that frees goes to the
+	// user holding the fewest). Default half the cores, at least 2.
 	MaxShardPuts int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
@@ -202,9 +204,9 @@ type Server struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
-	ingest *slotPool     // MaxIngest slots
-	xorbs  *slotPool     // MaxXorbPuts slots
-	shards chan struct{} // semaphore of MaxShardPuts slots
+	ingest *slotPool // MaxIngest slots
+	xorbs  *slotPool // MaxXorbPuts slots
+	shards *slotPool // MaxShardPuts slots
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
@@ -254,7 +256,7 @@ func New(cfg Config) (*Server, error) {
 		now:    cfg.Now,
 		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
 		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
-		shards: make(chan struct{}, cfg.MaxShardPuts),
+		shards: newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
 	}
 	if cfg.Quotas != nil {
 		us, ok := cfg.Store.(UsageStore)

@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// slotPool is a fixed number of upload slots (xorb uploads held in memory while they are checked,
-// basic-transfer uploads being chunked) shared fairly between users:
+// slotPool is a fixed number of slots (xorb uploads held in memory while they are checked,
+// basic-transfer uploads being chunked, shard registrations being checked) shared fairly between
+// users:
 //
 //   - A free slot goes to whoever asks while nobody waits: a lone user may take them all, and a
 //     slow body goes on at the server's minimum body rate (paced.go) when nobody waits for it.
@@ -22,7 +23,9 @@ import (
 //     keeps its slots beyond the share only while they are worth it: one whose body, at the rate
 //     it arrived over the last seconds, would not end within Limits.SlotHold is cut (408; the
 //     client retries and waits its turn), the one that would take longest first. An upload that
-//     ends soon is let end; one trickling in holds no slot another user waits for.
+//     ends soon is let end; one trickling in holds no slot another user waits for. A slot taken
+//     without a body to judge (a shard registration, whose body was read before it waits) is
+//     never cut: it is work the server does, bounded by the store's budget (store/budget.go).
 //
 // The waiters themselves look for slots to cut, every slotTick while they wait: the pool has no
 // goroutine of its own.
@@ -251,7 +254,7 @@ func (sl *slot) timeLeft(now time.Time) (time.Duration, bool) {
 	return time.Duration(float64(left) / rate * float64(time.Second)), true
 }
 
-// uploader names the user an upload slot is counted for: the token's or the LFS request's user;
+// uploader names the user a slot is counted for: the token's or the LFS request's user;
 // without one (open mode, a client certificate alone) the client certificate's subject, else the
 // repository, else the client's address.
 func uploader(r *http.Request, subject, ns string) string {

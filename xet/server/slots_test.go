@@ -276,29 +276,12 @@ func slowUpload(t *testing.T, e *env, tok string, body []byte, h string, size in
 	return status
 }
 
-// userToken is a write token of user for repository ns.
-func userToken(t *testing.T, e *env, user, ns string) string {
-	t.Helper()
-	c := Claims{Namespace: ns, Scope: scopeWrite, Exp: e.clock.Now().Add(time.Hour).Unix(), Subject: user}
-	if users := e.srv.userTable(); users != nil {
-		// A token of a listed user carries the mark of its password, as the server mints it.
-		if u := users.Lookup(user); u != nil {
-			c.Cred = e.srv.tokens.userMark(u)
-		}
-	}
-	tok, err := e.srv.tokens.Issue(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // Issue 41, item 3 over HTTP: Alice holds all eight xorb slots with bodies trickling at 17 KB/s;
 // Bob's upload is stored within seconds, four of hers are answered 408 and the other four go on.
 func TestSlowUserYieldsSlotsOverHTTP(t *testing.T) {
 	e := newEnv(t, nil)
 	x := randomXorb(t, 1<<20, 41)
-	alice := userToken(t, e, "alice", "alice/r")
+	alice := e.token("alice", "alice/r", scopeWrite, time.Hour)
 	var answers []<-chan int
 	for range 8 {
 		answers = append(answers, slowUpload(t, e, alice, x.Body, x.Hash.String(), 64<<20, 17000))
@@ -308,7 +291,7 @@ func TestSlowUserYieldsSlotsOverHTTP(t *testing.T) {
 	}
 	bx := randomXorb(t, 256<<10, 42)
 	start := time.Now()
-	res := e.do("POST", "/v1/xorbs/default/"+bx.Hash.String(), bx.Body, "Authorization", "Bearer "+userToken(t, e, "bob", "bob/r"))
+	res := e.do("POST", "/v1/xorbs/default/"+bx.Hash.String(), bx.Body, "Authorization", "Bearer "+e.token("bob", "bob/r", scopeWrite, time.Hour))
 	if res.status != http.StatusOK {
 		t.Fatalf("bob's upload: %v", res)
 	}
@@ -339,7 +322,7 @@ func TestSlowUserYieldsSlotsOverHTTP(t *testing.T) {
 // not cut: every upload is stored.
 func TestThinLinkUploadsNotCut(t *testing.T) {
 	e := newEnv(t, nil)
-	tok := userToken(t, e, "thin", "thin/r")
+	tok := e.token("thin", "thin/r", scopeWrite, time.Hour)
 	var answers []<-chan int
 	for i := range 8 {
 		x := randomXorb(t, 64<<10, uint64(50+i))

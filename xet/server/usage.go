@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
 // UsageStore is what quotas need of the store (*store.Store).
@@ -15,9 +13,6 @@ type UsageStore interface {
 	RepoStoredBytes(ctx context.Context, ns string) (uint64, error)
 	// OwnerStoredBytes is what the repositories of owner (store.Owner) take together.
 	OwnerStoredBytes(ctx context.Context, owner string) (uint64, error)
-	// RecordUpload records that repository ns uploaded xorb h of raw bytes: it counts whole from
-	// then on. created is false when it was recorded before.
-	RecordUpload(ctx context.Context, ns string, h hash.Hash, raw uint64) (created bool, err error)
 	// ShardAdds bounds what registering an upload shard in ns adds to ns's usage.
 	ShardAdds(ctx context.Context, ns string, body []byte) (uint64, error)
 }

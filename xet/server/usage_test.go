@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
 // gatedUsage is a UsageStore whose reads wait for the test: each read counts itself, signals
@@ -27,10 +25,6 @@ func (g *gatedUsage) RepoStoredBytes(ctx context.Context, ns string) (uint64, er
 
 func (g *gatedUsage) OwnerStoredBytes(ctx context.Context, owner string) (uint64, error) {
 	return g.RepoStoredBytes(ctx, owner)
-}
-
-func (g *gatedUsage) RecordUpload(context.Context, string, hash.Hash, uint64) (bool, error) {
-	return false, nil
 }
 
 func (g *gatedUsage) ShardAdds(context.Context, string, []byte) (uint64, error) { return 0, nil }

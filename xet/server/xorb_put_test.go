@@ -217,7 +217,7 @@ func TestChunkedXorbCountedInMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+userToken(t, e, "alice", "org/x"))
+	req.Header.Set("Authorization", "Bearer "+e.token("alice", "org/x", scopeWrite, time.Hour))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"path"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
@@ -13,8 +14,9 @@ import (
 //
 //	ns/<namespace>/files/<file hash>   the file is registered in the repository: it may be
 //	                                   reconstructed and its size read there
-//	ns/<namespace>/up/<xorb hash>      the repository uploaded the xorb (its body hashed to it here):
-//	                                   it holds every chunk of it
+//	ns/<namespace>/up/<xorb hash>      the repository uploaded the xorb (its upload record,
+//	                                   uploads.go, which the usage reads too): it holds every
+//	                                   chunk of it
 //	ns/<namespace>/shown/<xorb hash>   the repository was shown the xorb's chunks through a keyed
 //	                                   global-dedupe answer (or, in a store upgraded from format 2,
 //	                                   one of its files named the xorb before records were kept)
@@ -45,7 +47,6 @@ func (a Access) whole() bool { return a.Repo == "" }
 func memberName(ns string, file hash.Hash) string {
 	return "ns/" + nsDir(ns) + "/files/" + file.String()
 }
-func uploadedName(ns string, x hash.Hash) string { return "ns/" + nsDir(ns) + "/up/" + x.String() }
 func shownName(ns string, x hash.Hash) string    { return "ns/" + nsDir(ns) + "/shown/" + x.String() }
 func userUpName(user string, x hash.Hash) string { return "users/" + nsDir(user) + "/up/" + x.String() }
 
@@ -57,8 +58,8 @@ const magicGrant = "XSG1"
 
 func marshalGrant(h hash.Hash) []byte { return sealRecord(append([]byte(magicGrant), h[:]...)) }
 
-// hasGrant reports whether the grant entry name exists, from the cache of grants seen (they are
-// never removed) or the backend.
+// hasGrant reports whether the access entry name (a grant or an upload record) exists, from the
+// cache of entries seen (they are never removed) or the backend.
 func (s *Store) hasGrant(ctx context.Context, name string) (bool, error) {
 	if _, ok := s.grants.get(name); ok {
 		return true, nil
@@ -73,38 +74,31 @@ func (s *Store) hasGrant(ctx context.Context, name string) (bool, error) {
 	return ok, nil
 }
 
-// grant records the grant entries names (those not known to exist), each naming h.
-func (s *Store) grant(ctx context.Context, h hash.Hash, names ...string) error {
+// writeAccess creates the access entries of entries not known to exist, in one batch, and reports
+// per entry whether this call created it (exactly one of several writers of an entry does).
+func (s *Store) writeAccess(ctx context.Context, entries ...blob.NewBlob) ([]bool, error) {
+	created := make([]bool, len(entries))
 	var blobs []blob.NewBlob
-	for _, n := range names {
-		if ok, err := s.hasGrant(ctx, n); err != nil {
-			return err
+	var at []int
+	for i, e := range entries {
+		if ok, err := s.hasGrant(ctx, e.Name); err != nil {
+			return created, err
 		} else if !ok {
-			blobs = append(blobs, blob.NewBlob{Name: n, Data: marshalGrant(h)})
+			blobs, at = append(blobs, e), append(at, i)
 		}
 	}
 	if len(blobs) == 0 {
-		return nil
+		return created, nil
 	}
-	if _, err := s.be.CreateBatch(ctx, blobs); err != nil {
-		return fmt.Errorf("recording access to %s: %w", h, err)
+	made, err := s.be.CreateBatch(ctx, blobs)
+	if err != nil {
+		return created, fmt.Errorf("recording access to %s: %w", path.Base(blobs[0].Name), err)
 	}
-	for _, b := range blobs {
+	for j, b := range blobs {
+		created[at[j]] = made[j]
 		s.grants.put(b.Name, struct{}{})
 	}
-	return nil
-}
-
-// recordUpload records that a uploaded xorb x (its body was validated here).
-func (s *Store) recordUpload(ctx context.Context, a Access, x hash.Hash) error {
-	var names []string
-	if !a.whole() {
-		names = append(names, uploadedName(a.Repo, x))
-	}
-	if a.User != "" {
-		names = append(names, userUpName(a.User, x))
-	}
-	return s.grant(ctx, x, names...)
+	return created, nil
 }
 
 // CanReference reports whether a shard registered by a may name chunks of xorb x: a uploaded it
@@ -114,7 +108,7 @@ func (s *Store) CanReference(ctx context.Context, a Access, x hash.Hash) (bool, 
 	if a.whole() {
 		return true, nil
 	}
-	names := []string{uploadedName(a.Repo, x), shownName(a.Repo, x)}
+	names := []string{uploadName(a.Repo, x), shownName(a.Repo, x)}
 	if a.User != "" {
 		names = append(names, userUpName(a.User, x))
 	}
@@ -132,7 +126,7 @@ func (s *Store) UploadedBy(ctx context.Context, repo string, x hash.Hash) (bool,
 	if repo == "" {
 		return true, nil
 	}
-	return s.hasGrant(ctx, uploadedName(repo, x))
+	return s.hasGrant(ctx, uploadName(repo, x))
 }
 
 // HasFile reports whether file is registered in repository repo ("": anywhere in the store).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // DedupeExpiry is how long a global-dedupe answer's key stays valid.
@@ -49,7 +50,7 @@ func (s *Store) GlobalDedupeAs(ctx context.Context, a Access, chunk hash.Hash) (
 		return nil, fmt.Errorf("dedupe chunk %s: %w", chunk, err)
 	}
 	if !a.whole() {
-		if err := s.grant(ctx, x, shownName(a.Repo, x)); err != nil {
+		if _, err := s.writeAccess(ctx, blob.NewBlob{Name: shownName(a.Repo, x), Data: marshalGrant(x)}); err != nil {
 			return nil, err
 		}
 	}

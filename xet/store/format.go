@@ -13,8 +13,9 @@ import (
 
 // FormatVersion is the layout this release reads and writes. Version 1 is the layout before the
 // version was recorded (no "format" blob); version 2 has the same entries plus the "format" blob;
-// version 3 adds the access records of repositories (access.go), which Open writes for the files
-// of an older store (upgrade.go). A store of a version above FormatVersion is refused
+// version 3 adds the records of what each repository uploaded (uploads.go: read by the access
+// rule and the usage) and may read and reference (access.go), which Open writes for the files of
+// an older store (upgrade.go). A store of a version above FormatVersion is refused
 // (ErrNewerFormat): a release before 3 would serve a store of 3 without its isolation.
 const FormatVersion = 3
 

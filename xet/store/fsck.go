@@ -79,7 +79,7 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		case kind == "dedupe":
 			dedupes = append(dedupes, name)
 		case kind == "member" || kind == "verified":
-			members = append(members, name) // grants ("up", "shown") name xorbs gc may remove
+			members = append(members, name) // grants of xorbs ("shown", "user-up") name xorbs gc may remove
 		case kind == "upload": // its xorb may be gone: gc removes xorbs no file names
 			if b, err := s.readEntry(ctx, name); err != nil {
 				r.add(name, err.Error())
@@ -190,9 +190,6 @@ func classify(name string) (kind string, h hash.Hash, ok bool) {
 			return parts[0], h, false
 		}
 		return parts[0], h, true
-	case len(parts) == 4 && parts[0] == "ns" && parts[2] == "xorbs":
-		h, err := hash.Parse(parts[3])
-		return "upload", h, err == nil
 	case len(parts) == 4 && parts[0] == "ns" && (parts[2] == "sha256" || parts[2] == "sha256v"):
 		d, err := hex.DecodeString(parts[3])
 		if err != nil || len(d) != 32 {
@@ -202,7 +199,7 @@ func classify(name string) (kind string, h hash.Hash, ok bool) {
 	case len(parts) == 4 && (parts[0] == "ns" && (parts[2] == "files" || parts[2] == "up" || parts[2] == "shown") ||
 		parts[0] == "users" && parts[2] == "up"):
 		h, err := hash.Parse(parts[3])
-		kind = map[string]string{"files": "member", "up": "up", "shown": "shown"}[parts[2]]
+		kind = map[string]string{"files": "member", "up": "upload", "shown": "shown"}[parts[2]]
 		if parts[0] == "users" {
 			kind = "user-up"
 		}

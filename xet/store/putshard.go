@@ -121,9 +121,10 @@ func (s *Store) putShard(ctx context.Context, a Access, body []byte, m mode, pen
 		return false, *cost, err
 	}
 	if m == modeTrusted && !a.whole() {
-		// The session built the xorbs of its shard from the repository's data.
+		// The session built the xorbs of its shard from the repository's data (their raw sizes
+		// were checked against the stored xorbs).
 		for i := range sh.Xorbs {
-			if err := s.recordUpload(ctx, a, sh.Xorbs[i].Hash); err != nil {
+			if _, err := s.recordUpload(ctx, a, sh.Xorbs[i].Hash, uint64(sh.Xorbs[i].BytesInXorb)); err != nil {
 				return false, *cost, err
 			}
 		}

@@ -36,23 +36,38 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 // (lfsbatch.HeaderXorbFollows); with a hint the raw bytes are also hashed into the file's SHA-256
 // run (see chainState in chain.go).
 func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
-	return s.PutXorbAs(ctx, Access{}, h, body, f)
+	up, err := s.PutXorbAs(ctx, Access{}, h, body, f)
+	return up.Inserted, err
+}
+
+// XorbUpload is what PutXorbAs did with an upload.
+type XorbUpload struct {
+	// Inserted: this call stored the xorb (it was not stored, or a damaged copy was replaced).
+	Inserted bool
+	// Recorded: this call wrote the repository's upload record (uploads.go), so the xorb counts
+	// whole against the repository from now on; false when it was recorded before, or for the
+	// whole store. Of several uploads of one xorb to one repository, exactly one reports it.
+	Recorded bool
+	// RawBytes is the xorb's raw (uncompressed) size.
+	RawBytes uint64
 }
 
 // PutXorbAs is PutXorbFollowing for an upload by a: once the body proved to be the xorb (new, or
-// the same as the stored one), the repository and the user are recorded as holding it (they may
-// reference its chunks, access.go) and the repository is credited the raw bytes checked, for the
-// SHA-256 checks of its next registrations (budget.go).
-func (s *Store) PutXorbAs(ctx context.Context, a Access, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
+// the same as the stored one), the repository's upload record and the user's grant are written
+// (the repository and the user may reference its chunks, access.go; the repository's usage counts
+// it, stats.go) and the repository is credited the raw bytes checked, for the SHA-256 checks of
+// its next registrations (budget.go).
+func (s *Store) PutXorbAs(ctx context.Context, a Access, h hash.Hash, body io.Reader, f xorb.Follows) (XorbUpload, error) {
 	inserted, raw, err := s.putXorb(ctx, h, body, f)
 	if err != nil {
-		return false, err
+		return XorbUpload{}, err
 	}
-	if err := s.recordUpload(ctx, a, h); err != nil {
-		return inserted, err
+	up := XorbUpload{Inserted: inserted, RawBytes: raw}
+	if up.Recorded, err = s.recordUpload(ctx, a, h, raw); err != nil {
+		return up, err
 	}
 	s.credits.add(a.Repo, int64(raw), s.now())
-	return inserted, nil
+	return up, nil
 }
 
 // putXorb validates and stores the xorb (PutXorbFollowing) and returns its raw size.

@@ -14,8 +14,8 @@ import (
 // Usage is what the files of a repository (or of the whole store) take.
 //
 // Logical is the sum of the files' sizes. Stored is what the repository costs the store, raw
-// (uncompressed): every xorb it uploaded while quotas were on (its upload records, uploads.go),
-// whole, for as long as the store keeps it, whether its files name it or not; and the bytes of
+// (uncompressed): every xorb it uploaded (its upload records, uploads.go), whole, for as long as
+// the store keeps it, whether its files name it or not; and the bytes of
 // the distinct chunk ranges its files reference in other xorbs (what dedupe against other
 // repositories' data lets it use), each counted once however many of its files name it. A chunk
 // range that another repository's files also reference counts in full in each of them (a

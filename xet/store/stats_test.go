@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // oneXorbFile is a file of two chunks (5000 bytes) in a xorb of its own.
@@ -44,14 +45,12 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	f := oneXorbFile(1)
-	if _, err := s.PutXorb(ctx, f.Xorb, bytes.NewReader(f.Body)); err != nil {
-		t.Fatal(err)
+	a := Access{Repo: "org/a"}
+	if up, err := s.PutXorbAs(ctx, a, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil || !up.Recorded || up.RawBytes != 5000 {
+		t.Fatalf("PutXorbAs: %+v %v, want recorded, 5000 raw bytes", up, err)
 	}
-	if created, err := s.RecordUpload(ctx, "org/a", f.Xorb, 5000); err != nil || !created {
-		t.Fatalf("RecordUpload: %v %v", created, err)
-	}
-	if created, err := s.RecordUpload(ctx, "org/a", f.Xorb, 5000); err != nil || created {
-		t.Fatalf("RecordUpload again: %v %v, want not created", created, err)
+	if up, err := s.PutXorbAs(ctx, a, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil || up.Recorded || up.Inserted {
+		t.Fatalf("PutXorbAs again: %+v %v, want neither stored nor recorded again", up, err)
 	}
 	if u := usage(t, s, "org/a"); u.Stored != 5000 || u.Files != 0 {
 		t.Fatalf("org/a with an unregistered upload: %+v, want 5000 stored", u)
@@ -74,7 +73,7 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 	if u := usage(t, s, "org/b"); u.Stored != 5000 {
 		t.Fatalf("org/b over org/a's xorb: %+v, want its 5000 bytes of ranges", u)
 	}
-	if _, err := s.RecordUpload(ctx, "org/c", oneXorbFile(9).Xorb, 1<<30); err != nil {
+	if _, err := s.recordUpload(ctx, Access{Repo: "org/c"}, oneXorbFile(9).Xorb, 1<<30); err != nil {
 		t.Fatal(err)
 	}
 	if u := usage(t, s, "org/c"); u.Stored != 0 {
@@ -100,10 +99,7 @@ func TestUsageOfUnregisteredXorbFollowsGC(t *testing.T) {
 		chunks = append(chunks, testutil.RandomBytes(100<<10, uint64(30+i)))
 	}
 	f := testutil.NewOneXorbFile(chunks)
-	if _, err := s.PutXorb(ctx, f.Xorb, bytes.NewReader(f.Body)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RecordUpload(ctx, "org/a", f.Xorb, 1400<<10); err != nil {
+	if _, err := s.PutXorbAs(ctx, Access{Repo: "org/a"}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []uint64{1400 << 10, 0} { // the first run moves it to trash, the second deletes it
@@ -131,10 +127,7 @@ func TestOwnerCountsTypedRepositories(t *testing.T) {
 	s := openStore(t)
 	for i, ns := range []string{"alice/m", "datasets/alice/d", "spaces/alice/s", "datasets/bob/d"} {
 		f := oneXorbFile(uint64(10 + 2*i))
-		if _, err := s.PutXorb(ctx, f.Xorb, bytes.NewReader(f.Body)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.RecordUpload(ctx, ns, f.Xorb, 5000); err != nil {
+		if _, err := s.PutXorbAs(ctx, Access{Repo: ns}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.PutShard(ctx, ns, f.Shard); err != nil {
@@ -151,5 +144,34 @@ func TestOwnerCountsTypedRepositories(t *testing.T) {
 	}
 	if b, err := s.OwnerStoredBytes(ctx, "bob"); err != nil || b != 5000 {
 		t.Fatalf("bob's: %d %v, want 5000", b, err)
+	}
+}
+
+// One record says that a repository uploaded a xorb: the store writes it when it accepts the body,
+// and both the access rule (UploadedBy) and the usage read it. A repository that uploads a xorb
+// another one stored first holds it whole too (it sent every byte).
+func TestUploadIsOneRecord(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	f := oneXorbFile(40)
+	a := Access{Repo: "org/a", User: "alice"}
+	if _, err := s.PutXorbAs(ctx, a, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.be.List(ctx, "ns/"+nsDir("org/a")+"/")
+	if err != nil || len(names) != 1 {
+		t.Fatalf("org/a's entries after one upload: %q %v, want one record", names, err)
+	}
+	if ok, err := s.UploadedBy(ctx, "org/a", f.Xorb); !ok || err != nil {
+		t.Fatalf("UploadedBy: %v %v", ok, err)
+	}
+	if u := usage(t, s, "org/a"); u.Stored != 5000 {
+		t.Fatalf("org/a's usage after its upload: %+v, want the xorb's 5000 bytes", u)
+	}
+	if _, err := s.PutXorbAs(ctx, Access{Repo: "org/b"}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, s, "org/b"); u.Stored != 5000 {
+		t.Fatalf("org/b's usage after uploading a stored xorb: %+v, want 5000", u)
 	}
 }

@@ -8,11 +8,12 @@
 //	xorbs/<h[0:2]>/<xorb hash>        chunk records, then the XETBLOB v1 footer
 //	files/<h[0:2]>/<file hash>        the file's reconstruction record (terms, size, SHA-256)
 //	ns/<namespace>/sha256v/<hex>      SHA-256 -> file hash and size (verified)
-//	ns/<namespace>/xorbs/<xorb hash>  the namespace uploaded the xorb: its raw bytes (quotas; uploads.go)
+//	ns/<namespace>/up/<xorb hash>     the namespace uploaded the xorb: its raw bytes (the upload
+//	                                  record, uploads.go: read by the access rule and the usage)
 //	dedupe/<h[0:2]>/<chunk hash>      global-dedupe chunk -> xorb hash
 //	verified/<h[0:2]>/<file hash>     the SHA-256 the file's content was hashed to
 //	ns/<namespace>/sha256/<hex>       SHA-256 -> file hash and size, not verified (over budget)
-//	ns/<namespace>/files|up|shown/... what the repository may read and reference (access.go)
+//	ns/<namespace>/files|shown/...    what else the repository may read and reference (access.go)
 //	users/<user>/up/<xorb hash>       the user uploaded the xorb (access.go)
 //
 // Concurrency: a Store is safe for concurrent use, and several processes may open one directory at

@@ -13,10 +13,12 @@ import (
 )
 
 // upgrade brings a store of an older format to FormatVersion and returns the version it then has.
-// Format 3 added the access records (access.go): a store of format 1 or 2 gets, for each file a
-// repository's mapping names, the file's membership of the repository and a "shown" grant of each
-// xorb the file names (registrations made before the records still count for their repository),
-// and for each verified mapping the file's verified marker. Every entry is created once, so an
+// Format 3 added the upload records (uploads.go) and the access records (access.go): a store of
+// format 1 or 2 gets, for each file a repository's mapping names, the file's membership of the
+// repository and a "shown" grant of each xorb the file names (registrations made before the
+// records still count for their repository), and for each verified mapping the file's verified
+// marker. No upload record is written: which repository sent a xorb was not kept, so a xorb of
+// an older store counts in a repository's usage by the chunk ranges its files name. Every entry is created once, so an
 // interrupted upgrade is run again whole at the next Open. Storage that takes no writes keeps its
 // version (this process then sees no access records: files of repositories are not found).
 func (s *Store) upgrade(where string, from int) (int, error) {

@@ -9,15 +9,26 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
-// An upload record (ns/<namespace>/xorbs/<xorb hash>) says that a repository uploaded a xorb, and
-// how many raw bytes it holds: the xorb counts whole against the repository's quota for as long as
-// the store keeps it (stats.go), whether or not a file of the repository names it, so xorbs that
-// no shard registers count too (gc removes them only a grace period later). The server writes one
-// for each xorb it accepts while quotas are on.
+// An upload record (ns/<namespace>/up/<xorb hash>) says that a repository uploaded a xorb, and
+// how many raw bytes it holds. The store writes it whenever it accepts a xorb's body for a
+// repository, whether or not quotas are on: a client's upload once its body proved to be the
+// xorb, new or stored before (PutXorbAs), and the xorbs an in-process session built from the
+// repository's data (PutBuiltXorb, PutPendingXorbs, and those a PutShardTrusted or
+// PutShardWithXorbs shard lists). Nothing is recorded for the whole store (namespace ""). Two rules
+// read it, and nothing else says the same:
+//
+//   - access (access.go): the repository holds every chunk of the xorb, so its shards may name
+//     them (CanReference) and its readers may be handed the whole xorb (UploadedBy);
+//   - usage (stats.go): the xorb counts whole against the repository's quota for as long as the
+//     store keeps it, whether or not a file of the repository names it, so xorbs that no shard
+//     registers count too (gc removes them only a grace period later).
+//
+// The writer learns whether its write created the record (Upload.Recorded), which is how the
+// server adds a xorb's bytes to its cached usage once.
 
 const magicUpload = "XSU1"
 
-func uploadName(ns string, h hash.Hash) string { return "ns/" + nsDir(ns) + "/xorbs/" + h.String() }
+func uploadName(ns string, x hash.Hash) string { return "ns/" + nsDir(ns) + "/up/" + x.String() }
 
 func marshalUpload(raw uint64) []byte {
 	return sealRecord(binary.LittleEndian.AppendUint64([]byte(magicUpload), raw))
@@ -34,15 +45,24 @@ func parseUpload(name string, b []byte) (uint64, error) {
 	return binary.LittleEndian.Uint64(p), nil
 }
 
-// RecordUpload records that repository ns uploaded xorb h of raw bytes (see above); created is
-// false when it was recorded before. The caller vouches for raw (the xorb's footer, or the xorb it
-// built).
-func (s *Store) RecordUpload(ctx context.Context, ns string, h hash.Hash, raw uint64) (bool, error) {
-	created, err := s.be.Create(ctx, uploadName(ns, h), blob.NewBytesBlob(marshalUpload(raw)))
-	if err != nil {
-		return false, fmt.Errorf("recording the upload of xorb %s: %w", h, err)
+// recordUpload records that a uploaded xorb x of raw bytes (the caller checked it: its body hashed
+// to x here, or this process built it): the repository's upload record, and the user's grant
+// (access.go). created reports whether this call wrote the repository's record. The writes are
+// not cancelled with ctx: the xorb is stored, and a client gone meanwhile must not leave it
+// unrecorded (uncounted).
+func (s *Store) recordUpload(ctx context.Context, a Access, x hash.Hash, raw uint64) (created bool, err error) {
+	var entries []blob.NewBlob
+	if !a.whole() {
+		entries = append(entries, blob.NewBlob{Name: uploadName(a.Repo, x), Data: marshalUpload(raw)})
 	}
-	return created, nil
+	if a.User != "" {
+		entries = append(entries, blob.NewBlob{Name: userUpName(a.User, x), Data: marshalGrant(x)})
+	}
+	made, err := s.writeAccess(context.WithoutCancel(ctx), entries...)
+	if err != nil {
+		return false, fmt.Errorf("recording the upload of xorb %s: %w", x, err)
+	}
+	return !a.whole() && made[0], nil
 }
 
 // countUploads adds to c the xorbs the upload records among names (a namespace's entries) name,
