@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,6 +101,110 @@ func interruptClone(t *testing.T, e *env, s *countedServer, work, remote string,
 	}
 }
 
+// Two pushes of one repository at once share one leader of their agents (one group: the same
+// repository, remote and server). The git-lfs of the push whose agents only handed their
+// conversations to that leader is killed mid-way: the leader's uploads for it stop within a second
+// (the server sees them end), and the other push completes. Pushed again, everything is there.
+func TestFollowerGitLFSKilled(t *testing.T) {
+	s := startCountedServer(t)
+	e := newEnv(t)
+	e.install()
+	work, remote := batchRepo(t, e, s.url+"/team/two.git/info/lfs")
+	writeFile(t, filepath.Join(work, "README"), []byte("two pushes\n"))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "base")
+	// Each push's files have a size of their own: the server tells their xorbs apart by it.
+	const leaderMiB, doomedMiB = 24, 20
+	for _, b := range []struct {
+		name string
+		mib  int
+	}{{"lead", leaderMiB}, {"doomed", doomedMiB}} {
+		e.git(work, "checkout", "-q", "-b", b.name, "main")
+		for i := range 2 {
+			writeFile(t, filepath.Join(work, fmt.Sprintf("%s%d.bin", b.name, i)), testutil.RandomBytes(b.mib<<20, uint64(b.mib*10+i)))
+		}
+		e.git(work, "add", ".")
+		e.git(work, "commit", "-q", "-m", b.name)
+	}
+	s.shape(t, netem.Profile{BitsPerSec: 40e6, RTT: 40 * time.Millisecond})
+	lead := startInGroup(t, e, work, "git", "push", "origin", "lead")
+	if !testutil.Eventually(time.Minute, func() bool { return s.receiving(leaderMiB) > 0 && len(e.logPIDs("share: leading")) > 0 }) {
+		t.Fatalf("the first push was not under way within a minute\n%s", lead.out.String())
+	}
+	doomed := startInGroup(t, e, work, "git", "push", "origin", "doomed")
+	if !testutil.Eventually(time.Minute, func() bool { return s.receiving(doomedMiB) == 2 && s.xorbBytes.Load() >= 8<<20 }) {
+		t.Fatalf("the second push's uploads were not under way within a minute\n%s", doomed.out.String())
+	}
+	gitLFS := groupProcesses(doomed.pgid(), "git-lfs")
+	if len(gitLFS) != 1 {
+		t.Fatalf("the second push runs %d git-lfs processes (%v), want 1", len(gitLFS), gitLFS)
+	}
+	for pid := range e.logPIDs("share: leading") {
+		if slices.Contains(groupProcesses(doomed.pgid(), "git-xet-transfer"), pid) {
+			t.Fatalf("the leader (%d) is an agent of the push to be killed", pid)
+		}
+	}
+	killed := time.Now()
+	syscall.Kill(gitLFS[0], syscall.SIGKILL)
+	if !testutil.Eventually(10*time.Second, func() bool { return s.receiving(doomedMiB) == 0 }) {
+		t.Fatal("the uploads for the killed git-lfs went on 10 s after it was killed")
+	}
+	stopped := time.Since(killed)
+	t.Logf("the leader's uploads for the killed git-lfs stopped %v after the kill", stopped)
+	if stopped > time.Second {
+		t.Errorf("the uploads for the killed git-lfs stopped %v after the kill, want within 1 s", stopped)
+	}
+	if err := lead.wait(3 * time.Minute); err != nil {
+		t.Fatalf("the other push failed: %v\n%s", err, lead.out.String())
+	}
+	doomed.wait(time.Minute)
+	s.shape(t, netem.Profile{})
+	e.git(work, "push", "-q", "origin", "doomed")
+	s.fsck(t)
+	for _, b := range []string{"lead", "doomed"} {
+		clone := filepath.Join(e.home, "clone-"+b)
+		e.git("", "clone", "-q", "-b", b, remote, clone)
+		e.git(work, "checkout", "-q", b)
+		if n := sameTree(t, work, clone); n != 5 { // with README, .gitattributes, .lfsconfig
+			t.Fatalf("branch %s: compared %d files, want 5", b, n)
+		}
+	}
+}
+
+// groupCmd is a command running in a process group of its own.
+type groupCmd struct {
+	cmd   *exec.Cmd
+	out   *strings.Builder
+	ended chan error
+}
+
+// startInGroup starts the command in dir in a process group of its own (killed at the test's end).
+func startInGroup(t *testing.T, e *env, dir, name string, args ...string) *groupCmd {
+	t.Helper()
+	c := &groupCmd{cmd: e.cmd(dir, name, args...), out: &strings.Builder{}, ended: make(chan error, 1)}
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	newProcessGroup(c.cmd)
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.ended <- c.cmd.Wait() }()
+	t.Cleanup(func() { syscall.Kill(-c.pgid(), syscall.SIGKILL); c.wait(time.Minute) })
+	return c
+}
+
+func (c *groupCmd) pgid() int { return c.cmd.Process.Pid }
+
+// wait returns the command's end, or an error when it has not ended within d.
+func (c *groupCmd) wait(d time.Duration) error {
+	select {
+	case err := <-c.ended:
+		c.ended <- err
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("still running after %v", d)
+	}
+}
+
 // interruptWhen runs the command in dir in a process group of its own, sends the group SIGINT once
 // midway holds (the transfer is under way), and returns how long the agent processes of the group
 // lived on after it. It fails the test when some were still running after stopWithin (it then kills
@@ -145,7 +251,11 @@ func interruptWhen(t *testing.T, e *env, dir, what string, midway func() bool, n
 
 // groupAgents lists the live git-xet-transfer (and git-xet-transfer-agent) processes of process
 // group pgid.
-func groupAgents(pgid int) []int {
+func groupAgents(pgid int) []int { return groupProcesses(pgid, "git-xet-transfer") }
+
+// groupProcesses lists the live processes of process group pgid whose executable's name begins
+// with prefix.
+func groupProcesses(pgid int, prefix string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, en := range entries {
@@ -163,7 +273,7 @@ func groupAgents(pgid int) []int {
 		if len(f) < 3 || f[0] == "Z" || f[2] != strconv.Itoa(pgid) {
 			continue
 		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && strings.HasPrefix(filepath.Base(exe), "git-xet-transfer") {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && strings.HasPrefix(filepath.Base(exe), prefix) {
 			pids = append(pids, pid)
 		}
 	}
@@ -183,16 +293,17 @@ type countedServer struct {
 	xorbBytes       atomic.Int64 // bytes of xorb upload bodies read
 	resent          atomic.Int64 // uploads of large xorbs stored before
 
-	mu    sync.Mutex
-	saved map[string]bool // large xorbs stored (an upload answered 2xx)
-	ln    net.Listener
-	cur   *netem.Link
-	back  string
+	mu       sync.Mutex
+	saved    map[string]bool // large xorbs stored (an upload answered 2xx)
+	inFlight map[int64]int   // xorb uploads being received, by MiB of their body
+	ln       net.Listener
+	cur      *netem.Link
+	back     string
 }
 
 func startCountedServer(t *testing.T) *countedServer {
 	t.Helper()
-	s := &countedServer{data: t.TempDir(), saved: map[string]bool{}}
+	s := &countedServer{data: t.TempDir(), saved: map[string]bool{}, inFlight: map[int64]int{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -255,20 +366,31 @@ func (s *countedServer) count(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
+		mib := r.ContentLength >> 20
 		s.mu.Lock()
 		if s.saved[x] {
 			s.resent.Add(1)
 		}
+		s.inFlight[mib]++
 		s.mu.Unlock()
 		r.Body = countingBody{r.Body, &s.xorbBytes}
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
+		s.mu.Lock()
+		s.inFlight[mib]--
 		if sw.code/100 == 2 || sw.code == 0 {
-			s.mu.Lock()
 			s.saved[x] = true
-			s.mu.Unlock()
 		}
+		s.mu.Unlock()
 	})
+}
+
+// receiving is how many xorb uploads of mib MiB (their body's size, rounded down) are being
+// received.
+func (s *countedServer) receiving(mib int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight[mib]
 }
 
 func (s *countedServer) fsck(t *testing.T) {
