@@ -201,7 +201,7 @@ func (x *xetTransferer) Close() error {
 	if g := x.sharing.group.Load(); g != nil { // first: what it serves uses the endpoints
 		errs = append(errs, g.Close())
 	}
-	x.sharing.batcher.wait() // its runners use the endpoints too
+	x.sharing.batcher.close() // its runners use the endpoints too
 	errs = append(errs, x.recent.close())
 	for _, e := range x.endpoints.found() {
 		if e.cache != nil {
