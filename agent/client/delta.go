@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
@@ -80,7 +81,8 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 				}
 			}
 		}
-		req.OnTerm = func(sp download.Span) { terms = append(terms, sp) }
+		var mu sync.Mutex // OnTerm comes from the download's ranges, each on its goroutine
+		req.OnTerm = func(sp download.Span) { mu.Lock(); terms = append(terms, sp); mu.Unlock() }
 		if idx != nil {
 			x.rebuildIndex(ctx, e, idx)
 		}

@@ -87,21 +87,25 @@ type Request struct {
 	// NoSync skips the fsync before Download returns: for a file handed to git-lfs, which does not
 	// sync the objects it stores either (a file a crash loses is fetched again; it is verified
 	// before it is handed over either way).
-	NoSync   bool
-	Progress func(done int64) // bytes written so far (may be nil)
+	NoSync bool
+	// Progress (may be nil) is told the bytes written so far, each call more than the last; calls
+	// are serialised by a lock of their own, which a slow one holds up only the ranges reporting.
+	Progress func(done int64)
 	// Local, for a whole-file download, offers chunks already on this machine: terms it covers
 	// are copied from there (each chunk verified first) instead of fetched, and of a term it
 	// covers in part only the missing chunks are fetched (Config.GapBytes).
 	Local Local
 	// OnTerm, for a whole-file download, is told of each term once its bytes are written and its
-	// chunk hashes verified (Span.Path ""): the verified part of the output so far. Calls are
-	// serialised.
+	// chunk hashes verified (Span.Path ""): the verified part of the output so far. It is called
+	// by the goroutine of the range that finished the term, under no lock of the download's:
+	// calls may come from several ranges at once, and one that takes its time holds up its own
+	// range only.
 	OnTerm func(Span)
 	// OnPart, for a whole-file download, is told of the parts of fetched terms as they are
 	// written (about every 8 MiB of a term, XorbEnd set; then the rest of the term): what an
 	// interrupted attempt's successor can keep and continue from (with Keep and Local). Terms
-	// copied from local files are not reported (copying them again is cheap). Calls are
-	// serialised.
+	// copied from local files are not reported (copying them again is cheap). Called as OnTerm
+	// is: from several ranges at once.
 	OnPart func(Span)
 	// Keep, with PrivatePath, resumes into what is already at Path: the file is not truncated
 	// (Local may name verified parts of it) and is left there when the download fails.
