@@ -87,7 +87,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			x.rebuildIndex(ctx, e, idx)
 		}
 	}
-	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.downloadConcurrency(e), Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(x.o.Git)}, req)
+	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.downloadConcurrency(e), Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(ctx, x.o.Git)}, req)
 	if part != nil {
 		part.Close(err == nil)
 	}

@@ -340,15 +340,10 @@ func planFill(cfg Config, req Request, plan *casapi.ReconstructionV2, out string
 // newSink returns the sink of jobs js writing layout l to f.
 func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sink {
 	s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart,
-		readFooter: cfg.CAS.XorbFooter, footers: make(map[hash.Hash]*footerEntry), gap: cfg.GapBytes}
+		readFooter: cfg.CAS.XorbFooter, footerUses: make(map[hash.Hash]int), gap: cfg.GapBytes}
 	for _, j := range js {
 		if j.parts != nil || j.split != nil {
-			e := s.footers[j.xorb]
-			if e == nil {
-				e = new(footerEntry)
-				s.footers[j.xorb] = e
-			}
-			e.uses++
+			s.footerUses[j.xorb]++
 		}
 	}
 	return s

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
@@ -42,7 +43,7 @@ type sink struct {
 	merkle *merkleStream // the file hash, fed term by term; nil when not verifying
 	sha    *shaStream    // nil when no SHA-256 is wanted
 	wb     *writeback    // nil for outputs under writebackStep
-	mu     sync.Mutex    // the figures and footers below; no callback or I/O runs under it
+	mu     sync.Mutex    // done, stats, footerUses; no callback or I/O runs under it
 	done   int64
 	report func(int64)
 	onTerm func(Span) // Request.OnTerm; called by the range's goroutine, under no lock
@@ -52,10 +53,12 @@ type sink struct {
 	// a slow report (the agent's write to git-lfs) holds up only the ranges reporting too.
 	reportMu sync.Mutex
 	reported int64
-	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read (under
-	// mu); gap is Config.GapBytes. See runPartial.
+	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read, and
+	// footerUses (under mu) how many partly local terms of each xorb have not finished with it; gap
+	// is Config.GapBytes. See runPartial.
 	readFooter func(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error)
-	footers    map[hash.Hash]*footerEntry
+	footers    lazy.Map[hash.Hash, footerRead]
+	footerUses map[hash.Hash]int
 	gap        int64
 }
 
