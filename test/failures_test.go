@@ -72,7 +72,7 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeDir := filepath.Join(remote, "xet")
-	if !waitFor(60*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 }) {
+	if !testutil.Eventually(60*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 }) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("no xorb stored within 60 s\n%s", out.String())
@@ -330,7 +330,7 @@ func TestServerKilledMidDownload(t *testing.T) {
 
 	clone := filepath.Join(e.home, "clone")
 	pull, out := e.startPull(remote, clone)
-	if !waitFor(60*time.Second, func() bool { return partRecorded(clone, 4000) }) { // a part (8 MiB) recorded
+	if !testutil.Eventually(60*time.Second, func() bool { return partRecorded(clone, 4000) }) { // a part (8 MiB) recorded
 		pull.Process.Kill()
 		pull.Wait()
 		t.Fatalf("the download did not start\n%s", out.String())

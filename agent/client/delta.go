@@ -41,19 +41,20 @@ func (l locals) Spans(xs []hash.Hash) []download.Span {
 // 1 MiB or more copies the chunks it shares with objects already here (the chunk index, and the
 // downloads this process completed: recentDownloads) instead of fetching them, resumes what an
 // interrupted attempt verified (its partial file, named by the Xet hash), and is recorded in the
-// chunk index once complete. In the leader of a fetch's agents, such files take turns (turns.go):
-// the versions of a file fetched together each find the chunks of the ones before them.
+// chunk index once complete. In the leader of a fetch's agents, such files that share xorbs take
+// turns (turns.go): the versions of a file fetched together each find the chunks of the ones
+// before them, and unrelated files go side by side.
 func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
+	var st download.Stats
+	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
+		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
 	if obj.Size >= localchunks.MinBytes && x.sharing.leading.Load() {
-		done, err := x.sharing.turns.take(ctx, e, "", nil)
+		done, err := x.downloadTurn(ctx, e, &req)
 		if err != nil {
 			return agent.Result{}, err
 		}
 		defer done()
 	}
-	var st download.Stats
-	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
-		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
 	var idx *localchunks.Index
 	var part *localchunks.Partial
 	var terms []download.Span
@@ -110,6 +111,22 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			Int64("resumed", st.InPlace).Int("stale_terms", st.LocalStale).Msg("download: delta")
 	}
 	return agent.Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
+}
+
+// downloadTurn waits for the turn of download req in the leader (turns.go): its plan, asked for
+// here and handed to the download (req.Plan: no second round trip), names the xorbs that relate
+// it to the others. A plan that cannot be had takes no turn; the download asks again and says why.
+func (x *xetTransferer) downloadTurn(ctx context.Context, e *endpoint, req *download.Request) (done func(), err error) {
+	plan, err := e.cas.Reconstruct(ctx, req.File, nil)
+	if err != nil {
+		return func() {}, ctx.Err()
+	}
+	req.Plan = plan
+	kin := sample{}
+	for _, t := range plan.Terms {
+		kin[t.Hash] = struct{}{}
+	}
+	return x.sharing.turns.take(ctx, e, "", kin)
 }
 
 // downloadConcurrency is how many ranges one download from e fetches at once: the tuned count

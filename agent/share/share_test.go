@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // key returns a group key no other test (or process) uses.
@@ -183,10 +185,13 @@ func TestCloseGivesConversationsBack(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	go func() { leader.Close(); close(closed) }()
+	if !testutil.Eventually(10*time.Second, func() bool { return stopped(leader) }) {
+		t.Fatal("Close did not stop the conversation")
+	}
 	select {
 	case <-closed:
 		t.Fatal("Close returned while a request was being served")
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	fmt.Fprintf(c.req, "sec") // half a request: given back, or left in the pipe
 	close(release)
@@ -229,7 +234,9 @@ func TestCloseLetsConversationsEnd(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	go func() { leader.Close(); close(closed) }()
-	time.Sleep(50 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return closing(leader) }) {
+		t.Fatal("Close did not begin")
+	}
 	fmt.Fprintf(c.req, "end\n")
 	<-closed
 	if o := <-got; !o.Exit || o.Err != "" {
@@ -391,6 +398,27 @@ func FuzzReadFrame(f *testing.F) {
 		var o Outcome
 		_ = readFrame(bytes.NewReader(b), &o)
 	})
+}
+
+// closing reports whether g's Close has begun (it accepts no more conversations).
+func closing(g *Group) bool {
+	g.lmu.Lock()
+	defer g.lmu.Unlock()
+	return g.ln == nil
+}
+
+// stopped reports whether g's Close has stopped the conversations it serves (after CloseGrace).
+func stopped(g *Group) bool {
+	g.lmu.Lock()
+	defer g.lmu.Unlock()
+	for p := range g.pipes {
+		select {
+		case <-p.stop:
+		default:
+			return false
+		}
+	}
+	return len(g.pipes) > 0
 }
 
 // startLeader makes a member of a new group lead it with handler h.

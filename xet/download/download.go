@@ -74,10 +74,14 @@ func (cfg Config) withDefaults() Config {
 
 // Request is one download.
 type Request struct {
-	File   hash.Hash
-	Range  *casapi.ByteRange // nil: the whole file
-	SHA256 *[32]byte         // checked when the whole file is downloaded
-	Size   int64             // -1 unknown; checked when the whole file is downloaded
+	File  hash.Hash
+	Range *casapi.ByteRange // nil: the whole file
+	// Plan, when set, is the CAS's reconstruction of File (and Range) that the caller asked for
+	// already (the agent looks at a plan's xorbs before a download takes its turn): it is used
+	// instead of asking again. Planned again when its signed URLs have expired.
+	Plan   *casapi.ReconstructionV2
+	SHA256 *[32]byte // checked when the whole file is downloaded
+	Size   int64     // -1 unknown; checked when the whole file is downloaded
 	// Path is the final path; the file is written to a temp file beside it and renamed when verified.
 	Path string
 	// PrivatePath says no one looks at Path before Download returns (the agent's own name in
@@ -246,7 +250,10 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		return 0, nil, nil // the empty file has the zero hash and no terms
 	}
 	for replanned := false; ; replanned = true {
-		plan, err := cfg.CAS.Reconstruct(ctx, req.File, req.Range)
+		plan, err := req.Plan, error(nil)
+		if plan == nil || replanned {
+			plan, err = cfg.CAS.Reconstruct(ctx, req.File, req.Range)
+		}
 		if err != nil {
 			return 0, nil, err
 		}

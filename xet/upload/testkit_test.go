@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
@@ -391,15 +392,11 @@ func (r *sliceReader) Read(p []byte) (int, error) {
 // their stacks otherwise.
 func goroutinesSettle(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			stacks := string(buf[:min(n, 20000)])
-			t.Fatalf("%d goroutines still run, %d before the test:\n%s", runtime.NumGoroutine(), base, stacks)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		stacks := string(buf[:min(n, 20000)])
+		t.Fatalf("%d goroutines still run, %d before the test:\n%s", runtime.NumGoroutine(), base, stacks)
 	}
 }
 
