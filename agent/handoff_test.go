@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
@@ -151,19 +152,8 @@ type pipeConv struct {
 
 func newPipeConv(t *testing.T) *pipeConv {
 	t.Helper()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
-	})
+	inR, inW := testutil.Pipe(t)
+	outR, outW := testutil.Pipe(t)
 	return &pipeConv{in: inR, out: outW, req: inW, resp: outR}
 }
 

@@ -5,7 +5,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -256,28 +255,13 @@ func groupAgents(pgid int) []int { return groupProcesses(pgid, "git-xet-transfer
 // groupProcesses lists the live processes of process group pgid whose executable's name begins
 // with prefix.
 func groupProcesses(pgid int, prefix string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, en := range entries {
-		pid, err := strconv.Atoi(en.Name())
-		if err != nil {
-			continue
+	return processes(func(pid int, stat []string) bool {
+		if len(stat) < 3 || stat[0] == "Z" || stat[2] != strconv.Itoa(pgid) {
+			return false
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-		i := strings.LastIndexByte(string(stat), ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && strings.HasPrefix(filepath.Base(exe), prefix) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return err == nil && strings.HasPrefix(filepath.Base(exe), prefix)
+	})
 }
 
 // resumeCheckBytes: the agent asks the server whether it holds a xorb this big before sending it
@@ -361,7 +345,7 @@ func (s *countedServer) count(h http.Handler) http.Handler {
 		_, x, ok := strings.Cut(r.URL.Path, "/v1/xorbs/default/")
 		if r.Method != http.MethodPost || !ok || r.ContentLength < resumeCheckBytes {
 			if ok {
-				r.Body = countingBody{r.Body, &s.xorbBytes}
+				r.Body = countedBody{r.Body, &s.xorbBytes}
 			}
 			h.ServeHTTP(w, r)
 			return
@@ -373,7 +357,7 @@ func (s *countedServer) count(h http.Handler) http.Handler {
 		}
 		s.inFlight[mib]++
 		s.mu.Unlock()
-		r.Body = countingBody{r.Body, &s.xorbBytes}
+		r.Body = countedBody{r.Body, &s.xorbBytes}
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
 		s.mu.Lock()
@@ -398,17 +382,6 @@ func (s *countedServer) fsck(t *testing.T) {
 	if report, ok, err := store.Fsck(context.Background(), s.data, store.FsckOptions{}); err != nil || !ok {
 		t.Errorf("store check: %v\n%s", err, report)
 	}
-}
-
-type countingBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (c countingBody) Read(p []byte) (int, error) {
-	n, err := c.ReadCloser.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 type statusWriter struct {

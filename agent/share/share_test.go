@@ -34,21 +34,9 @@ type conv struct {
 
 func newConv(t *testing.T) *conv {
 	t.Helper()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &conv{in: inR, out: outW, req: inW, resp: outR}
-	t.Cleanup(func() {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
-	})
-	return c
+	inR, inW := testutil.Pipe(t)
+	outR, outW := testutil.Pipe(t)
+	return &conv{in: inR, out: outW, req: inW, resp: outR}
 }
 
 // echo is a handler that answers each line of its conversation with "pid:line", ends it on "end"
