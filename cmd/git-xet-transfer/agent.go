@@ -29,8 +29,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "git-xet-transfer transfer: takes no arguments (got %q)\n", strings.Join(args, " "))
 		return 2
 	}
+	// Ctrl-C or SIGTERM ends ctx, which stops every transfer this process runs or serves; a
+	// second signal then ends the process at once, as it would any program.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop)
 
 	g := client.Git{}
 	env := readEnvironment(os.Getenv, os.Environ())
