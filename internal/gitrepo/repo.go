@@ -112,13 +112,6 @@ func (g Git) location(ctx context.Context) (Location, error) {
 	return loc, nil
 }
 
-// Load reads the configuration, .lfsconfig included (once: a failed attempt, a cancelled one
-// among them, is tried again by the next caller). Get and the others call it themselves.
-func (r *Repo) Load(ctx context.Context) error {
-	_, err := r.snapshot(ctx)
-	return err
-}
-
 func (r *Repo) snapshot(ctx context.Context) (*snapshot, error) { return r.snap.Get(ctx, r.load) }
 
 // gitConfig reads git config alone: what a key that .lfsconfig cannot set needs.
