@@ -11,9 +11,11 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
-// maxPlanPages bounds the answers one plan is assembled from (a server that always answers a term
-// or two would otherwise be asked forever).
-const maxPlanPages = 1 << 16
+// maxPlanPages bounds the answers one plan is assembled from: a server that always answers a term
+// or two, or the same terms for every range, would otherwise be asked forever. xet-server answers
+// up to 65,536 terms at a time and a file holds at most 1M of them (16 answers); the Hub does not
+// cap its answers.
+const maxPlanPages = 1 << 10
 
 // Plan asks c for the plan of file's bytes rng (nil: the whole file, of size bytes; -1 unknown)
 // and follows a short answer: a server may cap the terms of one answer (xet-server answers at most

@@ -58,20 +58,28 @@ type XorbUpload struct {
 // it, stats.go) and the repository is credited the raw bytes checked, for the SHA-256 checks of
 // its next registrations (budget.go).
 func (s *Store) PutXorbAs(ctx context.Context, a Access, h hash.Hash, body io.Reader, f xorb.Follows) (XorbUpload, error) {
-	inserted, raw, err := s.putXorb(ctx, h, body, f)
+	var up XorbUpload
+	// The upload is recorded as soon as the body proved to be the xorb, before the xorb becomes
+	// visible: a process killed after storing it must not leave a xorb this repository sent and
+	// may not name, which its next push would have to send again.
+	proved := func(raw uint64) (err error) {
+		up.RawBytes = raw
+		up.Recorded, err = s.recordUpload(ctx, a, h, raw)
+		return err
+	}
+	inserted, raw, err := s.putXorb(ctx, h, body, f, proved)
 	if err != nil {
 		return XorbUpload{}, err
 	}
-	up := XorbUpload{Inserted: inserted, RawBytes: raw}
-	if up.Recorded, err = s.recordUpload(ctx, a, h, raw); err != nil {
-		return up, err
-	}
+	up.Inserted = inserted
 	s.credits.add(a.Repo, int64(raw), s.now())
 	return up, nil
 }
 
-// putXorb validates and stores the xorb (PutXorbFollowing) and returns its raw size.
-func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, uint64, error) {
+// putXorb validates and stores the xorb (PutXorbFollowing) and returns its raw size. proved, when
+// set, is called once the body has proved to be the xorb and before the xorb becomes visible; its
+// failure fails the upload.
+func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows, proved func(raw uint64) error) (bool, uint64, error) {
 	exists, err := s.be.Exists(ctx, xorbName(h))
 	if err != nil {
 		return false, 0, err
@@ -86,7 +94,7 @@ func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb
 			if l.Len() > MaxXorbBodyBytes {
 				return false, 0, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
 			}
-			created, info, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw)
+			created, info, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw, proved)
 			if err != nil {
 				return false, 0, err
 			}
@@ -102,6 +110,11 @@ func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb
 	info, err := validateXorb(h, data, onRaw)
 	if err != nil {
 		return false, 0, err
+	}
+	if proved != nil {
+		if err := proved(info.RawBytes); err != nil {
+			return false, 0, err
+		}
 	}
 	created := false
 	if exists {
