@@ -25,6 +25,7 @@ type chart struct {
 type tick struct {
 	At    string // the coordinate
 	Label string
+	Class string // the label's anchor: xs (start), xm (middle), xe (end)
 }
 
 const (
@@ -34,9 +35,10 @@ const (
 	// chartPoints bounds the steps drawn: a 10,000-object history stays a small page.
 	chartPoints            = 400
 	yTickCount, xTickCount = 4, 4
-	// Below dayLabelsFrom of history the time axis names hours and minutes, from it days.
-	dayLabelsFrom         = 72 * time.Hour
-	dayLabel, minuteLabel = "2006-01-02", "01-02 15:04"
+	// The time axis names seconds over less than an hour of history, minutes over less than
+	// three days, else days.
+	minuteLabelsFrom, dayLabelsFrom    = time.Hour, 72 * time.Hour
+	dayLabel, minuteLabel, secondLabel = "2006-01-02", "01-02 15:04", "15:04:05"
 )
 
 // buildChart draws history (oldest first); nil when it is empty.
@@ -68,15 +70,40 @@ func buildChart(history []store.Registration) *chart {
 		v := top * uint64(k) / yTickCount
 		c.YTicks = append(c.YTicks, tick{At: coord(y(v)), Label: formatBytes(v)})
 	}
-	layout := minuteLabel
-	if t1.Sub(t0) >= dayLabelsFrom {
-		layout = dayLabel
-	}
-	for k := 0; k < xTickCount; k++ {
-		i := k * (n - 1) / max(xTickCount-1, 1)
-		c.XTicks = append(c.XTicks, tick{At: coord(x(i)), Label: history[i].Time.UTC().Format(layout)})
-	}
+	c.XTicks = timeTicks(t0, t1)
 	return c
+}
+
+// timeTicks are the labels of the time axis from t0 to t1: xTickCount of them evenly spaced, in
+// a unit the span calls for, each label once.
+func timeTicks(t0, t1 time.Time) []tick {
+	span := t1.Sub(t0)
+	layout := secondLabel
+	switch {
+	case span >= dayLabelsFrom:
+		layout = dayLabel
+	case span >= minuteLabelsFrom:
+		layout = minuteLabel
+	}
+	if span <= 0 {
+		return []tick{{At: coord(plotL + plotW/2), Label: t0.UTC().Format(layout), Class: "xm"}}
+	}
+	var out []tick
+	for k := 0; k < xTickCount; k++ {
+		label := t0.Add(span * time.Duration(k) / (xTickCount - 1)).UTC().Format(layout)
+		if len(out) > 0 && out[len(out)-1].Label == label {
+			continue
+		}
+		class := "xm"
+		switch k {
+		case 0:
+			class = "xs"
+		case xTickCount - 1:
+			class = "xe"
+		}
+		out = append(out, tick{At: coord(plotL + plotW*float64(k)/(xTickCount-1)), Label: label, Class: class})
+	}
+	return out
 }
 
 // sample picks at most k of the indices 0..n-1, evenly, always the last.

@@ -54,8 +54,11 @@ svg.chart{max-width:100%;height:auto;border:1px solid #d0d7de;border-radius:6px}
 .axis line{stroke:#eaeef2}
 .axis text{font-size:11px;fill:#57606a}
 .yl{text-anchor:end;dominant-baseline:middle}
-.xl{text-anchor:middle}
-polyline{fill:none;stroke-width:2}
+.xs{text-anchor:start}
+.xm{text-anchor:middle}
+.xe{text-anchor:end}
+polyline{fill:none;stroke-width:2;stroke-linejoin:round}
+polyline.logical{stroke-width:5;stroke-opacity:.6}
 .logical{stroke:#0969da}
 .stored{stroke:#1a7f37}
 line.logical,line.stored{stroke-width:3}
