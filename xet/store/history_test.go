@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/s3"
 )
 
 // clock is a store's Now that moves a second at each call.
@@ -46,9 +48,22 @@ func shardOrder(t *testing.T, body []byte) []hash.Hash {
 // adds records the reader does not show; the whole store records nothing; fsck finds the records
 // sound; and the records cost no write call of their own.
 func TestHistoryRecordsRegistrations(t *testing.T) {
+	t.Run("fs", func(t *testing.T) { historyOf(t, nil) })
+	t.Run("s3", func(t *testing.T) {
+		srv := s3test.Start(t)
+		b, err := s3.New(context.Background(), s3.Config{Endpoint: srv.Endpoint, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey}, srv.Bucket, "h/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		historyOf(t, b)
+	})
+}
+
+// historyOf is TestHistoryRecordsRegistrations on backend be (nil: the filesystem).
+func historyOf(t *testing.T, be blob.Backend) {
 	ctx := context.Background()
 	obs := &recordingObserver{ops: map[string]int{}}
-	s, err := Open(t.TempDir(), Options{Now: clock(), Observe: obs})
+	s, err := Open(t.TempDir(), Options{Now: clock(), Observe: obs, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
