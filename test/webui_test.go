@@ -90,6 +90,11 @@ func TestWebViewInBrowser(t *testing.T) {
 	if strings.Contains(page, "bob") {
 		t.Fatalf("alice's repository page names bob:\n%s", page)
 	}
+	for _, secret := range []string{"pw-alice", base64.StdEncoding.EncodeToString([]byte("alice:pw-alice")), "X-Xet-", "sig=", "/xorbs/", "X-Amz-"} {
+		if strings.Contains(index+page, secret) {
+			t.Fatalf("a page holds %q", secret)
+		}
+	}
 	if res := get(t, proxy+"/ui/repo?name=bob/weights"); res.status != http.StatusNotFound || strings.Contains(res.body, "bob") {
 		t.Fatalf("bob's repository for alice: %d\n%s", res.status, res.body)
 	}

@@ -135,6 +135,17 @@ func TestUIAuthAndIsolation(t *testing.T) {
 	if mine.status != 200 || len(attrs(mine.body, "data-oid")) != 3 {
 		t.Fatalf("alice's repository page: %v", mine)
 	}
+	cred := basic("alice", alicePW)[1]
+	for _, page := range [][]byte{res.body, mine.body, theirs.body} {
+		for _, href := range attrs(page, "href") {
+			if !strings.HasPrefix(href, "/ui/") {
+				t.Errorf("a link out of the view: %q", href)
+			}
+		}
+		if bytes.Contains(page, []byte(alicePW)) || bytes.Contains(page, []byte(cred[len("Basic "):])) {
+			t.Errorf("a page holds alice's credentials:\n%s", page)
+		}
+	}
 }
 
 // With the view off (--ui=false) /ui/ is not a route.

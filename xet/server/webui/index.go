@@ -48,6 +48,11 @@ type ownerRow struct {
 // Index serves /ui/: one row per repository who may read, with its usage (the numbers of
 // `xet-server stats`) and quota, then the owners' quotas that apply to them.
 func (v *View) Index(w http.ResponseWriter, r *http.Request, who Viewer) {
+	done, ok := v.slot(r)
+	if !ok {
+		return
+	}
+	defer done()
 	ctx := r.Context()
 	repos, err := v.cfg.Source.Repositories(ctx)
 	if err != nil {

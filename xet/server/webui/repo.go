@@ -29,8 +29,12 @@ type objectRow struct {
 	Record *store.Registration // nil: registered before records were kept
 }
 
-// maxPageParam bounds the page number read from a query (a larger one is no page).
-const maxPageParam = 1 << 30
+// maxPageParam bounds the page number read from a query (a larger one is no page), maxNameParam
+// a repository name (the server takes none longer).
+const (
+	maxPageParam = 1 << 30
+	maxNameParam = 512
+)
 
 // Repo serves /ui/repo?name=NAME[&page=N]: the repository's usage and quota, the chart of its
 // history, and page N of its objects (oldest registration first, then those registered before
@@ -49,10 +53,15 @@ func (v *View) Repo(w http.ResponseWriter, r *http.Request, who Viewer) {
 		}
 		page = n
 	}
-	if ns == "" || !who.CanRead(ns) {
+	if ns == "" || len(ns) > maxNameParam || !who.CanRead(ns) {
 		v.notFound(w, r, who)
 		return
 	}
+	done, ok := v.slot(r)
+	if !ok {
+		return
+	}
+	defer done()
 	objs, err := v.cfg.Source.RepoObjects(ctx, ns)
 	if err != nil {
 		v.failed(w, r, who, err)

@@ -73,8 +73,9 @@ type Viewer struct {
 
 // View serves the pages. Safe for concurrent use.
 type View struct {
-	cfg  Config
-	memo *memo
+	cfg   Config
+	memo  *memo
+	pages chan struct{} // a slot per page being built
 }
 
 // New builds a View.
@@ -88,11 +89,25 @@ func New(cfg Config) *View {
 	if cfg.Quota == nil {
 		cfg.Quota = func(string) Limits { return Limits{} }
 	}
-	return &View{cfg: cfg, memo: newMemo(cfg.MemoTTL, memoReads)}
+	return &View{cfg: cfg, memo: newMemo(cfg.MemoTTL, memoReads), pages: make(chan struct{}, pagesAtOnce)}
 }
 
 // memoReads bounds the usage reads running at once: each reads every entry of a repository.
 const memoReads = 2
+
+// pagesAtOnce bounds the pages built at once: a repository page holds the names of all the
+// repository's entries while it is built (about 200 bytes each, three or four per object).
+const pagesAtOnce = 4
+
+// slot waits for a page slot (false: the viewer left first); the caller calls done.
+func (v *View) slot(r *http.Request) (done func(), ok bool) {
+	select {
+	case v.pages <- struct{}{}:
+		return func() { <-v.pages }, true
+	case <-r.Context().Done():
+		return nil, false
+	}
+}
 
 // SetHeaders sets what every answer of the web view carries, refusals included: no caching
 // (pages show what a credential may read), a policy that allows no script, no frame, no form and
