@@ -241,7 +241,8 @@ type filePlan struct {
 // (xorbs, file records, then per file its SHA-256 mapping in ns and its membership of ns, then the
 // verified markers of files of markerMinBytes or more, dedupe entries and history records): the
 // backend makes them visible in that order, so an entry never points at one not yet written, and
-// one fsync covers a small shard's xorbs and entries. existed=true when no file record, mapping or membership was new.
+// one fsync covers a small shard's xorbs and entries. existed=true when no file record, mapping or
+// membership was new.
 func (s *Store) register(ctx context.Context, ns string, xorbs []blob.NewBlob, plans []filePlan) (bool, error) {
 	blobs := slices.Clone(xorbs)
 	first := len(blobs)
