@@ -141,22 +141,27 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			return err
 		}
 	} else if h, ok := t.(HandingOff); ok && o.Pipes != nil {
-		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, input.remaining()); over {
+		// The process's own ctx: a leader elected here serves the others' conversations until the
+		// process is stopped or closes its Transferer, not only while this conversation lasts.
+		if dec, over, err = handOffLoop(parent, h, *o.Pipes, in, input.remaining()); over {
 			return err
 		}
 	}
-	reqs := make(chan readResult)
-	go readRequests(ctx, cancel, dec, reqs)
-	for r := range reqs {
+	reqs := readRequests(ctx, cancel, dec, in)
+	defer reqs.stop()
+	for {
+		r, ok := reqs.next(ctx)
+		if !ok {
+			// Input ended without terminate: git-lfs went away, which is not this process's
+			// failure unless our own caller cancelled.
+			return parent.Err()
+		}
 		done, err := serveRequest(ctx, r, init, t, enc, o, served)
 		if done || err != nil {
 			return err
 		}
 		served++
 	}
-	// Input ended without terminate: git-lfs went away, which is not this process's failure
-	// unless our own caller cancelled.
-	return parent.Err()
 }
 
 // awaitFirst waits for the first request after init and puts it back in dec: most of the processes
@@ -248,39 +253,6 @@ func serveRequest(ctx context.Context, r readResult, init Init, t Transferer, en
 		return false, transfer(ctx, t, enc, req, o, served == 0)
 	}
 	return false, nil
-}
-
-type readResult struct {
-	req *protocol.Request
-	err error
-}
-
-// readRequests decodes requests into reqs until terminate or the end of input, then closes reqs.
-// It cancels ctx when the input ends or terminate arrives, so a transfer in flight stops when
-// git-lfs goes away; on terminate the loop is idle anyway (git-lfs waits for complete first).
-// A clean end of input after the last request is not an error.
-func readRequests(ctx context.Context, cancel context.CancelFunc, d *protocol.Decoder, reqs chan<- readResult) {
-	defer close(reqs)
-	for {
-		req, err := d.Decode()
-		if errors.Is(err, io.EOF) {
-			cancel()
-			return
-		}
-		var me *protocol.MalformedError
-		fatal := err != nil && !errors.As(err, &me)
-		select {
-		case reqs <- readResult{req, err}:
-		case <-ctx.Done():
-			return
-		}
-		if fatal || (req != nil && req.Event == protocol.EventTerminate) {
-			if fatal {
-				cancel()
-			}
-			return
-		}
-	}
 }
 
 // transfer runs one request and answers it with progress and complete (first: the process's first

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
@@ -17,11 +18,13 @@ var ErrBusy = errors.New("another process holds this partial download")
 // term, once written and verified, is appended (no fsync: after a crash of the machine a kept
 // span whose bytes were lost fails its hash check and is fetched again). The next attempt at the
 // same file reads it back (Spans) and keeps those bytes. An exclusive lock on the record keeps two
-// processes out of one partial file.
+// processes out of one partial file. Add may be called from several goroutines at once (a
+// download's ranges: download.Request.OnPart).
 type Partial struct {
 	path  string
 	f     *os.File
 	spans []download.Span
+	mu    sync.Mutex // Add's record buffer and write
 	buf   []byte
 }
 
@@ -85,6 +88,8 @@ func (p *Partial) Spans([]hash.Hash) []download.Span { return p.spans }
 
 // Add appends a verified span of the output.
 func (p *Partial) Add(sp download.Span) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.buf = appendRecord(p.buf[:0], sp)
 	_, err := p.f.Write(p.buf)
 	return err

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -249,7 +250,7 @@ func reload(t *testing.T, s *xetServerProcess, base, user, pw string, want int) 
 	}
 	body := batchJSON("download", nil, lfsbatch.Object{OID: strings.Repeat("cd", 32), Size: 1})
 	var last answer
-	if !waitFor(10*time.Second, func() bool {
+	if !testutil.Eventually(10*time.Second, func() bool {
 		last = call(t, http.DefaultClient, "POST", base+"/team/a.git/info/lfs/objects/batch", body, basicHdr(user, pw)...)
 		return last.status == want
 	}) {
@@ -298,7 +299,7 @@ func TestAttackPasswordGuessing(t *testing.T) {
 	// alice, who mistyped, gets in with the right password once the window is over; until then
 	// she is told to wait, not that the password is wrong.
 	var last answer
-	if !waitFor(10*time.Second, func() bool {
+	if !testutil.Eventually(10*time.Second, func() bool {
 		last = call(t, c, "POST", batchURL, body, basicHdr("alice", "alice-password-1")...)
 		if last.status == 429 && last.header.Get("Retry-After") == "" {
 			t.Fatalf("429 without Retry-After")
@@ -318,7 +319,7 @@ func TestAttackPasswordGuessing(t *testing.T) {
 		guess(ctx, clientFrom(t, "127.0.0.2"), batchURL, body, "bob", &answered)
 	}()
 	defer func() { cancel(); wg.Wait() }()
-	if !waitFor(10*time.Second, func() bool { return answered.Load() >= 5 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { return answered.Load() >= 5 }) {
 		t.Fatal("the guesser got no answers")
 	}
 	if a := call(t, c, "POST", batchURL, body, basicHdr("bob", "bob-password-2")...); a.status != 200 {

@@ -125,7 +125,7 @@ func TestSlowWritersDoNotStopOthersPushes(t *testing.T) {
 	needLinux(t)
 	s, metrics := startUsersServer(t)
 	alice := startSlowWriters(t, "http://alice:pw-alice@"+s.addr+"/alice/r.git/info/lfs", 8, 17000)
-	if !waitFor(30*time.Second, func() bool { return metric(metrics, "xet_upload_slots_in_use") == "8" }) {
+	if !testutil.Eventually(30*time.Second, func() bool { return metric(metrics, "xet_upload_slots_in_use") == "8" }) {
 		n, ends := alice.state()
 		t.Fatalf("Alice's 8 uploads never held the 8 slots (%d open, slots in use %q): %v", n, metric(metrics, "xet_upload_slots_in_use"), ends)
 	}

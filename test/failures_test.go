@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -37,6 +38,16 @@ func xorbFiles(dir string) []string {
 // agentPIDs returns the running git-xet-transfer processes working in dir (/proc).
 func agentPIDs(dir string) []int {
 	self := filepath.Join(binDir, "git-xet-transfer")
+	return processes(func(pid int, _ []string) bool {
+		exe, err1 := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		cwd, err2 := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		return err1 == nil && err2 == nil && exe == self && cwd == dir
+	})
+}
+
+// processes lists the processes (in /proc) that match says to keep, given their pid and the
+// fields of their /proc/PID/stat after the command name (state, ppid, pgrp, ...).
+func processes(match func(pid int, stat []string) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, en := range entries {
@@ -44,9 +55,12 @@ func agentPIDs(dir string) []int {
 		if err != nil {
 			continue
 		}
-		exe, err1 := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		cwd, err2 := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		if err1 == nil && err2 == nil && exe == self && cwd == dir {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		if match(pid, strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))) {
 			pids = append(pids, pid)
 		}
 	}
@@ -72,7 +86,7 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeDir := filepath.Join(remote, "xet")
-	if !waitFor(60*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 }) {
+	if !testutil.Eventually(60*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 }) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("no xorb stored within 60 s\n%s", out.String())
@@ -330,7 +344,7 @@ func TestServerKilledMidDownload(t *testing.T) {
 
 	clone := filepath.Join(e.home, "clone")
 	pull, out := e.startPull(remote, clone)
-	if !waitFor(60*time.Second, func() bool { return partRecorded(clone, 4000) }) { // a part (8 MiB) recorded
+	if !testutil.Eventually(60*time.Second, func() bool { return partRecorded(clone, 4000) }) { // a part (8 MiB) recorded
 		pull.Process.Kill()
 		pull.Wait()
 		t.Fatalf("the download did not start\n%s", out.String())

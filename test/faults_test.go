@@ -33,7 +33,7 @@ func startChaos(t *testing.T, backend string) (string, func(...chaos.Rule)) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url := "http://" + addr
-	if !waitFor(20*time.Second, func() bool {
+	if !testutil.Eventually(20*time.Second, func() bool {
 		resp, err := http.Get(url + "/__chaos/hits")
 		if err == nil {
 			resp.Body.Close()

@@ -162,7 +162,7 @@ func TestS3InstanceKilledMidPush(t *testing.T) {
 		})
 		return n
 	}
-	if !waitFor(120*time.Second, func() bool { return xorbs() >= 1 }) {
+	if !testutil.Eventually(120*time.Second, func() bool { return xorbs() >= 1 }) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("no xorb reached the bucket\n%s", out.String())
@@ -197,7 +197,7 @@ func collectOrphans(t *testing.T, e *env, s3 *s3test.Server, work, remote string
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "killed")
 	push, out := startPush(t, e, work)
-	if !waitFor(120*time.Second, func() bool { return xorbs() > referenced }) {
+	if !testutil.Eventually(120*time.Second, func() bool { return xorbs() > referenced }) {
 		killPush(push)
 		t.Fatalf("no xorb of the second file reached the bucket\n%s", out.String())
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // writeSmallFiles writes n files of 1-10 KB of random bytes under dir/small.
@@ -73,7 +75,7 @@ func startPush(t *testing.T, e *env, work string) (*exec.Cmd, *strings.Builder) 
 // checks that the push failed (it was interrupted mid-way, not after the end).
 func killAgentsWhen(t *testing.T, push *exec.Cmd, out *strings.Builder, work, what string, cond func() bool) {
 	t.Helper()
-	if !waitFor(120*time.Second, cond) {
+	if !testutil.Eventually(120*time.Second, cond) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("not within 120 s: %s\n%s", what, out.String())
@@ -145,7 +147,7 @@ func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetSe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-	if !waitFor(20*time.Second, func() bool {
+	if !testutil.Eventually(20*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/")
 		if err == nil {
 			resp.Body.Close()
@@ -182,7 +184,7 @@ func TestSmallFilePushServerKilled(t *testing.T) {
 	e.git(work, "commit", "-q", "-m", "small")
 
 	push, out := startPush(t, e, work)
-	if !waitFor(60*time.Second, func() bool { return packedBytes(data) > 300<<10 }) {
+	if !testutil.Eventually(60*time.Second, func() bool { return packedBytes(data) > 300<<10 }) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("no small objects stored within 60 s\n%s", out.String())

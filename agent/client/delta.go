@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
@@ -40,19 +41,20 @@ func (l locals) Spans(xs []hash.Hash) []download.Span {
 // 1 MiB or more copies the chunks it shares with objects already here (the chunk index, and the
 // downloads this process completed: recentDownloads) instead of fetching them, resumes what an
 // interrupted attempt verified (its partial file, named by the Xet hash), and is recorded in the
-// chunk index once complete. In the leader of a fetch's agents, such files take turns (turns.go):
-// the versions of a file fetched together each find the chunks of the ones before them.
+// chunk index once complete. In the leader of a fetch's agents, such files that share xorbs take
+// turns (turns.go): the versions of a file fetched together each find the chunks of the ones
+// before them, and unrelated files go side by side.
 func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
+	var st download.Stats
+	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
+		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
 	if obj.Size >= localchunks.MinBytes && x.sharing.leading.Load() {
-		done, err := x.sharing.turns.take(ctx, e, "", nil)
+		done, err := x.downloadTurn(ctx, e, &req)
 		if err != nil {
 			return agent.Result{}, err
 		}
 		defer done()
 	}
-	var st download.Stats
-	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
-		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
 	var idx *localchunks.Index
 	var part *localchunks.Partial
 	var terms []download.Span
@@ -80,12 +82,13 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 				}
 			}
 		}
-		req.OnTerm = func(sp download.Span) { terms = append(terms, sp) }
+		var mu sync.Mutex // OnTerm comes from the download's ranges, each on its goroutine
+		req.OnTerm = func(sp download.Span) { mu.Lock(); terms = append(terms, sp); mu.Unlock() }
 		if idx != nil {
 			x.rebuildIndex(ctx, e, idx)
 		}
 	}
-	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.downloadConcurrency(e), Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(x.o.Git)}, req)
+	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.downloadConcurrency(e), Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(ctx, x.o.Git)}, req)
 	if part != nil {
 		part.Close(err == nil)
 	}
@@ -108,6 +111,22 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			Int64("resumed", st.InPlace).Int("stale_terms", st.LocalStale).Msg("download: delta")
 	}
 	return agent.Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
+}
+
+// downloadTurn waits for the turn of download req in the leader (turns.go): its plan, asked for
+// here and handed to the download (req.Plan: no second round trip), names the xorbs that relate
+// it to the others. A plan that cannot be had takes no turn; the download asks again and says why.
+func (x *xetTransferer) downloadTurn(ctx context.Context, e *endpoint, req *download.Request) (done func(), err error) {
+	plan, err := download.Plan(ctx, e.cas, req.File, req.Range, req.Size)
+	if err != nil {
+		return func() {}, ctx.Err()
+	}
+	req.Plan = plan
+	kin := sample{}
+	for _, t := range plan.Terms {
+		kin[t.Hash] = struct{}{}
+	}
+	return x.sharing.turns.take(ctx, e, "", kin)
 }
 
 // downloadConcurrency is how many ranges one download from e fetches at once: the tuned count

@@ -41,8 +41,8 @@ func leaderOver(t *testing.T, find func(ctx context.Context) error) (dir string,
 		}
 		return LocalRemote{URL: remote, RepoDir: remote}, nil
 	}
-	x.gitDir.v, x.gitDir.ok = filepath.Join(dir, ".git"), true // no git repository here: a local remote
-	x.endpoint.v, x.endpoint.ok = gitrepo.Endpoint{LocalDir: remote}, true
+	x.gitDir.Set(filepath.Join(dir, ".git")) // no git repository here: a local remote
+	x.endpoint.Set(gitrepo.Endpoint{LocalDir: remote})
 	x.sharing.leading.Store(true)
 	return dir, x
 }

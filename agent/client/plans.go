@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -28,9 +29,9 @@ type Plans struct {
 	x *xetTransferer
 	// caches are the shard caches of endpoints that keep none for downloads (the Hub's read
 	// endpoint), opened on first use and closed by Close.
-	caches onceMap[string, *localshards.Cache]
-	api    once[*hub.API] // the remote's LFS batch API (network remotes)
-	lfsURL once[string]
+	caches lazy.Map[string, *localshards.Cache]
+	api    lazy.Value[*hub.API] // the remote's LFS batch API (network remotes)
+	lfsURL lazy.Value[string]
 }
 
 // ObjectState says where a remote keeps an LFS object.
@@ -71,7 +72,7 @@ func NewPlans(ctx context.Context, o Options, remote string) (*Plans, error) {
 // Close closes the stores and shard caches opened.
 func (p *Plans) Close() error {
 	errs := []error{p.x.Close()}
-	for _, c := range p.caches.found() {
+	for _, c := range p.caches.Found() {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
@@ -153,7 +154,7 @@ func plainOrMissing(r *LocalRemote, o lfsbatch.Object) Located {
 
 // batchAPI is the LFS batch API of the remote's endpoint, with the user's credential.
 func (p *Plans) batchAPI(ctx context.Context) (*hub.API, string, error) {
-	api, err := p.api.get(ctx, func(ctx context.Context) (*hub.API, error) {
+	api, err := p.api.Get(ctx, func(ctx context.Context) (*hub.API, error) {
 		r, err := p.x.hubs.credentials(ctx)
 		if err != nil {
 			return nil, err
@@ -163,7 +164,7 @@ func (p *Plans) batchAPI(ctx context.Context) (*hub.API, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	u, err := p.lfsURL.get(ctx, func(ctx context.Context) (string, error) {
+	u, err := p.lfsURL.Get(ctx, func(ctx context.Context) (string, error) {
 		r, err := p.x.hubs.credentials(ctx)
 		if err != nil {
 			return "", err
@@ -299,6 +300,6 @@ func (p *Plans) cacheOf(ctx context.Context, e *endpoint) *localshards.Cache {
 	if e.cache != nil {
 		return e.cache
 	}
-	c, _ := p.caches.get(ctx, e.where, func(context.Context) (*localshards.Cache, error) { return p.x.openCache(e.where), nil })
+	c, _ := p.caches.Get(ctx, e.where, func(context.Context) (*localshards.Cache, error) { return p.x.openCache(e.where), nil })
 	return c
 }

@@ -126,12 +126,9 @@ func (x *xetTransferer) shareWhere(ctx context.Context) (string, error) {
 }
 
 // servePipe serves a follower's conversation in the leader (share.Handler) through this process's
-// Upload, with its own (see agent.ServePipe).
+// Transferer, as its own (see agent.ServePipe): every upload and download of the group, so that the
+// versions of a file a push carries take turns (turns.go) and small files to the embedded store
+// share batches.
 func (x *xetTransferer) servePipe(ctx context.Context, p *share.Pipe) share.Outcome {
-	return agent.ServePipe(ctx, x, x.servesOthers, x.init, x.o.Log, p)
+	return agent.ServePipe(ctx, x, x.init, x.o.Log, p)
 }
-
-// servesOthers reports whether the leader uploads obj for another process: every upload does (the
-// processes of a group push one repository to one remote), so that the versions of a file the push
-// carries take turns (turns.go) and small files to the embedded store share batches.
-func (x *xetTransferer) servesOthers(ctx context.Context, obj agent.Object) bool { return true }

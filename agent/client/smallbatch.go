@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
@@ -37,7 +38,11 @@ var errBatch = errors.New("the batch of small uploads failed")
 // the store, a shard naming xorbs the store lacks) fails the whole batch with errBatch, and each
 // file is then uploaded on its own by its caller, which reports that upload's own error.
 //
-// Concurrency: safe for concurrent use. wait joins the runners (before what they use is closed).
+// A file whose caller stops waiting (its conversation ended: Ctrl-C, its git-lfs gone) leaves the
+// queue; a batch under way is finished for the files in it, whoever stopped waiting, until close.
+//
+// Concurrency: safe for concurrent use. close stops and joins the runners (before what they use is
+// closed).
 type smallBatcher struct {
 	x *xetTransferer
 
@@ -46,6 +51,9 @@ type smallBatcher struct {
 	queue   []*smallJob
 	queued  int64 // bytes in queue
 	running int
+	stops   map[int]context.CancelFunc // of the runners, by id
+	nextID  int
+	closed  bool
 }
 
 type smallJob struct {
@@ -60,23 +68,52 @@ type smallJob struct {
 func (b *smallBatcher) do(ctx context.Context, obj agent.Object, sha [32]byte) (agent.Result, error) {
 	j := &smallJob{obj: obj, sha: sha, done: make(chan struct{})}
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return agent.Result{}, errBatch
+	}
 	b.queue = append(b.queue, j)
 	b.queued += obj.Size
-	start := b.running == 0 || (b.running < batchRunners && b.queued >= batchSecondAfter)
-	if start {
-		b.running++
+	if b.running == 0 || (b.running < batchRunners && b.queued >= batchSecondAfter) {
+		b.startLocked(ctx)
 	}
 	b.mu.Unlock()
-	if start {
-		// A batch is finished for every file in it, whoever stopped waiting: the runner keeps ctx's
-		// values but not its end.
-		b.runners.Go(func() { b.run(context.WithoutCancel(ctx)) })
-	}
 	select {
 	case <-j.done:
 		return j.res, j.err
 	case <-ctx.Done():
+		b.leave(j)
 		return agent.Result{}, ctx.Err()
+	}
+}
+
+// startLocked starts a runner (b.mu held). A batch is finished for every file in it, whoever
+// stopped waiting: the runner keeps ctx's values, and ends with close, not with ctx.
+func (b *smallBatcher) startLocked(ctx context.Context) {
+	b.running++
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if b.stops == nil {
+		b.stops = map[int]context.CancelFunc{}
+	}
+	id := b.nextID
+	b.nextID++
+	b.stops[id] = cancel
+	b.runners.Go(func() {
+		b.run(ctx)
+		b.mu.Lock()
+		delete(b.stops, id)
+		b.mu.Unlock()
+		cancel()
+	})
+}
+
+// leave takes j out of the queue when no batch has taken it yet (its caller stopped waiting).
+func (b *smallBatcher) leave(j *smallJob) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.queue, j); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+		b.queued -= j.obj.Size
 	}
 }
 
@@ -91,14 +128,31 @@ func (b *smallBatcher) run(ctx context.Context) {
 	}
 }
 
-// wait returns when no runner is left (Close calls it before closing the endpoints they use).
-func (b *smallBatcher) wait() { b.runners.Wait() }
+// close stops the runners (a batch under way fails) and waits for them; Close calls it before
+// closing the endpoints they use. No batch starts after it.
+func (b *smallBatcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	for _, stop := range b.stops {
+		stop()
+	}
+	b.mu.Unlock()
+	b.runners.Wait()
+}
 
 // next takes the next batch off the queue: the oldest files, up to batchMaxFiles and batchMaxBytes
-// (at least one). nil, and the runner ends, when the queue is empty.
+// (at least one). nil, and the runner ends, when the queue is empty or the batcher closed (the
+// files still queued then fail).
 func (b *smallBatcher) next() []*smallJob {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		for _, j := range b.queue {
+			j.err = errors.New("the agent is stopping")
+			close(j.done)
+		}
+		b.queue, b.queued = nil, 0
+	}
 	if len(b.queue) == 0 {
 		b.running--
 		return nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
@@ -93,5 +94,61 @@ func TestSmallUploadsAreBatched(t *testing.T) {
 	}
 	if batches == 0 || most < 2 {
 		t.Fatalf("%d batches, the largest of %d files: the uploads were not batched", batches, most)
+	}
+}
+
+// Small uploads whose callers stop waiting (Ctrl-C ends every conversation the leader serves) are
+// not stored once their callers have gone: the leader stores at most the batches already under way
+// (each at most batchMaxFiles) and Close stops it, instead of working through the whole queue after
+// the push was interrupted.
+func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
+	dir, storeDir, tr := storeTransferer(t, zerolog.Nop())
+	x := tr.(*xetTransferer)
+	x.sharing.leading.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	const n = 600
+	objs := make([]agent.Object, n)
+	for i := range objs {
+		data := testutil.RandomBytes(2000+i, uint64(5000+i))
+		path := filepath.Join(dir, fmt.Sprintf("small%03d", i))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		objs[i] = agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
+	}
+	var wg sync.WaitGroup
+	for i := range objs {
+		wg.Go(func() { tr.Upload(ctx, objs[i], nil) })
+	}
+	b := &x.sharing.batcher
+	if !testutil.Eventually(time.Minute, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) >= n/2
+	}) {
+		t.Fatal("the uploads did not queue")
+	}
+	b.mu.Lock()
+	queued := len(b.queue) // not taken into a batch yet
+	cancel()               // Ctrl-C
+	b.mu.Unlock()
+	wg.Wait()
+	tr.Close()
+	st, err := store.Open(storeDir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stored := 0
+	for _, o := range objs {
+		sha, _ := oidBytes(o.Oid)
+		if _, _, err := st.LookupSHA256(context.Background(), "", hash.FromSHA256(sha)); err == nil {
+			stored++
+		}
+	}
+	t.Logf("%d of %d small uploads stored after their callers stopped waiting", stored, n)
+	if most := n - queued + batchRunners*batchMaxFiles; stored > most {
+		t.Fatalf("%d of %d small uploads were stored, %d of them queued when their callers went: want at most %d", stored, n, queued, most)
 	}
 }

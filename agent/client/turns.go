@@ -20,8 +20,10 @@ import (
 // before. A family ends when its last member's turn does: a version that comes later finds the
 // earlier ones in the shard cache anyway.
 //
-// Downloads cannot be sampled before they are fetched: those to one endpoint are one family, in
-// the order they come, each offered to the next when it is done (recentDownloads).
+// Downloads are related by the xorbs their plans name (downloadKin): the versions of a file share
+// the xorbs of their unchanged chunks, and one after the other each copies those chunks from the
+// one before (recentDownloads, the chunk index) instead of fetching them again; files that share
+// no xorb go side by side, in the order they come.
 //
 // Safe for concurrent use. The zero value is ready.
 type turns struct {
@@ -32,7 +34,7 @@ type turns struct {
 
 // family is the transfers to one endpoint that take turns.
 type family struct {
-	kin     sample // the union of its members' samples; nil: the downloads' family
+	kin     sample // the union of its members' samples (chunks of uploads, xorbs of downloads)
 	busy    bool
 	waiting []*turn
 }
@@ -43,11 +45,12 @@ type turn struct {
 	ready chan struct{} // closed when it is this transfer's turn
 }
 
-// take waits for the turn of a transfer to e of the file at path with sample s (nil: a download),
-// and returns the function that ends the turn. It fails only when ctx ends first.
+// take waits for the turn of a transfer to e of the file at path ("" for a download: arrival
+// order) with sample s, and returns the function that ends the turn. It fails only when ctx ends
+// first.
 func (t *turns) take(ctx context.Context, e *endpoint, path string, s sample) (done func(), err error) {
 	var mtime time.Time
-	if fi, err := os.Stat(path); err == nil {
+	if fi, err := os.Stat(path); path != "" && err == nil {
 		mtime = fi.ModTime()
 	}
 	t.mu.Lock()
@@ -85,22 +88,16 @@ func (t *turns) familyOf(e *endpoint, s sample) *family {
 		t.families = map[*endpoint][]*family{}
 	}
 	for _, f := range t.families[e] {
-		if (s == nil) != (f.kin == nil) {
-			continue
-		}
-		if s == nil || f.kin.shares(s) {
+		if f.kin.shares(s) {
 			for h := range s {
 				f.kin[h] = struct{}{}
 			}
 			return f
 		}
 	}
-	f := &family{}
-	if s != nil {
-		f.kin = sample{}
-		for h := range s {
-			f.kin[h] = struct{}{}
-		}
+	f := &family{kin: sample{}}
+	for h := range s {
+		f.kin[h] = struct{}{}
 	}
 	t.families[e] = append(t.families[e], f)
 	return f

@@ -22,6 +22,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitnet"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
@@ -178,17 +179,17 @@ type xetTransferer struct {
 	init agent.Init
 	tune Tuning
 
-	// Values found on first use, each on its own (once.go): a leader serving several conversations
-	// never waits on a lock held across git, the network or opening a store.
-	endpoints onceMap[string, *endpoint] // by CAS URL (batch), store dir (embedded), "hub:"+route
-	remote    once[LocalRemote]          // standalone mode
+	// Values found on first use, each on its own (internal/lazy): a leader serving several
+	// conversations never waits on a lock held across git, the network or opening a store.
+	endpoints lazy.Map[string, *endpoint] // by CAS URL (batch), store dir (embedded), "hub:"+route
+	remote    lazy.Value[LocalRemote]     // standalone mode
 	// findRemote resolves the local remote (ResolveLocalRemote; a test's may block).
 	findRemote func(ctx context.Context, g Git, operation, remote string) (LocalRemote, error)
-	gitDir     once[string]
-	storeDir   func() string          // Options.StoreDir, called once; "" = the remote's own
-	hubs       hubAccess              // hub mode, and the Hub's token routes of batch mode
-	endpoint   once[gitrepo.Endpoint] // the remote's LFS endpoint for init's operation
-	ref        once[string]           // hub mode: the revision of the token routes
+	gitDir     lazy.Value[string]
+	storeDir   func() string                // Options.StoreDir, called once; "" = the remote's own
+	hubs       hubAccess                    // hub mode, and the Hub's token routes of batch mode
+	endpoint   lazy.Value[gitrepo.Endpoint] // the remote's LFS endpoint for init's operation
+	ref        lazy.Value[string]           // hub mode: the revision of the token routes
 
 	sharing sharing         // the transfers handed to, or served for, the other agents of a push or fetch (share.go)
 	recent  recentDownloads // the large downloads this process completed (recent.go)
@@ -202,9 +203,9 @@ func (x *xetTransferer) Close() error {
 	if g := x.sharing.group.Load(); g != nil { // first: what it serves uses the endpoints
 		errs = append(errs, g.Close())
 	}
-	x.sharing.batcher.wait() // its runners use the endpoints too
+	x.sharing.batcher.close() // its runners use the endpoints too
 	errs = append(errs, x.recent.close())
-	for _, e := range x.endpoints.found() {
+	for _, e := range x.endpoints.Found() {
 		if e.cache != nil {
 			errs = append(errs, e.cache.Close())
 		}
@@ -242,18 +243,18 @@ func (x *xetTransferer) openCache(endpointName string) *localshards.Cache {
 // batchEndpoint returns the CAS client for a batch action, one per CAS URL per process (its token
 // source refreshes through the action's href).
 func (x *xetTransferer) batchEndpoint(ctx context.Context, ba *batchAction) *endpoint {
-	e, _ := x.endpoints.get(ctx, ba.CasURL, func(context.Context) (*endpoint, error) { return x.newBatchEndpoint(ba), nil })
+	e, _ := x.endpoints.Get(ctx, ba.CasURL, func(ctx context.Context) (*endpoint, error) { return x.newBatchEndpoint(ctx, ba), nil })
 	return e
 }
 
-func (x *xetTransferer) newBatchEndpoint(ba *batchAction) *endpoint {
-	e := &endpoint{mode: agent.ModeBatch, cas: actionCAS(x.o, ba, &x.hubs), cache: x.openCache(ba.CasURL), where: redact.URL(ba.CasURL), verifiesSHA256: ba.VerifiesSHA256}
+func (x *xetTransferer) newBatchEndpoint(ctx context.Context, ba *batchAction) *endpoint {
+	e := &endpoint{mode: agent.ModeBatch, cas: actionCAS(ctx, x.o, ba, &x.hubs), cache: x.openCache(ba.CasURL), where: redact.URL(ba.CasURL), verifiesSHA256: ba.VerifiesSHA256}
 	e.up, e.down = x.tune.adaptive()
 	return e
 }
 
 // actionCAS is the CAS client of a batch action, its token renewed as batchRefresher says.
-func actionCAS(o Options, ba *batchAction, h *hubAccess) cas.Client {
+func actionCAS(ctx context.Context, o Options, ba *batchAction, h *hubAccess) cas.Client {
 	ts := cas.NewRefreshingToken(ba.Token, ba.Exp, batchRefresher(o, ba, h))
 	return cas.NewHTTP(cas.HTTPOptions{
 		Endpoint:     ba.CasURL,
@@ -263,7 +264,7 @@ func actionCAS(o Options, ba *batchAction, h *hubAccess) cas.Client {
 		HTTPClient:   o.HTTPClient,
 		Log:          o.Log,
 		StallTimeout: o.StallTimeout,
-		Retry:        retryPolicy(o.Git),
+		Retry:        retryPolicy(ctx, o.Git),
 	})
 }
 
@@ -285,7 +286,7 @@ func batchRefresher(o Options, ba *batchAction, h *hubAccess) func(ctx context.C
 
 // localRemote resolves the remote of init once.
 func (x *xetTransferer) localRemote(ctx context.Context) (LocalRemote, error) {
-	return x.remote.get(ctx, func(ctx context.Context) (LocalRemote, error) {
+	return x.remote.Get(ctx, func(ctx context.Context) (LocalRemote, error) {
 		return x.findRemote(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 	})
 }
@@ -318,12 +319,12 @@ func (x *xetTransferer) embeddedEndpoint(ctx context.Context, r LocalRemote, cre
 		dir = r.StoreDir()
 	}
 	if !create && !isDir(dir) {
-		if e, ok := x.endpoints.peek(dir); ok {
+		if e, ok := x.endpoints.Peek(dir); ok {
 			return e, nil
 		}
 		return nil, nil
 	}
-	return x.endpoints.get(ctx, dir, func(context.Context) (*endpoint, error) { return x.openEmbedded(dir) })
+	return x.endpoints.Get(ctx, dir, func(context.Context) (*endpoint, error) { return x.openEmbedded(dir) })
 }
 
 // openEmbedded opens the embedded store in dir.
@@ -338,7 +339,7 @@ func (x *xetTransferer) openEmbedded(dir string) (*endpoint, error) {
 
 // repoGitDir is the git directory of the repository the agent serves (asked once).
 func (x *xetTransferer) repoGitDir(ctx context.Context) (string, error) {
-	return x.gitDir.get(ctx, func(ctx context.Context) (string, error) {
+	return x.gitDir.Get(ctx, func(ctx context.Context) (string, error) {
 		loc, err := gitrepo.Open(x.o.Git.Dir).Location(ctx) // the rev-parse the endpoint resolver shares
 		return loc.GitDir, err
 	})

@@ -153,7 +153,7 @@ func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, e
 			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", hub.Where(t.lfsURL), a.Transfer)
 		}
 		if t.client.Load() == nil && r.Actions["upload"] != nil {
-			c, err := client.ActionCAS(r.Actions["upload"], t.remote, "upload", t.opts)
+			c, err := client.ActionCAS(ctx, r.Actions["upload"], t.remote, "upload", t.opts)
 			if err != nil {
 				return nil, err
 			}

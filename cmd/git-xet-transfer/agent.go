@@ -30,8 +30,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "git-xet-transfer transfer: takes no arguments (got %q)\n", strings.Join(args, " "))
 		return 2
 	}
+	// Ctrl-C or SIGTERM ends ctx, which stops every transfer this process runs or serves; a
+	// second signal then ends the process at once, as it would any program.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop)
 
 	g := client.Git{}
 	env := readEnvironment(os.Getenv, os.Environ())
@@ -87,13 +90,15 @@ func takeHandover(env *environment) (handover.Handover, error) {
 // it is set, else reads the process's config snapshot (one git call on the first such lookup, which
 // the agent's later lookups share; none while the environment answers).
 func agentConfig(ctx context.Context, g client.Git, env environment) func(name, key string) string {
-	repo := gitrepo.Open(g.Dir) // a failure to read it reads as nothing set
+	repo := gitrepo.Open(g.Dir)
 	vars := map[string]string{"GIT_XET_STORE": env.Store, "GIT_XET_LOG": env.Log, "GIT_XET_LOG_LEVEL": env.LogLevel}
 	return func(name, key string) string {
 		if v := vars[name]; v != "" {
 			return v
 		}
-		v, _ := repo.Get(key)
+		// A configuration that cannot be read (no repository here, or the agent stopped) reads as
+		// nothing set: the defaults, and the request that needs the repository says what failed.
+		v, _, _ := repo.Get(ctx, key)
 		return v
 	}
 }

@@ -185,7 +185,11 @@ func switchToXet(ctx context.Context, g client.Git, f migrateFlags, target migra
 		set = append(set, [2]string{"remote." + f.remote + ".lfsurl", newURL})
 		// lfs.url wins over remote.<r>.lfsurl in git-lfs: when one is set (config or .lfsconfig),
 		// this repository's own lfs.url must name the target too.
-		if cur, ok := gitrepo.Open(g.Dir).Get("lfs.url"); ok && cur != newURL {
+		cur, ok, err := gitrepo.Open(g.Dir).Get(ctx, "lfs.url")
+		if err != nil {
+			return err
+		}
+		if ok && cur != newURL {
 			set = append(set, [2]string{"lfs.url", newURL})
 		}
 	}

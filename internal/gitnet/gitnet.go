@@ -13,6 +13,7 @@
 package gitnet
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -209,6 +210,9 @@ func (t *Transport) build(u *url.URL) *host {
 		// stall is the caller's (xet/cas's stall timeout), so connections are dialled plainly.
 		rt.DialContext = (&net.Dialer{Timeout: seconds(t.lfs.DialTimeout, 30), KeepAlive: seconds(t.lfs.KeepaliveTimeout, 1800)}).DialContext
 	}
+	if rt.DialContext != nil {
+		rt.DialContext = resetOnClose(rt.DialContext)
+	}
 	rt.ExpectContinueTimeout = time.Second
 	rt.IdleConnTimeout = 60 * time.Second
 	if t.all != nil && !t.proxyWrapped[u.Host] {
@@ -303,6 +307,21 @@ func Redact(u *url.URL) string {
 }
 
 // seconds is n seconds, def when n is not positive (lfshttp's defaults for its timeouts).
+// resetOnClose makes dial's TCP connections reset when they are closed (SO_LINGER 0), not drained:
+// the transport closes a connection when its request is cancelled (Ctrl-C, a follower's git-lfs
+// gone), and the bytes of an upload still queued in the kernel then go no further. Drained, up to
+// the socket's send buffer (megabytes) would still cross a slow link after the agent stopped. A
+// connection closed between requests has nothing queued either way.
+func resetOnClose(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok && err == nil {
+			_ = tc.SetLinger(0)
+		}
+		return c, err
+	}
+}
+
 func seconds(n, def int) time.Duration {
 	if n < 1 {
 		n = def

@@ -2,19 +2,24 @@ package gitnet
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/git-lfs/git-lfs/v3/config"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 func client(git, env map[string][]string, warn *bytes.Buffer) *http.Client {
@@ -291,3 +296,66 @@ func TestRedirectsKeepCredentialsOnTheirOrigin(t *testing.T) {
 		t.Errorf("error %q does not say why", err)
 	}
 }
+
+// An upload whose request is cancelled sends nothing more: what it had queued in the kernel is
+// dropped with the connection (reset), not sent after the agent gave up on it (on a slow link,
+// seconds of bytes after Ctrl-C). The server reads only once the client has cancelled.
+func TestCancelledUploadStopsSending(t *testing.T) {
+	cancelled := make(chan struct{})
+	after := make(chan int64, 1)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-cancelled
+		n, _ := io.Copy(io.Discard, r.Body)
+		after <- n
+	}))
+	defer s.Close()
+	defer close(after)
+	ctx, cancel := context.WithCancel(context.Background())
+	var read atomic.Int64
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, &countingReader{io.LimitReader(zeros{}, 256<<20), &read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		resp, err := client(nil, nil, nil).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		sent <- err
+	}()
+	// Until the request's bytes fill the connection's buffers (the server reads none): the client
+	// stops reading its body.
+	last, since := int64(-1), time.Now()
+	if !testutil.Eventually(30*time.Second, func() bool {
+		if n := read.Load(); n != last {
+			last, since = n, time.Now()
+		}
+		return last > 1<<20 && time.Since(since) > 100*time.Millisecond
+	}) {
+		t.Fatal("the upload never filled the connection")
+	}
+	cancel()
+	if err := <-sent; err == nil {
+		t.Fatal("the cancelled request succeeded")
+	}
+	close(cancelled)
+	if n := <-after; n > 1<<20 {
+		t.Fatalf("the server received %d bytes of an upload after the client cancelled it", n)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
@@ -37,7 +38,11 @@ func (r *Repo) LocalRemote(ctx context.Context, operation, remote string) (Local
 	if err != nil {
 		return LocalRemote{}, err
 	}
-	if !r.known(remote) {
+	known, err := r.known(ctx, remote)
+	if err != nil {
+		return LocalRemote{}, err
+	}
+	if !known {
 		return LocalRemote{}, fmt.Errorf("remote %q is not a remote of this repository, nor a URL or a path", redact.URL(remote))
 	}
 	if !ep.Local() {
@@ -61,16 +66,12 @@ func (r *Repo) LocalRemote(ctx context.Context, operation, remote string) (Local
 }
 
 // known reports whether remote is a configured remote's name, a URL or a path.
-func (r *Repo) known(remote string) bool {
+func (r *Repo) known(ctx context.Context, remote string) (bool, error) {
 	if strings.Contains(remote, ":") || isLocalPathRemote(remote) {
-		return true
+		return true, nil
 	}
-	for _, name := range r.Remotes() {
-		if name == remote {
-			return true
-		}
-	}
-	return false
+	names, err := r.Remotes(ctx)
+	return slices.Contains(names, remote), err
 }
 
 func isDir(p string) bool {

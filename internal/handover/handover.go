@@ -53,24 +53,6 @@ func flag(h Handover) string {
 	return "0:"
 }
 
-// encodeFile writes h to a new private file in dir (the system's temp directory when dir is "")
-// and returns the variable's value naming it, "<0|1>:file:<path>"; Decode removes the file.
-func encodeFile(h Handover, dir string) (string, error) {
-	f, err := os.CreateTemp(dir, "git-xet-transfer-handover-*")
-	if err != nil {
-		return "", fmt.Errorf("handing over to git-xet-transfer: %w", err)
-	}
-	_, werr := f.Write(h.Ahead)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("handing over to git-xet-transfer: writing %s: %w", f.Name(), werr)
-	}
-	return flag(h) + fileTag + f.Name(), nil
-}
-
 // Decode parses a value Pass returned: it reads the file it names and removes it, or
 // reads the descriptor it names and closes it.
 func Decode(v string) (Handover, error) {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,15 +229,16 @@ const bodyReleaseTimeout = time.Minute
 // trackedBodies hands out readers of one request body and reports when all were closed.
 type trackedBodies struct {
 	reader func() io.Reader
-	wg     sync.WaitGroup
 	mu     sync.Mutex
 	all    []*trackedBody
+	nopen  int           // bodies handed out and not closed
+	idle   chan struct{} // closed when nopen falls to 0 (made by wait)
 }
 
 type trackedBody struct {
 	r    io.Reader
 	once sync.Once
-	wg   *sync.WaitGroup
+	t    *trackedBodies
 }
 
 func (t *trackedBody) Read(p []byte) (int, error) { return t.r.Read(p) }
@@ -251,35 +253,54 @@ func (t *trackedBody) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (t *trackedBody) Close() error {
-	t.once.Do(t.wg.Done)
+	t.once.Do(t.t.closed)
 	return nil
 }
 
 func (t *trackedBodies) open() *trackedBody {
-	b := &trackedBody{r: t.reader(), wg: &t.wg}
-	t.wg.Add(1)
+	b := &trackedBody{r: t.reader(), t: t}
 	t.mu.Lock()
 	t.all = append(t.all, b)
+	t.nopen++
 	t.mu.Unlock()
 	return b
 }
 
-func (t *trackedBodies) closeAll() {
+// closed counts a body closed.
+func (t *trackedBodies) closed() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, b := range t.all {
+	if t.nopen--; t.nopen == 0 && t.idle != nil {
+		close(t.idle)
+		t.idle = nil
+	}
+}
+
+func (t *trackedBodies) closeAll() {
+	t.mu.Lock()
+	all := slices.Clone(t.all)
+	t.mu.Unlock()
+	for _, b := range all {
 		b.Close()
 	}
 }
 
 // wait reports whether every body was closed within d.
 func (t *trackedBodies) wait(d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { t.wg.Wait(); close(done) }()
+	t.mu.Lock()
+	if t.nopen == 0 {
+		t.mu.Unlock()
+		return true
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
+	idle := t.idle
+	t.mu.Unlock()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-done:
+	case <-idle:
 		return true
 	case <-timer.C:
 		return false

@@ -74,10 +74,14 @@ func (cfg Config) withDefaults() Config {
 
 // Request is one download.
 type Request struct {
-	File   hash.Hash
-	Range  *casapi.ByteRange // nil: the whole file
-	SHA256 *[32]byte         // checked when the whole file is downloaded
-	Size   int64             // -1 unknown; checked when the whole file is downloaded
+	File  hash.Hash
+	Range *casapi.ByteRange // nil: the whole file
+	// Plan, when set, is the CAS's reconstruction of File (and Range) that the caller asked for
+	// already (the agent looks at a plan's xorbs before a download takes its turn): it is used
+	// instead of asking again. Planned again when its signed URLs have expired.
+	Plan   *casapi.ReconstructionV2
+	SHA256 *[32]byte // checked when the whole file is downloaded
+	Size   int64     // -1 unknown; checked when the whole file is downloaded
 	// Path is the final path; the file is written to a temp file beside it and renamed when verified.
 	Path string
 	// PrivatePath says no one looks at Path before Download returns (the agent's own name in
@@ -87,21 +91,25 @@ type Request struct {
 	// NoSync skips the fsync before Download returns: for a file handed to git-lfs, which does not
 	// sync the objects it stores either (a file a crash loses is fetched again; it is verified
 	// before it is handed over either way).
-	NoSync   bool
-	Progress func(done int64) // bytes written so far (may be nil)
+	NoSync bool
+	// Progress (may be nil) is told the bytes written so far, each call more than the last; calls
+	// are serialised by a lock of their own, which a slow one holds up only the ranges reporting.
+	Progress func(done int64)
 	// Local, for a whole-file download, offers chunks already on this machine: terms it covers
 	// are copied from there (each chunk verified first) instead of fetched, and of a term it
 	// covers in part only the missing chunks are fetched (Config.GapBytes).
 	Local Local
 	// OnTerm, for a whole-file download, is told of each term once its bytes are written and its
-	// chunk hashes verified (Span.Path ""): the verified part of the output so far. Calls are
-	// serialised.
+	// chunk hashes verified (Span.Path ""): the verified part of the output so far. It is called
+	// by the goroutine of the range that finished the term, under no lock of the download's:
+	// calls may come from several ranges at once, and one that takes its time holds up its own
+	// range only.
 	OnTerm func(Span)
 	// OnPart, for a whole-file download, is told of the parts of fetched terms as they are
 	// written (about every 8 MiB of a term, XorbEnd set; then the rest of the term): what an
 	// interrupted attempt's successor can keep and continue from (with Keep and Local). Terms
-	// copied from local files are not reported (copying them again is cheap). Calls are
-	// serialised.
+	// copied from local files are not reported (copying them again is cheap). Called as OnTerm
+	// is: from several ranges at once.
 	OnPart func(Span)
 	// Keep, with PrivatePath, resumes into what is already at Path: the file is not truncated
 	// (Local may name verified parts of it) and is left there when the download fails.
@@ -242,7 +250,10 @@ func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, 
 		return 0, nil, nil // the empty file has the zero hash and no terms
 	}
 	for replanned := false; ; replanned = true {
-		plan, err := Plan(ctx, cfg.CAS, req.File, req.Range, req.Size) // every answer, when a server caps them
+		plan, err := req.Plan, error(nil)
+		if plan == nil || replanned {
+			plan, err = Plan(ctx, cfg.CAS, req.File, req.Range, req.Size) // every answer, when a server caps them
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -342,15 +353,10 @@ func planFill(cfg Config, req Request, plan *casapi.ReconstructionV2, out string
 // newSink returns the sink of jobs js writing layout l to f.
 func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sink {
 	s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart,
-		readFooter: cfg.CAS.XorbFooter, footers: make(map[hash.Hash]*footerEntry), gap: cfg.GapBytes}
+		readFooter: cfg.CAS.XorbFooter, footerUses: make(map[hash.Hash]int), gap: cfg.GapBytes}
 	for _, j := range js {
 		if j.parts != nil || j.split != nil {
-			e := s.footers[j.xorb]
-			if e == nil {
-				e = new(footerEntry)
-				s.footers[j.xorb] = e
-			}
-			e.uses++
+			s.footerUses[j.xorb]++
 		}
 	}
 	return s

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
@@ -36,23 +37,28 @@ var (
 // sink is where jobs put their bytes: the temp file, the chunk hashes of the file (when the
 // whole file is verified), the streaming SHA-256 (when asked for), and progress.
 type sink struct {
-	f        *os.File
-	df       *os.File // f opened again with O_DIRECT; nil: everything goes through f
-	l        *layout
-	merkle   *merkleStream // the file hash, fed term by term; nil when not verifying
-	sha      *shaStream    // nil when no SHA-256 is wanted
-	wb       *writeback    // nil for outputs under writebackStep
-	mu       sync.Mutex
-	done     int64
+	f      *os.File
+	df     *os.File // f opened again with O_DIRECT; nil: everything goes through f
+	l      *layout
+	merkle *merkleStream // the file hash, fed term by term; nil when not verifying
+	sha    *shaStream    // nil when no SHA-256 is wanted
+	wb     *writeback    // nil for outputs under writebackStep
+	mu     sync.Mutex    // done, stats, footerUses; no callback or I/O runs under it
+	done   int64
+	report func(int64)
+	onTerm func(Span) // Request.OnTerm; called by the range's goroutine, under no lock
+	onPart func(Span) // Request.OnPart; called by the range's goroutine, under no lock
+	stats  Stats
+	// reportMu serialises the progress reports (each larger than the last) and holds nothing else:
+	// a slow report (the agent's write to git-lfs) holds up only the ranges reporting too.
+	reportMu sync.Mutex
 	reported int64
-	report   func(int64)
-	onTerm   func(Span) // Request.OnTerm; called under mu
-	onPart   func(Span) // Request.OnPart; called under mu
-	stats    Stats
-	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read (under
-	// mu); gap is Config.GapBytes. See runPartial.
+	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read, and
+	// footerUses (under mu) how many partly local terms of each xorb have not finished with it; gap
+	// is Config.GapBytes. See runPartial.
 	readFooter func(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error)
-	footers    map[hash.Hash]*footerEntry
+	footers    lazy.Map[hash.Hash, footerRead]
+	footerUses map[hash.Hash]int
 	gap        int64
 }
 
@@ -85,9 +91,7 @@ func (s *sink) termDone(ti int, ents []hash.Entry) error {
 	}
 	if s.onTerm != nil {
 		t := s.l.terms[ti]
-		s.mu.Lock()
 		s.onTerm(Span{Pos: s.l.pos[ti], Xorb: t.Hash, Start: t.Range.Start, Chunks: ents})
-		s.mu.Unlock()
 	}
 	return nil
 }
@@ -98,24 +102,33 @@ const progressStep = 1 << 20
 func (s *sink) progress(n int64) {
 	s.mu.Lock()
 	s.done = min(s.done+n, s.l.size) // bytes of a local copy that failed half-way are written again
+	done := s.done
 	if s.wb != nil {
 		s.wb.wrote(n)
 	}
-	if s.report != nil && s.done-s.reported >= progressStep {
-		s.reported = s.done
-		s.report(s.done)
-	}
 	s.mu.Unlock()
+	s.reportDone(done, progressStep)
+}
+
+// reportDone reports done when it is at least step more than the last report.
+func (s *sink) reportDone(done, step int64) {
+	if s.report == nil {
+		return
+	}
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	if done-s.reported >= step {
+		s.reported = done
+		s.report(done)
+	}
 }
 
 // progressEnd reports the final count when it was not reported yet.
 func (s *sink) progressEnd() {
 	s.mu.Lock()
-	if s.report != nil && s.done != s.reported {
-		s.reported = s.done
-		s.report(s.done)
-	}
+	done := s.done
 	s.mu.Unlock()
+	s.reportDone(done, 1)
 }
 
 // write writes b at pos and passes it to the SHA-256 stream.
@@ -274,8 +287,6 @@ func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
 // lastParts reports the chunks of each term written since its last part (the run buffer is
 // written out by now): the parts of a term cover it whole.
 func (r *jobRun) lastParts() {
-	r.s.mu.Lock()
-	defer r.s.mu.Unlock()
 	for a, ti := range r.j.terms {
 		c := r.ck[a]
 		t := r.l.terms[ti]
@@ -306,9 +317,7 @@ func (r *jobRun) report(ci uint32) error {
 		end := ci + 1 - t.Range.Start
 		sp := Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
 			Chunks: append([]hash.Entry(nil), r.ents[a][c.chunk:end]...), XorbEnd: r.j.rng.Bytes.Start + r.read}
-		r.s.mu.Lock()
 		r.s.onPart(sp)
-		r.s.mu.Unlock()
 		r.ck[a] = checkpoint{chunk: end, bytes: r.cursor[a]}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -42,12 +43,13 @@ func localFixture(t *testing.T) (c *castest.Counting, v1, v2 []byte, r1, r2 *upl
 func get(t *testing.T, c *castest.Counting, res *upload.FileResult, path string, loc download.Local, keep bool) (spans, download.Stats) {
 	t.Helper()
 	var got spans
+	var mu sync.Mutex // OnTerm is called by the ranges' goroutines
 	var st download.Stats
 	sum := res.SHA256
 	err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
 		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: path, PrivatePath: keep, Keep: keep,
 		Local: loc, Stats: &st,
-		OnTerm: func(s download.Span) { s.Path = path; got = append(got, s) }})
+		OnTerm: func(s download.Span) { mu.Lock(); s.Path = path; got = append(got, s); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}

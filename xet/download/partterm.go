@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -77,45 +76,51 @@ func partialWorth(parts []part, gap int64) bool {
 // no footer, or it does not match the plan); the term is fetched whole.
 var errNoOffsets = errors.New("no chunk offsets for the xorb")
 
-// footerEntry is one xorb's footer, read once per download, and the number of partly local
-// terms of the xorb that have not finished (uses, under the sink's mu): the last lets it go, so a
-// download holds the footers of the xorbs in work only (up to 40 bytes per chunk each).
-type footerEntry struct {
-	once sync.Once
-	f    *xorb.Footer
-	err  error
-	uses int
+// footerRead is what reading a xorb's footer gave: the footer, or why there is none (a CAS that
+// offers none says so once per download, not once per term).
+type footerRead struct {
+	f   *xorb.Footer
+	err error
 }
 
 // footer returns the footer of xorb x, read through fetch f the first time a term of x asks for
-// it in this download (one read per xorb, whichever term asks first). The caller calls
-// footerDone(x) once it no longer needs it.
+// it in this download (one read per xorb, whichever term asks first; the others wait for it, see
+// internal/lazy; a read cut short by its caller's end is not kept). The caller calls footerDone(x)
+// once it no longer needs it, so a download holds the footers of the xorbs in work only (up to 40
+// bytes per chunk each).
 func (s *sink) footer(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error) {
-	s.mu.Lock()
-	e := s.footers[x]
-	if e == nil { // a job newSink did not count: keep it for the download
-		e = &footerEntry{uses: 1 << 30}
-		s.footers[x] = e
-	}
-	s.mu.Unlock()
-	e.once.Do(func() {
-		e.f, e.err = s.readFooter(ctx, x, f)
-		if e.err == nil {
-			n := int64(e.f.Size())
+	r, err := s.footers.Get(ctx, x, func(ctx context.Context) (footerRead, error) {
+		foot, err := s.readFooter(ctx, x, f)
+		if err != nil && ctx.Err() != nil {
+			return footerRead{}, err
+		}
+		if err == nil {
+			n := int64(foot.Size())
 			s.addStat(func(st *Stats) { st.Fetched += n; st.Footers += n })
 		}
+		return footerRead{foot, err}, nil
 	})
-	return e.f, e.err
+	if err != nil {
+		return nil, err
+	}
+	return r.f, r.err
 }
 
-// footerDone says a partly local term of xorb x has finished with its footer.
+// footerDone says a partly local term of xorb x has finished with its footer: the last of the
+// terms newSink counted lets it go (one it did not count keeps it for the download).
 func (s *sink) footerDone(x hash.Hash) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.footers[x]; e != nil {
-		if e.uses--; e.uses <= 0 {
-			delete(s.footers, x)
+	n, counted := s.footerUses[x]
+	if counted {
+		if n--; n > 0 {
+			s.footerUses[x] = n
+		} else {
+			delete(s.footerUses, x)
 		}
+	}
+	s.mu.Unlock()
+	if counted && n <= 0 {
+		s.footers.Delete(x)
 	}
 }
 

@@ -147,10 +147,8 @@ func (j *job) fetchSplit(ctx context.Context, s *sink, fetch func(context.Contex
 		if sp.end < t.Range.End {
 			end = recordStart(foot, sp.end)
 		}
-		s.mu.Lock()
 		s.onPart(Span{Pos: s.l.pos[st.ti] + before, Xorb: t.Hash, Start: sp.start,
 			Chunks: append([]hash.Entry(nil), ents...), XorbEnd: end})
-		s.mu.Unlock()
 	}
 	return nil
 }

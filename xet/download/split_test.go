@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,7 +84,7 @@ func TestSplitTermsInFileOrder(t *testing.T) {
 	sum := res.SHA256
 	err := download.Download(context.Background(), splitCfg(c, 1), download.Request{
 		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: out, Stats: &st,
-		OnPart: func(sp download.Span) { parts += sp.Bytes() }})
+		OnPart: func(sp download.Span) { atomic.AddInt64(&parts, sp.Bytes()) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,3 +176,11 @@ func TestChainExtensionsBounded(t *testing.T) {
 	close(be.open)
 	s.Close()
 }
+
+// contentSHA256 reads a registered file's content from its xorbs, term by term, and hashes it
+// (from the state its first terms left when they were hashed on arrival, see chainPrefix).
+// Memory is one record at a time.
+func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, error) {
+	h, done := s.chainPrefix(rec)
+	return s.hashRest(ctx, h, rec.Terms[done:])
+}

@@ -96,14 +96,6 @@ func (s *Store) knownSHA256(ctx context.Context, ns string, p *filePlan) (bool, 
 	return false, nil
 }
 
-// contentSHA256 reads a registered file's content from its xorbs, term by term, and hashes it
-// (from the state its first terms left when they were hashed on arrival, see chainPrefix).
-// Memory is one record at a time.
-func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, error) {
-	h, done := s.chainPrefix(rec)
-	return s.hashRest(ctx, h, rec.Terms[done:])
-}
-
 // hashRest hashes the content of terms onto h and returns the sum.
 func (s *Store) hashRest(ctx context.Context, h gohash.Hash, terms []fileTerm) ([32]byte, error) {
 	s.log.Debug().Int("terms", len(terms)).Msg("sha256 check of a new file")

@@ -220,8 +220,9 @@ func NewSession(cfg Config) *Session {
 // (see Config.ResumeCheckBytes).
 func (s *Session) Resumed() int64 { return s.resumed.Load() }
 
-// Close releases the session's temp file and the buffers of xorbs still open. Call it when done
-// with the session (after Finish); a session is not usable after Close.
+// Close releases the session's temp file and the buffers of xorbs still open, and stops and joins
+// what it still runs (xorb uploads, questions to the CAS). Call it when done with the session
+// (after Finish); a session is not usable after Close.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -230,6 +231,7 @@ func (s *Session) Close() error {
 		_ = s.up.g.Wait()
 		s.up = nil
 	}
+	s.stopQueries()
 	if s.failed == nil {
 		s.failed = errors.New("upload: session closed")
 	}
@@ -386,9 +388,10 @@ func (f *fileState) shardFile(fileHash hash.Hash, sha256 [32]byte) (shard.File, 
 	return file, refs, nil
 }
 
-// Finish uploads the remaining xorbs, waits for every xorb upload, then registers every file uploaded
-// since the last Finish with one shard (PutShard) and adds that shard to the cache. The session may
-// be used again afterwards.
+// Finish uploads the remaining xorbs, waits for every xorb upload and for the global-dedupe
+// questions still in flight (their answers go to the shard cache), then registers every file
+// uploaded since the last Finish with one shard (PutShard) and adds that shard to the cache. The
+// session may be used again afterwards.
 func (s *Session) Finish(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -416,6 +419,7 @@ func (s *Session) Finish(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.settleQueries(ctx)
 	if len(s.files) == 0 && len(s.newXorbs) == 0 {
 		return nil
 	}
