@@ -44,6 +44,7 @@ for p in xet/chunk xet/xorb xet/shard xet/casapi xet/lfsbatch; do
 done
 forbid xet/cas "xet/store(/.*)?|xet/embedded|xet/server|xet/upload|xet/download" "what clients ask of a CAS knows no implementation but HTTP"
 forbid xet/store "xet/cas|xet/embedded|xet/upload|xet/download|xet/server" "the store sits under the server and the embedded CAS"
+forbid xet/server/webui "xet/server|xet/cas|xet/embedded|xet/upload|xet/download" "the web view renders what the store reads; who may see a page is the server's (ui.go)"
 only xet/store/blob "" "the blob storage interface knows no store, no backend"
 for p in xet/store/blob/fs xet/store/blob/s3; do
   only "$p" "xet/store/blob|xet/hash|xet/xorb|xet/shard|xet/chunk|xet/casapi|internal/fsretry" "a backend keeps blobs: it imports the blob interface, format packages and fsretry, never the store logic"

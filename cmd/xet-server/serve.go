@@ -45,6 +45,7 @@ type serveFlags struct {
 	quotaDefault, quotasFile                   string
 	drainDelay, tlsPoll, gcEvery               time.Duration
 	trustedProxies                             string
+	ui                                         bool
 	// observe is told of the store's work (the metrics); not a flag.
 	observe store.Observer
 }
@@ -80,6 +81,7 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.DurationVar(&f.tlsPoll, "tls-reload-interval", 10*time.Second, "how often to look for a changed --tls-cert/--tls-key (also reloaded on SIGHUP)")
 	fl.DurationVar(&f.gcEvery, "gc-every", 0, "run gc (as xet-server gc, default grace) this often in the server (0: never; run xet-server gc from cron instead)")
 	fl.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated addresses or CIDR prefixes of reverse proxies in front of the server: their X-Forwarded-For names the client whose address the limits on failed logins count by (without it, every client behind a proxy shares the proxy's budget)")
+	fl.BoolVar(&f.ui, "ui", true, "serve the read-only web view at /ui/ on the main port, behind the users file's credentials (false: /ui/ is 404)")
 	fl.StringVar(&f.hubPublic, "hub-public", "", "with --hub-compat: comma-separated patterns of repositories readable without a token")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -347,6 +349,7 @@ func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log
 		RefreshTTL:     f.refreshTTL,
 		URLTTL:         f.urlTTL,
 		Limits:         server.Limits{Object: f.maxObject},
+		UI:             f.ui,
 		Log:            log,
 	})
 	return srv, st, err
@@ -425,7 +428,7 @@ func hubCompat(f serveFlags) (*server.HubCompat, error) {
 
 // logListening says where the server listens, and how open it is.
 func logListening(f serveFlags, users *server.Users, addr string, log zerolog.Logger) {
-	ev := log.Info().Str("addr", addr).Str("data", f.data).Bool("tls", f.tlsCert != "")
+	ev := log.Info().Str("addr", addr).Str("data", f.data).Bool("tls", f.tlsCert != "").Bool("ui", f.ui && f.hubTokens == "")
 	if users == nil && f.tlsClientCA != "" {
 		ev.Str("auth", "client-certificate").Msg("xet-server listening: every connection needs a client certificate of --tls-client-ca, which allows every request")
 		return

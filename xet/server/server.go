@@ -34,6 +34,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server/webui"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -192,8 +193,11 @@ type Config struct {
 	// Ready reports whether the server can serve (its storage answers); /readyz fails while it
 	// errs. Nil: always ready.
 	Ready func(ctx context.Context) error
-	Log   zerolog.Logger
-	Now   func() time.Time
+	// UI serves the read-only web view at /ui/ (ui.go; Store must then list its repositories, as
+	// store.Store does). Not with Hub.
+	UI  bool
+	Log zerolog.Logger
+	Now func() time.Time
 }
 
 // Server serves the CAS and LFS routes over a Store.
@@ -210,6 +214,7 @@ type Server struct {
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
+	ui      *webui.View // nil: no web view
 	drain   atomic.Bool // Drain was called
 }
 
@@ -264,6 +269,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, errors.New("server: quotas need a store that reports usage")
 		}
 		s.quota = newUsageCache(us)
+	}
+	var err error
+	if s.ui, err = newUI(cfg); err != nil {
+		return nil, err
 	}
 	s.metrics = cfg.Metrics
 	s.metrics.slots(s)
@@ -335,6 +344,7 @@ func (s *Server) routes() {
 		m.HandleFunc("GET /cdn-lfs/{id}/{oid}", s.handleCDN)
 		m.HandleFunc("POST /v1/telemetry", s.handleTelemetry)
 	}
+	s.uiRoutes(m)
 	m.HandleFunc("/", s.handleRepoRoute) // /{repo}.git/info/lfs/...
 	s.mux = m
 }

@@ -80,6 +80,9 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			dedupes = append(dedupes, name)
 		case kind == "member" || kind == "verified":
 			members = append(members, name) // grants of xorbs ("shown", "user-up") name xorbs gc may remove
+		case kind == "history":
+			s.checkHistory(ctx, r, name)
+			members = append(members, name)
 		case kind == "upload": // its xorb may be gone: gc removes xorbs no file names
 			if b, err := s.readEntry(ctx, name); err != nil {
 				r.add(name, err.Error())
@@ -196,6 +199,9 @@ func classify(name string) (kind string, h hash.Hash, ok bool) {
 			return parts[2], h, false
 		}
 		return parts[2], hash.FromSHA256([32]byte(d)), true
+	case len(parts) == 4 && parts[0] == "ns" && parts[2] == historyDir:
+		h, ok := historyFile(parts[3])
+		return "history", h, ok
 	case len(parts) == 4 && (parts[0] == "ns" && (parts[2] == "files" || parts[2] == "up" || parts[2] == "shown") ||
 		parts[0] == "users" && parts[2] == "up"):
 		h, err := hash.Parse(parts[3])

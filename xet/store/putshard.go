@@ -129,6 +129,7 @@ func (s *Store) putShard(ctx context.Context, a Access, body []byte, m mode, pen
 			}
 		}
 	}
+	s.noteHistory(a.Repo, sh, plans)
 	existed, err := s.confirmAndRegister(ctx, a.Repo, xorbs, plans, v.pending)
 	if err != nil {
 		return false, *cost, err
@@ -233,13 +234,15 @@ type filePlan struct {
 	rec      *fileRecord
 	dedupe   []dedupeChunk
 	verified bool
+	history  blob.NewBlob // the file's history record (history.go); none for the whole store
 }
 
 // register writes the pending xorbs and the plans' entries as one batch, in dependency order
 // (xorbs, file records, then per file its SHA-256 mapping in ns and its membership of ns, then the
-// verified markers of files of markerMinBytes or more, and dedupe entries): the backend makes them visible in that order, so an
-// entry never points at one not yet written, and one fsync covers a small shard's xorbs and
-// entries. existed=true when no file record, mapping or membership was new.
+// verified markers of files of markerMinBytes or more, dedupe entries and history records): the
+// backend makes them visible in that order, so an entry never points at one not yet written, and
+// one fsync covers a small shard's xorbs and entries. existed=true when no file record, mapping or
+// membership was new.
 func (s *Store) register(ctx context.Context, ns string, xorbs []blob.NewBlob, plans []filePlan) (bool, error) {
 	blobs := slices.Clone(xorbs)
 	first := len(blobs)
@@ -270,6 +273,9 @@ func (s *Store) register(ctx context.Context, ns string, xorbs []blob.NewBlob, p
 		}
 		for _, d := range p.dedupe {
 			blobs = append(blobs, blob.NewBlob{Name: dedupeName(d.chunk), Data: marshalDedupe(d.xorb)})
+		}
+		if p.history.Name != "" {
+			blobs = append(blobs, p.history)
 		}
 	}
 	created, err := s.be.CreateBatch(ctx, blobs)
