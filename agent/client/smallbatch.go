@@ -18,8 +18,8 @@ const (
 	batchMaxBytes = upload.SmallSessionBytes // the session's xorbs are built in small buffers
 	// batchRunners: batches stored at once. A second runs only while a quarter of batchMaxBytes
 	// waits: for files of a few KB one runner keeps up with git-lfs, and the files that wait for it
-	// make the batches (two runners halved them, and doubled the fsyncs); bigger files need both
-	// cores for their chunking and hashing.
+	// make the batches (two runners would halve them, and double the fsyncs); bigger files need
+	// both cores for their chunking and hashing.
 	batchRunners     = 2
 	batchSecondAfter = batchMaxBytes / 4
 )

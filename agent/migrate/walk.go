@@ -81,7 +81,7 @@ func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
 
 // openRepo opens the repository at (or above) dir for reading only: exclusive access lets go-git
 // list the loose objects once instead of probing the file system for each object it reads, and pack
-// files stay open (a walk of 10,000 commits spent 40 % of its time in those probes).
+// files stay open.
 func openRepo(dir string) (*git.Repository, func(), error) {
 	probe, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
 	if err != nil {

@@ -107,7 +107,7 @@ func agentConfig(ctx context.Context, g client.Git, env environment) func(name, 
 // lines, appended; several agent processes may share it), else to stderr in a compact text form.
 // The level is GIT_XET_LOG_LEVEL / xet.loglevel (debug, info, warn, error; default info in a log
 // file, warn on stderr: git-lfs shows an agent's stderr only with GIT_TRACE, and a line per object
-// there cost a push of 5,000 small files 6 % of the agents' CPU).
+// there costs a push of many small files a noticeable part of the agents' CPU).
 func agentLogger(cfg func(env, key string) string, stderr io.Writer) (zerolog.Logger, func()) {
 	w, level, closeLog := logOutput(cfg, stderr)
 	return zerolog.New(w).Level(level).With().Timestamp().Int("pid", os.Getpid()).Logger(), closeLog

@@ -12,8 +12,7 @@ import (
 
 // DefaultSplitBytes is the default of Config.SplitBytes. A split term's parts (Request.OnPart) are
 // told at the end of each range, so an interrupted download keeps whole ranges; smaller ranges
-// would keep more but cost a round trip each, which on a long link (150 ms) took a 1 GiB download
-// from 83 % of the link at 16 MiB to 69 % at 8 MiB.
+// would keep more but cost a round trip each, which a long link feels.
 const DefaultSplitBytes = 16 << 20
 
 // splitTerm is a fetched term split into ranges (splitJobs): the entries of its chunks, which
