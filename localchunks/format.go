@@ -1,7 +1,7 @@
 // Package localchunks is the client's index of chunks in local files. For each object of 1 MiB
 // or more that this repository uploaded or downloaded, a map says which chunks of which xorbs lie
 // at which bytes of the object in .git/lfs/objects, so the download of a new version copies its
-// unchanged chunks from the old one (it is a download.Local: every chunk is hash-checked before it
+// unchanged chunks from the old one (it is a span.Local: every chunk is hash-checked before it
 // is used). A Partial is the same record for the verified part of a download in progress, kept
 // beside it in git-lfs's temp directory so that an interrupted download resumes.
 //
@@ -17,8 +17,8 @@ import (
 	"hash/crc32"
 	"io"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // The layout of a map (and of a Partial's record), little-endian:
@@ -70,7 +70,7 @@ func parseHeader(b []byte) (header, error) {
 }
 
 // appendRecord appends sp as one record.
-func appendRecord(b []byte, sp download.Span) []byte {
+func appendRecord(b []byte, sp span.Span) []byte {
 	n := spanHead + len(sp.Chunks)*entrySize
 	start := len(b)
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
@@ -91,8 +91,8 @@ func appendRecord(b []byte, sp download.Span) []byte {
 
 // parseRecords returns the spans of the records in b (after the header), up to the first bad
 // one, and the length of the good prefix. Spans must lie inside a file of size bytes.
-func parseRecords(b []byte, size int64) ([]download.Span, int) {
-	var out []download.Span
+func parseRecords(b []byte, size int64) ([]span.Span, int) {
+	var out []span.Span
 	off := 0
 	for len(b)-off >= recHead {
 		n := int(binary.LittleEndian.Uint32(b[off:]))
@@ -114,8 +114,8 @@ func parseRecords(b []byte, size int64) ([]download.Span, int) {
 	return out, off
 }
 
-func parseSpan(body []byte, size int64) (download.Span, bool) {
-	sp := download.Span{Pos: int64(binary.LittleEndian.Uint64(body))}
+func parseSpan(body []byte, size int64) (span.Span, bool) {
+	sp := span.Span{Pos: int64(binary.LittleEndian.Uint64(body))}
 	copy(sp.Xorb[:], body[8:40])
 	sp.Start = binary.LittleEndian.Uint32(body[40:])
 	n := int(binary.LittleEndian.Uint32(body[44:]))
@@ -139,7 +139,7 @@ func parseSpan(body []byte, size int64) (download.Span, bool) {
 }
 
 // readMap reads a whole map from r (at most limit bytes).
-func readMap(r io.Reader, limit int64) (header, []download.Span, error) {
+func readMap(r io.Reader, limit int64) (header, []span.Span, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit))
 	if err != nil {
 		return header{}, nil, err

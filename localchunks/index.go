@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // Index is the chunk index of one repository:
@@ -66,14 +66,14 @@ func validOid(oid string) bool {
 
 // Record writes the map of object oid (size bytes, Xet file hash file): spans say where its chunks
 // lie (their Path is ignored). It replaces an older map of the same object.
-func (x *Index) Record(oid string, size int64, file hash.Hash, spans []download.Span) error {
+func (x *Index) Record(oid string, size int64, file hash.Hash, spans []span.Span) error {
 	if !validOid(oid) {
 		return fmt.Errorf("chunk index: %q is not an oid", oid)
 	}
 	if size < MinBytes || len(spans) == 0 {
 		return nil
 	}
-	sorted := append([]download.Span(nil), spans...)
+	sorted := append([]span.Span(nil), spans...)
 	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Pos < sorted[b].Pos })
 	b := header{size: size, file: file}.append(nil)
 	xorbs := make(map[hash.Hash]bool)
@@ -148,8 +148,8 @@ func (x *Index) prune() error {
 	return nil
 }
 
-// Spans returns the spans of local objects holding chunks of xorbs (download.Local).
-func (x *Index) Spans(xorbs []hash.Hash) []download.Span {
+// Spans returns the spans of local objects holding chunks of xorbs (span.Local).
+func (x *Index) Spans(xorbs []hash.Hash) []span.Span {
 	want := make(map[string]bool, len(xorbs))
 	for _, h := range xorbs {
 		want[h.String()] = true
@@ -173,7 +173,7 @@ func (x *Index) Spans(xorbs []hash.Hash) []download.Span {
 		oids = append(oids, oid)
 	}
 	sort.Slice(oids, func(a, b int) bool { return hits[oids[a]] > hits[oids[b]] })
-	var out []download.Span
+	var out []span.Span
 	loaded := 0
 	for _, oid := range oids {
 		if loaded >= x.MaxLoad {
@@ -197,7 +197,7 @@ func (x *Index) Spans(xorbs []hash.Hash) []download.Span {
 
 // load reads the map of oid and returns its spans, with Path set to the object, when the object is
 // there with the map's size.
-func (x *Index) load(oid string) ([]download.Span, error) {
+func (x *Index) load(oid string) ([]span.Span, error) {
 	f, err := os.Open(x.mapPath(oid))
 	if err != nil {
 		return nil, err

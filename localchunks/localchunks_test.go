@@ -6,15 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
-func testSpans(size int64, xorbs ...hash.Hash) []download.Span {
-	var out []download.Span
+func testSpans(size int64, xorbs ...hash.Hash) []span.Span {
+	var out []span.Span
 	per := size / int64(len(xorbs))
 	for i, x := range xorbs {
-		sp := download.Span{Pos: int64(i) * per, Xorb: x, Start: uint32(i)}
+		sp := span.Span{Pos: int64(i) * per, Xorb: x, Start: uint32(i)}
 		for n := int64(0); n < per; n += 64 << 10 {
 			sp.Chunks = append(sp.Chunks, hash.Entry{Hash: hash.Hash{byte(i), byte(n >> 16)}, Size: 64 << 10})
 			sp.XorbEnd = uint64(n + 1)

@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // ErrBusy: another process is downloading into the same partial file.
@@ -23,7 +23,7 @@ var ErrBusy = errors.New("another process holds this partial download")
 type Partial struct {
 	path  string
 	f     *os.File
-	spans []download.Span
+	spans []span.Span
 	mu    sync.Mutex // Add's record buffer and write
 	buf   []byte
 }
@@ -82,12 +82,12 @@ func (p *Partial) load(file hash.Hash, size int64) error {
 	return err
 }
 
-// Spans returns the verified spans of an earlier attempt (download.Local), with Path the partial
+// Spans returns the verified spans of an earlier attempt (span.Local), with Path the partial
 // file.
-func (p *Partial) Spans([]hash.Hash) []download.Span { return p.spans }
+func (p *Partial) Spans([]hash.Hash) []span.Span { return p.spans }
 
 // Add appends a verified span of the output.
-func (p *Partial) Add(sp download.Span) error {
+func (p *Partial) Add(sp span.Span) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.buf = appendRecord(p.buf[:0], sp)

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // Object is a local object the index has no map of, handed to Rebuild's indexer.
@@ -35,7 +35,7 @@ const indexedMark = "indexed"
 // index fails on is skipped. The index is then marked, so later calls return at once; uploads and
 // downloads keep it up to date from there. A process finding another one rebuilding returns
 // ErrBusy without waiting. It returns the number of objects recorded.
-func (x *Index) Rebuild(maxBytes int64, maxObjects int, index func(Object) (hash.Hash, []download.Span, error)) (int, error) {
+func (x *Index) Rebuild(maxBytes int64, maxObjects int, index func(Object) (hash.Hash, []span.Span, error)) (int, error) {
 	mark := filepath.Join(x.dir, indexedMark)
 	if _, err := os.Stat(mark); err == nil {
 		return 0, nil

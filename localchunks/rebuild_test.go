@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // putObject writes a local object of size bytes, modified at t.
@@ -42,7 +42,7 @@ func TestRebuildOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked []string
-	index := func(o Object) (hash.Hash, []download.Span, error) {
+	index := func(o Object) (hash.Hash, []span.Span, error) {
 		asked = append(asked, o.Oid)
 		if o.Path != x.ObjectPath(o.Oid) || o.Size != 2*mb {
 			t.Errorf("object %+v", o)

@@ -39,7 +39,7 @@ for p in $(echo "$all" | grep "^$mod/xet/" | sed "s|^$mod/||"); do
 done
 for p in xet/hash; do only "$p" "" "the hash package stands alone"; done
 only xet/concurrency "" "the policy of requests in flight is told what happened; it knows no client"
-for p in xet/chunk xet/xorb xet/shard xet/casapi xet/lfsbatch; do
+for p in xet/chunk xet/xorb xet/shard xet/casapi xet/lfsbatch xet/span; do
   only "$p" "xet/hash" "a format package imports only xet/hash"
 done
 forbid xet/cas "xet/store(/.*)?|xet/embedded|xet/server|xet/upload|xet/download" "what clients ask of a CAS knows no implementation but HTTP"
@@ -55,7 +55,7 @@ for p in xet/upload xet/download; do
 done
 only agent/share "internal/rawio" "sharing relays requests; what an upload is stays in the agent"
 forbid localshards "xet/cas|xet/store(/.*)?|xet/embedded|xet/upload|xet/download|xet/server|agent" "the shard cache holds shards, nothing else"
-forbid localchunks "xet/store(/.*)?|xet/embedded|xet/upload|xet/server|localshards|agent|protocol" "the chunk index holds maps of local files (download's Span and Local), nothing else"
+forbid localchunks "xet/cas|xet/store(/.*)?|xet/embedded|xet/upload|xet/download|xet/server|localshards|agent|protocol" "the chunk index holds maps of local files (xet/span's Span and Local), nothing else"
 forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
 forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"

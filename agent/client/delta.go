@@ -13,6 +13,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
 
@@ -24,17 +25,6 @@ func (x *xetTransferer) chunkIndex(ctx context.Context) *localchunks.Index {
 		return nil
 	}
 	return localchunks.Open(filepath.Join(gd, "lfs", "xet", "chunks"), filepath.Join(gd, "lfs", "objects"))
-}
-
-// locals offers the spans of several sources.
-type locals []download.Local
-
-func (l locals) Spans(xs []hash.Hash) []download.Span {
-	var out []download.Span
-	for _, s := range l {
-		out = append(out, s.Spans(xs)...)
-	}
-	return out
 }
 
 // xetDownload reconstructs file into git-lfs's temp dir tmp, verified against the oid. A file of
@@ -57,7 +47,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 	}
 	var idx *localchunks.Index
 	var part *localchunks.Partial
-	var terms []download.Span
+	var terms []span.Span
 	if obj.Size >= localchunks.MinBytes {
 		idx = x.chunkIndex(ctx)
 		path := filepath.Join(tmp, "xet-"+file.String()+".part")
@@ -67,7 +57,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 		} else {
 			part, req.Path, req.Keep = p, path, true
 		}
-		from := locals{&x.recent}
+		from := span.Locals{&x.recent}
 		if idx != nil {
 			from = append(from, idx)
 		}
@@ -76,14 +66,14 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 		}
 		req.Local = from
 		if part != nil {
-			req.OnPart = func(sp download.Span) {
+			req.OnPart = func(sp span.Span) {
 				if err := part.Add(sp); err != nil {
 					x.o.Log.Debug().Err(err).Msg("download: recording a written part")
 				}
 			}
 		}
 		var mu sync.Mutex // OnTerm comes from the download's ranges, each on its goroutine
-		req.OnTerm = func(sp download.Span) { mu.Lock(); terms = append(terms, sp); mu.Unlock() }
+		req.OnTerm = func(sp span.Span) { mu.Lock(); terms = append(terms, sp); mu.Unlock() }
 		if idx != nil {
 			x.rebuildIndex(ctx, e, idx)
 		}
@@ -169,7 +159,7 @@ func (x *xetTransferer) recordUpload(ctx context.Context, obj agent.Object, sess
 }
 
 // uploadSpans lays a file's terms over its chunks in file order.
-func uploadSpans(f shard.File, ents []hash.Entry) ([]download.Span, bool) {
+func uploadSpans(f shard.File, ents []hash.Entry) ([]span.Span, bool) {
 	terms := make([]termRef, len(f.Terms))
 	for i, t := range f.Terms {
 		terms[i] = termRef{xorb: t.Xorb, start: t.ChunkStart, end: t.ChunkEnd, bytes: -1}
@@ -186,8 +176,8 @@ type termRef struct {
 
 // spansOver lays terms over a file's chunks in file order; false when they do not cover the chunks
 // exactly or a term's length disagrees with its chunks'.
-func spansOver(terms []termRef, ents []hash.Entry) ([]download.Span, bool) {
-	var out []download.Span
+func spansOver(terms []termRef, ents []hash.Entry) ([]span.Span, bool) {
+	var out []span.Span
 	var pos int64
 	k := 0
 	for _, t := range terms {
@@ -195,7 +185,7 @@ func spansOver(terms []termRef, ents []hash.Entry) ([]download.Span, bool) {
 		if n <= 0 || k+n > len(ents) {
 			return nil, false
 		}
-		sp := download.Span{Pos: pos, Xorb: t.xorb, Start: t.start, Chunks: ents[k : k+n]}
+		sp := span.Span{Pos: pos, Xorb: t.xorb, Start: t.start, Chunks: ents[k : k+n]}
 		if t.bytes >= 0 && sp.Bytes() != t.bytes {
 			return nil, false
 		}

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
-// recentDownloads are the large downloads this process completed, offered as a download.Local to
+// recentDownloads are the large downloads this process completed, offered as a span.Local to
 // the ones after them. git-lfs moves a downloaded file into .git/lfs/objects only after the agent
 // answers, so the next version of a file fetched in the same run (git lfs fetch --all, a clone of a
 // history) could not yet find it there through the chunk index. Each verified file is linked under
@@ -21,20 +21,20 @@ import (
 // Safe for concurrent use. The zero value is ready.
 type recentDownloads struct {
 	mu     sync.Mutex
-	byXorb map[hash.Hash][]download.Span
+	byXorb map[hash.Hash][]span.Span
 	links  []string
 }
 
 // add links the verified file at path as link and offers its terms (spans of the download's own
 // output, Path "") from there.
-func (r *recentDownloads) add(path, link string, terms []download.Span) error {
+func (r *recentDownloads) add(path, link string, terms []span.Span) error {
 	if err := os.Link(path, link); err != nil {
 		return fmt.Errorf("linking a recent download: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byXorb == nil {
-		r.byXorb = map[hash.Hash][]download.Span{}
+		r.byXorb = map[hash.Hash][]span.Span{}
 	}
 	r.links = append(r.links, link)
 	for _, sp := range terms {
@@ -46,11 +46,11 @@ func (r *recentDownloads) add(path, link string, terms []download.Span) error {
 	return nil
 }
 
-// Spans implements download.Local.
-func (r *recentDownloads) Spans(xs []hash.Hash) []download.Span {
+// Spans implements span.Local.
+func (r *recentDownloads) Spans(xs []hash.Hash) []span.Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []download.Span
+	var out []span.Span
 	for _, x := range xs {
 		out = append(out, r.byXorb[x]...)
 	}

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // A recent download is offered from its link, which outlives git-lfs's rename of the file, until
@@ -20,7 +20,7 @@ func TestRecentDownloads(t *testing.T) {
 	x1, x2 := hash.Chunk([]byte("a")), hash.Chunk([]byte("b"))
 	var r recentDownloads
 	link := recentLink(dir, "oid")
-	if err := r.add(out, link, []download.Span{{Xorb: x1, Pos: 0}, {Xorb: x2, Pos: 4, Path: "/elsewhere"}}); err != nil {
+	if err := r.add(out, link, []span.Span{{Xorb: x1, Pos: 0}, {Xorb: x2, Pos: 4, Path: "/elsewhere"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(out, filepath.Join(dir, "moved")); err != nil { // git-lfs moves it into objects

@@ -12,6 +12,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // rebuildIndex indexes the objects already here when the chunk index has never been rebuilt (it was
@@ -22,7 +23,7 @@ func (x *xetTransferer) rebuildIndex(ctx context.Context, e *endpoint, idx *loca
 		return
 	}
 	start := time.Now()
-	n, err := idx.Rebuild(localchunks.RebuildBytes, localchunks.RebuildObjects, func(o localchunks.Object) (hash.Hash, []download.Span, error) {
+	n, err := idx.Rebuild(localchunks.RebuildBytes, localchunks.RebuildObjects, func(o localchunks.Object) (hash.Hash, []span.Span, error) {
 		file, spans, err := indexObject(ctx, e.cas, o)
 		if err != nil {
 			x.o.Log.Debug().Err(err).Str("oid", o.Oid).Msg("chunk index: object not indexed")
@@ -41,7 +42,7 @@ func (x *xetTransferer) rebuildIndex(ctx context.Context, e *endpoint, idx *loca
 // indexObject finds which xorb chunks local object o holds: it is chunked and hashed here (its
 // SHA-256 must be its oid, so a damaged copy is never indexed), and the CAS's plan of the Xet file
 // hash that gives says which chunks of which xorbs its terms are.
-func indexObject(ctx context.Context, c cas.Client, o localchunks.Object) (hash.Hash, []download.Span, error) {
+func indexObject(ctx context.Context, c cas.Client, o localchunks.Object) (hash.Hash, []span.Span, error) {
 	want, err := oidBytes(o.Oid)
 	if err != nil {
 		return hash.Hash{}, nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // Config configures downloads. Zero fields take defaults.
@@ -98,19 +99,19 @@ type Request struct {
 	// Local, for a whole-file download, offers chunks already on this machine: terms it covers
 	// are copied from there (each chunk verified first) instead of fetched, and of a term it
 	// covers in part only the missing chunks are fetched (Config.GapBytes).
-	Local Local
+	Local span.Local
 	// OnTerm, for a whole-file download, is told of each term once its bytes are written and its
-	// chunk hashes verified (Span.Path ""): the verified part of the output so far. It is called
+	// chunk hashes verified (span.Span.Path ""): the verified part of the output so far. It is called
 	// by the goroutine of the range that finished the term, under no lock of the download's:
 	// calls may come from several ranges at once, and one that takes its time holds up its own
 	// range only.
-	OnTerm func(Span)
+	OnTerm func(span.Span)
 	// OnPart, for a whole-file download, is told of the parts of fetched terms as they are
 	// written (about every 8 MiB of a term, XorbEnd set; then the rest of the term): what an
 	// interrupted attempt's successor can keep and continue from (with Keep and Local). Terms
 	// copied from local files are not reported (copying them again is cheap). Called as OnTerm
 	// is: from several ranges at once.
-	OnPart func(Span)
+	OnPart func(span.Span)
 	// Keep, with PrivatePath, resumes into what is already at Path: the file is not truncated
 	// (Local may name verified parts of it) and is left there when the download fails.
 	Keep bool

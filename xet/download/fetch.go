@@ -17,6 +17,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -46,8 +47,8 @@ type sink struct {
 	mu     sync.Mutex    // done, stats, footerUses; no callback or I/O runs under it
 	done   int64
 	report func(int64)
-	onTerm func(Span) // Request.OnTerm; called by the range's goroutine, under no lock
-	onPart func(Span) // Request.OnPart; called by the range's goroutine, under no lock
+	onTerm func(span.Span) // Request.OnTerm; called by the range's goroutine, under no lock
+	onPart func(span.Span) // Request.OnPart; called by the range's goroutine, under no lock
 	stats  Stats
 	// reportMu serialises the progress reports (each larger than the last) and holds nothing else:
 	// a slow report (the agent's write to git-lfs) holds up only the ranges reporting too.
@@ -91,7 +92,7 @@ func (s *sink) termDone(ti int, ents []hash.Entry) error {
 	}
 	if s.onTerm != nil {
 		t := s.l.terms[ti]
-		s.onTerm(Span{Pos: s.l.pos[ti], Xorb: t.Hash, Start: t.Range.Start, Chunks: ents})
+		s.onTerm(span.Span{Pos: s.l.pos[ti], Xorb: t.Hash, Start: t.Range.Start, Chunks: ents})
 	}
 	return nil
 }
@@ -291,7 +292,7 @@ func (r *jobRun) lastParts() {
 		c := r.ck[a]
 		t := r.l.terms[ti]
 		if n := t.Range.End - t.Range.Start; c.chunk < n {
-			r.s.onPart(Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
+			r.s.onPart(span.Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
 				Chunks: append([]hash.Entry(nil), r.ents[a][c.chunk:n]...)})
 		}
 	}
@@ -315,7 +316,7 @@ func (r *jobRun) report(ci uint32) error {
 		ti := r.j.terms[a]
 		t := r.l.terms[ti]
 		end := ci + 1 - t.Range.Start
-		sp := Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
+		sp := span.Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
 			Chunks: append([]hash.Entry(nil), r.ents[a][c.chunk:end]...), XorbEnd: r.j.rng.Bytes.Start + r.read}
 		r.s.onPart(sp)
 		r.ck[a] = checkpoint{chunk: end, bytes: r.cursor[a]}

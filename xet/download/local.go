@@ -9,41 +9,8 @@ import (
 	"sort"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
-
-// Local finds chunks of xorbs that are already in files on this machine (earlier versions of a
-// file, the verified part of an interrupted download). It is a hint, never trusted: every chunk
-// read from a span is hashed and compared with the span's entry (and, in a term only partly local,
-// with the xorb footer's hash of that chunk) before it is written, local bytes that do not verify
-// are fetched instead, and the whole file is verified (file hash, SHA-256) as when nothing is
-// local.
-type Local interface {
-	// Spans returns spans holding chunks of any of xorbs (in any order; they may overlap).
-	Spans(xorbs []hash.Hash) []Span
-}
-
-// Span says that a local file holds, from byte Pos on, chunks [Start, Start+len(Chunks)) of Xorb,
-// one after the other, with the hashes and sizes of Chunks. Path "" in Request.OnTerm means the
-// download's own output.
-type Span struct {
-	Path   string
-	Pos    int64
-	Xorb   hash.Hash
-	Start  uint32
-	Chunks []hash.Entry
-	// XorbEnd, when not 0, is where the chunk after the span starts in the xorb's serialized
-	// chunks: a resumed download fetches the rest of the term from there (Request.OnPart).
-	XorbEnd uint64
-}
-
-// Bytes is the length of the span in the file.
-func (s Span) Bytes() int64 {
-	var n int64
-	for _, e := range s.Chunks {
-		n += int64(e.Size)
-	}
-	return n
-}
 
 // Stats says where a download's bytes came from. Local+InPlace+FetchedTerms is the file's size,
 // but when a partly local term had to be fetched whole after some of it was written (its URL
@@ -71,9 +38,9 @@ type piece struct {
 	bytes int64
 }
 
-// localSpan is a Span with the offsets of its chunks (off[k]: chunk k starts at Pos+off[k]).
+// localSpan is a span.Span with the offsets of its chunks (off[k]: chunk k starts at Pos+off[k]).
 type localSpan struct {
-	Span
+	span.Span
 	own bool // the span lies in the output itself
 	off []int64
 }
@@ -93,7 +60,7 @@ type localPlan struct {
 // unpacked length), and those they cover in part where the local chunks are worth more than the
 // requests around them (partialWorth with gap, Config.GapBytes). Spans in the output itself are
 // preferred (a resumed download reads them where they are and writes nothing).
-func planLocal(loc Local, l *layout, out string, gap int64) *localPlan {
+func planLocal(loc span.Local, l *layout, out string, gap int64) *localPlan {
 	seen := make(map[hash.Hash]bool)
 	var xs []hash.Hash
 	for _, t := range l.terms {

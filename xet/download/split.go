@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -146,7 +147,7 @@ func (j *job) fetchSplit(ctx context.Context, s *sink, fetch func(context.Contex
 		if sp.end < t.Range.End {
 			end = recordStart(foot, sp.end)
 		}
-		s.onPart(Span{Pos: s.l.pos[st.ti] + before, Xorb: t.Hash, Start: sp.start,
+		s.onPart(span.Span{Pos: s.l.pos[st.ti] + before, Xorb: t.Hash, Start: sp.start,
 			Chunks: append([]hash.Entry(nil), ents...), XorbEnd: end})
 	}
 	return nil
