@@ -35,7 +35,7 @@ only() {
 }
 
 for p in $(echo "$all" | grep "^$mod/xet/" | sed "s|^$mod/||"); do
-  forbid "$p" "agent|protocol|cmd/.*|localshards|localchunks|test(/.*)?" "nothing in xet/ reaches the agent, the protocol, the CLI or the client's caches"
+  forbid "$p" "agent(/.*)?|protocol|cmd/.*|localshards(/.*)?|test(/.*)?" "nothing in xet/ reaches the agent, the protocol, the CLI or the client's caches"
 done
 for p in xet/hash; do only "$p" "" "the hash package stands alone"; done
 only xet/concurrency "" "the policy of requests in flight is told what happened; it knows no client"
@@ -54,10 +54,10 @@ for p in xet/upload xet/download; do
   forbid "$p" "xet/store(/.*)?|xet/embedded|xet/server" "transfers reach a CAS only through xet/cas"
 done
 only agent/share "internal/rawio" "sharing relays requests; what an upload is stays in the agent"
-forbid localshards "xet/cas|xet/store(/.*)?|xet/embedded|xet/upload|xet/download|xet/server|agent" "the shard cache holds shards, nothing else"
-forbid localchunks "xet/cas|xet/store(/.*)?|xet/embedded|xet/upload|xet/download|xet/server|localshards|agent|protocol" "the chunk index holds maps of local files (xet/span's Span and Local), nothing else"
-forbid cmd/xet-server "localshards|localchunks|agent|protocol" "the server links no client-side code"
-forbid protocol "agent|xet/.*|localshards" "the protocol package only encodes and decodes messages"
+forbid localshards "xet/cas|xet/store(/.*)?|xet/embedded|xet/upload|xet/download|xet/server|agent(/.*)?" "the shard cache holds shards, nothing else"
+forbid localshards/chunkindex "xet/cas|xet/store(/.*)?|xet/embedded|xet/upload|xet/download|xet/server|localshards|agent(/.*)?|protocol" "the chunk index holds maps of local files (xet/span's Span and Local), nothing else"
+forbid cmd/xet-server "localshards(/.*)?|agent(/.*)?|protocol" "the server links no client-side code"
+forbid protocol "agent(/.*)?|xet/.*|localshards(/.*)?" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only internal/fsretry "" "renames and removals that wait out another process's hold stand alone"
 only internal/buildinfo "" "what build this is comes from the Go build information alone"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 
-	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkindex"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
@@ -19,12 +19,12 @@ import (
 
 // chunkIndex returns the repository's local chunk index (.git/lfs/xet/chunks, naming objects in
 // .git/lfs/objects), or nil when the git directory is unknown.
-func (x *xetTransferer) chunkIndex(ctx context.Context) *localchunks.Index {
+func (x *xetTransferer) chunkIndex(ctx context.Context) *chunkindex.Index {
 	gd, err := x.repoGitDir(ctx)
 	if err != nil {
 		return nil
 	}
-	return localchunks.Open(filepath.Join(gd, "lfs", "xet", "chunks"), filepath.Join(gd, "lfs", "objects"))
+	return chunkindex.Open(filepath.Join(gd, "lfs", "xet", "chunks"), filepath.Join(gd, "lfs", "objects"))
 }
 
 // xetDownload reconstructs file into git-lfs's temp dir tmp, verified against the oid. A file of
@@ -38,20 +38,20 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 	var st download.Stats
 	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
 		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
-	if obj.Size >= localchunks.MinBytes && x.sharing.leading.Load() {
+	if obj.Size >= chunkindex.MinBytes && x.sharing.leading.Load() {
 		done, err := x.downloadTurn(ctx, e, &req)
 		if err != nil {
 			return agent.Result{}, err
 		}
 		defer done()
 	}
-	var idx *localchunks.Index
-	var part *localchunks.Partial
+	var idx *chunkindex.Index
+	var part *chunkindex.Partial
 	var terms []span.Span
-	if obj.Size >= localchunks.MinBytes {
+	if obj.Size >= chunkindex.MinBytes {
 		idx = x.chunkIndex(ctx)
 		path := filepath.Join(tmp, "xet-"+file.String()+".part")
-		p, err := localchunks.OpenPartial(path, file, obj.Size)
+		p, err := chunkindex.OpenPartial(path, file, obj.Size)
 		if err != nil {
 			x.o.Log.Debug().Err(err).Str("oid", obj.Oid).Msg("download: not resumable")
 		} else {
@@ -91,7 +91,7 @@ func (x *xetTransferer) xetDownload(ctx context.Context, e *endpoint, file hash.
 			x.o.Log.Warn().Err(err).Msg("download: could not record the object in the local chunk index")
 		}
 	}
-	if obj.Size >= localchunks.MinBytes && x.sharing.leading.Load() {
+	if obj.Size >= chunkindex.MinBytes && x.sharing.leading.Load() {
 		if err := x.recent.add(req.Path, recentLink(tmp, obj.Oid), terms); err != nil {
 			x.o.Log.Debug().Err(err).Msg("download: not offered to the next ones")
 		}
@@ -135,7 +135,7 @@ func (x *xetTransferer) downloadConcurrency(e *endpoint) int {
 // recordUpload adds an uploaded object to the chunk index: its registered terms and its chunks
 // (upload.Config.KeepEntries) say where each chunk lies in it.
 func (x *xetTransferer) recordUpload(ctx context.Context, obj agent.Object, sess *upload.Session, res *upload.FileResult) {
-	if obj.Size < localchunks.MinBytes || res.Entries == nil {
+	if obj.Size < chunkindex.MinBytes || res.Entries == nil {
 		return
 	}
 	idx := x.chunkIndex(ctx)

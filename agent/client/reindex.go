@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkindex"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
@@ -16,14 +16,14 @@ import (
 )
 
 // rebuildIndex indexes the objects already here when the chunk index has never been rebuilt (it was
-// lost, or predates rebuilds; see localchunks.Index.Rebuild), so the download that follows can take
+// lost, or predates rebuilds; see chunkindex.Index.Rebuild), so the download that follows can take
 // chunks from them. Runs at most once per process; errors only cost the delta.
-func (x *xetTransferer) rebuildIndex(ctx context.Context, e *endpoint, idx *localchunks.Index) {
+func (x *xetTransferer) rebuildIndex(ctx context.Context, e *endpoint, idx *chunkindex.Index) {
 	if x.indexChecked.Swap(true) {
 		return
 	}
 	start := time.Now()
-	n, err := idx.Rebuild(localchunks.RebuildBytes, localchunks.RebuildObjects, func(o localchunks.Object) (hash.Hash, []span.Span, error) {
+	n, err := idx.Rebuild(chunkindex.RebuildBytes, chunkindex.RebuildObjects, func(o chunkindex.Object) (hash.Hash, []span.Span, error) {
 		file, spans, err := indexObject(ctx, e.cas, o)
 		if err != nil {
 			x.o.Log.Debug().Err(err).Str("oid", o.Oid).Msg("chunk index: object not indexed")
@@ -31,7 +31,7 @@ func (x *xetTransferer) rebuildIndex(ctx context.Context, e *endpoint, idx *loca
 		return file, spans, err
 	})
 	switch {
-	case errors.Is(err, localchunks.ErrBusy):
+	case errors.Is(err, chunkindex.ErrBusy):
 	case err != nil:
 		x.o.Log.Warn().Err(err).Msg("chunk index: rebuilding")
 	case n > 0:
@@ -42,7 +42,7 @@ func (x *xetTransferer) rebuildIndex(ctx context.Context, e *endpoint, idx *loca
 // indexObject finds which xorb chunks local object o holds: it is chunked and hashed here (its
 // SHA-256 must be its oid, so a damaged copy is never indexed), and the CAS's plan of the Xet file
 // hash that gives says which chunks of which xorbs its terms are.
-func indexObject(ctx context.Context, c cas.Client, o localchunks.Object) (hash.Hash, []span.Span, error) {
+func indexObject(ctx context.Context, c cas.Client, o chunkindex.Object) (hash.Hash, []span.Span, error) {
 	want, err := oidBytes(o.Oid)
 	if err != nil {
 		return hash.Hash{}, nil, err

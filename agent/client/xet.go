@@ -24,8 +24,8 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
-	"github.com/git-xet-transfer/git-xet-transfer/localchunks"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkindex"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
@@ -454,7 +454,7 @@ func (x *xetTransferer) uploadConfig(ctx context.Context, e *endpoint, size int6
 	// Big xorbs are asked about before they are sent: a push interrupted after some were accepted
 	// resumes without sending them again (one request per xorb of 8 MiB or more is noise).
 	cfg := upload.Config{CAS: e.cas, Policy: xorb.PolicyAuto, Concurrency: x.tune.Upload, GlobalDedupe: size >= GlobalDedupeMinBytes,
-		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: size >= localchunks.MinBytes,
+		Log: x.o.Log, ResumeCheckBytes: ResumeCheckBytes, KeepEntries: size >= chunkindex.MinBytes,
 		// A server hashes every chunk it receives, so incompressible chunks can be sent from the
 		// file rather than copied into xorb bodies; the embedded store trusts what it is given.
 		Lend: e.local == nil, SizeHint: size}

@@ -1,4 +1,4 @@
-package localchunks
+package chunkindex
 
 import (
 	"errors"

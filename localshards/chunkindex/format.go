@@ -1,4 +1,4 @@
-// Package localchunks is the client's index of chunks in local files. For each object of 1 MiB
+// Package chunkindex is the client's index of chunks in local files. For each object of 1 MiB
 // or more that this repository uploaded or downloaded, a map says which chunks of which xorbs lie
 // at which bytes of the object in .git/lfs/objects, so the download of a new version copies its
 // unchanged chunks from the old one (it is a span.Local: every chunk is hash-checked before it
@@ -8,7 +8,7 @@
 // It lives in the repository (.git/lfs/xet/chunks), not in the shared cache root: the files it
 // names are that repository's objects, it goes when the repository goes, and no other clone can
 // make its paths wrong.
-package localchunks
+package chunkindex
 
 import (
 	"encoding/binary"

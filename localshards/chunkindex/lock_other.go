@@ -1,6 +1,6 @@
 //go:build !unix
 
-package localchunks
+package chunkindex
 
 import "os"
 
