@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -356,81 +355,10 @@ func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sin
 	s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart,
 		readFooter: cfg.CAS.XorbFooter, footerUses: make(map[hash.Hash]int), gap: cfg.GapBytes}
 	for _, j := range js {
-		if j.parts != nil || j.split != nil {
+		switch j.kind.(type) {
+		case *partTerm, *splitRange:
 			s.footerUses[j.xorb]++
 		}
 	}
 	return s
-}
-
-// runJobs runs the jobs, as many at a time as cfg.Adapt allows (else Concurrency); a job failing
-// retryably is run again within cfg.Retry (it goes on from where the cut left it). This is the
-// one layer that retries range fetches (see package retry).
-func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
-	ctl := cfg.Adapt
-	if ctl == nil {
-		ctl = concurrency.Fixed(cfg.Concurrency)
-	}
-	fetch := func(ctx context.Context, j *job) error {
-		return cfg.Retry.Do(ctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),
-			func(ctx context.Context) error {
-				var m meter
-				err := j.run(ctx, m.fetcher(cfg.CAS), s)
-				m.observe(ctx, ctl, err)
-				return err
-			})
-	}
-	one := func(ctx context.Context, j *job) error {
-		var err error
-		switch {
-		case j.local != nil:
-			err = j.runLocal(ctx, s)
-		case j.parts != nil:
-			if err = j.runPartial(ctx, s, fetch); errors.Is(err, errNoOffsets) {
-				cfg.Log.Debug().Err(err).Int("term", j.terms[0]).Msg("download: fetching the partly local term whole")
-				return fetchAll(ctx, fetch, j.fallback)
-			}
-		case j.split != nil:
-			return j.runSplit(ctx, s, fetch)
-		case j.resume != nil:
-			if err = copyPieces(ctx, s, j.resume.pieces, s.l.pos[j.terms[0]]); err == nil {
-				return fetch(ctx, j)
-			}
-		default:
-			return fetch(ctx, j)
-		}
-		if err == nil || !errors.Is(err, errLocalStale) {
-			return err
-		}
-		cfg.Log.Debug().Err(err).Int("term", j.terms[0]).Msg("download: local copy does not verify; fetching the term")
-		s.addStat(func(st *Stats) { st.LocalStale++ })
-		return fetchAll(ctx, fetch, j.fallback)
-	}
-	if len(js) == 1 { // every small file: no goroutine to hand the one range to
-		return one(ctx, js[0])
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for _, j := range js {
-		if ctl.Acquire(gctx) != nil {
-			break // a job failed, or ctx ended
-		}
-		g.Go(func() error {
-			defer ctl.Release()
-			return one(gctx, j)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
-}
-
-// fetchAll runs the fetches js one after the other.
-func fetchAll(ctx context.Context, fetch func(context.Context, *job) error, js []*job) error {
-	for _, j := range js {
-		if err := fetch(ctx, j); err != nil {
-			return err
-		}
-	}
-	return nil
 }

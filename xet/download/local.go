@@ -139,17 +139,27 @@ func (s *localSpan) piece(lo, hi uint32) piece {
 // errLocalStale: a local file no longer holds what its span says.
 var errLocalStale = errors.New("local copy changed")
 
-// runLocal writes j's one term from its local pieces, hashing every chunk against its entry
-// before it is written; it fails with errLocalStale (and the term is fetched) when one does not
-// match or cannot be read.
-func (j *job) runLocal(ctx context.Context, s *sink) error {
+// localTerm is the kind of a job that copies its one term from local pieces; fallback fetches the
+// whole term when they do not verify.
+type localTerm struct {
+	pieces   []piece
+	fallback []*job
+}
+
+// run writes j's one term from its local pieces, hashing every chunk against its entry before it
+// is written; when one does not match or cannot be read (errLocalStale) the term is fetched.
+func (k *localTerm) run(ctx context.Context, j *job, x *runner) error {
+	return x.fallBack(ctx, j, k.copy(ctx, j, x.s), k.fallback)
+}
+
+func (k *localTerm) copy(ctx context.Context, j *job, s *sink) error {
 	ti := j.terms[0]
-	if err := copyPieces(ctx, s, j.local, s.l.pos[ti]); err != nil {
+	if err := copyPieces(ctx, s, k.pieces, s.l.pos[ti]); err != nil {
 		return err
 	}
 	t := s.l.terms[ti]
 	ents := make([]hash.Entry, 0, t.Range.End-t.Range.Start)
-	for _, p := range j.local {
+	for _, p := range k.pieces {
 		ents = append(ents, p.ents...)
 	}
 	return s.termDone(ti, ents)
@@ -242,12 +252,22 @@ func (c *localCopy) emit(path string, src int64, b []byte) error {
 	return nil
 }
 
-// resumeState: the first chunks of a job's one term are already in place (an interrupted
-// attempt wrote and recorded them); the job checks them and fetches the rest.
+// resumeState is the kind of a job whose one term's first chunks are already in place (an
+// interrupted attempt wrote and recorded them): it checks them and fetches the rest (rng starts
+// after them); fallback fetches the whole term when they do not verify.
 type resumeState struct {
-	pieces []piece
-	ents   []hash.Entry // of the chunks in place
-	bytes  int64
+	pieces   []piece
+	ents     []hash.Entry // of the chunks in place
+	bytes    int64
+	fallback []*job
+}
+
+func (rs *resumeState) run(ctx context.Context, j *job, x *runner) error {
+	err := copyPieces(ctx, x.s, rs.pieces, x.s.l.pos[j.terms[0]])
+	if err == nil {
+		return x.fetch(ctx, j)
+	}
+	return x.fallBack(ctx, j, err, rs.fallback)
 }
 
 // planResume finds, for a term not copied whole, a prefix of it in place in the output (spans of
@@ -258,7 +278,7 @@ func planResume(byXorb map[hash.Hash][]*localSpan, l *layout, ti int, fb []*job)
 	if len(fb) != 1 || len(fb[0].terms) != 1 {
 		return nil
 	}
-	var rs resumeState
+	rs := resumeState{fallback: fb}
 	var xorbEnd uint64
 	idx := t.Range.Start
 	for idx < t.Range.End {
@@ -282,7 +302,7 @@ func planResume(byXorb map[hash.Hash][]*localSpan, l *layout, ti int, fb []*job)
 	if idx == t.Range.Start || idx >= t.Range.End || idx < r.Chunks.Start || xorbEnd <= r.Bytes.Start || xorbEnd > r.Bytes.End {
 		return nil
 	}
-	j := &job{xorb: t.Hash, fetch: fb[0].fetch, rng: r, terms: []int{ti}, resume: &rs, fallback: fb}
+	j := &job{xorb: t.Hash, fetch: fb[0].fetch, rng: r, terms: []int{ti}, kind: &rs}
 	j.rng.Chunks.Start, j.rng.Bytes.Start = idx, xorbEnd
 	return j
 }

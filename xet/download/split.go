@@ -29,8 +29,8 @@ type splitTerm struct {
 	whole    bool
 }
 
-// splitState makes a job the range of chunks [start, end) of a split term.
-type splitState struct {
+// splitRange is the kind of a job that fetches the range of chunks [start, end) of a split term.
+type splitRange struct {
 	term       *splitTerm
 	start, end uint32
 }
@@ -44,7 +44,7 @@ type splitState struct {
 func splitJobs(js []*job, l *layout, bound int64) []*job {
 	out := make([]*job, 0, len(js))
 	for _, j := range js {
-		if j.local != nil || j.resume != nil || j.parts != nil || j.seg != nil || len(j.terms) != 1 {
+		if _, plain := j.kind.(fetched); !plain || len(j.terms) != 1 {
 			out = append(out, j)
 			continue
 		}
@@ -60,17 +60,17 @@ func splitJobs(js []*job, l *layout, bound int64) []*job {
 		for a := t.Range.Start; a < t.Range.End; a += per {
 			st.left++
 			out = append(out, &job{xorb: j.xorb, fetch: j.fetch, rng: j.rng, terms: j.terms,
-				split: &splitState{term: st, start: a, end: min(a+per, t.Range.End)}})
+				kind: &splitRange{term: st, start: a, end: min(a+per, t.Range.End)}})
 		}
 	}
 	return out
 }
 
-// runSplit fetches j's range of a split term; the last range of the term to finish hands the
-// term to the file hash, or fetches it whole when a range found no usable offsets.
-func (j *job) runSplit(ctx context.Context, s *sink, fetch func(context.Context, *job) error) error {
-	st := j.split.term
-	err := j.fetchSplit(ctx, s, fetch)
+// run fetches j's range of a split term; the last range of the term to finish hands the term to
+// the file hash, or fetches it whole when a range found no usable offsets.
+func (sp *splitRange) run(ctx context.Context, j *job, x *runner) error {
+	st := sp.term
+	err := sp.fetchRange(ctx, j, x)
 	if err != nil && !errors.Is(err, errNoOffsets) {
 		return err
 	}
@@ -83,9 +83,9 @@ func (j *job) runSplit(ctx context.Context, s *sink, fetch func(context.Context,
 		return nil
 	}
 	if whole {
-		return fetchAll(ctx, fetch, st.fallback)
+		return fetchAll(ctx, x.fetch, st.fallback)
 	}
-	t := s.l.terms[st.ti]
+	t := x.s.l.terms[st.ti]
 	var n int64
 	for _, e := range st.ents {
 		n += int64(e.Size)
@@ -94,16 +94,17 @@ func (j *job) runSplit(ctx context.Context, s *sink, fetch func(context.Context,
 		return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decoded %d bytes, plan says %d",
 			st.ti, t.Hash, t.Range.Start, t.Range.End, n, t.UnpackedLength)
 	}
-	return s.termDone(st.ti, st.ents)
+	return x.s.termDone(st.ti, st.ents)
 }
 
-// fetchSplit fetches j's range of its split term at the offsets of the xorb's footer and checks
+// fetchRange fetches j's range of its split term at the offsets of the xorb's footer and checks
 // what it decoded against the footer (length, chunk hashes). It fails with errNoOffsets when the
 // footer cannot be had, lacks raw offsets (version 0), does not match the plan or the data, or the
 // URL refuses the range.
-func (j *job) fetchSplit(ctx context.Context, s *sink, fetch func(context.Context, *job) error) error {
+func (sp *splitRange) fetchRange(ctx context.Context, j *job, x *runner) error {
+	s := x.s
 	defer s.footerDone(j.xorb)
-	sp, st := j.split, j.split.term
+	st := sp.term
 	st.mu.Lock()
 	whole := st.whole
 	st.mu.Unlock()
@@ -129,7 +130,7 @@ func (j *job) fetchSplit(ctx context.Context, s *sink, fetch func(context.Contex
 		return fmt.Errorf("%w: the footer gives term %d %d raw bytes, the plan %d", errNoOffsets, st.ti, got, t.UnpackedLength)
 	}
 	before := int64(rawStart(foot, sp.start) - base)
-	n, err := j.runSegment(ctx, s, fetch, foot, part{start: sp.start, end: sp.end}, st.ents, s.l.pos[st.ti]+before)
+	n, err := j.runSegment(ctx, x, foot, part{start: sp.start, end: sp.end}, st.ents, s.l.pos[st.ti]+before)
 	if err != nil {
 		return err
 	}
