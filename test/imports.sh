@@ -14,6 +14,24 @@ deps() {
   echo "$d" | grep "^$mod/" | sed "s|^$mod/||" | grep -vx "$1" || true
 }
 
+# imports PKG: the project's packages PKG imports itself (not through another; test files excluded).
+imports() {
+  local d
+  d=$(go list -f '{{join .Imports "\n"}}' "$mod/$1") || { echo "go list $1 failed" >&2; exit 2; }
+  echo "$d" | grep "^$mod/" | sed "s|^$mod/||" || true
+}
+
+# only_imports PKG ALLOWED WHY: PKG itself may import project packages matching ALLOWED only (what
+# it reaches through them is their business).
+only_imports() {
+  local bad
+  bad=$(imports "$1" | grep -vE "^($2)$" || true)
+  if [ -n "$bad" ]; then
+    echo "import rule broken: $1 imports $(echo $bad | tr ' ' ',') ($3)"
+    fail=1
+  fi
+}
+
 # forbid PKG PATTERN WHY: PKG must not depend on any package matching the extended regex PATTERN.
 forbid() {
   local bad
@@ -69,7 +87,8 @@ only internal/redact "" "how a URL is shown stands alone"
 only agent/credentials "internal/gitrepo|internal/lazy|internal/redact" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
 only agent/hub "agent/credentials|internal/gitrepo|internal/lazy|internal/redact|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
 only agent "agent/share|internal/rawio|internal/redact|protocol|xet/lfsbatch|xet/hash" "the agent package is the loop: the protocol, hand-offs, and the shape of a batch action; what a transfer is lives in agent/client"
-forbid agent/client "agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is given requests by the loop and talks to a CAS, never to the server's code"
+forbid agent/client "agent/leader|agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is given requests by the loop and talks to a CAS, never to the server's code"
+only_imports agent/leader "agent|agent/client|agent/share|xet/chunk|xet/hash|xet/span|xet/upload" "the leader decorates the client: what a transfer does, and where it goes, is the client's"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/xetlog "cmd/.*|xet/server(/.*)?" "log is a client: wired by the CLI, it reaches a remote through agent/client"
 forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"

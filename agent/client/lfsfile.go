@@ -16,7 +16,7 @@ import (
 // lfsFallback serves a download from a local remote that keeps the object as a plain LFS file
 // (<remote git dir>/lfs/objects/aa/bb/oid, pushed before Xet was installed): it copies it to a
 // temp file in tmp, checking size and SHA-256 on the way.
-func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
+func (x *Client) lfsFallback(ctx context.Context, r LocalRemote, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	src := r.LFSObject(obj.Oid)
 	in, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -56,7 +56,7 @@ func (x *xetTransferer) lfsFallback(ctx context.Context, r LocalRemote, obj agen
 	return agent.Result{Mode: agent.ModeLFSFile, Path: out.Name(), NewBytes: n}, nil
 }
 
-func (x *xetTransferer) storeDirOf(r LocalRemote) string {
+func (x *Client) storeDirOf(r LocalRemote) string {
 	if x.storeDir() != "" {
 		return x.storeDir()
 	}

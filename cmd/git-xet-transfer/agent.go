@@ -17,6 +17,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/leader"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
@@ -55,8 +56,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o.Log, o.Git, o.SetProcs = log, g, true
 	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	in, out, pipes := agentIO(stdin, stdout)
+	open := leader.New(leader.Options{Log: log, NoShare: env.NoShare, SetProcs: true}, func(init agent.Init, co client.Coordinator) leader.Client {
+		return client.Open(o, init, co)
+	})
 	err = agent.Run(ctx, in, out, agent.Options{
-		Open:  client.New(o),
+		Open:  open,
 		Log:   log,
 		Pipes: pipes,
 		// The settings from git config (the log's, xet.store) are read from here on, not before: a

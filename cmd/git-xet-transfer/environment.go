@@ -106,7 +106,7 @@ func homeDir(getenv func(string) string) string {
 
 // clientOptions are the Xet client's options that come from the environment.
 func (e environment) clientOptions() client.Options {
-	o := client.Options{StallTimeout: e.StallTimeout, Concurrency: e.Concurrency, NoShare: e.NoShare, DirectIO: e.DirectIO,
+	o := client.Options{StallTimeout: e.StallTimeout, Concurrency: e.Concurrency, DirectIO: e.DirectIO,
 		Ref: e.Ref, Credentials: e.Credentials, Warnings: os.Stderr}
 	o.Cache.SizeLimit, o.Cache.MaxEntries = e.CacheSizeLimit, e.CacheMaxEntries
 	if root, err := e.CacheDirs.Root(); err == nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,25 +15,20 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
-	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
-// leaderOver returns a leading upload Transferer whose local remote (in a temp dir) is found by
-// find instead of git.
-func leaderOver(t *testing.T, find func(ctx context.Context) error) (dir string, x *xetTransferer) {
+// slowRemote returns an upload Client whose local remote (in a temp dir) is found by find instead
+// of git.
+func slowRemote(t *testing.T, find func(ctx context.Context) error) (dir string, x *Client) {
 	t.Helper()
 	dir = t.TempDir()
 	remote := filepath.Join(dir, "remote.git")
-	open := New(Options{Log: zerolog.Nop(), Git: Git{Dir: dir}, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}})
-	tr, err := open(context.Background(), agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	x = tr.(*xetTransferer)
+	x = Open(Options{Log: zerolog.Nop(), Git: Git{Dir: dir}, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}},
+		agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8}, nil)
+	t.Cleanup(func() { x.Close() })
 	x.findRemote = func(ctx context.Context, g Git, op, r string) (LocalRemote, error) {
 		if err := find(ctx); err != nil {
 			return LocalRemote{}, err
@@ -43,50 +37,47 @@ func leaderOver(t *testing.T, find func(ctx context.Context) error) (dir string,
 	}
 	x.gitDir.Set(filepath.Join(dir, ".git")) // no git repository here: a local remote
 	x.endpoint.Set(gitrepo.Endpoint{LocalDir: remote})
-	x.sharing.leading.Store(true)
 	return dir, x
 }
 
-// A leader serving 8 conversations whose remote takes a second to resolve serves all of them in
-// about that second: the conversations wait for one resolution, not in turn for a lock, and each
+// 8 uploads at once (a leader serving 8 conversations) whose remote takes a second to resolve are
+// all done in about that second: they wait for one resolution, not in turn for a lock, and each
 // gets its upload done.
-func TestLeaderServesConversationsDuringSlowResolution(t *testing.T) {
+func TestUploadsShareOneSlowResolution(t *testing.T) {
 	var calls atomic.Int32
-	dir, x := leaderOver(t, func(ctx context.Context) error {
+	dir, x := slowRemote(t, func(ctx context.Context) error {
 		calls.Add(1)
 		time.Sleep(time.Second)
 		return nil
 	})
 	const n = 8
-	outs := make([]strings.Builder, n)
-	outcomes := make([]share.Outcome, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	began := time.Now()
 	for i := range n {
 		data := testutil.RandomBytes(3000+i, uint64(40+i))
-		name := fmt.Sprintf("obj%d", i)
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		path := filepath.Join(dir, fmt.Sprintf("obj%d", i))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(data)
-		req := fmt.Sprintf(`{"event":"upload","oid":%q,"size":%d,"path":%q}`+"\n"+`{"event":"terminate"}`+"\n", hex.EncodeToString(sum[:]), len(data), name)
 		wg.Go(func() {
-			outcomes[i] = x.servePipe(context.Background(), &share.Pipe{In: strings.NewReader(req), Out: &outs[i], Dir: dir, Pid: 100 + i})
+			_, errs[i] = x.Upload(context.Background(), agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}, nil)
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(began)
-	for i := range n {
-		if !outcomes[i].Exit || outcomes[i].Err != "" || !strings.Contains(outs[i].String(), `"event":"complete"`) || strings.Contains(outs[i].String(), `"error"`) {
-			t.Fatalf("conversation %d: outcome %+v, answers %s", i, outcomes[i], outs[i].String())
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("upload %d: %v", i, err)
 		}
 	}
-	t.Logf("8 conversations served in %v with %d resolution(s) of 1 s", elapsed, calls.Load())
+	t.Logf("8 uploads done in %v with %d resolution(s) of 1 s", elapsed, calls.Load())
 	if calls.Load() != 1 {
 		t.Errorf("the remote was resolved %d times, want once for the process", calls.Load())
 	}
 	if elapsed > 4*time.Second {
-		t.Errorf("8 conversations took %v behind a 1 s resolution: they waited in turn", elapsed)
+		t.Errorf("8 uploads took %v behind a 1 s resolution: they waited in turn", elapsed)
 	}
 }
 
@@ -95,7 +86,7 @@ func TestLeaderServesConversationsDuringSlowResolution(t *testing.T) {
 func TestNoLockAcrossResolution(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
-	_, x := leaderOver(t, func(ctx context.Context) error {
+	_, x := slowRemote(t, func(ctx context.Context) error {
 		close(started)
 		<-release
 		return nil

@@ -1,4 +1,4 @@
-package client
+package leader
 
 import (
 	"context"
@@ -28,8 +28,9 @@ import (
 // that is missing fail alone, naming what was wrong, and the others of their batch are stored.
 func TestSmallUploadsAreBatched(t *testing.T) {
 	var log logbuf.Buffer
-	dir, storeDir, tr := storeTransferer(t, zerolog.New(&log).Level(zerolog.DebugLevel))
-	tr.(*xetTransferer).sharing.leading.Store(true) // as handOff finds when no other process leads
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	tr := storeLeader(t, zerolog.New(&log).Level(zerolog.DebugLevel), "upload", dir, storeDir, nil)
 	ctx := context.Background()
 	const n = 60
 	objs := make([]agent.Object, n)
@@ -75,8 +76,7 @@ func TestSmallUploadsAreBatched(t *testing.T) {
 				t.Errorf("file %d: %v", i, err)
 				continue
 			}
-			sha, _ := oidBytes(objs[i].Oid)
-			if _, size, err := st.LookupSHA256(ctx, "", hash.FromSHA256(sha)); err != nil || int64(size) != objs[i].Size {
+			if _, size, err := st.LookupSHA256(ctx, "", oidHash(t, objs[i].Oid)); err != nil || int64(size) != objs[i].Size {
 				t.Errorf("file %d is not registered: %d bytes, %v", i, size, err)
 			}
 		}
@@ -102,9 +102,9 @@ func TestSmallUploadsAreBatched(t *testing.T) {
 // (each at most batchMaxFiles) and Close stops it, instead of working through the whole queue after
 // the push was interrupted.
 func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
-	dir, storeDir, tr := storeTransferer(t, zerolog.Nop())
-	x := tr.(*xetTransferer)
-	x.sharing.leading.Store(true)
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	tr := storeLeader(t, zerolog.Nop(), "upload", dir, storeDir, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	const n = 600
 	objs := make([]agent.Object, n)
@@ -121,7 +121,7 @@ func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
 	for i := range objs {
 		wg.Go(func() { tr.Upload(ctx, objs[i], nil) })
 	}
-	b := &x.sharing.batcher
+	b := &tr.batcher
 	if !testutil.Eventually(time.Minute, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -142,8 +142,7 @@ func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
 	defer st.Close()
 	stored := 0
 	for _, o := range objs {
-		sha, _ := oidBytes(o.Oid)
-		if _, _, err := st.LookupSHA256(context.Background(), "", hash.FromSHA256(sha)); err == nil {
+		if _, _, err := st.LookupSHA256(context.Background(), "", oidHash(t, o.Oid)); err == nil {
 			stored++
 		}
 	}

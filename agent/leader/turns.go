@@ -1,4 +1,4 @@
-package client
+package leader
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // before. A family ends when its last member's turn does: a version that comes later finds the
 // earlier ones in the shard cache anyway.
 //
-// Downloads are related by the xorbs their plans name (downloadKin): the versions of a file share
+// Downloads are related by the xorbs their plans name (Leader.DownloadTurn): the versions of a file share
 // the xorbs of their unchanged chunks, and one after the other each copies those chunks from the
 // one before (recentDownloads, the chunk index) instead of fetching them again; files that share
 // no xorb go side by side, in the order they come.
@@ -28,7 +28,7 @@ import (
 // Safe for concurrent use. The zero value is ready.
 type turns struct {
 	mu       sync.Mutex
-	families map[*endpoint][]*family
+	families map[string][]*family // by endpoint
 	seq      uint64
 }
 
@@ -45,10 +45,10 @@ type turn struct {
 	ready chan struct{} // closed when it is this transfer's turn
 }
 
-// take waits for the turn of a transfer to e of the file at path ("" for a download: arrival
-// order) with sample s, and returns the function that ends the turn. It fails only when ctx ends
-// first.
-func (t *turns) take(ctx context.Context, e *endpoint, path string, s sample) (done func(), err error) {
+// take waits for the turn of a transfer to endpoint e of the file at path ("" for a download:
+// arrival order) with sample s, and returns the function that ends the turn. It fails only when
+// ctx ends first.
+func (t *turns) take(ctx context.Context, e string, path string, s sample) (done func(), err error) {
 	var mtime time.Time
 	if fi, err := os.Stat(path); path != "" && err == nil {
 		mtime = fi.ModTime()
@@ -83,9 +83,9 @@ func (t *turns) take(ctx context.Context, e *endpoint, path string, s sample) (d
 
 // familyOf returns the family of e that a transfer with sample s joins (made when none is
 // related), with s added to its kin. t.mu is held.
-func (t *turns) familyOf(e *endpoint, s sample) *family {
+func (t *turns) familyOf(e string, s sample) *family {
 	if t.families == nil {
-		t.families = map[*endpoint][]*family{}
+		t.families = map[string][]*family{}
 	}
 	for _, f := range t.families[e] {
 		if f.kin.shares(s) {
@@ -104,7 +104,7 @@ func (t *turns) familyOf(e *endpoint, s sample) *family {
 }
 
 // next ends the current turn of f and gives the next to its oldest waiting file, or ends f.
-func (t *turns) next(e *endpoint, f *family) {
+func (t *turns) next(e string, f *family) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(f.waiting) == 0 {

@@ -1,11 +1,10 @@
-package client
+package leader
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,9 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -39,7 +37,7 @@ func TestTurnsOldestFirst(t *testing.T) {
 		return p
 	}
 	var tr turns
-	e, other := &endpoint{}, &endpoint{}
+	e, other := "http://cas.example", "http://other.example"
 	kin := sample{hash.Chunk([]byte("shared")): {}}
 	stranger := sample{hash.Chunk([]byte("other")): {}}
 	ctx := context.Background()
@@ -86,7 +84,7 @@ func TestTurnsOldestFirst(t *testing.T) {
 		t.Fatalf("a waiter whose context ended: %v", err)
 	}
 	for _, o := range []struct {
-		e *endpoint
+		e string
 		s sample
 	}{{other, kin}, {e, stranger}} {
 		done, err := tr.take(ctx, o.e, path("elsewhere", 0), o.s)
@@ -105,34 +103,42 @@ func TestTurnsOldestFirst(t *testing.T) {
 	}
 }
 
-// blockingCAS holds the fetches of the xorbs in block until release is closed, and says when one
-// is held (held).
-type blockingCAS struct {
-	cas.Client
+// heldTurn is a client.Coordinator whose first download turn of a download naming one of the
+// xorbs in block is held, once given, until release is closed (its fetch is slow, say); held is
+// closed then.
+type heldTurn struct {
+	client.Coordinator
 	block   map[hash.Hash]bool
 	held    chan struct{}
 	once    sync.Once
 	release chan struct{}
 }
 
-func (c *blockingCAS) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
-	if c.block[x] {
-		c.once.Do(func() { close(c.held) })
+func (c *heldTurn) DownloadTurn(ctx context.Context, endpoint string, xorbs []hash.Hash) (func(), error) {
+	done, err := c.Coordinator.DownloadTurn(ctx, endpoint, xorbs)
+	if err != nil || !c.block[xorbs[0]] {
+		return done, err
+	}
+	first := false
+	c.once.Do(func() { first = true })
+	if first {
+		close(c.held)
 		select {
 		case <-c.release:
 		case <-ctx.Done():
-			return nil, ctx.Err()
 		}
 	}
-	return c.Client.Fetch(ctx, x, f, r)
+	return done, nil
 }
 
-// In the leader of a fetch's agents, downloads that share nothing go side by side: one whose
-// fetch is held up does not hold up an unrelated file. A version of the held file (it shares its
-// xorbs) waits for its turn, so that it copies the shared chunks from it instead of fetching them
-// again, and both complete once the fetch goes on.
+// In the leader of a fetch's agents, downloads that share nothing go side by side: one that holds
+// its turn does not hold up an unrelated file. A version of the held file (it shares its xorbs)
+// waits for its turn, so that it copies the shared chunks from it instead of fetching them again,
+// and both complete once the first goes on.
 func TestUnrelatedDownloadsDoNotTakeTurns(t *testing.T) {
-	dir, storeDir, up := storeTransferer(t, zerolog.Nop())
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	up := storeLeader(t, zerolog.Nop(), "upload", dir, storeDir, nil)
 	ctx := context.Background()
 	a := testutil.RandomBytes(4<<20, 61)
 	a2 := append([]byte(nil), a...)
@@ -152,22 +158,12 @@ func TestUnrelatedDownloadsDoNotTakeTurns(t *testing.T) {
 	}
 	up.Close()
 
-	open := New(Options{Log: zerolog.Nop(), Git: Git{Dir: dir}, StoreDir: func() string { return storeDir }})
-	tr, err := open(ctx, agent.Init{Operation: "download", Remote: "origin", ConcurrentTransfers: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	x := tr.(*xetTransferer)
-	x.gitDir.Set(filepath.Join(dir, ".git"))
-	x.sharing.leading.Store(true)
 	st, err := store.Open(storeDir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	local := embedded.New(st, "")
-	sha, _ := oidBytes(objs["a"].Oid)
-	fileA, _, err := local.LookupSHA256(ctx, hash.FromSHA256(sha))
+	fileA, _, err := local.LookupSHA256(ctx, oidHash(t, objs["a"].Oid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,20 +171,23 @@ func TestUnrelatedDownloadsDoNotTakeTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := &blockingCAS{Client: local, block: map[hash.Hash]bool{}, held: make(chan struct{}), release: make(chan struct{})}
+	st.Close()
+	held := &heldTurn{block: map[hash.Hash]bool{}, held: make(chan struct{}), release: make(chan struct{})}
 	for _, term := range plan.Terms {
 		held.block[term.Hash] = true
 	}
-	e := &endpoint{mode: agent.ModeEmbedded, cas: held, local: local, where: storeDir}
-	x.endpoints.Get(ctx, storeDir, func(context.Context) (*endpoint, error) { return e, nil })
+	l := storeLeader(t, zerolog.Nop(), "download", dir, storeDir, func(co client.Coordinator) client.Coordinator {
+		held.Coordinator = co
+		return held
+	})
 
 	got := map[string]chan error{}
 	download := func(name string) {
 		got[name] = make(chan error, 1)
-		go func() { _, err := tr.Download(ctx, objs[name], nil); got[name] <- err }()
+		go func() { _, err := l.Download(ctx, objs[name], nil); got[name] <- err }()
 	}
 	download("a")
-	<-held.held // a has its turn, and its fetch is held up
+	<-held.held // a has its turn, and holds it
 	download("a2")
 	download("b")
 	select {
@@ -201,11 +200,13 @@ func TestUnrelatedDownloadsDoNotTakeTurns(t *testing.T) {
 		t.Fatal("an unrelated download waited for a download it shares nothing with")
 	}
 	if !testutil.Eventually(30*time.Second, func() bool {
-		x.sharing.turns.mu.Lock()
-		defer x.sharing.turns.mu.Unlock()
-		for _, f := range x.sharing.turns.families[e] {
-			if len(f.waiting) == 1 {
-				return true
+		l.turns.mu.Lock()
+		defer l.turns.mu.Unlock()
+		for _, fs := range l.turns.families {
+			for _, f := range fs {
+				if len(f.waiting) == 1 {
+					return true
+				}
 			}
 		}
 		return false

@@ -1,4 +1,4 @@
-package client
+package leader
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
@@ -15,7 +16,7 @@ import (
 // Batches of the small uploads a leading agent does (smallBatcher).
 const (
 	batchMaxFiles = 32
-	batchMaxBytes = upload.SmallSessionBytes // the session's xorbs are built in small buffers
+	batchMaxBytes = upload.SmallSessionBytes // the session's xorbs are built in small buffers (client.UploadBatch)
 	// batchRunners: batches stored at once. A second runs only while a quarter of batchMaxBytes
 	// waits: for files of a few KB one runner keeps up with git-lfs, and the files that wait for it
 	// make the batches (two runners would halve them, and double the fsyncs); bigger files need
@@ -44,7 +45,8 @@ var errBatch = errors.New("the batch of small uploads failed")
 // Concurrency: safe for concurrent use. close stops and joins the runners (before what they use is
 // closed).
 type smallBatcher struct {
-	x *xetTransferer
+	c   Client
+	log zerolog.Logger
 
 	runners sync.WaitGroup
 	mu      sync.Mutex
@@ -58,15 +60,14 @@ type smallBatcher struct {
 
 type smallJob struct {
 	obj  agent.Object
-	sha  [32]byte
 	done chan struct{}
 	res  agent.Result
 	err  error
 }
 
 // do uploads obj in the next batch and returns once its batch is durable (or failed), or ctx ends.
-func (b *smallBatcher) do(ctx context.Context, obj agent.Object, sha [32]byte) (agent.Result, error) {
-	j := &smallJob{obj: obj, sha: sha, done: make(chan struct{})}
+func (b *smallBatcher) do(ctx context.Context, obj agent.Object) (agent.Result, error) {
+	j := &smallJob{obj: obj, done: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -129,7 +130,7 @@ func (b *smallBatcher) run(ctx context.Context) {
 }
 
 // close stops the runners (a batch under way fails) and waits for them; Close calls it before
-// closing the endpoints they use. No batch starts after it.
+// closing the client they use. No batch starts after it.
 func (b *smallBatcher) close() {
 	b.mu.Lock()
 	b.closed = true
@@ -172,9 +173,9 @@ func (b *smallBatcher) next() []*smallJob {
 func (b *smallBatcher) store(ctx context.Context, jobs []*smallJob) {
 	err := b.storeBatch(ctx, jobs)
 	if err != nil {
-		b.x.o.Log.Warn().Err(err).Int("files", len(jobs)).Msg("upload: a batch of small files failed; uploading each on its own")
+		b.log.Warn().Err(err).Int("files", len(jobs)).Msg("upload: a batch of small files failed; uploading each on its own")
 	} else {
-		b.x.o.Log.Debug().Int("files", len(jobs)).Msg("upload: batch of small files stored")
+		b.log.Debug().Int("files", len(jobs)).Msg("upload: batch of small files stored")
 	}
 	for _, j := range jobs {
 		if err != nil && j.err == nil {
@@ -184,49 +185,19 @@ func (b *smallBatcher) store(ctx context.Context, jobs []*smallJob) {
 	}
 }
 
-// storeBatch uploads and registers jobs in one session, setting each job's result; a job whose
-// file does not match its oid gets its own error.
+// storeBatch uploads and registers jobs in one session (client.UploadBatch), setting each job's
+// result; a job whose file does not match its oid gets its own error.
 func (b *smallBatcher) storeBatch(ctx context.Context, jobs []*smallJob) error {
-	x := b.x
-	e, _, err := x.standaloneEndpoint(ctx, true)
+	objs := make([]agent.Object, len(jobs))
+	for i, j := range jobs {
+		objs[i] = j.obj
+	}
+	res, errs, err := b.c.UploadBatch(ctx, objs)
 	if err != nil {
 		return err
 	}
-	var size int64
-	for _, j := range jobs {
-		size += j.obj.Size
-	}
-	cfg := x.uploadConfig(ctx, e, size)
-	cfg.GlobalDedupe, cfg.KeepEntries = false, false // per file: each is small (see uploadConfig)
-	cfg.SeparateFiles = true                         // the xorbs and cache entries of one-by-one uploads
-	sess := upload.NewSession(cfg)
-	defer sess.Close()
-	for _, j := range jobs {
-		res, jerr, err := addFile(ctx, sess, j.obj, j.sha)
-		if err != nil {
-			return err
-		}
-		if j.err = jerr; jerr == nil {
-			j.res = agent.Result{Mode: e.mode, NewBytes: res.NewBytes, DedupedBytes: res.DedupedBytes}
-		}
-	}
-	if err := sess.Finish(ctx); err != nil {
-		return fmt.Errorf("storing a batch of %d small files at %s: %w", len(jobs), e.where, err)
+	for i, j := range jobs {
+		j.res, j.err = res[i], errs[i]
 	}
 	return nil
-}
-
-// addFile uploads the file of obj into sess. jerr: this file is not the object git-lfs named
-// (size, SHA-256; see openUpload, checkUploaded) or cannot be read, and the others go on; err: the
-// upload into the session failed (the session is not to be finished).
-func addFile(ctx context.Context, sess *upload.Session, obj agent.Object, sha [32]byte) (res *upload.FileResult, jerr, err error) {
-	f, jerr := openUpload(obj)
-	if jerr != nil {
-		return nil, jerr, nil
-	}
-	defer f.Close()
-	if res, err = sess.Upload(ctx, f, nil, nil); err != nil {
-		return nil, nil, err
-	}
-	return res, checkUploaded(obj, sha, res), nil
 }
