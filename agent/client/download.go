@@ -93,60 +93,79 @@ func (x *Client) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, o
 		}
 		defer done()
 	}
-	var idx *chunkindex.Index
-	var part *chunkindex.Partial
-	var terms []span.Span
+	var d *delta
 	if obj.Size >= chunkindex.MinBytes {
-		idx = x.chunkIndex(ctx)
-		path := filepath.Join(tmp, "xet-"+file.String()+".part")
-		p, err := chunkindex.OpenPartial(path, file, obj.Size)
-		if err != nil {
-			x.o.Log.Debug().Err(err).Str("oid", obj.Oid).Msg("download: not resumable")
-		} else {
-			part, req.Path, req.Keep = p, path, true
-		}
-		from := span.Locals{x.co.Recent()}
-		if idx != nil {
-			from = append(from, idx)
-		}
-		if part != nil {
-			from = append(from, part)
-		}
-		req.Local = from
-		if part != nil {
-			req.OnPart = func(sp span.Span) {
-				if err := part.Add(sp); err != nil {
-					x.o.Log.Debug().Err(err).Msg("download: recording a written part")
-				}
-			}
-		}
-		var mu sync.Mutex // OnTerm comes from the download's ranges, each on its goroutine
-		req.OnTerm = func(sp span.Span) { mu.Lock(); terms = append(terms, sp); mu.Unlock() }
-		if idx != nil {
-			x.rebuildIndex(ctx, e, idx)
-		}
+		d = x.newDelta(ctx, e, obj, tmp, &req)
 	}
 	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.downloadConcurrency(e), Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(ctx, x.o.Git)}, req)
-	if part != nil {
-		part.Close(err == nil)
+	if d != nil && d.part != nil {
+		d.part.Close(err == nil)
 	}
 	logAdapt(x.o.Log, "download: ranges in flight", e.down)
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("downloading from %s: %w", e.where, err)
 	}
-	if idx != nil {
-		if err := idx.Record(obj.Oid, obj.Size, file, terms); err != nil {
-			x.o.Log.Warn().Err(err).Msg("download: could not record the object in the local chunk index")
-		}
-	}
-	if obj.Size >= chunkindex.MinBytes {
-		x.co.Downloaded(req.Path, tmp, obj.Oid, terms)
+	if d != nil {
+		d.record(x, obj, tmp, req.Path)
 	}
 	if st.Local+st.InPlace > 0 {
 		x.o.Log.Info().Str("oid", obj.Oid).Int64("fetched", st.FetchedTerms).Int64("local", st.Local).
 			Int64("resumed", st.InPlace).Int("stale_terms", st.LocalStale).Msg("download: delta")
 	}
 	return agent.Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
+}
+
+// delta is what a large download reuses of what is on this machine, and what it leaves for the
+// next: the chunk index (objects here; nil when the git directory is unknown), its own partial
+// record (resumable when an attempt is interrupted; nil when it cannot be kept), and the terms it
+// wrote, for the index and the leader's recent downloads.
+type delta struct {
+	idx   *chunkindex.Index
+	part  *chunkindex.Partial
+	file  hash.Hash
+	mu    sync.Mutex // OnTerm comes from the download's ranges, each on its goroutine
+	terms []span.Span
+}
+
+// newDelta wires a large download's local sources into req (the leader's recent downloads, the
+// chunk index, rebuilt first if it was lost, and the partial record of an earlier attempt, which
+// req then resumes in place) and its callbacks (OnPart records the part written, OnTerm keeps the
+// terms).
+func (x *Client) newDelta(ctx context.Context, e *endpoint, obj agent.Object, tmp string, req *download.Request) *delta {
+	d := &delta{idx: x.chunkIndex(ctx), file: req.File}
+	path := filepath.Join(tmp, "xet-"+req.File.String()+".part")
+	if p, err := chunkindex.OpenPartial(path, req.File, obj.Size); err != nil {
+		x.o.Log.Debug().Err(err).Str("oid", obj.Oid).Msg("download: not resumable")
+	} else {
+		d.part, req.Path, req.Keep = p, path, true
+	}
+	from := span.Locals{x.co.Recent()}
+	if d.idx != nil {
+		from = append(from, d.idx)
+		x.rebuildIndex(ctx, e, d.idx)
+	}
+	if d.part != nil {
+		from = append(from, d.part)
+		req.OnPart = func(sp span.Span) {
+			if err := d.part.Add(sp); err != nil {
+				x.o.Log.Debug().Err(err).Msg("download: recording a written part")
+			}
+		}
+	}
+	req.Local = from
+	req.OnTerm = func(sp span.Span) { d.mu.Lock(); d.terms = append(d.terms, sp); d.mu.Unlock() }
+	return d
+}
+
+// record leaves a verified download at path for the next ones: in the chunk index, and with the
+// leader (Coordinator.Downloaded).
+func (d *delta) record(x *Client, obj agent.Object, tmp, path string) {
+	if d.idx != nil {
+		if err := d.idx.Record(obj.Oid, obj.Size, d.file, d.terms); err != nil {
+			x.o.Log.Warn().Err(err).Msg("download: could not record the object in the local chunk index")
+		}
+	}
+	x.co.Downloaded(path, tmp, obj.Oid, d.terms)
 }
 
 // downloadTurn waits for the turn of download req in the leader (Coordinator.DownloadTurn): its
