@@ -85,7 +85,7 @@ func takeHandover(env *environment) (handover.Handover, error) {
 	if env.Handover == "" {
 		return handover.Handover{}, nil
 	}
-	os.Unsetenv(handoverVar)
+	os.Unsetenv(handover.Var)
 	env.Credentials.OS = os.Environ()
 	return handover.Decode(env.Handover)
 }
