@@ -86,17 +86,18 @@ only internal/gitrepo "internal/lazy|internal/redact" "the repository's config a
 only internal/redact "" "how a URL is shown stands alone"
 only agent/credentials "internal/gitrepo|internal/lazy|internal/redact" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
 only agent/hub "agent/credentials|internal/gitrepo|internal/lazy|internal/redact|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
-only agent "agent/share|internal/rawio|internal/redact|protocol|xet/lfsbatch|xet/hash" "the agent package is the loop: the protocol, hand-offs, and the shape of a batch action; what a transfer is lives in agent/client"
+only agent "agent/share|internal/lfsobject|internal/rawio|internal/redact|protocol|xet/lfsbatch|xet/hash" "the agent package is the loop: the protocol, hand-offs, and the shape of a batch action; what a transfer is lives in agent/client"
 forbid agent/client "agent/leader|agent/migrate|cmd/.*|xet/server(/.*)?" "the Xet client is given requests by the loop and talks to a CAS, never to the server's code"
 only_imports agent/leader "agent|agent/client|agent/share|xet/chunk|xet/hash|xet/span|xet/upload" "the leader decorates the client: what a transfer does, and where it goes, is the client's"
 forbid agent "agent/migrate" "migration is built on the agent, not part of it"
 forbid agent/xetlog "cmd/.*|xet/server(/.*)?" "log is a client: wired by the CLI, it reaches a remote through agent/client"
 forbid agent/migrate "cmd/.*|xet/server(/.*)?|xet/store/blob/s3" "migrate is a client: wired by the CLI, never the server (it reaches the filesystem store through xet/embedded)"
 only internal/handover "" "the start-up agent's hand-over value stands alone"
+only internal/lfsobject "" "what an LFS object is (its oid, its verified bytes) stands alone"
 # The start-up agent git-lfs runs answers idle processes at about the cost of a git command: it links
 # the protocol's decoder, the hand-over and the standard library, nothing else (no module outside
 # the standard library either).
-only cmd/git-xet-transfer-agent "protocol|internal/handover" "the start-up agent links only what answers init and hands over"
+only cmd/git-xet-transfer-agent "protocol|internal/handover|internal/lfsobject" "the start-up agent links only what answers init and hands over"
 outside=$(go list -deps "$mod/cmd/git-xet-transfer-agent" | grep -v "^$mod/" | grep -v "^vendor/" | grep '\.' || true)
 if [ -n "$outside" ]; then
   echo "import rule broken: cmd/git-xet-transfer-agent links modules outside the standard library: $(echo $outside)"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkindex"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
@@ -47,7 +48,7 @@ func (x *Client) rebuildIndex(ctx context.Context, e *endpoint, idx *chunkindex.
 // SHA-256 must be its oid, so a damaged copy is never indexed), and the CAS's plan of the Xet file
 // hash that gives says which chunks of which xorbs its terms are.
 func indexObject(ctx context.Context, c cas.Client, o chunkindex.Object) (hash.Hash, []span.Span, error) {
-	want, err := oidBytes(o.Oid)
+	want, err := lfsobject.ParseOid(o.Oid)
 	if err != nil {
 		return hash.Hash{}, nil, err
 	}

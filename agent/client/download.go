@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 
 	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkindex"
@@ -22,7 +23,7 @@ import (
 // Download reconstructs one file from Xet into git-lfs's temp dir, verified (chunk hashes, size,
 // SHA-256 = oid) before its path is returned.
 func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
-	sha, err := oidBytes(obj.Oid)
+	sha, err := lfsobject.ParseOid(obj.Oid)
 	if err != nil {
 		return agent.Result{}, err
 	}
@@ -69,7 +70,7 @@ func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(i
 			return agent.Result{}, fmt.Errorf("object %s is not in the Xet store %s (xet.store / GIT_XET_STORE), and remote %q is not on this machine to look for plain LFS objects", obj.Oid, x.storeDir(), redact.URL(x.init.Remote))
 		}
 		if !found {
-			return x.lfsFallback(ctx, *r, obj, sha, tmp, progress)
+			return x.lfsFallback(ctx, *r, obj, tmp, progress)
 		}
 	}
 	return x.xetDownload(ctx, e, file, obj, sha, tmp, progress)

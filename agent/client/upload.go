@@ -2,31 +2,22 @@ package client
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkindex"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-func oidBytes(oid string) ([32]byte, error) {
-	var b [32]byte
-	n, err := hex.Decode(b[:], []byte(oid))
-	if err != nil || n != 32 {
-		return b, fmt.Errorf("oid %q is not a SHA-256", oid)
-	}
-	return b, nil
-}
-
 // Upload stores one file through Xet and returns once every xorb and the shard registering it
 // are stored.
 func (x *Client) Upload(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
-	sha, err := oidBytes(obj.Oid)
+	sha, err := lfsobject.ParseOid(obj.Oid)
 	if err != nil {
 		return agent.Result{}, err
 	}
@@ -231,7 +222,7 @@ func (x *Client) UploadBatch(ctx context.Context, objs []agent.Object) (res []ag
 // (oid, size, SHA-256; see openUpload, checkUploaded) or cannot be read, and the others go on; err:
 // the upload into the session failed (the session is not to be finished).
 func addFile(ctx context.Context, sess *upload.Session, obj agent.Object) (res *upload.FileResult, jerr, err error) {
-	sha, jerr := oidBytes(obj.Oid)
+	sha, jerr := lfsobject.ParseOid(obj.Oid)
 	if jerr != nil {
 		return nil, jerr, nil
 	}

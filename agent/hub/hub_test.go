@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -305,4 +306,49 @@ func TestBatchEachKeepsObjectErrors(t *testing.T) {
 	}
 	_, err = c.BatchEach(context.Background(), base+"/any/lfs", "download", []string{"basic"}, objs[:1])
 	wantErr(t, err, "names object", "/any/lfs/objects/batch")
+}
+
+// SaveVerified keeps a file only when it is the object: exactly its size, its SHA-256; anything
+// else leaves nothing at the path and says what was wrong. A body longer than the object is not
+// read past one byte more, and a save whose context ended stops.
+func TestSaveVerified(t *testing.T) {
+	data := []byte("the object's bytes")
+	sum := sha256.Sum256(data)
+	oid := hex.EncodeToString(sum[:])
+	path := filepath.Join(t.TempDir(), "obj")
+	var seen int64
+	if err := SaveVerified(context.Background(), bytes.NewReader(data), path, oid, int64(len(data)), func(n int64) { seen = n }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved %q, %v", got, err)
+	}
+	if seen != int64(len(data)) {
+		t.Errorf("progress said %d bytes, want %d", seen, len(data))
+	}
+	for name, body := range map[string]string{
+		"short":   string(data[:5]),
+		"long":    string(data) + strings.Repeat("x", 1<<20),
+		"changed": strings.ToUpper(string(data)),
+	} {
+		r := strings.NewReader(body)
+		err := SaveVerified(context.Background(), r, path, oid, int64(len(data)), nil)
+		if !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s: %v, want ErrMismatch", name, err)
+		}
+		if _, serr := os.Stat(path); !os.IsNotExist(serr) {
+			t.Errorf("%s: the path is left (%v)", name, serr)
+		}
+		if read := int64(len(body) - r.Len()); read > int64(len(data))+1 {
+			t.Errorf("%s: read %d bytes of a %d-byte object", name, read, len(data))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := SaveVerified(ctx, bytes.NewReader(data), path, oid, int64(len(data)), nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("a stopped save: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a stopped save left its file (%v)", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
@@ -52,22 +53,10 @@ func (x *Index) ObjectPath(oid string) string {
 	return filepath.Join(x.objects, oid[0:2], oid[2:4], oid)
 }
 
-func validOid(oid string) bool {
-	if len(oid) != 64 {
-		return false
-	}
-	for _, c := range oid {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // Record writes the map of object oid (size bytes, Xet file hash file): spans say where its chunks
 // lie (their Path is ignored). It replaces an older map of the same object.
 func (x *Index) Record(oid string, size int64, file hash.Hash, spans []span.Span) error {
-	if !validOid(oid) {
+	if !lfsobject.ValidOid(oid) {
 		return fmt.Errorf("chunk index: %q is not an oid", oid)
 	}
 	if size < MinBytes || len(spans) == 0 {
@@ -137,7 +126,7 @@ func (x *Index) prune() error {
 	}
 	var ms []aged
 	for _, e := range ents {
-		if info, err := e.Info(); err == nil && validOid(e.Name()) {
+		if info, err := e.Info(); err == nil && lfsobject.ValidOid(e.Name()) {
 			ms = append(ms, aged{e.Name(), info.ModTime()})
 		}
 	}
@@ -163,7 +152,7 @@ func (x *Index) Spans(xorbs []hash.Hash) []span.Span {
 	entries := make(map[string][]string)
 	for _, e := range ents {
 		xh, oid, ok := strings.Cut(e.Name(), ".")
-		if ok && want[xh] && validOid(oid) {
+		if ok && want[xh] && lfsobject.ValidOid(oid) {
 			hits[oid]++
 			entries[oid] = append(entries[oid], e.Name())
 		}

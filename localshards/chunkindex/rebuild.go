@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
@@ -75,7 +76,7 @@ func (x *Index) unindexed(maxBytes int64, maxObjects int) []Object {
 	}
 	var all []found
 	filepath.WalkDir(x.objects, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !validOid(d.Name()) || path != x.ObjectPath(d.Name()) {
+		if err != nil || d.IsDir() || !lfsobject.ValidOid(d.Name()) || path != x.ObjectPath(d.Name()) {
 			return nil
 		}
 		info, err := d.Info()
