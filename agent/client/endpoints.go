@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
@@ -82,7 +83,9 @@ func actionCAS(ctx context.Context, o Options, ba *batchAction, h *hubAccess) ca
 // (the Hub, whose actions carry only the X-Xet-* headers).
 func batchRefresher(o Options, ba *batchAction, h *hubAccess) func(ctx context.Context) (casapi.Token, error) {
 	if lfsbatch.Header(ba.Auth, "Authorization") != "" || ba.Href == "" {
-		return refresher(o.HTTPClient, ba.Href, ba.Auth, o.UserAgent)
+		return func(ctx context.Context) (casapi.Token, error) {
+			return hub.RefreshToken(ctx, o.HTTPClient, ba.Href, ba.Auth, o.UserAgent)
+		}
 	}
 	return func(ctx context.Context) (casapi.Token, error) {
 		hc, err := h.get(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -350,5 +351,41 @@ func TestSaveVerified(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("a stopped save left its file (%v)", err)
+	}
+}
+
+// A batch action's token is renewed at its href with the action's own headers: a refusal names
+// the status, the server's message and what to check, never the URL's query or the credential the
+// server echoes back; no href says so.
+func TestRefreshToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Basic good" {
+			w.WriteHeader(http.StatusUnauthorized)
+			casapi.Encode(w, casapi.Error{Error: "bad user name or password"})
+			return
+		}
+		casapi.Encode(w, casapi.Token{AccessToken: "new", Exp: 1900000000, CasURL: "http://127.0.0.1"})
+	}))
+	defer srv.Close()
+	tok, err := RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic good"}, "ua")
+	if err != nil || tok.AccessToken != "new" {
+		t.Fatalf("%+v, %v", tok, err)
+	}
+	_, err = RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic bad"}, "ua")
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "bad user name or password") ||
+		!strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "sig=x") {
+		t.Errorf("refused refresh: %v", err)
+	}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("refused: " + r.Header.Get("Authorization")))
+	}))
+	defer echo.Close()
+	_, err = RefreshToken(context.Background(), echo.Client(), echo.URL+"/r", map[string]string{"Authorization": "Basic c2VjcmV0c2VjcmV0"}, "ua")
+	if err == nil || strings.Contains(err.Error(), "c2VjcmV0c2VjcmV0") || !strings.Contains(err.Error(), "refused: [redacted]") {
+		t.Errorf("a refusal that echoes the request: %v", err)
+	}
+	if _, err := RefreshToken(context.Background(), srv.Client(), "", nil, "ua"); err == nil || !strings.Contains(err.Error(), "no refresh route") {
+		t.Errorf("empty href: %v", err)
 	}
 }
