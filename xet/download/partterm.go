@@ -106,6 +106,19 @@ func (s *sink) footer(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xo
 	return r.f, r.err
 }
 
+// rangeFooter returns the footer of j's xorb (footer), checked against j's range (matchRange); a
+// footer that cannot be had is errNoOffsets (the term is then fetched whole), unless ctx ended.
+func (s *sink) rangeFooter(ctx context.Context, j *job) (*xorb.Footer, error) {
+	foot, err := s.footer(ctx, j.xorb, j.fetch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", errNoOffsets, err)
+	}
+	return foot, matchRange(foot, j.rng)
+}
+
 // footerDone says a partly local term of xorb x has finished with its footer: the last of the
 // terms newSink counted lets it go (one it did not count keeps it for the download).
 func (s *sink) footerDone(x hash.Hash) {
@@ -226,15 +239,9 @@ func (k *partTerm) runParts(ctx context.Context, j *job, x *runner) error {
 	if s.merkle == nil {
 		return errNoOffsets // only whole, verified downloads use local chunks
 	}
-	foot, err := s.footer(ctx, j.xorb, j.fetch)
+	foot, err := s.rangeFooter(ctx, j)
 	defer s.footerDone(j.xorb)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %w", errNoOffsets, err)
-	}
-	if err := matchRange(foot, j.rng); err != nil {
 		return err
 	}
 	ents := make([]hash.Entry, t.Range.End-t.Range.Start)

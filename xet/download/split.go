@@ -111,14 +111,8 @@ func (sp *splitRange) fetchRange(ctx context.Context, j *job, x *runner) error {
 	if whole {
 		return errNoOffsets // another range of the term found none: the term is fetched whole
 	}
-	foot, err := s.footer(ctx, j.xorb, j.fetch)
+	foot, err := s.rangeFooter(ctx, j)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %w", errNoOffsets, err)
-	}
-	if err := matchRange(foot, j.rng); err != nil {
 		return err
 	}
 	t := s.l.terms[st.ti]
