@@ -354,8 +354,9 @@ func (c *Cache) reviveLive(v *view, snap *snapshot, live []*candidate) (newCands
 	return newCands, true
 }
 
-// scanNew reads the xorb sections of shards the snapshot does not hold; malformed ones are set
-// aside, unreadable ones skipped.
+// scanNew reads the xorb sections of shards the index does not hold yet (the snapshot's, or the
+// view a refresh extends); malformed ones are set aside, unreadable ones skipped (a shard removed
+// meanwhile without a word).
 func (c *Cache) scanNew(cands []*candidate) []*pending {
 	var ps []*pending
 	var buf []byte
@@ -370,6 +371,8 @@ func (c *Cache) scanNew(cands []*candidate) []*pending {
 			if errors.Is(err, errFormat) {
 				c.setAside(cd.name, err)
 				c.known[cd.name] = -1
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				c.log.Warn().Err(err).Str("file", cd.name).Msg("cannot read cached shard; skipped")
 			}
 			continue
 		}

@@ -150,31 +150,47 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 	_ = os.MkdirAll(cfg.TempDir, 0o755)
 	u := &uploader{o: o, sess: upload.NewSession(cfg), st: st, total: len(todo), totalBytes: sumSize(todo), began: time.Now()}
 	defer u.sess.Close()
-	for i := 0; i < len(todo); i += 100 {
-		chunk := todo[i:min(i+100, len(todo))]
+	err = eachVerified(ctx, todo, src, rep, func(obj *Object) error {
+		res, err := uploadOne(ctx, u.sess, src.path(obj.Oid), obj)
+		if err != nil {
+			return err
+		}
+		rep.add(obj, res)
+		return u.uploaded(ctx, obj)
+	})
+	if err != nil {
+		return err
+	}
+	if err := u.finish(ctx); err != nil {
+		return err
+	}
+	rep.StoredXorbs, rep.StoredShards, rep.ResentSkipped = counted.xorbs.Load(), counted.shards.Load(), u.sess.Resumed()
+	return nil
+}
+
+// eachVerified hands each of objs whose verified bytes src makes available (src.ensure, 100 at a
+// time ahead of their use) to use, in order; the others are reported failed (counted as not local
+// in a dry run, whose copies only come from the old server).
+func eachVerified(ctx context.Context, objs []*Object, src *source, rep *Report, use func(*Object) error) error {
+	for i := 0; i < len(objs); i += 100 {
+		chunk := objs[i:min(i+100, len(objs))]
 		failed, err := src.ensure(ctx, chunk)
 		if err != nil {
 			return err
 		}
 		for _, obj := range chunk {
 			if ferr, bad := failed[obj.Oid]; bad {
+				if rep.DryRun {
+					rep.NotLocal++
+				}
 				rep.fail(obj, ferr)
 				continue
 			}
-			res, err := uploadOne(ctx, u.sess, src.path(obj.Oid), obj)
-			if err != nil {
-				return err
-			}
-			rep.add(obj, res)
-			if err := u.uploaded(ctx, obj); err != nil {
+			if err := use(obj); err != nil {
 				return err
 			}
 		}
 	}
-	if err := u.finish(ctx); err != nil {
-		return err
-	}
-	rep.StoredXorbs, rep.StoredShards, rep.ResentSkipped = counted.xorbs.Load(), counted.shards.Load(), u.sess.Resumed()
 	return nil
 }
 
