@@ -56,7 +56,7 @@ type sink struct {
 	reported int64
 	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read, and
 	// footerUses (under mu) how many partly local terms of each xorb have not finished with it; gap
-	// is Config.GapBytes. See runPartial.
+	// is Config.GapBytes. See partTerm.runParts.
 	readFooter func(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error)
 	footers    lazy.Map[hash.Hash, footerRead]
 	footerUses map[hash.Hash]int
@@ -486,7 +486,7 @@ func (r *jobRun) finish() error {
 	}
 	r.s.addStat(func(st *Stats) { st.Fetched += int64(j.rng.Bytes.Len()); st.FetchedTerms += decoded })
 	if r.ents == nil || r.seg != nil {
-		return nil // a run's term is finished by runPartial
+		return nil // a run's term is finished by partTerm.runParts
 	}
 	if r.s.onPart != nil {
 		r.lastParts()
