@@ -1,7 +1,8 @@
 // Package agent is the custom transfer agent's event loop: it answers git-lfs's init, runs each
-// upload or download request through a Transferer (the Xet work: see NewXet), reports progress and
-// completion, and exits on terminate. Errors of one object are reported for that object and the
-// loop goes on; only a broken conversation with git-lfs ends the process with an error.
+// upload or download request through a Transferer (the Xet work: agent/client, decorated by
+// agent/leader), reports progress and completion, and exits on terminate. Errors of one object are
+// reported for that object and the loop goes on; only a broken conversation with git-lfs ends the
+// process with an error.
 package agent
 
 import (

@@ -70,10 +70,10 @@ func (h *hubAccess) get(ctx context.Context) (*hub.Client, error) {
 }
 
 // hub returns the Hub client of the remote's LFS endpoint.
-func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) { return x.hubs.get(ctx) }
+func (x *Client) hub(ctx context.Context) (*hub.Client, error) { return x.hubs.get(ctx) }
 
 // remoteEndpoint is the LFS endpoint of init's remote for init's operation, found once per process.
-func (x *xetTransferer) remoteEndpoint(ctx context.Context) (gitrepo.Endpoint, error) {
+func (x *Client) remoteEndpoint(ctx context.Context) (gitrepo.Endpoint, error) {
 	return x.endpoint.Get(ctx, func(ctx context.Context) (gitrepo.Endpoint, error) {
 		return RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 	})
@@ -82,7 +82,7 @@ func (x *xetTransferer) remoteEndpoint(ctx context.Context) (gitrepo.Endpoint, e
 // networkRemote reports whether standalone mode must talk to a server (the Hub) rather than the
 // embedded store: no xet.store, and the remote's endpoint is not on this machine. A remote whose
 // endpoint cannot be found is not a network one (ResolveLocalRemote reports why).
-func (x *xetTransferer) networkRemote(ctx context.Context) bool {
+func (x *Client) networkRemote(ctx context.Context) bool {
 	if x.storeDir() != "" {
 		return false
 	}
@@ -92,12 +92,12 @@ func (x *xetTransferer) networkRemote(ctx context.Context) bool {
 
 // hubRef is the revision the Xet token routes are asked for: GIT_XET_REF or xet.ref, else the
 // current branch's upstream (uploads) or the current branch, else main. It is found once per process.
-func (x *xetTransferer) hubRef(ctx context.Context) string {
+func (x *Client) hubRef(ctx context.Context) string {
 	v, _ := x.ref.Get(ctx, func(ctx context.Context) (string, error) { return x.findHubRef(ctx), ctx.Err() })
 	return v
 }
 
-func (x *xetTransferer) findHubRef(ctx context.Context) string {
+func (x *Client) findHubRef(ctx context.Context) string {
 	if v := x.o.Ref; v != "" {
 		return v
 	}
@@ -120,7 +120,7 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 
 // hubTokenEndpoint is the CAS endpoint of a Hub token route, its token refreshed at the route with
 // the user's credential.
-func (x *xetTransferer) hubTokenEndpoint(ctx context.Context, hc *hub.Client, route, sessionID string, initial casapi.Token) *endpoint {
+func (x *Client) hubTokenEndpoint(ctx context.Context, hc *hub.Client, route, sessionID string, initial casapi.Token) *endpoint {
 	ts := cas.NewRefreshingToken(initial.AccessToken, expOf(initial), func(ctx context.Context) (casapi.Token, error) {
 		return hc.Token(ctx, route, sessionID)
 	})
@@ -129,12 +129,12 @@ func (x *xetTransferer) hubTokenEndpoint(ctx context.Context, hc *hub.Client, ro
 		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: x.o.StallTimeout,
 		Retry: retryPolicy(ctx, x.o.Git),
 	})
-	return &endpoint{mode: agent.ModeHub, cas: client, where: redact.URL(initial.CasURL)}
+	return &endpoint{key: "hub:" + route, mode: agent.ModeHub, cas: client, where: redact.URL(initial.CasURL)}
 }
 
 // hubDownload fetches one object of a Hub remote: bridge URL → Xet reconstruction, else a plain
 // verified GET. Nothing is left in tmp on failure.
-func (x *xetTransferer) hubDownload(ctx context.Context, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
+func (x *Client) hubDownload(ctx context.Context, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	hc, err := x.hub(ctx)
 	if err != nil {
 		return agent.Result{}, err
@@ -171,7 +171,7 @@ func (x *xetTransferer) hubDownload(ctx context.Context, obj agent.Object, sha [
 }
 
 // hubReadEndpoint gets the read token of route once per process and returns its CAS endpoint.
-func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, route string) (*endpoint, error) {
+func (x *Client) hubReadEndpoint(ctx context.Context, hc *hub.Client, route string) (*endpoint, error) {
 	return x.endpoints.Get(ctx, "hub:"+route, func(ctx context.Context) (*endpoint, error) {
 		tok, err := hc.Token(ctx, route, "")
 		if err != nil {
@@ -182,7 +182,7 @@ func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, rou
 }
 
 // hubUploadAction asks the Hub's batch API for the upload of obj. A nil action: the Hub has it.
-func (x *xetTransferer) hubUploadAction(ctx context.Context, obj agent.Object) (*batchAction, error) {
+func (x *Client) hubUploadAction(ctx context.Context, obj agent.Object) (*batchAction, error) {
 	hc, err := x.hub(ctx)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ import (
 // the embedded store of a local remote or of xet.store, an LFS server's xet batch action, the Hub's
 // bridge URL and read token) and never fetches object data. Safe for concurrent use; Close it.
 type Plans struct {
-	x *xetTransferer
+	x *Client
 	// caches are the shard caches of endpoints that keep none for downloads (the Hub's read
 	// endpoint), opened on first use and closed by Close.
 	caches lazy.Map[string, *localshards.Cache]
@@ -62,11 +62,7 @@ type Located struct {
 // NewPlans returns the Plans of remote (a remote's name, or a URL or path) of the repository o.Git
 // names. Nothing is resolved before the first Locate.
 func NewPlans(ctx context.Context, o Options, remote string) (*Plans, error) {
-	t, err := New(o)(ctx, agent.Init{Operation: "download", Remote: remote, ConcurrentTransfers: 1})
-	if err != nil {
-		return nil, err
-	}
-	return &Plans{x: t.(*xetTransferer)}, nil
+	return &Plans{x: Open(o, agent.Init{Operation: "download", Remote: remote, ConcurrentTransfers: 1}, nil)}, nil
 }
 
 // Close closes the stores and shard caches opened.

@@ -273,9 +273,17 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 // "error" or "message", else the start of the body; cred, the credential sent, is scrubbed from
 // them (a server may echo the request's headers).
 func readHTTPError(method, u string, resp *http.Response, cred credentials.Credential) *HTTPError {
+	e := readErrorScrubbed(method, u, resp, cred.Scrub)
+	e.Source = cred.Source
+	return e
+}
+
+// readErrorScrubbed is readHTTPError with scrub taking whatever was sent out of what the server
+// answered.
+func readErrorScrubbed(method, u string, resp *http.Response, scrub func(string) string) *HTTPError {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &HTTPError{Method: method, Where: Where(u), Status: resp.StatusCode, Source: cred.Source,
+	e := &HTTPError{Method: method, Where: Where(u), Status: resp.StatusCode,
 		Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
 	if e.Message == "" {
 		var j struct {
@@ -291,7 +299,7 @@ func readHTTPError(method, u string, resp *http.Response, cred credentials.Crede
 			e.Message = s
 		}
 	}
-	e.Code, e.Message = redact.Printable(cred.Scrub(e.Code)), redact.Printable(cred.Scrub(e.Message))
+	e.Code, e.Message = redact.Printable(scrub(e.Code)), redact.Printable(scrub(e.Message))
 	if len(e.Message) > 300 {
 		e.Message = e.Message[:300] + "..."
 	}

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -305,4 +307,85 @@ func TestBatchEachKeepsObjectErrors(t *testing.T) {
 	}
 	_, err = c.BatchEach(context.Background(), base+"/any/lfs", "download", []string{"basic"}, objs[:1])
 	wantErr(t, err, "names object", "/any/lfs/objects/batch")
+}
+
+// SaveVerified keeps a file only when it is the object: exactly its size, its SHA-256; anything
+// else leaves nothing at the path and says what was wrong. A body longer than the object is not
+// read past one byte more, and a save whose context ended stops.
+func TestSaveVerified(t *testing.T) {
+	data := []byte("the object's bytes")
+	sum := sha256.Sum256(data)
+	oid := hex.EncodeToString(sum[:])
+	path := filepath.Join(t.TempDir(), "obj")
+	var seen int64
+	if err := SaveVerified(context.Background(), bytes.NewReader(data), path, oid, int64(len(data)), func(n int64) { seen = n }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved %q, %v", got, err)
+	}
+	if seen != int64(len(data)) {
+		t.Errorf("progress said %d bytes, want %d", seen, len(data))
+	}
+	for name, body := range map[string]string{
+		"short":   string(data[:5]),
+		"long":    string(data) + strings.Repeat("x", 1<<20),
+		"changed": strings.ToUpper(string(data)),
+	} {
+		r := strings.NewReader(body)
+		err := SaveVerified(context.Background(), r, path, oid, int64(len(data)), nil)
+		if !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s: %v, want ErrMismatch", name, err)
+		}
+		if _, serr := os.Stat(path); !os.IsNotExist(serr) {
+			t.Errorf("%s: the path is left (%v)", name, serr)
+		}
+		if read := int64(len(body) - r.Len()); read > int64(len(data))+1 {
+			t.Errorf("%s: read %d bytes of a %d-byte object", name, read, len(data))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := SaveVerified(ctx, bytes.NewReader(data), path, oid, int64(len(data)), nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("a stopped save: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a stopped save left its file (%v)", err)
+	}
+}
+
+// A batch action's token is renewed at its href with the action's own headers: a refusal names
+// the status, the server's message and what to check, never the URL's query or the credential the
+// server echoes back; no href says so.
+func TestRefreshToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Basic good" {
+			w.WriteHeader(http.StatusUnauthorized)
+			casapi.Encode(w, casapi.Error{Error: "bad user name or password"})
+			return
+		}
+		casapi.Encode(w, casapi.Token{AccessToken: "new", Exp: 1900000000, CasURL: "http://127.0.0.1"})
+	}))
+	defer srv.Close()
+	tok, err := RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic good"}, "ua")
+	if err != nil || tok.AccessToken != "new" {
+		t.Fatalf("%+v, %v", tok, err)
+	}
+	_, err = RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic bad"}, "ua")
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "bad user name or password") ||
+		!strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "sig=x") {
+		t.Errorf("refused refresh: %v", err)
+	}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("refused: " + r.Header.Get("Authorization")))
+	}))
+	defer echo.Close()
+	_, err = RefreshToken(context.Background(), echo.Client(), echo.URL+"/r", map[string]string{"Authorization": "Basic c2VjcmV0c2VjcmV0"}, "ua")
+	if err == nil || strings.Contains(err.Error(), "c2VjcmV0c2VjcmV0") || !strings.Contains(err.Error(), "refused: [redacted]") {
+		t.Errorf("a refusal that echoes the request: %v", err)
+	}
+	if _, err := RefreshToken(context.Background(), srv.Client(), "", nil, "ua"); err == nil || !strings.Contains(err.Error(), "no refresh route") {
+		t.Errorf("empty href: %v", err)
+	}
 }

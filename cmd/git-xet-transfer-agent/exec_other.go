@@ -24,7 +24,7 @@ func continueIn(path string, h handover.Handover, stdin io.Reader, stdout, stder
 	defer release()
 	cmd := exec.Command(path, "transfer")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.Env = append(os.Environ(), handoverVar+"="+v)
+	cmd.Env = append(os.Environ(), handover.Var+"="+v)
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

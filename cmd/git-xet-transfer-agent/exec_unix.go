@@ -19,7 +19,7 @@ func continueIn(path string, h handover.Handover, _ io.Reader, _, _ io.Writer) (
 	if err != nil {
 		return 1, err
 	}
-	env := append(os.Environ(), handoverVar+"="+v)
+	env := append(os.Environ(), handover.Var+"="+v)
 	err = syscall.Exec(path, []string{path, "transfer"}, env)
 	release()
 	return 1, fmt.Errorf("running %s: %w", path, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/leader"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
@@ -55,8 +56,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o.Log, o.Git, o.SetProcs = log, g, true
 	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	in, out, pipes := agentIO(stdin, stdout)
+	open := leader.New(leader.Options{Log: log, NoShare: env.NoShare, SetProcs: true}, func(init agent.Init, co client.Coordinator) leader.Client {
+		return client.Open(o, init, co)
+	})
 	err = agent.Run(ctx, in, out, agent.Options{
-		Open:  client.New(o),
+		Open:  open,
 		Log:   log,
 		Pipes: pipes,
 		// The settings from git config (the log's, xet.store) are read from here on, not before: a
@@ -81,7 +85,7 @@ func takeHandover(env *environment) (handover.Handover, error) {
 	if env.Handover == "" {
 		return handover.Handover{}, nil
 	}
-	os.Unsetenv(handoverVar)
+	os.Unsetenv(handover.Var)
 	env.Credentials.OS = os.Environ()
 	return handover.Decode(env.Handover)
 }
@@ -107,7 +111,7 @@ func agentConfig(ctx context.Context, g client.Git, env environment) func(name, 
 // lines, appended; several agent processes may share it), else to stderr in a compact text form.
 // The level is GIT_XET_LOG_LEVEL / xet.loglevel (debug, info, warn, error; default info in a log
 // file, warn on stderr: git-lfs shows an agent's stderr only with GIT_TRACE, and a line per object
-// there cost a push of 5,000 small files 6 % of the agents' CPU).
+// there costs a push of many small files a noticeable part of the agents' CPU).
 func agentLogger(cfg func(env, key string) string, stderr io.Writer) (zerolog.Logger, func()) {
 	w, level, closeLog := logOutput(cfg, stderr)
 	return zerolog.New(w).Level(level).With().Timestamp().Int("pid", os.Getpid()).Logger(), closeLog

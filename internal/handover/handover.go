@@ -5,8 +5,8 @@
 // The bytes carry request lines, whose action headers may hold credentials, so they are never in
 // an environment variable: another process of the same user reads a process's environment for as
 // long as it lives (/proc/<pid>/environ keeps what the process started with, whatever it unsets).
-// The variable (named by the commands, which alone read the environment) holds only where the
-// bytes are:
+// The variable, Var (which the commands alone set and read: no package below them reads the
+// environment), holds only where the bytes are:
 //
 //   - unix (Pass, pass_unix.go): a temporary file unlinked as soon as it is created, so that no
 //     name reaches it, inherited by the replacing program as an open descriptor, "<0|1>:fd:<n>";
@@ -25,6 +25,9 @@ import (
 	"os"
 	"strings"
 )
+
+// Var names the environment variable the start-up agent passes the hand-over in.
+const Var = "GIT_XET_TRANSFER_HANDOVER"
 
 // Handover is what the receiving process continues from.
 type Handover struct {

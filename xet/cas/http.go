@@ -143,58 +143,27 @@ func (h *HTTP) onceRefreshing(ctx context.Context, c call, refreshed *bool) erro
 var errRetryNow = errors.New("retry now")
 
 func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
-	var body io.Reader
-	var tb *trackedBodies
-	bodyOf, bodyLen := c.bodyOf, c.bodyLen
-	if bodyOf == nil && len(c.body) > 0 {
-		bodyOf, bodyLen = func() io.Reader { return bytes.NewReader(c.body) }, int64(len(c.body))
+	var token string
+	if c.auth && h.o.Token != nil { // before the body is opened: a request not sent holds none
+		if token, err = h.o.Token.Token(ctx); err != nil {
+			return fmt.Errorf("%s: %w", c.op, err)
+		}
 	}
-	switch {
-	case bodyOf != nil:
+	// The request's own context: the stall guard of its answer's body cancels it.
+	rctx, cancel := context.WithCancel(ctx)
+	req, tb, err := h.newRequest(rctx, c, token)
+	if err != nil {
+		cancel()
+		return err
+	}
+	if tb != nil {
 		// The transport may still read a request body after Do returns (an early answer); the
 		// caller may reuse c.body once we return, so wait until every body was closed.
-		tb = &trackedBodies{reader: bodyOf}
-		body = tb.open()
 		defer func() {
 			if !tb.wait(bodyReleaseTimeout) {
 				err = fmt.Errorf("%s: the HTTP transport still held the request body %v after the answer", c.op, bodyReleaseTimeout)
 			}
 		}()
-	case c.body != nil:
-		body = bytes.NewReader(c.body)
-	}
-	// The request's own context: the stall guard of its answer's body cancels it.
-	rctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(rctx, c.method, c.url, body)
-	if err != nil {
-		cancel()
-		if tb != nil {
-			tb.closeAll()
-		}
-		return fmt.Errorf("%s: %w", c.op, err)
-	}
-	if tb != nil {
-		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
-	}
-	if bodyOf != nil || c.body != nil {
-		req.ContentLength = bodyLen // 0 for an empty, non-nil body
-	}
-	req.Header.Set("User-Agent", h.o.UserAgent)
-	for k, v := range c.header {
-		req.Header.Set(k, v)
-	}
-	var token string
-	if c.auth {
-		if h.o.Token != nil {
-			if token, err = h.o.Token.Token(ctx); err != nil {
-				cancel()
-				return fmt.Errorf("%s: %w", c.op, err)
-			}
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if h.o.SessionID != "" {
-			req.Header.Set(lfsbatch.HeaderSessionID, h.o.SessionID)
-		}
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -220,6 +189,49 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 		return nil
 	}
 	return c.accept(resp)
+}
+
+// newRequest is the request of call c under ctx, with token (h.o.Token's). A body given as a
+// function (bodyOf) is tracked (tb): every reader handed to the transport is counted until closed.
+func (h *HTTP) newRequest(ctx context.Context, c call, token string) (req *http.Request, tb *trackedBodies, err error) {
+	var body io.Reader
+	bodyOf, bodyLen := c.bodyOf, c.bodyLen
+	if bodyOf == nil && len(c.body) > 0 {
+		bodyOf, bodyLen = func() io.Reader { return bytes.NewReader(c.body) }, int64(len(c.body))
+	}
+	switch {
+	case bodyOf != nil:
+		tb = &trackedBodies{reader: bodyOf}
+		body = tb.open()
+	case c.body != nil:
+		body = bytes.NewReader(c.body)
+	}
+	req, err = http.NewRequestWithContext(ctx, c.method, c.url, body)
+	if err != nil {
+		if tb != nil {
+			tb.closeAll()
+		}
+		return nil, nil, fmt.Errorf("%s: %w", c.op, err)
+	}
+	if tb != nil {
+		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
+	}
+	if bodyOf != nil || c.body != nil {
+		req.ContentLength = bodyLen // 0 for an empty, non-nil body
+	}
+	req.Header.Set("User-Agent", h.o.UserAgent)
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	if c.auth {
+		if h.o.Token != nil {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if h.o.SessionID != "" {
+			req.Header.Set(lfsbatch.HeaderSessionID, h.o.SessionID)
+		}
+	}
+	return req, tb, nil
 }
 
 // bodyReleaseTimeout bounds the wait for the transport to close a request body after the answer

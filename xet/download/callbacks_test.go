@@ -11,6 +11,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // A callback that blocks (OnPart writing a partial record to a stalled disk) holds up its own range
@@ -36,8 +37,8 @@ func TestSlowCallbackHoldsOnlyItsRange(t *testing.T) {
 		errc <- download.Download(context.Background(), download.Config{CAS: c, Concurrency: 4}, download.Request{
 			File: res.FileHash, SHA256: &sum, Size: res.Size, Path: filepath.Join(t.TempDir(), "out"),
 			Progress: func(n int64) { done.Store(n) },
-			OnTerm:   func(download.Span) {},
-			OnPart: func(sp download.Span) {
+			OnTerm:   func(span.Span) {},
+			OnPart: func(sp span.Span) {
 				if sp.Xorb == first && !blocked.Swap(true) {
 					<-release
 				}
