@@ -167,8 +167,8 @@ func TestMetricsListen(t *testing.T) {
 	maddr := freePort(t)
 	addr, _, stop := startServer(t, "--data", t.TempDir(), "--metrics-listen", maddr)
 	defer stop()
-	if res, err := http.Get("http://" + addr + "/healthz"); err != nil || res.StatusCode != 200 {
-		t.Fatalf("healthz: %v %v", res, err)
+	if s := getStatus(t, "http://"+addr+"/healthz"); s != 200 {
+		t.Fatalf("healthz: %d", s)
 	}
 	res, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -178,8 +178,8 @@ func TestMetricsListen(t *testing.T) {
 	if res.StatusCode == 200 {
 		t.Fatal("metrics on the main port")
 	}
-	if res, err := http.Get("http://" + addr + "/readyz"); err != nil || res.StatusCode != 200 {
-		t.Fatalf("readyz: %v %v", res, err)
+	if s := getStatus(t, "http://"+addr+"/readyz"); s != 200 {
+		t.Fatalf("readyz: %d", s)
 	}
 	res, err = http.Get("http://" + maddr + "/metrics")
 	if err != nil {
@@ -242,14 +242,7 @@ func TestReadyzFollowsStorage(t *testing.T) {
 	os.WriteFile(secret, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
 	addr, _, stop := startServer(t, "--data", t.TempDir(), "--secret-file", secret, "--storage", s3.URL("cas"))
 	defer stop()
-	ready := func() int {
-		res, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	ready := func() int { return getStatus(t, "http://"+addr+"/readyz") }
 	if s := ready(); s != 200 {
 		t.Fatalf("readyz with the bucket up: %d", s)
 	}
@@ -257,11 +250,23 @@ func TestReadyzFollowsStorage(t *testing.T) {
 	if s := ready(); s != 503 {
 		t.Fatalf("readyz with the bucket cut off: %d", s)
 	}
-	if res, err := http.Get("http://" + addr + "/healthz"); err != nil || res.StatusCode != 200 {
-		t.Fatalf("healthz with the bucket cut off: %v %v", res, err)
+	if s := getStatus(t, "http://"+addr+"/healthz"); s != 200 {
+		t.Fatalf("healthz with the bucket cut off: %d", s)
 	}
 	down.Store(false)
 	if s := ready(); s != 200 {
 		t.Fatalf("readyz with the bucket back: %d", s)
 	}
+}
+
+// getStatus is the status of a GET of url (its body read and closed).
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
 }
