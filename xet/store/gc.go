@@ -79,6 +79,22 @@ func (r *GCReport) String() string {
 		r.Xorbs, r.Referenced, r.Young, r.Trashed, r.TrashedBytes, r.Deleted, r.DeletedBytes, r.Restored, r.Busy, verb)
 }
 
+// count adds the steps done to the report.
+func (r *GCReport) count(steps []gcStep) {
+	for _, st := range steps {
+		switch st.kind {
+		case stepTrash:
+			r.Trashed++
+			r.TrashedBytes += st.blob.Size
+		case stepDelete:
+			r.Deleted++
+			r.DeletedBytes += st.blob.Size
+		case stepRestore:
+			r.Restored++
+		}
+	}
+}
+
 // gcStep is one thing a run does to one blob.
 type gcStep struct {
 	blob blob.Info
@@ -103,6 +119,7 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 		return nil, fmt.Errorf("gc: a grace period of %v is not above the %v a registration may take", opts.Grace, RegisterWithin)
 	}
 	cutoff := s.now().Add(-opts.Grace)
+	s.log.Info().Bool("dry_run", opts.DryRun).Msg("gc started")
 	trash, err := sw.ListInfo(ctx, trashPrefix+"xorbs/")
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
@@ -137,6 +154,7 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 		}
 	}
 	if !opts.DryRun {
+		s.log.Info().Int("xorbs", r.Xorbs).Int("steps", len(steps)).Msg("gc: moving and deleting")
 		if steps, err = s.applySteps(ctx, sw, steps, r); err != nil {
 			return r, err
 		}
@@ -144,18 +162,7 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 			return r, err
 		}
 	}
-	for _, st := range steps {
-		switch st.kind {
-		case stepTrash:
-			r.Trashed++
-			r.TrashedBytes += st.blob.Size
-		case stepDelete:
-			r.Deleted++
-			r.DeletedBytes += st.blob.Size
-		case stepRestore:
-			r.Restored++
-		}
-	}
+	r.count(steps)
 	s.log.Info().Str("report", r.String()).Msg("gc done")
 	if !opts.DryRun {
 		s.obs.Collected(r.DeletedBytes)
@@ -197,6 +204,9 @@ func (s *Store) applySteps(ctx context.Context, sw blob.Backend, steps []gcStep,
 	packed := map[string]gcStep{}
 	var changes []blob.PackChange
 	for _, st := range steps {
+		if err := ctx.Err(); err != nil {
+			return done, fmt.Errorf("gc: %w", err)
+		}
 		if st.blob.Packed {
 			packed[st.blob.Name] = st
 			changes = append(changes, blob.PackChange{Name: st.blob.Name, To: st.to})
@@ -279,6 +289,9 @@ func (s *Store) referencedXorbs(ctx context.Context, seen map[string]bool) (map[
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16) // object stores answer one GET per record: keep a few in flight
 	for _, name := range files {
+		if gctx.Err() != nil {
+			break // stopped, or a record failed: g.Wait says which
+		}
 		if _, _, ok := classify(name); !ok || seen[name] {
 			continue
 		}
@@ -305,6 +318,9 @@ func (s *Store) referencedXorbs(ctx context.Context, seen map[string]bool) (map[
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
 	}
 	return refs, nil
 }

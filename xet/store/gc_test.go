@@ -3,12 +3,14 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 	blobfs "github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 
@@ -226,5 +228,54 @@ func TestRegistrationRechecksItsXorbs(t *testing.T) {
 	}
 	if ok, err := be.Exists(ctx, xorbName(x.hash)); err != nil || !ok {
 		t.Fatalf("the xorb gc moved during the registration is not back: %v %v", ok, err)
+	}
+}
+
+// cancelAfterMoves is an Observer that cancels a gc's context once it has seen n moves.
+type cancelAfterMoves struct {
+	nopObserver
+	n      atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterMoves) BackendOp(op string, _ time.Duration, _ error) {
+	if op == "move" && c.n.Add(-1) == 0 {
+		c.cancel()
+	}
+}
+
+// A gc whose context ends (the server's SIGTERM) stops between two blobs and says so; the store
+// checks clean, and the next run moves the rest, each xorb once.
+func TestGCStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs := &cancelAfterMoves{cancel: cancel}
+	obs.n.Store(3)
+	s, err := Open("", Options{Backend: looseBackend(t, t.TempDir()), Observe: obs,
+		Now: func() time.Time { return time.Now().Add(25 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const garbage = 12
+	for i := range garbage {
+		x := testutil.RandomXorb(4000, uint64(i))
+		if _, err := s.PutXorbBytes(ctx, x.Hash, x.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := s.Collect(ctx, GCOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("gc cancelled after 3 moves: %v, report %v", err, rep)
+	}
+	moved, _ := s.Backend().List(context.Background(), trashPrefix)
+	if len(moved) != 3 {
+		t.Fatalf("gc went on after its context ended: %d xorbs in the trash, want 3", len(moved))
+	}
+	if chk, err := s.Check(context.Background()); err != nil || len(chk.Problems) != 0 {
+		t.Fatalf("check after a stopped gc: %v %v", err, chk)
+	}
+	rep, err = s.Collect(context.Background(), GCOptions{})
+	if err != nil || rep.Trashed != garbage-3 || rep.Xorbs != garbage-3 {
+		t.Fatalf("the next gc: %v %v; want the %d others moved", rep, err, garbage-3)
 	}
 }
