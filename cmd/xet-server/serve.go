@@ -193,7 +193,7 @@ func startBackground(ctx context.Context, life *lifetime, f serveFlags, st *stor
 		life.Go(func() { certs.poll(ctx, f.tlsPoll) })
 	}
 	if f.gcEvery > 0 {
-		life.Go(func() { gcEvery(ctx, st, f.gcEvery, log) })
+		life.Go(func() { gcEvery(ctx, store.NewMaint(st), f.gcEvery, log) })
 	}
 }
 
@@ -229,8 +229,8 @@ func drain(srv *server.Server, delay time.Duration, log zerolog.Logger) {
 	time.Sleep(delay)
 }
 
-// gcEvery runs gc on st every interval (default grace) until ctx ends.
-func gcEvery(ctx context.Context, st *store.Store, interval time.Duration, log zerolog.Logger) {
+// gcEvery runs gc (m.Collect, default grace) every interval until ctx ends.
+func gcEvery(ctx context.Context, m *store.Maint, interval time.Duration, log zerolog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -238,7 +238,7 @@ func gcEvery(ctx context.Context, st *store.Store, interval time.Duration, log z
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_, err := st.Collect(ctx, store.GCOptions{})
+			_, err := m.Collect(ctx, store.GCOptions{})
 			switch {
 			case err != nil && ctx.Err() != nil:
 				log.Info().Msg("gc stopped: the server is shutting down")

@@ -248,7 +248,7 @@ func TestQuotaRefusesPush(t *testing.T) {
 
 func countXorbs(t *testing.T, st *store.Store) int {
 	t.Helper()
-	s, err := st.Stats(context.Background())
+	s, err := store.NewMaint(st).Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

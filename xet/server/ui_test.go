@@ -111,7 +111,7 @@ func TestUIAuthAndIsolation(t *testing.T) {
 		bytes.Contains(res.body, []byte("7777")) || bytes.Contains(res.body, []byte("15554")) {
 		t.Fatalf("alice's index:\n%s", res.body)
 	}
-	st, err := e.st.Stats(context.Background())
+	st, err := store.NewMaint(e.st).Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func conformGC(t *testing.T, be blob.Backend) {
 		t.Helper()
 		offset.Store(int64(ahead))
 		be.Close() // as after an idle writer's time: the pack this test wrote is free to rewrite
-		rep, err := s.Collect(ctx, GCOptions{DryRun: dry})
+		rep, err := NewMaint(s).Collect(ctx, GCOptions{DryRun: dry})
 		if err != nil {
 			t.Fatalf("gc at +%v: %v", ahead, err)
 		}
@@ -96,7 +96,7 @@ func conformGC(t *testing.T, be blob.Backend) {
 			t.Fatalf("file %s after gc: %v", f.hash, err)
 		}
 	}
-	if chk, err := s.Check(ctx); err != nil || len(chk.Problems) != 0 {
+	if chk, err := NewMaint(s).Check(ctx); err != nil || len(chk.Problems) != 0 {
 		t.Fatalf("check after gc: %v %v", err, chk)
 	}
 	if left, err := be.List(ctx, trashPrefix); err != nil || len(left) != 0 {
@@ -113,7 +113,7 @@ func TestGCReaderRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Collect(ctx, GCOptions{Grace: time.Minute}); err == nil || !strings.Contains(err.Error(), "registration") {
+	if _, err := NewMaint(s).Collect(ctx, GCOptions{Grace: time.Minute}); err == nil || !strings.Contains(err.Error(), "registration") {
 		t.Fatalf("a 1 minute grace period was accepted: %v", err)
 	}
 	r := loadRef(t)
@@ -130,7 +130,7 @@ func TestGCReaderRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	offset.Store(int64(25 * time.Hour))
-	if rep, err := s.Collect(ctx, GCOptions{}); err != nil || rep.Trashed != 1 {
+	if rep, err := NewMaint(s).Collect(ctx, GCOptions{}); err != nil || rep.Trashed != 1 {
 		t.Fatalf("gc: %v %v", rep, err)
 	}
 	if _, err := s.register(ctx, "", nil, plans); err != nil {
@@ -169,11 +169,11 @@ func TestGCBusyPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := gc.Collect(ctx, GCOptions{}); err != nil || rep.Busy != 1 || rep.Trashed != 0 {
+	if rep, err := NewMaint(gc).Collect(ctx, GCOptions{}); err != nil || rep.Busy != 1 || rep.Trashed != 0 {
 		t.Fatalf("gc with the pack held by a writer: %v %v", rep, err)
 	}
 	server.Close()
-	if rep, err := gc.Collect(ctx, GCOptions{}); err != nil || rep.Busy != 0 || rep.Trashed != 1 {
+	if rep, err := NewMaint(gc).Collect(ctx, GCOptions{}); err != nil || rep.Busy != 0 || rep.Trashed != 1 {
 		t.Fatalf("gc once the writer is idle: %v %v", rep, err)
 	}
 	if packs, _ := filepath.Glob(filepath.Join(dir, "packs", "*.pack")); len(packs) != 1 {
@@ -263,7 +263,7 @@ func TestGCStopsWithItsContext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := s.Collect(ctx, GCOptions{})
+	rep, err := NewMaint(s).Collect(ctx, GCOptions{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("gc cancelled after 3 moves: %v, report %v", err, rep)
 	}
@@ -271,10 +271,10 @@ func TestGCStopsWithItsContext(t *testing.T) {
 	if len(moved) != 3 {
 		t.Fatalf("gc went on after its context ended: %d xorbs in the trash, want 3", len(moved))
 	}
-	if chk, err := s.Check(context.Background()); err != nil || len(chk.Problems) != 0 {
+	if chk, err := NewMaint(s).Check(context.Background()); err != nil || len(chk.Problems) != 0 {
 		t.Fatalf("check after a stopped gc: %v %v", err, chk)
 	}
-	rep, err = s.Collect(context.Background(), GCOptions{})
+	rep, err = NewMaint(s).Collect(context.Background(), GCOptions{})
 	if err != nil || rep.Trashed != garbage-3 || rep.Xorbs != garbage-3 {
 		t.Fatalf("the next gc: %v %v; want the %d others moved", rep, err, garbage-3)
 	}
