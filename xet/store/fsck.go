@@ -39,7 +39,6 @@ type CheckReport struct {
 // at all.
 func (m *Maint) Check(ctx context.Context) (*CheckReport, error) {
 	r := &CheckReport{}
-	var names []string
 	if c, ok := m.s.raw.(blob.Checker); ok {
 		bad, temp, err := c.Check(ctx)
 		if err != nil {
@@ -50,6 +49,7 @@ func (m *Maint) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		r.Temp = temp
 	}
+	var names []string
 	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/", "verified/", "users/"} {
 		n, err := m.s.be.List(ctx, prefix)
 		if err != nil {
@@ -57,8 +57,39 @@ func (m *Maint) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		names = append(names, n...)
 	}
-	xorbs := map[hash.Hash]int{} // chunk counts of the xorbs whose footer parsed
-	var files, mappings, dedupes, members []string
+	e := m.checkEntries(ctx, r, names)
+	recs := map[hash.Hash]*fileRecord{}
+	for _, name := range e.files {
+		r.Files++
+		if rec := m.checkFile(ctx, r, name, e.xorbs); rec != nil {
+			_, h, _ := classify(name)
+			recs[h] = rec
+		}
+	}
+	for _, name := range e.mappings {
+		r.Mappings++
+		m.checkMapping(ctx, r, name, recs)
+	}
+	for _, name := range e.members {
+		if _, h, _ := classify(name); recs[h] == nil {
+			r.add(name, "names file "+h.String()+", whose record is missing or unreadable")
+		}
+	}
+	m.checkDedupe(ctx, r, e.dedupes, e.xorbs)
+	return r, nil
+}
+
+// checkedEntries are the store's entries by kind, for the checks that need all xorbs, or all file
+// records, read first.
+type checkedEntries struct {
+	xorbs                             map[hash.Hash]int // chunk counts of the xorbs whose footer parsed
+	files, mappings, dedupes, members []string
+}
+
+// checkEntries sorts names by kind, and checks on the way what stands on its own: a name outside
+// the layout, a xorb's footer, a history or upload record.
+func (m *Maint) checkEntries(ctx context.Context, r *CheckReport, names []string) *checkedEntries {
+	e := &checkedEntries{xorbs: map[hash.Hash]int{}}
 	for _, name := range names {
 		kind, h, ok := classify(name)
 		switch {
@@ -66,23 +97,23 @@ func (m *Maint) Check(ctx context.Context) (*CheckReport, error) {
 			r.add(name, "not an entry of the store layout (a half-written or foreign file)")
 		case kind == "xorbs":
 			r.Xorbs++
-			m, err := m.s.xorbMeta(ctx, h)
+			xm, err := m.s.xorbMeta(ctx, h)
 			if err != nil {
 				r.add(name, "xorb footer: "+err.Error())
 				continue
 			}
-			xorbs[h] = m.n()
+			e.xorbs[h] = xm.n()
 		case kind == "files":
-			files = append(files, name)
+			e.files = append(e.files, name)
 		case kind == "sha256" || kind == "sha256v":
-			mappings = append(mappings, name)
+			e.mappings = append(e.mappings, name)
 		case kind == "dedupe":
-			dedupes = append(dedupes, name)
+			e.dedupes = append(e.dedupes, name)
 		case kind == "member" || kind == "verified":
-			members = append(members, name) // grants of xorbs ("shown", "user-up") name xorbs gc may remove
+			e.members = append(e.members, name) // grants of xorbs ("shown", "user-up") name xorbs gc may remove
 		case kind == "history":
 			m.checkHistory(ctx, r, name)
-			members = append(members, name)
+			e.members = append(e.members, name)
 		case kind == "upload": // its xorb may be gone: gc removes xorbs no file names
 			if b, err := m.s.readEntry(ctx, name); err != nil {
 				r.add(name, err.Error())
@@ -91,26 +122,7 @@ func (m *Maint) Check(ctx context.Context) (*CheckReport, error) {
 			}
 		}
 	}
-	recs := map[hash.Hash]*fileRecord{}
-	for _, name := range files {
-		r.Files++
-		rec := m.checkFile(ctx, r, name, xorbs)
-		if rec != nil {
-			_, h, _ := classify(name)
-			recs[h] = rec
-		}
-	}
-	for _, name := range mappings {
-		r.Mappings++
-		m.checkMapping(ctx, r, name, recs)
-	}
-	for _, name := range members {
-		if _, h, _ := classify(name); recs[h] == nil {
-			r.add(name, "names file "+h.String()+", whose record is missing or unreadable")
-		}
-	}
-	m.checkDedupe(ctx, r, dedupes, xorbs)
-	return r, nil
+	return e
 }
 
 // checkDedupe checks that each dedupe entry parses and names a xorb whose footer parsed.
