@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/chaos"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
@@ -26,7 +27,7 @@ import (
 func TestGCFilesystem(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	srv := startServerProcess(t, freeAddr(t), t.TempDir())
+	srv := startServerProcess(t, servertest.FreeAddr(t), t.TempDir())
 	e := newEnv(t)
 	e.install()
 	refuse := func(prefix string) chaos.Rule {
@@ -138,7 +139,7 @@ func TestSIGTERMDuringGC(t *testing.T) {
 	fillGarbage(t, filepath.Join(data, "cas"), orphans, 100_000)
 	logFile := filepath.Join(t.TempDir(), "server.log")
 	const timeout = 5 * time.Second
-	s := startServerProcess(t, freeAddr(t), data, "--log-level", "info", "--log-file", logFile,
+	s := startServerProcess(t, servertest.FreeAddr(t), data, "--log-level", "info", "--log-file", logFile,
 		"--gc-every", "50ms", "--shutdown-timeout", timeout.String())
 	logged := func(what string) bool {
 		b, _ := os.ReadFile(logFile)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -164,10 +165,10 @@ func TestTLSBadCertificate(t *testing.T) {
 
 // /metrics is served on --metrics-listen only, never on the main port.
 func TestMetricsListen(t *testing.T) {
-	maddr := freePort(t)
+	maddr := servertest.FreeAddr(t)
 	addr, _, stop := startServer(t, "--data", t.TempDir(), "--metrics-listen", maddr)
 	defer stop()
-	if s := getStatus(t, "http://"+addr+"/healthz"); s != 200 {
+	if s, _ := servertest.Get(t, "http://"+addr+"/healthz"); s != 200 {
 		t.Fatalf("healthz: %d", s)
 	}
 	res, err := http.Get("http://" + addr + "/metrics")
@@ -178,7 +179,7 @@ func TestMetricsListen(t *testing.T) {
 	if res.StatusCode == 200 {
 		t.Fatal("metrics on the main port")
 	}
-	if s := getStatus(t, "http://"+addr+"/readyz"); s != 200 {
+	if s, _ := servertest.Get(t, "http://"+addr+"/readyz"); s != 200 {
 		t.Fatalf("readyz: %d", s)
 	}
 	res, err = http.Get("http://" + maddr + "/metrics")
@@ -197,7 +198,7 @@ func TestMetricsListen(t *testing.T) {
 // open server does: a web page whose name rebinds to 127.0.0.1 cannot read the metrics (before,
 // it could). A listener configured elsewhere has no such rule (scrapers name it as they like).
 func TestMetricsListenChecksHost(t *testing.T) {
-	maddr := freePort(t)
+	maddr := servertest.FreeAddr(t)
 	_, _, stop := startServer(t, "--data", t.TempDir(), "--metrics-listen", maddr)
 	defer stop()
 	for host, want := range map[string]int{"rebound.example.com": 403, "localhost": 200, maddr: 200} {
@@ -242,7 +243,10 @@ func TestReadyzFollowsStorage(t *testing.T) {
 	os.WriteFile(secret, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
 	addr, _, stop := startServer(t, "--data", t.TempDir(), "--secret-file", secret, "--storage", s3.URL("cas"))
 	defer stop()
-	ready := func() int { return getStatus(t, "http://"+addr+"/readyz") }
+	ready := func() int {
+		code, _ := servertest.Get(t, "http://"+addr+"/readyz")
+		return code
+	}
 	if s := ready(); s != 200 {
 		t.Fatalf("readyz with the bucket up: %d", s)
 	}
@@ -250,23 +254,11 @@ func TestReadyzFollowsStorage(t *testing.T) {
 	if s := ready(); s != 503 {
 		t.Fatalf("readyz with the bucket cut off: %d", s)
 	}
-	if s := getStatus(t, "http://"+addr+"/healthz"); s != 200 {
+	if s, _ := servertest.Get(t, "http://"+addr+"/healthz"); s != 200 {
 		t.Fatalf("healthz with the bucket cut off: %d", s)
 	}
 	down.Store(false)
 	if s := ready(); s != 200 {
 		t.Fatalf("readyz with the bucket back: %d", s)
 	}
-}
-
-// getStatus is the status of a GET of url (its body read and closed).
-func getStatus(t *testing.T, url string) int {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode
 }
