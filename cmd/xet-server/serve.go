@@ -596,8 +596,6 @@ func cpuProfile(path string, log zerolog.Logger) func() {
 	}
 }
 
-// clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
-// caFile (nil when caFile is "": no client certificate asked).
 // tlsConfig is the server's TLS: its certificate from certs (reloaded on SIGHUP and when its files
 // change), client certificates required when caFile is set; nil without either (plain HTTP).
 func tlsConfig(caFile string, certs *certReloader) (*tls.Config, error) {
@@ -612,6 +610,8 @@ func tlsConfig(caFile string, certs *certReloader) (*tls.Config, error) {
 	return c, nil
 }
 
+// clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
+// caFile (nil when caFile is "": no client certificate asked).
 func clientCertConfig(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return nil, nil

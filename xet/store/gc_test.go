@@ -146,7 +146,7 @@ func TestGCReaderRestores(t *testing.T) {
 
 // A pack another writer holds (a running server's) is left alone and reported busy; once that
 // writer is idle, the pack is rewritten, and the other process stops finding the collected xorb
-// within packStaleness.
+// within blobfs.PackStaleness.
 func TestGCBusyPack(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
