@@ -38,6 +38,7 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	} else {
 		var st *store.Store
 		if st, _, err = openStorage(&f, zerolog.New(stderr).Level(zerolog.WarnLevel)); err == nil {
+			defer st.Close()
 			report, ok, err = store.NewMaint(st).Fsck(context.Background(), f.storage, o)
 		}
 	}
