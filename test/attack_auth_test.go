@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
@@ -33,32 +34,15 @@ import (
 // storage backend plays no part in any of them (they are decided before a byte is stored), so they
 // run on the filesystem only.
 
-// shaUser is a users-file line with a $sha256$ hash (fast: for tests that do not measure the KDF).
-func shaUser(name, pw, rest string) string {
-	salt := []byte("attack-salt-" + name)
-	sum := sha256.Sum256(append(append([]byte{}, salt...), pw...))
-	return name + ":$sha256$" + hex.EncodeToString(salt) + "$" + hex.EncodeToString(sum[:]) + rest
-}
-
-// kdfUser is a users-file line with the $pbkdf2-sha256$ hash hash-password writes.
+// kdfUser is a users-file line, newline included, with the $pbkdf2-sha256$ hash hash-password
+// writes.
 func kdfUser(t *testing.T, name, pw string) string {
 	t.Helper()
 	h, err := server.HashPassword(pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return name + ":" + h
-}
-
-func writeUsers(t *testing.T, path string, lines ...string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	return name + ":" + h + "\n"
 }
 
 // startAuthServer starts xet-server with the users file of lines; it returns the server and the
@@ -67,8 +51,8 @@ func startAuthServer(t *testing.T, lines ...string) (*xetServerProcess, string) 
 	t.Helper()
 	buildServer(t)
 	users := filepath.Join(t.TempDir(), "users")
-	writeUsers(t, users, lines...)
-	return startServerProcess(t, freeAddr(t), t.TempDir(), "--users", users), users
+	servertest.WriteUsers(t, users, lines...)
+	return startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--users", users), users
 }
 
 // answer is a response read whole.
@@ -105,12 +89,6 @@ func call(t *testing.T, c *http.Client, method, url string, body []byte, hdr ...
 	}
 	return answer{res.StatusCode, res.Header, b}
 }
-
-func basicHdr(user, pw string) []string {
-	return []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw))}
-}
-
-func bearerHdr(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 func batchJSON(op string, transfers []string, objs ...lfsbatch.Object) []byte {
 	b, _ := json.Marshal(lfsbatch.Request{Operation: op, Transfers: transfers, Objects: objs, HashAlgo: "sha256"})
@@ -162,11 +140,11 @@ func TestAttackTokenOutlivesUser(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("reloads the users file with SIGHUP")
 	}
-	s, users := startAuthServer(t, shaUser("alice", "alice-pw-1", ""), shaUser("bob", "bob-pw-2", ""))
+	s, users := startAuthServer(t, servertest.UserLine("alice", "alice-pw-1", ""), servertest.UserLine("bob", "bob-pw-2", ""))
 	base, c := "http://"+s.addr, http.DefaultClient
 	batchURL := base + "/team/a.git/info/lfs/objects/batch"
 	obj := lfsbatch.Object{OID: strings.Repeat("ab", 32), Size: 10}
-	up := call(t, c, "POST", batchURL, batchJSON("upload", []string{"xet"}, obj), basicHdr("alice", "alice-pw-1")...)
+	up := call(t, c, "POST", batchURL, batchJSON("upload", []string{"xet"}, obj), servertest.Basic("alice", "alice-pw-1")...)
 	var br lfsbatch.Response
 	if up.status != 200 || json.Unmarshal(up.body, &br) != nil || len(br.Objects) != 1 || br.Objects[0].Actions["upload"] == nil {
 		t.Fatalf("xet upload batch as alice: %v", up)
@@ -175,7 +153,7 @@ func TestAttackTokenOutlivesUser(t *testing.T) {
 	casTok, refresh := act.Header[lfsbatch.HeaderAccessToken], act.Header["Authorization"]
 
 	// A CAS token opens no batch (git-lfs never sends one there): it would mint tokens of a new life.
-	if a := call(t, c, "POST", batchURL, batchJSON("upload", []string{"xet"}, obj), bearerHdr(casTok)...); a.status != 401 {
+	if a := call(t, c, "POST", batchURL, batchJSON("upload", []string{"xet"}, obj), servertest.Bearer(casTok)...); a.status != 401 {
 		t.Errorf("batch with a CAS token: %v, want 401", a)
 	}
 	// The refresh credential mints CAS tokens that expire no later than itself.
@@ -187,58 +165,47 @@ func TestAttackTokenOutlivesUser(t *testing.T) {
 	if tokenExp(t, minted.AccessToken) > tokenExp(t, refresh) {
 		t.Errorf("a CAS token minted from a refresh credential outlives it")
 	}
-	bobTok := mintToken(t, base+"/api/models/team/a/xet-write-token/main", basicHdr("bob", "bob-pw-2"))
+	bobTok := servertest.RouteToken(t, base+"/api/models/team/a/xet-write-token/main", servertest.Basic("bob", "bob-pw-2")...)
 	xorbURL := base + "/v1/xorbs/default/" + strings.Repeat("0", 64)
 	for name, tok := range map[string]string{"alice's": casTok, "alice's refreshed": minted.AccessToken, "bob's": bobTok} {
-		if a := call(t, c, "HEAD", xorbURL, nil, bearerHdr(tok)...); a.status != 404 {
+		if a := call(t, c, "HEAD", xorbURL, nil, servertest.Bearer(tok)...); a.status != 404 {
 			t.Fatalf("%s CAS token before the change: %v", name, a)
 		}
 	}
-	if a := call(t, c, "POST", xorbURL, []byte("not a xorb"), bearerHdr(bobTok)...); a.status == 401 || a.status == 403 {
+	if a := call(t, c, "POST", xorbURL, []byte("not a xorb"), servertest.Bearer(bobTok)...); a.status == 401 || a.status == 403 {
 		t.Fatalf("bob's write token before the change: %v", a)
 	}
 
 	// Remove alice, downgrade bob to read, reload.
-	writeUsers(t, users, shaUser("bob", "bob-pw-2", ":read"))
+	servertest.WriteUsers(t, users, servertest.UserLine("bob", "bob-pw-2", ":read"))
 	reload(t, s, base, "alice", "alice-pw-1", 401)
 	for name, tok := range map[string]string{"CAS token": casTok, "refreshed CAS token": minted.AccessToken} {
-		if a := call(t, c, "HEAD", xorbURL, nil, bearerHdr(tok)...); a.status != 401 {
+		if a := call(t, c, "HEAD", xorbURL, nil, servertest.Bearer(tok)...); a.status != 401 {
 			t.Errorf("removed user's %s on a CAS route: %v, want 401", name, a)
 		}
 	}
 	if a := call(t, c, "GET", act.Href, nil, "Authorization", refresh); a.status != 401 {
 		t.Errorf("removed user's refresh credential: %v, want 401", a)
 	}
-	if a := call(t, c, "GET", base+"/team/a.git/info/lfs/objects/"+obj.OID, nil, bearerHdr(casTok)...); a.status != 401 {
+	if a := call(t, c, "GET", base+"/team/a.git/info/lfs/objects/"+obj.OID, nil, servertest.Bearer(casTok)...); a.status != 401 {
 		t.Errorf("removed user's CAS token on an LFS object route: %v, want 401", a)
 	}
-	if a := call(t, c, "POST", xorbURL, []byte("not a xorb"), bearerHdr(bobTok)...); a.status != 403 {
+	if a := call(t, c, "POST", xorbURL, []byte("not a xorb"), servertest.Bearer(bobTok)...); a.status != 403 {
 		t.Errorf("a user downgraded to read, writing with their write token: %v, want 403", a)
 	}
-	if a := call(t, c, "HEAD", xorbURL, nil, bearerHdr(bobTok)...); a.status != 404 {
+	if a := call(t, c, "HEAD", xorbURL, nil, servertest.Bearer(bobTok)...); a.status != 404 {
 		t.Errorf("a user downgraded to read, reading with their write token: %v, want 404", a)
 	}
 
 	// alice comes back with another password: what the old one minted stays void.
-	writeUsers(t, users, shaUser("alice", "alice-new-pw-3", ""), shaUser("bob", "bob-pw-2", ":read"))
+	servertest.WriteUsers(t, users, servertest.UserLine("alice", "alice-new-pw-3", ""), servertest.UserLine("bob", "bob-pw-2", ":read"))
 	reload(t, s, base, "alice", "alice-new-pw-3", 200)
 	if a := call(t, c, "GET", act.Href, nil, "Authorization", refresh); a.status != 401 {
 		t.Errorf("refresh credential of a changed password: %v, want 401", a)
 	}
-	if a := call(t, c, "HEAD", xorbURL, nil, bearerHdr(casTok)...); a.status != 401 {
+	if a := call(t, c, "HEAD", xorbURL, nil, servertest.Bearer(casTok)...); a.status != 401 {
 		t.Errorf("CAS token of a changed password: %v, want 401", a)
 	}
-}
-
-// mintToken gets a CAS token from a token route.
-func mintToken(t *testing.T, url string, hdr []string) string {
-	t.Helper()
-	a := call(t, http.DefaultClient, "GET", url, nil, hdr...)
-	var tok struct{ AccessToken string }
-	if a.status != 200 || json.Unmarshal(a.body, &tok) != nil || tok.AccessToken == "" {
-		t.Fatalf("token route %s: %v", url, a)
-	}
-	return tok.AccessToken
 }
 
 // reload sends the server SIGHUP and waits until user's password gets want on a download batch
@@ -251,7 +218,7 @@ func reload(t *testing.T, s *xetServerProcess, base, user, pw string, want int) 
 	body := batchJSON("download", nil, lfsbatch.Object{OID: strings.Repeat("cd", 32), Size: 1})
 	var last answer
 	if !testutil.Eventually(10*time.Second, func() bool {
-		last = call(t, http.DefaultClient, "POST", base+"/team/a.git/info/lfs/objects/batch", body, basicHdr(user, pw)...)
+		last = call(t, http.DefaultClient, "POST", base+"/team/a.git/info/lfs/objects/batch", body, servertest.Basic(user, pw)...)
 		return last.status == want
 	}) {
 		t.Fatalf("after SIGHUP, %s's batch answers %v, want %d", user, last, want)
@@ -286,7 +253,7 @@ func TestAttackPasswordGuessing(t *testing.T) {
 	cpu0 := cpuSeconds(t, s.cmd.Process.Pid)
 	const tries = 40
 	for i := range tries {
-		if a := call(t, c, "POST", batchURL, body, basicHdr("alice", fmt.Sprintf("guess-%d", i))...); a.status != 401 && a.status != 429 {
+		if a := call(t, c, "POST", batchURL, body, servertest.Basic("alice", fmt.Sprintf("guess-%d", i))...); a.status != 401 && a.status != 429 {
 			t.Fatalf("wrong password %d: %v", i, a)
 		}
 	}
@@ -300,7 +267,7 @@ func TestAttackPasswordGuessing(t *testing.T) {
 	// she is told to wait, not that the password is wrong.
 	var last answer
 	if !testutil.Eventually(10*time.Second, func() bool {
-		last = call(t, c, "POST", batchURL, body, basicHdr("alice", "alice-password-1")...)
+		last = call(t, c, "POST", batchURL, body, servertest.Basic("alice", "alice-password-1")...)
 		if last.status == 429 && last.header.Get("Retry-After") == "" {
 			t.Fatalf("429 without Retry-After")
 		}
@@ -322,7 +289,7 @@ func TestAttackPasswordGuessing(t *testing.T) {
 	if !testutil.Eventually(10*time.Second, func() bool { return answered.Load() >= 5 }) {
 		t.Fatal("the guesser got no answers")
 	}
-	if a := call(t, c, "POST", batchURL, body, basicHdr("bob", "bob-password-2")...); a.status != 200 {
+	if a := call(t, c, "POST", batchURL, body, servertest.Basic("bob", "bob-password-2")...); a.status != 200 {
 		t.Errorf("bob's first login while another address guesses his password: %v", a)
 	}
 }
@@ -357,7 +324,7 @@ func TestAttackUnknownUserCostsTheSame(t *testing.T) {
 		var answers []string
 		cpu0 := cpuSeconds(t, s.cmd.Process.Pid)
 		for _, u := range users {
-			a := call(t, c, "POST", batchURL, body, basicHdr(u, "not-the-password")...)
+			a := call(t, c, "POST", batchURL, body, servertest.Basic(u, "not-the-password")...)
 			answers = append(answers, fmt.Sprint(a.status, " ", strings.ReplaceAll(string(a.body), u, "NAME")))
 		}
 		return cpuSeconds(t, s.cmd.Process.Pid) - cpu0, answers
@@ -378,7 +345,7 @@ func TestAttackUnknownUserCostsTheSame(t *testing.T) {
 // 401 before its body is read, on the batch route and on a CAS upload route, whatever length the
 // body announces (net/http itself would otherwise read up to 256 KiB of an unread body first).
 func TestAttackBodyBeforeAuth(t *testing.T) {
-	s, _ := startAuthServer(t, shaUser("alice", "alice-pw-1", ""))
+	s, _ := startAuthServer(t, servertest.UserLine("alice", "alice-pw-1", ""))
 	wrong := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("alice:wrong")) + "\r\n"
 	for _, rq := range []struct{ name, path, cred, length string }{
 		{"batch, no credentials, 16 MB", "/team/a.git/info/lfs/objects/batch", "", "16000000"},
@@ -413,7 +380,7 @@ func TestAttackBodyBeforeAuth(t *testing.T) {
 // fix an open server answers only requests for a loopback name or address.
 func TestAttackOpenModeHost(t *testing.T) {
 	buildServer(t)
-	s := startServerProcess(t, freeAddr(t), t.TempDir())
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir())
 	_, port, _ := net.SplitHostPort(s.addr)
 	body := batchJSON("download", nil, lfsbatch.Object{OID: strings.Repeat("cd", 32), Size: 1})
 	for host, want := range map[string]int{"127.0.0.1:" + port: 200, "localhost:" + port: 200, "[::1]:" + port: 200,
@@ -440,10 +407,10 @@ func TestAttackEmptySaltRefused(t *testing.T) {
 	buildServer(t)
 	users := filepath.Join(t.TempDir(), "users")
 	sum := sha256.Sum256([]byte("machine-password"))
-	writeUsers(t, users, "ci:$sha256$$"+hex.EncodeToString(sum[:]))
+	servertest.WriteUsers(t, users, "ci:$sha256$$"+hex.EncodeToString(sum[:])+"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, filepath.Join(binDir, "xet-server"), "--listen", freeAddr(t), "--data", t.TempDir(), "--users", users).CombinedOutput()
+	out, err := exec.CommandContext(ctx, filepath.Join(binDir, "xet-server"), "--listen", servertest.FreeAddr(t), "--data", t.TempDir(), "--users", users).CombinedOutput()
 	if ctx.Err() != nil || err == nil || !strings.Contains(string(out), "empty salt") {
 		t.Fatalf("a users file with an empty salt: %v (timed out: %v)\n%s", err, ctx.Err() != nil, out)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -29,7 +30,7 @@ import (
 // steps are checked: none may give Bob a byte or a chunk hash of Alice's private data.
 func TestAttackIsolationFS(t *testing.T) {
 	buildServer(t)
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--users", attackUsers(t))
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--users", attackUsers(t))
 	attackIsolation(t, "http://"+s.addr)
 }
 
@@ -38,11 +39,17 @@ func TestAttackIsolationS3(t *testing.T) {
 	s3 := s3test.Start(t)
 	serverEnv = s3.Env()
 	t.Cleanup(func() { serverEnv = nil })
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--users", attackUsers(t), "--storage", s3.URL("cas"))
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--users", attackUsers(t), "--storage", s3.URL("cas"))
 	attackIsolation(t, "http://"+s.addr)
 }
 
 const attackPassword = "correct-horse-battery-staple"
+
+// uploadToken is the CAS token of a xet upload action of repo's batch API, for user.
+func uploadToken(t *testing.T, base, repo, user string) string {
+	lfs := strings.Replace(base, "://", "://"+user+":"+attackPassword+"@", 1) + "/" + repo + ".git/info/lfs"
+	return servertest.CASToken(servertest.XetAction(t, lfs, "upload", lfsbatch.Object{OID: strings.Repeat("ab", 32), Size: 1}))
+}
 
 // attackUsers writes the users file: alice writes org/a, bob writes org/b, and neither reaches the
 // other's repository.
@@ -113,9 +120,9 @@ func pushAlice(t *testing.T, c *casSession) *alicePush {
 }
 
 func attackIsolation(t *testing.T, base string) {
-	alice := &casSession{t: t, base: base, tok: casToken(t, base, "org/a", "alice", "upload")}
+	alice := &casSession{t: t, base: base, tok: uploadToken(t, base, "org/a", "alice")}
 	a := pushAlice(t, alice)
-	bob := &casSession{t: t, base: base, tok: casToken(t, base, "org/b", "bob", "upload")}
+	bob := &casSession{t: t, base: base, tok: uploadToken(t, base, "org/b", "bob")}
 	secret := func(b []byte) bool { return len(b) > 0 && bytes.Contains(b, a.private[:4096]) }
 	leaks := func(b []byte) bool {
 		for _, h := range a.privateHashes {
@@ -155,7 +162,7 @@ func attackIsolation(t *testing.T, base string) {
 	t.Run("shard names another repository's xorb", func(t *testing.T) {
 		// Bob knows every chunk hash (as if leaked) but was never shown the xorb: registering
 		// a file over it must fail, and so must reading it.
-		carol := &casSession{t: t, base: base, tok: casToken(t, base, "org/c", "bob", "upload")}
+		carol := &casSession{t: t, base: base, tok: uploadToken(t, base, "org/c", "bob")}
 		f := testutil.NewFile(a.privateFile, []shard.Term{{Xorb: a.xorb, UnpackedBytes: uint32(len(a.private)), ChunkStart: 1, ChunkEnd: uint32(1 + len(a.privateHashes))}},
 			a.privateHashes, sha256.Sum256(a.private))
 		sh := &shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}
@@ -188,7 +195,7 @@ func attackIsolation(t *testing.T, base string) {
 		}
 		// org/b was shown the xorb (bob's dedupe query): HEAD says it may reference it. org/c
 		// was never shown it: for it the xorb is not there.
-		carol := &casSession{t: t, base: base, tok: casToken(t, base, "org/c", "bob", "upload")}
+		carol := &casSession{t: t, base: base, tok: uploadToken(t, base, "org/c", "bob")}
 		if res := carol.do("HEAD", "/v1/xorbs/default/"+a.xorb.String(), nil); res.status != 404 {
 			t.Errorf("HEAD of org/a's xorb with org/c's token: %d", res.status)
 		}
@@ -401,26 +408,4 @@ func (c *casSession) fetchTerm(fetches []casapi.XorbFetch, term casapi.Term) []b
 		}
 	}
 	return nil
-}
-
-// casToken asks the batch API of repo, as user, for a xet action and returns its CAS token.
-func casToken(t *testing.T, base, repo, user, op string) string {
-	t.Helper()
-	body, _ := json.Marshal(lfsbatch.Request{Operation: op, Transfers: []string{"xet"},
-		Objects: []lfsbatch.Object{{OID: strings.Repeat("ab", 32), Size: 1}}})
-	req, _ := http.NewRequest("POST", base+"/"+repo+".git/info/lfs/objects/batch", bytes.NewReader(body))
-	req.SetBasicAuth(user, attackPassword)
-	req.Header.Set("Content-Type", "application/vnd.git-lfs+json")
-	res := send(t, req)
-	var out lfsbatch.Response
-	if err := json.Unmarshal(res.body, &out); err != nil || res.status != 200 || len(out.Objects) != 1 {
-		t.Fatalf("batch of %s as %s: %v", repo, user, res)
-	}
-	for _, a := range out.Objects[0].Actions {
-		if tok := a.Header[lfsbatch.HeaderAccessToken]; tok != "" {
-			return tok
-		}
-	}
-	t.Fatalf("batch of %s as %s: no xet action: %s", repo, user, res.body)
-	return ""
 }

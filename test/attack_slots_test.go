@@ -3,13 +3,9 @@ package test
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,17 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
-
-// usersLine is a users-file line for name with password pw, write access to repos.
-func usersLine(name, pw, repos string) string {
-	sum := sha256.Sum256([]byte("salt" + pw))
-	return name + ":$sha256$73616c74$" + hex.EncodeToString(sum[:]) + ":write:" + repos + "\n"
-}
 
 // startUsersServer starts the xet-server binary with a users file of alice (alice/*) and bob
 // (bob/*), and its metrics on a port of their own; it returns the server and the metrics URL.
@@ -36,9 +27,9 @@ func startUsersServer(t *testing.T, extra ...string) (*xetServerProcess, string)
 	t.Helper()
 	buildServer(t)
 	users := filepath.Join(t.TempDir(), "users")
-	writeFile(t, users, []byte(usersLine("alice", "pw-alice", "alice/*")+usersLine("bob", "pw-bob", "bob/*")))
-	metrics := freeAddr(t)
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), append([]string{"--users", users, "--metrics-listen", metrics}, extra...)...)
+	writeFile(t, users, []byte(servertest.UserLine("alice", "pw-alice", ":write:"+"alice/*")+servertest.UserLine("bob", "pw-bob", ":write:"+"bob/*")))
+	metrics := servertest.FreeAddr(t)
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), append([]string{"--users", users, "--metrics-listen", metrics}, extra...)...)
 	return s, "http://" + metrics + "/metrics"
 }
 
@@ -157,43 +148,16 @@ func TestSlowWritersDoNotStopOthersPushes(t *testing.T) {
 	}
 }
 
-// casTokenFor asks the batch API of lfsURL (with user:password) for an upload and returns the CAS
-// token of its xet action.
-func casTokenFor(t *testing.T, lfsURL string) string {
-	t.Helper()
-	u, err := url.Parse(lfsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(lfsbatch.Request{Operation: "upload", Transfers: []string{"xet"}, HashAlgo: "sha256",
-		Objects: []lfsbatch.Object{{OID: strings.Repeat("ab", 32), Size: 1}}})
-	pw, _ := u.User.Password()
-	user := u.User.Username()
-	u.User = nil
-	req, _ := http.NewRequest("POST", u.String()+"/objects/batch", bytes.NewReader(body))
-	req.SetBasicAuth(user, pw)
-	req.Header.Set("Content-Type", "application/vnd.git-lfs+json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var br lfsbatch.Response
-	if err := json.NewDecoder(res.Body).Decode(&br); err != nil || len(br.Objects) != 1 || br.Objects[0].Actions["upload"] == nil {
-		t.Fatalf("batch: %d %v %+v", res.StatusCode, err, br)
-	}
-	return br.Objects[0].Actions["upload"].Header[lfsbatch.HeaderAccessToken]
-}
-
 // Issue 41, item 6, against the server binary: xorbs sent chunked (no Content-Length) that no
 // shard registers count against the repository's quota as they arrive; the one that would pass
 // 3 MiB is refused with 507 and not stored (before, a chunked body counted nothing).
 func TestQuotaCountsChunkedUnregisteredXorbs(t *testing.T) {
 	buildServer(t)
 	users := filepath.Join(t.TempDir(), "users")
-	writeFile(t, users, []byte(usersLine("alice", "pw-alice", "alice/*")))
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--users", users, "--repo-quota", "3MiB")
-	tok := casTokenFor(t, "http://alice:pw-alice@"+s.addr+"/alice/r.git/info/lfs")
+	writeFile(t, users, []byte(servertest.UserLine("alice", "pw-alice", ":write:"+"alice/*")))
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--users", users, "--repo-quota", "3MiB")
+	tok := servertest.CASToken(servertest.XetAction(t, "http://alice:pw-alice@"+s.addr+"/alice/r.git/info/lfs", "upload",
+		lfsbatch.Object{OID: strings.Repeat("ab", 32), Size: 1}))
 	for i := range 4 {
 		b := xorb.NewBuilder(xorb.PolicyNone)
 		for c := range 10 {

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -165,16 +164,4 @@ func countFiles(t *testing.T, dir, suffix string) int {
 		return nil
 	})
 	return n
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -181,7 +182,7 @@ func fsckServer(t *testing.T, args ...string) {
 func TestSIGTERMDuringPush(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	s := startServerProcess(t, freeAddr(t), t.TempDir())
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir())
 	lb := newBalancer(t, []string{"http://" + s.addr}, 40<<20)
 	e := newEnv(t)
 	e.install()

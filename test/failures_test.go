@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
@@ -233,7 +234,7 @@ func TestBadCredentials(t *testing.T) {
 func TestServerDown(t *testing.T) {
 	e := newEnv(t)
 	e.install()
-	work, _ := batchRepo(t, e, "http://"+freePort(t)+"/team/repo.git/info/lfs")
+	work, _ := batchRepo(t, e, "http://"+servertest.FreeAddr(t)+"/team/repo.git/info/lfs")
 	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 51))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
@@ -252,7 +253,7 @@ func TestServerDown(t *testing.T) {
 func TestCASDown(t *testing.T) {
 	e := newEnv(t)
 	e.install()
-	dead := "http://" + freePort(t)
+	dead := "http://" + servertest.FreeAddr(t)
 	s := startServer(t, "", func(c *server.Config) { c.PublicURL = dead })
 	work, _ := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
 	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 61))
@@ -329,7 +330,7 @@ func TestInterruptedPushResumesWithoutResending(t *testing.T) {
 func TestServerKilledMidDownload(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	data, addr := t.TempDir(), freeAddr(t)
+	data, addr := t.TempDir(), servertest.FreeAddr(t)
 	s := startServerProcess(t, addr, data)
 	e := newEnv(t)
 	e.install()

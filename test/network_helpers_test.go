@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -141,7 +142,7 @@ func startSquid(t *testing.T, proxyUser, password string) *squid {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := freePort(t)
+	addr := servertest.FreeAddr(t)
 	conf := []string{
 		"http_port " + addr,
 		"hosts_file " + filepath.Join(dir, "hosts"),

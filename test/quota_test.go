@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -15,7 +16,7 @@ import (
 // clean.
 func TestQuotaPush(t *testing.T) {
 	buildServer(t)
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--repo-quota", "3MiB")
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--repo-quota", "3MiB")
 	e := newEnv(t)
 	e.install()
 	work, _ := batchRepo(t, e, "http://"+s.addr+"/team/q.git/info/lfs")
@@ -72,9 +73,9 @@ func TestOwnerQuotaAcrossRepositoryTypes(t *testing.T) {
 	buildServer(t)
 	dir := t.TempDir()
 	users, quotas := filepath.Join(dir, "users"), filepath.Join(dir, "quotas")
-	writeFile(t, users, []byte(usersLine("alice", "pw-alice", "alice/*,datasets/alice/*")))
+	writeFile(t, users, []byte(servertest.UserLine("alice", "pw-alice", ":write:"+"alice/*,datasets/alice/*")))
 	writeFile(t, quotas, []byte("user:alice 3MiB\n"))
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--users", users, "--quotas", quotas)
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--users", users, "--quotas", quotas)
 	push := func(repo string, seed uint64) (string, error) {
 		e := newEnv(t)
 		e.install()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -36,7 +37,7 @@ func s3Pair(t *testing.T, extra ...string) (*s3test.Server, []*xetServerProcess,
 	var urls []string
 	for range 2 {
 		args := append([]string{"--storage", s3.URL("cas"), "--secret-file", secret}, extra...)
-		servers = append(servers, startServerProcess(t, freeAddr(t), t.TempDir(), args...))
+		servers = append(servers, startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), args...))
 		servers[len(servers)-1].secret = secret
 		urls = append(urls, "http://"+servers[len(servers)-1].addr)
 	}
@@ -114,7 +115,7 @@ func TestTwoServersOneBucket(t *testing.T) {
 // newBytesOfSecond pushes v1 then v2 of model.bin to a fresh filesystem xet-server, from a fresh
 // HOME, and returns the new bytes the agent sent for v2.
 func newBytesOfSecond(t *testing.T, v1, v2 []byte) int64 {
-	srv := startServerProcess(t, freeAddr(t), t.TempDir())
+	srv := startServerProcess(t, servertest.FreeAddr(t), t.TempDir())
 	e := newEnv(t)
 	e.install()
 	work, _ := batchRepo(t, e, "http://"+srv.addr+"/team/fs.git/info/lfs")

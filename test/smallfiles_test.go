@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -132,13 +133,13 @@ type xetServerProcess struct {
 	cmd    *exec.Cmd
 	addr   string
 	data   string
-	log    *strings.Builder
-	secret string // --secret-file, when given
+	log    *logbuf.Buffer // its stdout and stderr, written while it runs
+	secret string         // --secret-file, when given
 }
 
 func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetServerProcess {
 	t.Helper()
-	s := &xetServerProcess{addr: addr, data: data, log: &strings.Builder{}}
+	s := &xetServerProcess{addr: addr, data: data, log: &logbuf.Buffer{}}
 	args := append([]string{"--listen", addr, "--data", data, "--log-level", "warn"}, extra...)
 	s.cmd = exec.Command(filepath.Join(binDir, "xet-server"), args...)
 	s.cmd.Env = append(os.Environ(), serverEnv...)
@@ -159,22 +160,12 @@ func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetSe
 	return s
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // The same with xet-server killed -9 half-way and restarted on its data directory.
 func TestSmallFilePushServerKilled(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 	s := startServerProcess(t, addr, data)
 	e := newEnv(t)
 	e.install()

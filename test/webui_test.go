@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -40,8 +41,8 @@ func TestWebViewInBrowser(t *testing.T) {
 	browser := needChromium(t)
 	buildServer(t)
 	users := filepath.Join(t.TempDir(), "users")
-	writeFile(t, users, []byte(usersLine("alice", "pw-alice", "alice/*")+usersLine("bob", "pw-bob", "bob/*")))
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--users", users)
+	writeFile(t, users, []byte(servertest.UserLine("alice", "pw-alice", ":write:"+"alice/*")+servertest.UserLine("bob", "pw-bob", ":write:"+"bob/*")))
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--users", users)
 
 	model := testutil.RandomBytes(6<<20, 91)
 	tokenizer := testutil.RandomBytes(40<<10, 92)
@@ -95,8 +96,8 @@ func TestWebViewInBrowser(t *testing.T) {
 			t.Fatalf("a page holds %q", secret)
 		}
 	}
-	if res := get(t, proxy+"/ui/repo?name=bob/weights"); res.status != http.StatusNotFound || strings.Contains(res.body, "bob") {
-		t.Fatalf("bob's repository for alice: %d\n%s", res.status, res.body)
+	if code, body := servertest.Get(t, proxy+"/ui/repo?name=bob/weights"); code != http.StatusNotFound || strings.Contains(body, "bob") {
+		t.Fatalf("bob's repository for alice: %d\n%s", code, body)
 	}
 
 	shot := filepath.Join(t.ArtifactDir(), "webui-repository.png")
@@ -276,25 +277,6 @@ func domUints(t *testing.T, dom, name string) []uint64 {
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-type httpAnswer struct {
-	status int
-	body   string
-}
-
-func get(t *testing.T, u string) httpAnswer {
-	t.Helper()
-	res, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(res.Body); err != nil {
-		t.Fatal(err)
-	}
-	return httpAnswer{res.StatusCode, b.String()}
 }
 
 func tail(s string, n int) string {

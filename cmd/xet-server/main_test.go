@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
@@ -248,7 +248,7 @@ func TestS3BadConfiguration(t *testing.T) {
 			`<Message>The difference between the request time and the current time is too large.</Message></Error>`)
 	}))
 	defer skewed.Close()
-	closed := "http://" + freePort(t)
+	closed := "http://" + servertest.FreeAddr(t)
 	for _, c := range []struct {
 		name, endpoint, secret, bucket, want string
 	}{
@@ -280,17 +280,6 @@ func TestS3BadConfiguration(t *testing.T) {
 			}
 		})
 	}
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // A server stopped with SIGTERM lets go of its pack: no pack in the data directory ends in the zeros

@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -70,7 +69,7 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.DurationVar(&f.tokenTTL, "token-ttl", 15*time.Minute, "lifetime of CAS access tokens")
 	fl.DurationVar(&f.refreshTTL, "refresh-ttl", 12*time.Hour, "lifetime of the refresh credential in xet batch actions (renews CAS tokens during long transfers)")
 	fl.DurationVar(&f.urlTTL, "url-ttl", time.Hour, "lifetime of signed xorb URLs")
-	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight and for the server's own work (--gc-every's gc) to stop")
 	fl.Int64Var(&f.maxObject, "max-object-size", 64<<30, "largest basic-transfer LFS upload in bytes")
 	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
 	fl.StringVar(&f.hubTokens, "hub-compat", "", "emulate the Hugging Face Hub's LFS and token routes (for testing Hub clients), with the Hub tokens of FILE (token:name:read|write[:repo-patterns] per line); plain LFS uploads are kept whole in DIR/hub-legacy")
@@ -155,25 +154,12 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	ls, err := listen(f, srv, metrics, certs, log)
 	if err != nil {
-		srv.Close()
-		return fmt.Errorf("listen: %w", err)
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	if hs.TLSConfig, err = tlsConfig(f.tlsClientCA, certs); err != nil {
-		ln.Close()
 		srv.Close()
 		return err
 	}
-	stopMetrics, err := serveMetrics(f.metricsListen, metrics, log)
-	if err != nil {
-		ln.Close()
-		srv.Close()
-		return err
-	}
-	defer stopMetrics()
-	logListening(f, users, ln.Addr().String(), log)
+	logListening(f, users, ls.main.Addr().String(), log)
 	defer cpuProfile(os.Getenv("XET_SERVER_CPUPROFILE"), log)()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -181,34 +167,55 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // before serving: an early SIGHUP must not end the process
 	defer signal.Stop(hup)
-	go reloadOnHUP(ctx, hup, users, certs, log)
-	if certs != nil && f.tlsPoll > 0 {
-		go certs.poll(f.tlsPoll, ctx.Done())
-	}
-	if f.gcEvery > 0 {
-		go gcEvery(ctx, st, f.gcEvery, log)
-	}
-	errc := make(chan error, 1)
-	go func() {
-		if certs != nil {
-			errc <- hs.ServeTLS(ln, "", "")
-		} else {
-			errc <- hs.Serve(ln)
-		}
-	}()
+	life, lctx := newLifetime(ctx)
+	errc := ls.serve(life)
+	startBackground(lctx, life, f, st, users, certs, hup, log)
 	if ready != nil {
-		ready(ln.Addr().String())
+		ready(ls.main.Addr().String())
 	}
+	var failed error
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
+		failed = fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+		drain(srv, f.drainDelay, log)
 	}
-	drain(srv, f.drainDelay, log)
-	if err := shutdown(hs, f.shutdown, log); err != nil {
+	return errors.Join(failed, stopServer(ls, life, srv, f.shutdown, log))
+}
+
+// startBackground starts the work a server does besides answering requests, each on a goroutine
+// of life, until ctx ends: temp cleaning, reloads on SIGHUP (hup) and certificate changes, and gc
+// when --gc-every asks for it.
+func startBackground(ctx context.Context, life *lifetime, f serveFlags, st *store.Store, users *server.Users, certs *certReloader, hup <-chan os.Signal, log zerolog.Logger) {
+	life.Go(func() { cleanTempHourly(ctx, st, log) })
+	life.Go(func() { reloadOnHUP(ctx, hup, users, certs, log) })
+	if certs != nil && f.tlsPoll > 0 {
+		life.Go(func() { certs.poll(ctx, f.tlsPoll) })
+	}
+	if f.gcEvery > 0 {
+		life.Go(func() { gcEvery(ctx, store.NewMaint(st), f.gcEvery, log) })
+	}
+}
+
+// stopServer ends a run within timeout: the requests in flight finish (hs.Shutdown), the run's
+// goroutines stop (their context ended with the signal, so gc stopped meanwhile) and are joined,
+// and only then the store is closed. A run whose requests or goroutines outlast timeout leaves its
+// store as a killed process would (it is crash-safe) rather than close it under them.
+func stopServer(ls *listeners, life *lifetime, srv *server.Server, timeout time.Duration, log zerolog.Logger) error {
+	log.Info().Dur("timeout", timeout).Msg("shutting down: waiting for requests in flight and background work")
+	deadline := time.Now().Add(timeout)
+	err := ls.shutdown(deadline)
+	if !life.join(deadline) {
+		return errors.Join(err, fmt.Errorf("shutdown: background work (gc) still running after %v; the store was left unclosed", timeout))
+	}
+	if err != nil {
+		return err // handlers may still run: the store stays open under them
+	}
+	if err := srv.Close(); err != nil {
 		return err
 	}
-	return srv.Close()
+	log.Info().Msg("xet-server stopped")
+	return nil
 }
 
 // drain makes the server answer new requests 503 and fail /readyz for delay, while requests in
@@ -222,30 +229,8 @@ func drain(srv *server.Server, delay time.Duration, log zerolog.Logger) {
 	time.Sleep(delay)
 }
 
-// serveMetrics serves /metrics on addr ("" or nil metrics: nothing) and returns what stops it. On
-// a loopback address it answers only loopback Hosts (server.LoopbackHostsOnly).
-func serveMetrics(addr string, m *server.Metrics, log zerolog.Logger) (func(), error) {
-	if addr == "" || m == nil {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	var h http.Handler = mux
-	if isLoopback(addr) {
-		h = server.LoopbackHostsOnly(mux) // DNS rebinding reaches loopback too
-	}
-	ms := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = ms.Serve(ln) }()
-	log.Info().Str("addr", ln.Addr().String()).Msg("metrics at /metrics")
-	return func() { ms.Close() }, nil
-}
-
-// gcEvery runs gc on st every interval (default grace) until ctx ends.
-func gcEvery(ctx context.Context, st *store.Store, interval time.Duration, log zerolog.Logger) {
+// gcEvery runs gc (m.Collect, default grace) every interval until ctx ends.
+func gcEvery(ctx context.Context, m *store.Maint, interval time.Duration, log zerolog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -253,7 +238,11 @@ func gcEvery(ctx context.Context, st *store.Store, interval time.Duration, log z
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := st.Collect(ctx, store.GCOptions{}); err != nil {
+			_, err := m.Collect(ctx, store.GCOptions{})
+			switch {
+			case err != nil && ctx.Err() != nil:
+				log.Info().Msg("gc stopped: the server is shutting down")
+			case err != nil:
 				log.Warn().Err(err).Msg("gc")
 			}
 		}
@@ -332,7 +321,6 @@ func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
-	go cleanTempHourly(context.Background(), st, log)
 	srv, err := server.New(server.Config{
 		Quotas:         quotas,
 		Metrics:        metrics,
@@ -464,19 +452,6 @@ func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, users *server.Users,
 			}
 		}
 	}
-}
-
-// shutdown waits up to timeout for the requests in flight, then closes what is left.
-func shutdown(hs *http.Server, timeout time.Duration, log zerolog.Logger) error {
-	log.Info().Dur("timeout", timeout).Msg("shutting down: waiting for requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	log.Info().Msg("xet-server stopped")
-	return nil
 }
 
 // loadSecret reads the signing secret; when it is absent and generate is set it creates one (32
@@ -621,8 +596,6 @@ func cpuProfile(path string, log zerolog.Logger) func() {
 	}
 }
 
-// clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
-// caFile (nil when caFile is "": no client certificate asked).
 // tlsConfig is the server's TLS: its certificate from certs (reloaded on SIGHUP and when its files
 // change), client certificates required when caFile is set; nil without either (plain HTTP).
 func tlsConfig(caFile string, certs *certReloader) (*tls.Config, error) {
@@ -637,6 +610,8 @@ func tlsConfig(caFile string, certs *certReloader) (*tls.Config, error) {
 	return c, nil
 }
 
+// clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
+// caFile (nil when caFile is "": no client certificate asked).
 func clientCertConfig(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return nil, nil

@@ -3,9 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"html"
-	"io"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,18 +12,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// uiGet fetches a page of the web view.
-func uiGet(t *testing.T, addr, path string) (int, string) {
-	t.Helper()
-	res, err := http.Get("http://" + addr + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
-}
 
 // pageAttrs is every value of attribute name in a page, unescaped.
 func pageAttrs(page, name string) []string {
@@ -55,13 +42,13 @@ func TestWebViewOfUpgradedStore(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 		t.Fatal(err)
 	}
-	code, index := uiGet(t, addr, "/ui/")
+	code, index := servertest.Get(t, "http://"+addr+"/ui/")
 	if code != 200 || !slices.Equal(pageAttrs(index, "data-repo"), []string{"org/old", "org/other"}) {
 		t.Fatalf("index: %d\n%s", code, index)
 	}
 	old := s.Repos["org/old"]
 	want := []string{strconv.Itoa(old.Files), strconv.FormatUint(old.Logical, 10), strconv.FormatUint(old.Stored, 10), strconv.FormatFloat(old.Ratio, 'g', -1, 64)}
-	code, page := uiGet(t, addr, "/ui/repo?name=org/old")
+	code, page := servertest.Get(t, "http://"+addr+"/ui/repo?name=org/old")
 	var got []string
 	for _, a := range []string{"data-files", "data-logical", "data-stored", "data-ratio"} {
 		got = append(got, strings.Join(pageAttrs(page, a), ","))
@@ -79,7 +66,7 @@ func TestWebViewOfUpgradedStore(t *testing.T) {
 // --ui=false leaves the web view out: /ui/ is not found.
 func TestWebViewOff(t *testing.T) {
 	addr, logs, stop := startServer(t, "--data", t.TempDir(), "--ui=false")
-	code, body := uiGet(t, addr, "/ui/")
+	code, body := servertest.Get(t, "http://"+addr+"/ui/")
 	if c := stop(); c != 0 {
 		t.Errorf("exit %d: %s", c, logs.String())
 	}

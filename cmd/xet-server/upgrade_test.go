@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -114,8 +116,10 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 func upgradedIsolation(t *testing.T, addr string) {
 	t.Helper()
 	const oid = "95159803e516f8cca09f29f3e62f69bc050a5edc77b1f7785c44ca12f9c633ac" // org/old's only
-	old, file := xetAction(t, addr, "org/old", "download", oid)
-	other, _ := xetAction(t, addr, "org/other", "upload", oid)
+	lfs := func(repo string) string { return "http://" + addr + "/" + repo + ".git/info/lfs" }
+	down := servertest.XetAction(t, lfs("org/old"), "download", lfsbatch.Object{OID: oid, Size: 1})
+	old, file := servertest.CASToken(down), down.Header[lfsbatch.HeaderXetHash]
+	other := servertest.CASToken(servertest.XetAction(t, lfs("org/other"), "upload", lfsbatch.Object{OID: oid, Size: 1}))
 	base := "http://" + addr
 	if code, _ := casDo(t, "GET", base+"/v2/reconstructions/"+file, old, nil); code != 200 {
 		t.Fatalf("org/old reconstructing its file after the upgrade: %d", code)
@@ -128,33 +132,6 @@ func upgradedIsolation(t *testing.T, addr string) {
 	if code, _ := casDo(t, "HEAD", base+"/v1/files/"+file, other, nil); code != 404 {
 		t.Errorf("org/other: HEAD of org/old's file: %d", code)
 	}
-}
-
-// xetAction asks the batch API of an open server for one object's xet action and returns its CAS
-// token and the object's Xet hash (downloads).
-func xetAction(t *testing.T, addr, repo, op, oid string) (tok, file string) {
-	t.Helper()
-	body := `{"operation":"` + op + `","transfers":["xet"],"objects":[{"oid":"` + oid + `","size":1}]}`
-	res, err := http.Post("http://"+addr+"/"+repo+".git/info/lfs/objects/batch", "application/vnd.git-lfs+json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var out struct {
-		Objects []struct {
-			Actions map[string]struct {
-				Header map[string]string `json:"header"`
-			} `json:"actions"`
-		} `json:"objects"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Objects) != 1 {
-		t.Fatalf("batch %s: %v", repo, err)
-	}
-	for _, a := range out.Objects[0].Actions {
-		return a.Header["X-Xet-Access-Token"], a.Header["X-Xet-Hash"]
-	}
-	t.Fatalf("batch %s %s: no action", repo, op)
-	return "", ""
 }
 
 func casDo(t *testing.T, method, url, tok string, body []byte) (int, []byte) {

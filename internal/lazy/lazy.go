@@ -1,7 +1,8 @@
 // Package lazy is the project's one way to find a value on first use and share that one attempt
 // among the callers that come meanwhile (a singleflight that keeps what it found): a process's
 // remote, git directory, configuration snapshot and endpoints (agent/client, internal/gitrepo), a
-// CAS token until it is dropped (xet/cas), a xorb's footer during a download (xet/download).
+// CAS token until it is dropped (xet/cas), a xorb's footer during a download (xet/download), a
+// repository's usage in the web view (xet/server/webui).
 //
 // Its rules: no lock is held while a value is found, so callers of other values never wait for
 // it; a caller whose context ends stops waiting, and the attempt goes on for the others; a failed

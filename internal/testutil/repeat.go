@@ -43,3 +43,15 @@ func RepeatingFile(x *xorb.Xorb, times int, sha [32]byte) shard.File {
 	}
 	return f
 }
+
+// RandomXorb is a xorb of n pseudo-random bytes (RandomBytes of seed) in chunks of 64 KiB, stored
+// uncompressed: a distinct, valid xorb per seed.
+func RandomXorb(n int, seed uint64) *xorb.Xorb {
+	data := RandomBytes(n, seed)
+	b := xorb.NewBuilder(xorb.PolicyNone)
+	for off := 0; off < n; off += 64 << 10 {
+		c := data[off:min(off+64<<10, n)]
+		b.Add(c, hash.Chunk(c))
+	}
+	return b.Finish()
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -96,7 +97,7 @@ func newAuthMatrix(t *testing.T, mod func(*Config)) *amMatrix {
 }
 
 func (m *amMatrix) addBasic(name, user, pw string) {
-	m.creds[name] = amCred{hdr: basic(user, pw), secrets: []string{pw}}
+	m.creds[name] = amCred{hdr: servertest.Basic(user, pw), secrets: []string{pw}}
 }
 
 func (m *amMatrix) addToken(name, tok string) {
@@ -104,7 +105,7 @@ func (m *amMatrix) addToken(name, tok string) {
 	if dot := strings.LastIndexByte(tok, '.'); dot > 0 {
 		secrets = append(secrets, tok[dot+1:])
 	}
-	m.creds[name] = amCred{hdr: auth(tok), secrets: secrets}
+	m.creds[name] = amCred{hdr: servertest.Bearer(tok), secrets: secrets}
 }
 
 // mint gets a CAS token for repo from the token route with credential cred.
@@ -248,8 +249,8 @@ func (m *amMatrix) check(t *testing.T, rt amRoute, name string, want int, denied
 // TestAuthMatrix runs the matrix against a server with a users file: rw (write, every repository),
 // ro (read only), other (write, other/* only).
 func TestAuthMatrix(t *testing.T) {
-	users := sha256Line("rw", "rw-password-1", "") + sha256Line("ro", "ro-password-2", ":read") +
-		sha256Line("other", "other-password-3", ":write:other/*")
+	users := servertest.UserLine("rw", "rw-password-1", "") + servertest.UserLine("ro", "ro-password-2", ":read") +
+		servertest.UserLine("other", "other-password-3", ":write:other/*")
 	m := newAuthMatrix(t, func(c *Config) { c.Users = mustUsers(t, users) })
 	m.addBasic("rw-basic", "rw", "rw-password-1")
 	m.addBasic("ro-basic", "ro", "ro-password-2")
@@ -257,7 +258,7 @@ func TestAuthMatrix(t *testing.T) {
 	m.addBasic("bad-password", "rw", "not-the-password")
 	m.fresh = map[string]bool{"bad-password": true}
 	rw := m.mint(amRepo, ScopeWrite, "rw-basic")
-	m.e.uploadRef(m.r, auth(rw)...) // the data the denied cells must not leak
+	m.e.uploadRef(m.r, servertest.Bearer(rw)...) // the data the denied cells must not leak
 	m.addToken("rw-token", rw)
 	ro := m.mint(amRepo, ScopeRead, "ro-basic")
 	m.addToken("ro-token", ro)
@@ -408,7 +409,7 @@ func TestAuthMatrixHub(t *testing.T) {
 	m.addToken("hub-other", amHubOther)
 	m.addToken("bad-hub-token", "hf_matrix_unknown_0123456789")
 	cas := m.mint(amRepo, ScopeWrite, "hub-rw")
-	m.e.uploadRef(m.r, auth(cas)...)
+	m.e.uploadRef(m.r, servertest.Bearer(cas)...)
 	legacy := []byte("a legacy object pushed with the basic transfer, kept whole: 7f3e9a")
 	legacyOID := sha256Hex(legacy)
 	if res := m.e.do("PUT", "/"+amRepo+".git/info/lfs/objects/"+legacyOID, legacy, m.creds["hub-rw"].hdr...); res.status != 200 {

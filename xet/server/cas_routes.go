@@ -383,15 +383,38 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	last := casapi.ShardFrame{Type: "validating", Verified: &zero, Total: &one}
 	_ = casapi.Encode(w, last) // flushed by the first tick or with the outcome
 
-	type outcome struct {
-		existed bool
-		err     error
-	}
-	done := make(chan outcome, 1)
-	go func() {
+	done := make(chan shardOutcome, 1)
+	go func() { // joined below: the handler waits for its outcome (r's context ends it early)
 		existed, err := s.putShard(r.Context(), c, uploader(r, c.Subject, c.Namespace), body, charge)
-		done <- outcome{existed, err}
+		done <- shardOutcome{existed, err}
 	}()
+	o := s.heartbeat(send, last, done)
+	if o.err != nil {
+		status, msg := statusOf(o.err)
+		if status >= 500 {
+			s.log.Error().Err(o.err).Str("path", r.URL.Path).Msg("shard upload")
+		}
+		send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: retry.Classify(status) == retry.Retryable})
+		return
+	}
+	res := casapi.ShardSyncPerformed
+	if o.existed {
+		res = casapi.ShardExists
+	}
+	send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one},
+		casapi.ShardFrame{Type: "committing", Stage: "syncing"},
+		casapi.ShardFrame{Type: "result", Result: &res})
+}
+
+// shardOutcome is what a registration of POST /v2/shards came to.
+type shardOutcome struct {
+	existed bool
+	err     error
+}
+
+// heartbeat waits for the registration's outcome, flushing the frames written so far after
+// firstFrameDelay and repeating last every HeartbeatInterval meanwhile.
+func (s *Server) heartbeat(send func(...casapi.ShardFrame), last casapi.ShardFrame, done <-chan shardOutcome) shardOutcome {
 	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
 	defer first.Stop()
 	tick := time.NewTicker(s.cfg.HeartbeatInterval)
@@ -400,27 +423,10 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 		select {
 		case <-first.C:
 			send()
-			continue
 		case <-tick.C:
 			send(last)
-			continue
 		case o := <-done:
-			if o.err != nil {
-				status, msg := statusOf(o.err)
-				if status >= 500 {
-					s.log.Error().Err(o.err).Str("path", r.URL.Path).Msg("shard upload")
-				}
-				send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: retry.Classify(status) == retry.Retryable})
-				return
-			}
-			res := casapi.ShardSyncPerformed
-			if o.existed {
-				res = casapi.ShardExists
-			}
-			send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one},
-				casapi.ShardFrame{Type: "committing", Stage: "syncing"},
-				casapi.ShardFrame{Type: "result", Result: &res})
-			return
+			return o
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -49,7 +50,7 @@ func TestAmplifyingShardIsCheap(t *testing.T) {
 	e := newEnv(t, nil)
 	tok := e.token("", "org/a", scopeWrite, time.Hour)
 	x := testutil.ZerosXorb(512)
-	if res := e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, auth(tok)...); res.status != 200 {
+	if res := e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, servertest.Bearer(tok)...); res.status != 200 {
 		t.Fatalf("xorb: %v", res)
 	}
 	body := amplifyingShard(x, 2048)
@@ -156,11 +157,11 @@ func TestShardRegistrationsTakeSlots(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			tok := e.token("", "org/r"+string(rune('a'+i)), scopeWrite, time.Hour)
-			e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...)
-			e.do("POST", "/v1/shards", r.shard, auth(tok)...)
+			e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, servertest.Bearer(tok)...)
+			e.do("POST", "/v1/shards", r.shard, servertest.Bearer(tok)...)
 		}()
 	}
-	if !waitUntil(10*time.Second, func() bool { return be.held.Load() == 2 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { return be.held.Load() == 2 }) {
 		t.Fatalf("%d registrations held, want 2", be.held.Load())
 	}
 	close(be.release)
@@ -188,13 +189,13 @@ func TestShardRegistrationsFairBetweenUsers(t *testing.T) {
 	r := loadRef(t)
 	register := func(wg *sync.WaitGroup, user, ns string) {
 		tok := e.token(user, ns, scopeWrite, time.Hour)
-		if res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...); res.status != 200 {
+		if res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, servertest.Bearer(tok)...); res.status != 200 {
 			t.Errorf("xorb: %v", res)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.do("POST", "/v1/shards", r.shard, auth(tok)...)
+			e.do("POST", "/v1/shards", r.shard, servertest.Bearer(tok)...)
 		}()
 	}
 	var wg sync.WaitGroup
@@ -205,15 +206,15 @@ func TestShardRegistrationsFairBetweenUsers(t *testing.T) {
 	for i := range 6 {
 		register(&wg, "alice", "alice/r"+strconv.Itoa(i))
 	}
-	if !waitUntil(10*time.Second, func() bool { return be.held.Load() == 2 && inPutShard() == 6 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { return be.held.Load() == 2 && inPutShard() == 6 }) {
 		t.Fatalf("%d registrations held, %d in putShard; want alice's 2 held and 4 waiting", be.held.Load(), inPutShard())
 	}
 	register(&wg, "bob", "bob/r")
-	if !waitUntil(10*time.Second, func() bool { return inPutShard() == 7 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { return inPutShard() == 7 }) {
 		t.Fatalf("%d registrations in putShard, want bob's waiting too", inPutShard())
 	}
 	be.release <- struct{}{} // one of alice's ends
-	if !waitUntil(10*time.Second, func() bool { be.mu.Lock(); defer be.mu.Unlock(); return len(be.came) == 3 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { be.mu.Lock(); defer be.mu.Unlock(); return len(be.came) == 3 }) {
 		t.Fatal("no registration took the freed slot")
 	}
 	be.mu.Lock()
@@ -236,17 +237,6 @@ func inPutShard() int {
 	}
 }
 
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return cond()
-}
-
 // A reconstruction answer holds at most Limits.ReconstructionTerms terms (a file of 800k terms
 // answered hundreds of MB on main); the project's client asks for the rest and downloads the
 // whole file, verified, and ranges of it.
@@ -254,7 +244,7 @@ func TestReconstructionAnswersAreCapped(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Limits.ReconstructionTerms = 3 })
 	r := loadRef(t)
 	tok := e.token("", "org/a", scopeWrite, time.Hour)
-	if res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(tok)...); res.status != 200 {
+	if res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, servertest.Bearer(tok)...); res.status != 200 {
 		t.Fatal(res)
 	}
 	// The reference prefix as a file of one term per chunk.
@@ -274,10 +264,10 @@ func TestReconstructionAnswersAreCapped(t *testing.T) {
 		entries = append(entries, hash.Entry{Hash: h, Size: uint64(n)})
 	}
 	f := testutil.NewFile(hash.File(entries), terms, foot.ChunkHashes, r.sha)
-	if res := e.do("POST", "/v1/shards", (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}).AppendUpload(nil), auth(tok)...); res.status != 200 {
+	if res := e.do("POST", "/v1/shards", (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}).AppendUpload(nil), servertest.Bearer(tok)...); res.status != 200 {
 		t.Fatal(res)
 	}
-	res := e.do("GET", "/v2/reconstructions/"+f.Hash.String(), nil, auth(tok)...)
+	res := e.do("GET", "/v2/reconstructions/"+f.Hash.String(), nil, servertest.Bearer(tok)...)
 	if p := decodeJSON[casapi.ReconstructionV2](t, res.body); res.status != 200 || len(p.Terms) != 3 {
 		t.Fatalf("capped answer: %d, %d terms", res.status, len(p.Terms))
 	}
@@ -301,7 +291,7 @@ func TestBatchSizeMismatchSaysOnlyTheClientsSize(t *testing.T) {
 	e := newEnv(t, nil)
 	r := loadRef(t)
 	tok := e.token("", "org/a", scopeWrite, time.Hour)
-	e.uploadRef(r, auth(tok)...)
+	e.uploadRef(r, servertest.Bearer(tok)...)
 	obj := lfsbatch.Object{OID: hex.EncodeToString(r.sha[:]), Size: 5}
 	_, br := e.batch("org/a", batchBody("upload", []string{"xet"}, obj))
 	oe := br.Objects[0].Error

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -20,11 +21,8 @@ import (
 func (e *env) xetUpload(repo string, hdr []string) *lfsbatch.Action {
 	e.t.Helper()
 	data := vectors.SplitMix(1000, 5)
-	res, br := e.batch(repo, batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: sha256Hex(data), Size: int64(len(data))}), hdr...)
-	if res.status != 200 || len(br.Objects) != 1 || br.Objects[0].Actions["upload"] == nil {
-		e.t.Fatalf("xet upload batch: %v", res)
-	}
-	return br.Objects[0].Actions["upload"]
+	obj := lfsbatch.Object{OID: sha256Hex(data), Size: int64(len(data))}
+	return servertest.XetAction(e.t, e.base+"/"+repo+".git/info/lfs", "upload", obj, hdr...)
 }
 
 // Nothing minted from a token outlives it: a refresh credential an hour from its end mints a CAS
@@ -32,10 +30,10 @@ func (e *env) xetUpload(repo string, hdr []string) *lfsbatch.Action {
 // lives past its first expiry. A CAS token mints nothing at the batch route.
 func TestMintedTokensKeepTheFirstExpiry(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
-		c.Users = mustUsers(t, sha256Line("alice", alicePW, ""))
+		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
 		c.TokenTTL, c.RefreshTTL = 2*time.Hour, 12*time.Hour
 	})
-	up := e.xetUpload("org/repo", basic("alice", alicePW))
+	up := e.xetUpload("org/repo", servertest.Basic("alice", alicePW))
 	refresh := up.Header["Authorization"]
 	rc, err := e.srv.tokens.Verify(strings.TrimPrefix(refresh, "Bearer "))
 	if err != nil || up.ExpiresIn != 12*3600 {
@@ -54,8 +52,8 @@ func TestMintedTokensKeepTheFirstExpiry(t *testing.T) {
 	if res := e.do("GET", up.Href, nil, "Authorization", refresh); res.status != 401 {
 		t.Fatalf("refresh credential past its end: %v", res)
 	}
-	cas := e.xetUpload("org/repo", basic("alice", alicePW)).Header[lfsbatch.HeaderAccessToken]
-	if res, _ := e.batch("org/repo", batchBody("download", []string{"xet"}), auth(cas)...); res.status != 401 {
+	cas := e.xetUpload("org/repo", servertest.Basic("alice", alicePW)).Header[lfsbatch.HeaderAccessToken]
+	if res, _ := e.batch("org/repo", batchBody("download", []string{"xet"}), servertest.Bearer(cas)...); res.status != 401 {
 		t.Fatalf("a batch authenticated by a CAS token: %v", res)
 	}
 }
@@ -70,7 +68,7 @@ func TestTokensFollowTheUsersFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(sha256Line("alice", alicePW, ""), sha256Line("bob", bobPW, ""))
+	write(servertest.UserLine("alice", alicePW, ""), servertest.UserLine("bob", bobPW, ""))
 	users, err := LoadUsers(usersPath)
 	if err != nil {
 		t.Fatal(err)
@@ -78,9 +76,9 @@ func TestTokensFollowTheUsersFile(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Users = users })
 	r := loadRef(t)
 	xorbPath := "/v1/xorbs/default/" + r.xorbHash.String()
-	up := e.xetUpload("org/repo", basic("alice", alicePW))
+	up := e.xetUpload("org/repo", servertest.Basic("alice", alicePW))
 	aliceCAS, aliceRefresh := up.Header[lfsbatch.HeaderAccessToken], up.Header["Authorization"]
-	bobCAS := e.xetUpload("org/repo", basic("bob", bobPW)).Header[lfsbatch.HeaderAccessToken]
+	bobCAS := e.xetUpload("org/repo", servertest.Basic("bob", bobPW)).Header[lfsbatch.HeaderAccessToken]
 	status := func(method, path string, body []byte, hdr ...string) int {
 		return e.do(method, path, body, hdr...).status
 	}
@@ -91,32 +89,32 @@ func TestTokensFollowTheUsersFile(t *testing.T) {
 		}
 	}
 	for _, tok := range []string{aliceCAS, bobCAS} {
-		if got := status("HEAD", xorbPath, nil, auth(tok)...); got != 404 {
+		if got := status("HEAD", xorbPath, nil, servertest.Bearer(tok)...); got != 404 {
 			t.Fatalf("before any change: %d", got)
 		}
 	}
 
 	// bob may write only to other/*; alice's password changes.
-	reload(sha256Line("alice", "alice-new-password", ""), sha256Line("bob", bobPW, ":write:other/*"))
+	reload(servertest.UserLine("alice", "alice-new-password", ""), servertest.UserLine("bob", bobPW, ":write:other/*"))
 	for name, got := range map[string]int{
-		"alice's CAS token":            status("HEAD", xorbPath, nil, auth(aliceCAS)...),
+		"alice's CAS token":            status("HEAD", xorbPath, nil, servertest.Bearer(aliceCAS)...),
 		"alice's refresh credential":   status("GET", up.Href, nil, "Authorization", aliceRefresh),
-		"alice's CAS token, LFS route": status("GET", "/org/repo.git/info/lfs/objects/"+strings.Repeat("ab", 32), nil, auth(aliceCAS)...),
+		"alice's CAS token, LFS route": status("GET", "/org/repo.git/info/lfs/objects/"+strings.Repeat("ab", 32), nil, servertest.Bearer(aliceCAS)...),
 	} {
 		if got != 401 {
 			t.Errorf("after a password change, %s: %d, want 401", name, got)
 		}
 	}
-	if got := status("HEAD", xorbPath, nil, auth(bobCAS)...); got != 403 {
+	if got := status("HEAD", xorbPath, nil, servertest.Bearer(bobCAS)...); got != 403 {
 		t.Errorf("bob's token of a repository he lost: %d, want 403", got)
 	}
 
 	// bob gets the repository back, read only.
-	reload(sha256Line("bob", bobPW, ":read"))
-	if got := status("POST", xorbPath, r.xorbBody, auth(bobCAS)...); got != 403 {
+	reload(servertest.UserLine("bob", bobPW, ":read"))
+	if got := status("POST", xorbPath, r.xorbBody, servertest.Bearer(bobCAS)...); got != 403 {
 		t.Errorf("bob, downgraded to read, uploading with his write token: %d, want 403", got)
 	}
-	if got := status("HEAD", xorbPath, nil, auth(bobCAS)...); got == 401 || got == 403 {
+	if got := status("HEAD", xorbPath, nil, servertest.Bearer(bobCAS)...); got == 401 || got == 403 {
 		t.Errorf("bob, downgraded to read, reading with his write token: %d", got)
 	}
 	// A token naming no listed user (minted by an open server with the same secret) opens nothing.
@@ -124,7 +122,7 @@ func TestTokensFollowTheUsersFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := status("HEAD", xorbPath, nil, auth(anon)...); got != 401 {
+	if got := status("HEAD", xorbPath, nil, servertest.Bearer(anon)...); got != 401 {
 		t.Errorf("a token of no user: %d, want 401", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -154,8 +155,6 @@ func (e *env) token(user, ns string, scope Scope, ttl time.Duration) string {
 	return tok
 }
 
-func auth(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
-
 func decodeJSON[T any](t testing.TB, b []byte) T {
 	t.Helper()
 	var v T
@@ -225,7 +224,7 @@ func (e *env) uploadRef(r refData, hdr ...string) {
 	}
 }
 
-// fetchRanges downloads what a v2 plan describes through its signed URLs (one GET per range, with
+// fetchPlan downloads what a v2 plan describes through its signed URLs (one GET per range, with
 // the Range header the URL was signed for) and assembles the file bytes: terms decoded, the first
 // OffsetIntoFirstRange bytes dropped, at most limit bytes kept.
 func (e *env) fetchPlan(p *casapi.ReconstructionV2, limit uint64) []byte {
@@ -281,7 +280,7 @@ func (e *env) fetchPlan(p *casapi.ReconstructionV2, limit uint64) []byte {
 // testerUsers is a users table of one user, "tester", with write access everywhere: the user of
 // env.token's tokens.
 func testerUsers(t testing.TB) *Users {
-	return mustUsers(t, sha256Line("tester", "tester-password-0", ""))
+	return mustUsers(t, servertest.UserLine("tester", "tester-password-0", ""))
 }
 
 func mustUsers(t testing.TB, text string) *Users {

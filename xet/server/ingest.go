@@ -42,6 +42,7 @@ func (in *UploadIngester) Ingest(ctx context.Context, ns string, r io.Reader, si
 		Log:          in.Log,
 		SizeHint:     max(size, 0),
 	})
+	defer sess.Close() // a refused upload's xorb uploads and buffers too
 	res, err := sess.Upload(ctx, r, nil, nil)
 	if err != nil {
 		return hash.Hash{}, fmt.Errorf("chunk upload: %w", err)

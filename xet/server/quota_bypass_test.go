@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -21,7 +22,7 @@ import (
 func quotaEnv(t *testing.T, q *Quotas) *env {
 	t.Helper()
 	return newEnv(t, func(c *Config) {
-		c.Users = mustUsers(t, sha256Line("alice", alicePW, ""))
+		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
 		c.Now = nil // real time: tokens must outlive the pushes
 		c.Quotas = q
 	})
@@ -94,7 +95,7 @@ func TestQuotaCountsChunkedXorbs(t *testing.T) {
 // route refused only a repository already at its quota).
 func TestQuotaDoesNotTrustBatchSize(t *testing.T) {
 	e := quotaEnv(t, &Quotas{Default: 3 << 20})
-	r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("ab", 32), Size: 1}), basic("alice", alicePW)...)
+	r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("ab", 32), Size: 1}), servertest.Basic("alice", alicePW)...)
 	if r.status != 200 {
 		t.Fatalf("batch: %v", r)
 	}
@@ -122,7 +123,7 @@ func TestQuotaChecksWhatShardAdds(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A batch for a small object (which the pre-check lets through) gives org/x a CAS token.
-	r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("cd", 32), Size: 1}), basic("alice", alicePW)...)
+	r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("cd", 32), Size: 1}), servertest.Basic("alice", alicePW)...)
 	if r.status != 200 {
 		t.Fatalf("batch: %v", r)
 	}
@@ -176,7 +177,7 @@ func TestQuotaCountsUploadsFromBeforeQuotas(t *testing.T) {
 	}
 	e := newEnv(t, func(c *Config) {
 		c.Store = before.st
-		c.Users = mustUsers(t, sha256Line("alice", alicePW, ""))
+		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
 		c.Now = nil
 		c.Quotas = &Quotas{Default: 3 << 20}
 	})

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"io"
 	"net/http"
 
@@ -45,7 +46,7 @@ func hold(t *testing.T, p *slotPool, user string, n int, size int64) ([]*slot, [
 	return sls, bodies
 }
 
-// waitFor queues a waiter for user (as acquire does) without running acquire's loop, so the test
+// queue queues a waiter for user (as acquire does) without running acquire's loop, so the test
 // drives toCut itself.
 func queue(p *slotPool, user string) *slotWaiter {
 	p.mu.Lock()
@@ -286,7 +287,7 @@ func TestSlowUserYieldsSlotsOverHTTP(t *testing.T) {
 	for range 8 {
 		answers = append(answers, slowUpload(t, e, alice, x.Body, x.Hash.String(), 64<<20, 17000))
 	}
-	if !pollFor(10*time.Second, func() bool { return e.srv.xorbs.inUse() == 8 }) {
+	if !testutil.Eventually(10*time.Second, func() bool { return e.srv.xorbs.inUse() == 8 }) {
 		t.Fatalf("alice's uploads hold %d slots, want 8", e.srv.xorbs.inUse())
 	}
 	bx := randomXorb(t, 256<<10, 42)
@@ -310,7 +311,7 @@ func TestSlowUserYieldsSlotsOverHTTP(t *testing.T) {
 		}
 		return cut >= 4
 	}
-	if !pollFor(10*time.Second, count) || cut != 4 {
+	if !testutil.Eventually(10*time.Second, count) || cut != 4 {
 		t.Fatalf("%d of alice's 8 uploads cut, want 4 (she keeps half while bob waits)", cut)
 	}
 	if n := e.srv.xorbs.inUse(); n != 4 {
@@ -333,16 +334,6 @@ func TestThinLinkUploadsNotCut(t *testing.T) {
 			t.Fatalf("upload %d over the thin link: %d", i, st)
 		}
 	}
-}
-
-// pollFor polls cond every millisecond until it holds or d has passed.
-func pollFor(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
 }
 
 // However many requests wait, the pool looks for slots to cut once per slotTick: waiters that

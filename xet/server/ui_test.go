@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -78,7 +79,7 @@ func checkUIHeaders(t *testing.T, what string, res resp) {
 const carolPW = "carol-password-0"
 
 func uiUsers() string {
-	return sha256Line("alice", alicePW, ":write:alice/*") + sha256Line("bob", bobPW, ":write:bob/*") + sha256Line("carol", carolPW, ":read")
+	return servertest.UserLine("alice", alicePW, ":write:alice/*") + servertest.UserLine("bob", bobPW, ":write:bob/*") + servertest.UserLine("carol", carolPW, ":read")
 }
 
 // The view takes the users file's Basic credentials and nothing else; a user sees the
@@ -93,9 +94,9 @@ func TestUIAuthAndIsolation(t *testing.T) {
 		hdr  []string
 	}{
 		{"no credentials", nil},
-		{"a wrong password", basic("bob", "wrong")}, // not alice: her login would wait out the limit on failures
-		{"an unknown user", basic("mallory", alicePW)},
-		{"a CAS token of alice's repository", auth(e.token("alice", "alice/model", scopeRead, time.Hour))},
+		{"a wrong password", servertest.Basic("bob", "wrong")}, // not alice: her login would wait out the limit on failures
+		{"an unknown user", servertest.Basic("mallory", alicePW)},
+		{"a CAS token of alice's repository", servertest.Bearer(e.token("alice", "alice/model", scopeRead, time.Hour))},
 	} {
 		res := e.do("GET", "/ui/", nil, c.hdr...)
 		if res.status != http.StatusUnauthorized || !strings.HasPrefix(res.header.Get("WWW-Authenticate"), "Basic ") ||
@@ -105,13 +106,13 @@ func TestUIAuthAndIsolation(t *testing.T) {
 		checkUIHeaders(t, c.what, res)
 	}
 
-	res := e.do("GET", "/ui/", nil, basic("alice", alicePW)...)
+	res := e.do("GET", "/ui/", nil, servertest.Basic("alice", alicePW)...)
 	checkUIHeaders(t, "alice's index", res)
 	if res.status != 200 || strings.Join(attrs(res.body, "data-repo"), ",") != "alice/model" || bytes.Contains(res.body, []byte("bob")) ||
 		bytes.Contains(res.body, []byte("7777")) || bytes.Contains(res.body, []byte("15554")) {
 		t.Fatalf("alice's index:\n%s", res.body)
 	}
-	st, err := e.st.Stats(context.Background())
+	st, err := store.NewMaint(e.st).Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,22 +121,22 @@ func TestUIAuthAndIsolation(t *testing.T) {
 		t.Errorf("alice/model on the page: %s; stats: %+v", got, u)
 	}
 
-	theirs := e.do("GET", "/ui/repo?name=bob/secret-data", nil, basic("alice", alicePW)...)
-	none := e.do("GET", "/ui/repo?name=alice/nothing", nil, basic("alice", alicePW)...)
+	theirs := e.do("GET", "/ui/repo?name=bob/secret-data", nil, servertest.Basic("alice", alicePW)...)
+	none := e.do("GET", "/ui/repo?name=alice/nothing", nil, servertest.Basic("alice", alicePW)...)
 	if theirs.status != 404 || none.status != 404 || !bytes.Equal(theirs.body, none.body) || bytes.Contains(theirs.body, []byte("bob")) {
 		t.Fatalf("bob's repository for alice: %v\na repository that does not exist: %v", theirs, none)
 	}
 	checkUIHeaders(t, "404", theirs)
 
-	carol := e.do("GET", "/ui/", nil, basic("carol", carolPW)...)
+	carol := e.do("GET", "/ui/", nil, servertest.Basic("carol", carolPW)...)
 	if got := strings.Join(attrs(carol.body, "data-repo"), ","); carol.status != 200 || got != "alice/model,bob/secret-data" {
 		t.Fatalf("carol (reads every repository): %d %s", carol.status, got)
 	}
-	mine := e.do("GET", "/ui/repo?name=alice/model", nil, basic("alice", alicePW)...)
+	mine := e.do("GET", "/ui/repo?name=alice/model", nil, servertest.Basic("alice", alicePW)...)
 	if mine.status != 200 || len(attrs(mine.body, "data-oid")) != 3 {
 		t.Fatalf("alice's repository page: %v", mine)
 	}
-	cred := basic("alice", alicePW)[1]
+	cred := servertest.Basic("alice", alicePW)[1]
 	for _, page := range [][]byte{res.body, mine.body, theirs.body} {
 		for _, href := range attrs(page, "href") {
 			if !strings.HasPrefix(href, "/ui/") {
@@ -234,12 +235,12 @@ func TestUIQuotas(t *testing.T) {
 	e := uiEnv(t, uiUsers(), func(c *Config) { c.Quotas = q })
 	e.fill("alice/model", "alice", 2, 3000, 2, 1)
 	e.fill("alice/hidden", "", 1, 9000, 1, 7)
-	a := e.do("GET", "/ui/repo?name=alice/model", nil, basic("alice", alicePW)...)
+	a := e.do("GET", "/ui/repo?name=alice/model", nil, servertest.Basic("alice", alicePW)...)
 	if used, limit := attrs(a.body, "data-quota-used"), attrs(a.body, "data-quota-limit"); a.status != 200 ||
 		strings.Join(used, ",") != "6000" || strings.Join(limit, ",") != "1048576" || !bytes.Contains(a.body, []byte("4.0 MiB")) {
 		t.Fatalf("alice's page: quota used %v of %v\n%s", used, limit, a.body)
 	}
-	c := e.do("GET", "/ui/repo?name=alice/model", nil, basic("carol", carolPW)...)
+	c := e.do("GET", "/ui/repo?name=alice/model", nil, servertest.Basic("carol", carolPW)...)
 	if used := attrs(c.body, "data-quota-used"); strings.Join(used, ",") != "6000,15000" {
 		t.Fatalf("carol's view of alice/model: quota use %v, want the repository's 6000 and alice's 15000", used)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -171,13 +172,18 @@ func TestSlowBodiesAreCut(t *testing.T) {
 		err    error
 	}
 	stalled := make(chan answer, 2)
-	for range 2 { // hold both slots: a body that sends 1 KB and then nothing
+	var stalls sync.WaitGroup
+	defer stalls.Wait()
+	release := make(chan struct{})
+	defer close(release) // before the wait
+	// Hold both slots: a body that sends 1 KB and then nothing.
+	for range 2 {
 		pr, pw := io.Pipe()
-		go func() {
-			pw.Write(r.xorbBody[:1000])
-			time.Sleep(5 * time.Second)
+		stalls.Go(func() {
+			pw.Write(r.xorbBody[:1000]) // returns once the server read it
+			<-release
 			pw.Close()
-		}()
+		})
 		go func() {
 			req, _ := http.NewRequest("POST", e.base+path, pr)
 			req.ContentLength = int64(len(r.xorbBody))
@@ -190,7 +196,9 @@ func TestSlowBodiesAreCut(t *testing.T) {
 			stalled <- answer{status: res.StatusCode}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return e.srv.xorbs.inUse() == 2 }) {
+		t.Fatal("the stalled uploads do not hold both slots")
+	}
 	start := time.Now()
 	if res := e.do("GET", "/healthz", nil); res.status != 200 || time.Since(start) > time.Second {
 		t.Fatalf("health during the stall: %v after %v", res, time.Since(start))

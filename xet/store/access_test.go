@@ -146,7 +146,7 @@ func TestUpgradeKeepsRegistrations(t *testing.T) {
 	for _, n := range names {
 		s.be.Delete(ctx, n)
 	}
-	if err := s.setFormat(ctx, FormatVersion, 2); err != nil {
+	if err := NewMaint(s).setFormat(ctx, FormatVersion, 2); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

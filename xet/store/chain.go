@@ -167,7 +167,9 @@ func (s *Store) chainWorker(stop <-chan struct{}) {
 	defer w.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	w.wg.Add(1) // the worker holds one: Close waits for this one too
 	go func() { // ends with the worker (cancel) or at Close
+		defer w.wg.Done()
 		select {
 		case <-stop:
 			cancel()

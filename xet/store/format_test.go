@@ -117,7 +117,7 @@ func TestObserver(t *testing.T) {
 	if obs.deduped != 5000 {
 		t.Fatalf("a shard naming a stored xorb: %d bytes deduplicated, want 5000", obs.deduped)
 	}
-	if _, err := st.Collect(ctx, GCOptions{Grace: time.Hour}); err != nil {
+	if _, err := NewMaint(st).Collect(ctx, GCOptions{Grace: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if obs.gcRuns != 1 || obs.ops["create_batch"] == 0 || obs.ops["open"]+obs.ops["exists"] == 0 || obs.failures != 0 {

@@ -239,8 +239,8 @@ func (s *Store) Repositories(ctx context.Context) ([]Repository, error) {
 }
 
 // checkHistory is fsck's check of a history record: its blob parses and says what its name says.
-func (s *Store) checkHistory(ctx context.Context, r *CheckReport, name string) {
-	b, err := s.readEntry(ctx, name)
+func (m *Maint) checkHistory(ctx context.Context, r *CheckReport, name string) {
+	b, err := m.s.readEntry(ctx, name)
 	if err != nil {
 		r.add(name, err.Error())
 		return

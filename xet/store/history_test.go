@@ -125,7 +125,7 @@ func historyOf(t *testing.T, be blob.Backend) {
 	if whole, err := s.RepoObjects(ctx, ""); err != nil || len(whole.History) != 0 {
 		t.Fatalf("the whole store's history: %+v %v, want none", whole, err)
 	}
-	if rep, err := s.Check(ctx); err != nil || len(rep.Problems) != 0 {
+	if rep, err := NewMaint(s).Check(ctx); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("fsck of a store with history records: %v\n%s", err, rep)
 	}
 }
@@ -213,7 +213,7 @@ func TestFsckChecksHistoryRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := s.Check(ctx)
+	rep, err := NewMaint(s).Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

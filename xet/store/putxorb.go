@@ -23,7 +23,7 @@ const MaxXorbBodyBytes = xorb.MaxBytes + xorb.MaxChunks*xorb.RecordHeaderSize + 
 // the limits, more than 8192 chunks or 64 MiB of raw data, or a truncated body is an *InvalidError.
 // The stored object is the records followed by a rebuilt v1 footer. inserted=false when the xorb was
 // already stored. A valid upload of a xorb already stored is also the moment to check the stored
-// copy (VerifyXorb): a damaged one is moved aside and replaced by the upload (the repair a user
+// copy (verifyXorb): a damaged one is moved aside and replaced by the upload (the repair a user
 // gets by pushing the data again), and the upload reports inserted=true.
 //
 // Concurrency: safe for concurrent and cross-process use; of several puts of one xorb exactly one

@@ -109,7 +109,7 @@ func parseFileRecord(name string, b []byte) (*fileRecord, error) {
 	return r, nil
 }
 
-// shaRecord: SHA-256 -> file hash and size.
+// marshalSHA is a SHA-256 mapping's record: the file hash and size.
 func marshalSHA(file hash.Hash, size uint64) []byte {
 	b := append([]byte(magicSHA), file[:]...)
 	return sealRecord(binary.LittleEndian.AppendUint64(b, size))

@@ -18,7 +18,10 @@ var ErrDamaged = errors.New("stored xorb damaged")
 // every chunk decoded and hashed, and the xorb hash recomputed. It is what Check does not do (it
 // reads footers only): a flipped byte in chunk data shows here. An error matching ErrDamaged says
 // the bytes read are wrong; any other is a failure to read them (transient, or a missing xorb).
-func (s *Store) VerifyXorb(ctx context.Context, h hash.Hash) error {
+func (m *Maint) VerifyXorb(ctx context.Context, h hash.Hash) error { return m.s.verifyXorb(ctx, h) }
+
+// verifyXorb is VerifyXorb, also run by an upload of a xorb already stored (replaceDamaged).
+func (s *Store) verifyXorb(ctx context.Context, h hash.Hash) error {
 	b, err := s.be.Open(ctx, xorbName(h))
 	if err != nil {
 		return fmt.Errorf("xorb %s: %w", h, err)
@@ -57,12 +60,12 @@ func (r *readErrs) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// replaceDamaged moves the stored copy of xorb h aside when it is damaged (VerifyXorb, ErrDamaged),
+// replaceDamaged moves the stored copy of xorb h aside when it is damaged (verifyXorb, ErrDamaged),
 // so that the name can be written again. replaced is false when the stored copy is sound, or could
 // not be read now: a read failure is not damage, and the copy stays (the next upload checks it
 // again).
 func (s *Store) replaceDamaged(ctx context.Context, h hash.Hash) (replaced bool, err error) {
-	verr := s.VerifyXorb(ctx, h)
+	verr := s.verifyXorb(ctx, h)
 	switch {
 	case verr == nil || errors.Is(verr, ErrNotFound):
 		return false, nil

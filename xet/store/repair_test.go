@@ -36,7 +36,7 @@ func TestDamagedXorbReplacedByUpload(t *testing.T) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.VerifyXorb(ctx, x.hash); err == nil {
+	if err := NewMaint(s).VerifyXorb(ctx, x.hash); err == nil {
 		t.Fatal("VerifyXorb passed a damaged xorb")
 	}
 	bad := append([]byte(nil), x.body...)
@@ -47,7 +47,7 @@ func TestDamagedXorbReplacedByUpload(t *testing.T) {
 	if ins, err := s.PutXorb(ctx, x.hash, bytes.NewReader(x.body)); err != nil || !ins {
 		t.Fatalf("upload over a damaged copy: inserted=%v, %v", ins, err)
 	}
-	if err := s.VerifyXorb(ctx, x.hash); err != nil {
+	if err := NewMaint(s).VerifyXorb(ctx, x.hash); err != nil {
 		t.Fatalf("after the replacement: %v", err)
 	}
 	if q, _ := os.ReadDir(filepath.Join(dir, "quarantine")); len(q) != 1 {
@@ -106,14 +106,14 @@ func TestTransientReadIsNotDamage(t *testing.T) {
 		t.Fatalf("upload of a stored xorb while a read fails: inserted=%v, %v", ins, err)
 	}
 	be.failNext.Store(true)
-	report, _, err := s.Fsck(ctx, dir, FsckOptions{VerifyData: true, Repair: true})
+	report, _, err := NewMaint(s).Fsck(ctx, dir, FsckOptions{VerifyData: true, Repair: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := be.quarantined.Load(); n != 0 {
 		t.Fatalf("a sound xorb was moved aside %d times after a failed read:\n%s", n, report)
 	}
-	if err := s.VerifyXorb(ctx, x.hash); err != nil {
+	if err := NewMaint(s).VerifyXorb(ctx, x.hash); err != nil {
 		t.Fatalf("the stored xorb: %v", err)
 	}
 }

@@ -176,9 +176,9 @@ type Stats struct {
 }
 
 // Stats reads every xorb's size, file record and mapping of the store.
-func (s *Store) Stats(ctx context.Context) (*Stats, error) {
-	st := &Stats{Format: s.Format(), Repos: map[string]Usage{}}
-	xorbs, err := s.be.ListInfo(ctx, "xorbs/")
+func (m *Maint) Stats(ctx context.Context) (*Stats, error) {
+	st := &Stats{Format: m.s.Format(), Repos: map[string]Usage{}}
+	xorbs, err := m.s.be.ListInfo(ctx, "xorbs/")
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
@@ -189,7 +189,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		}
 	}
 	all := newUsageCounter()
-	files, err := s.be.List(ctx, "files/")
+	files, err := m.s.be.List(ctx, "files/")
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
@@ -198,22 +198,22 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		if !ok || kind != "files" {
 			continue
 		}
-		r, err := s.fileRecord(ctx, h)
+		r, err := m.s.fileRecord(ctx, h)
 		if err != nil {
 			return nil, fmt.Errorf("stats: %w", err)
 		}
 		all.add(h, r)
 	}
 	st.Usage = all.u
-	if err := s.repoStats(ctx, st); err != nil {
+	if err := m.repoStats(ctx, st); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
 // repoStats fills st.Repos, one Usage per namespace directory.
-func (s *Store) repoStats(ctx context.Context, st *Stats) error {
-	names, err := s.be.List(ctx, "ns/")
+func (m *Maint) repoStats(ctx context.Context, st *Stats) error {
+	names, err := m.s.be.List(ctx, "ns/")
 	if err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
@@ -230,14 +230,14 @@ func (s *Store) repoStats(ctx context.Context, st *Stats) error {
 	sort.Strings(sorted)
 	for _, d := range sorted {
 		c := newUsageCounter()
-		names, err := s.namespaceEntries(ctx, d)
+		names, err := m.s.namespaceEntries(ctx, d)
 		if err != nil {
 			return err
 		}
-		if err := s.countUploads(ctx, names, c); err != nil {
+		if err := m.s.countUploads(ctx, names, c); err != nil {
 			return err
 		}
-		if err := s.countFiles(ctx, names, c); err != nil {
+		if err := m.s.countFiles(ctx, names, c); err != nil {
 			return err
 		}
 		st.Repos[namespaceOf(d)] = c.u

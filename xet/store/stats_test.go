@@ -79,7 +79,7 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 	if u := usage(t, s, "org/c"); u.Stored != 0 {
 		t.Fatalf("a record of a xorb never stored: %+v, want nothing", u)
 	}
-	if r, err := s.Check(ctx); err != nil || len(r.Problems) != 0 {
+	if r, err := NewMaint(s).Check(ctx); err != nil || len(r.Problems) != 0 {
 		t.Fatalf("fsck with upload records: %v %v", r, err)
 	}
 }
@@ -104,7 +104,7 @@ func TestUsageOfUnregisteredXorbFollowsGC(t *testing.T) {
 	}
 	for i, want := range []uint64{1400 << 10, 0} { // the first run moves it to trash, the second deletes it
 		now = now.Add(2 * time.Hour)
-		r, err := s.Collect(ctx, GCOptions{Grace: time.Hour})
+		r, err := NewMaint(s).Collect(ctx, GCOptions{Grace: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

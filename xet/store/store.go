@@ -163,7 +163,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.entries = newLRU[string](entryLimit, func(b []byte) int64 { return int64(len(b)) + 64 })
 	}
 	if s.format < FormatVersion {
-		if s.format, err = s.upgrade(where, s.format); err != nil {
+		if s.format, err = NewMaint(s).upgrade(where, s.format); err != nil {
 			return nil, err
 		}
 	}

@@ -21,23 +21,23 @@ import (
 // an older store counts in a repository's usage by the chunk ranges its files name. Every entry is created once, so an
 // interrupted upgrade is run again whole at the next Open. Storage that takes no writes keeps its
 // version (this process then sees no access records: files of repositories are not found).
-func (s *Store) upgrade(where string, from int) (int, error) {
+func (m *Maint) upgrade(where string, from int) (int, error) {
 	ctx := context.Background()
-	n, err := s.recordLegacyAccess(ctx)
+	n, err := m.recordLegacyAccess(ctx)
 	var werr writeError
 	switch {
 	case errors.As(err, &werr):
-		s.log.Warn().Err(err).Str("store", where).Msg("store not upgraded (storage that takes no writes?)")
+		m.s.log.Warn().Err(err).Str("store", where).Msg("store not upgraded (storage that takes no writes?)")
 		return from, nil
 	case err != nil:
 		return from, fmt.Errorf("store %s: upgrading from format %d: %w", where, from, err)
 	}
-	if err := s.setFormat(ctx, from, FormatVersion); err != nil {
-		s.log.Warn().Err(err).Str("store", where).Msg("store format version not recorded (storage that takes no writes?)")
+	if err := m.setFormat(ctx, from, FormatVersion); err != nil {
+		m.s.log.Warn().Err(err).Str("store", where).Msg("store format version not recorded (storage that takes no writes?)")
 		return from, nil
 	}
 	if n > 0 {
-		s.log.Info().Str("store", where).Int("from", from).Int("to", FormatVersion).Int("files", n).
+		m.s.log.Info().Str("store", where).Int("from", from).Int("to", FormatVersion).Int("files", n).
 			Msg("store upgraded: access records written for the files registered before")
 	}
 	return FormatVersion, nil
@@ -51,11 +51,11 @@ func (e writeError) Unwrap() error { return e.error }
 func formatBlob(v int) []byte { return []byte(formatPrefix + strconv.Itoa(v) + "\n") }
 
 // setFormat records format version v, replacing the format blob of version from (>1) first.
-func (s *Store) setFormat(ctx context.Context, from, v int) error {
+func (m *Maint) setFormat(ctx context.Context, from, v int) error {
 	if from > 1 {
-		err := s.be.Delete(ctx, formatName)
+		err := m.s.be.Delete(ctx, formatName)
 		if errors.Is(err, blob.ErrPacked) {
-			sw, ok := s.raw.(blob.PackSweeper)
+			sw, ok := m.s.raw.(blob.PackSweeper)
 			if !ok {
 				return err
 			}
@@ -68,10 +68,10 @@ func (s *Store) setFormat(ctx context.Context, from, v int) error {
 			return fmt.Errorf("replacing the format blob: %w", err)
 		}
 	}
-	if _, err := s.be.Create(ctx, formatName, bytes.NewReader(formatBlob(v))); err != nil {
+	if _, err := m.s.be.Create(ctx, formatName, bytes.NewReader(formatBlob(v))); err != nil {
 		return err
 	}
-	b, err := readFormat(ctx, s.be)
+	b, err := readFormat(ctx, m.s.be)
 	if err != nil {
 		return err
 	}
@@ -83,8 +83,8 @@ func (s *Store) setFormat(ctx context.Context, from, v int) error {
 
 // recordLegacyAccess writes the access records of every file a repository's SHA-256 mapping names
 // (see upgrade) and returns how many mappings it went through.
-func (s *Store) recordLegacyAccess(ctx context.Context) (int, error) {
-	names, err := s.be.List(ctx, "ns/")
+func (m *Maint) recordLegacyAccess(ctx context.Context) (int, error) {
+	names, err := m.s.be.List(ctx, "ns/")
 	if err != nil {
 		return 0, err
 	}
@@ -95,23 +95,23 @@ func (s *Store) recordLegacyAccess(ctx context.Context) (int, error) {
 		if !ok || (kind != "sha256" && kind != "sha256v") || dir == nsDir("") {
 			continue
 		}
-		blobs, err := s.legacyAccess(ctx, name, dir, sha, kind == "sha256v")
+		blobs, err := m.legacyAccess(ctx, name, dir, sha, kind == "sha256v")
 		if err != nil {
 			return n, err
 		}
-		if _, err := s.be.CreateBatch(ctx, blobs); err != nil {
+		if _, err := m.s.be.CreateBatch(ctx, blobs); err != nil {
 			return n, writeError{err}
 		}
 		if n++; n%10000 == 0 {
-			s.log.Info().Int("files", n).Msg("store upgrade: access records")
+			m.s.log.Info().Int("files", n).Msg("store upgrade: access records")
 		}
 	}
 	return n, nil
 }
 
 // legacyAccess is the access records of the mapping name (of namespace directory dir, for oid sha).
-func (s *Store) legacyAccess(ctx context.Context, name, dir string, sha hash.Hash, verified bool) ([]blob.NewBlob, error) {
-	b, err := s.readEntry(ctx, name)
+func (m *Maint) legacyAccess(ctx context.Context, name, dir string, sha hash.Hash, verified bool) ([]blob.NewBlob, error) {
+	b, err := m.s.readEntry(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (s *Store) legacyAccess(ctx context.Context, name, dir string, sha hash.Has
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.fileRecord(ctx, file)
+	rec, err := m.s.fileRecord(ctx, file)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil // a dangling mapping: fsck reports it
 	}

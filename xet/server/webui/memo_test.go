@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -33,8 +34,8 @@ func TestMemoReadsOnChangeOnly(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(5 * time.Second); reads.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	if !testutil.Eventually(5*time.Second, func() bool { return reads.Load() > 0 }) {
+		t.Fatal("no read started")
 	}
 	close(release)
 	wg.Wait()
