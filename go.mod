@@ -14,6 +14,7 @@ require (
 	github.com/prometheus/common v0.66.1
 	github.com/rs/zerolog v1.35.1
 	github.com/zeebo/blake3 v0.2.4
+	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.60.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.48.0

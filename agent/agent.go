@@ -1,7 +1,8 @@
 // Package agent is the custom transfer agent's event loop: it answers git-lfs's init, runs each
-// upload or download request through a Transferer (the Xet work: see NewXet), reports progress and
-// completion, and exits on terminate. Errors of one object are reported for that object and the
-// loop goes on; only a broken conversation with git-lfs ends the process with an error.
+// upload or download request through a Transferer (the Xet work: agent/client, decorated by
+// agent/leader), reports progress and completion, and exits on terminate. Errors of one object are
+// reported for that object and the loop goes on; only a broken conversation with git-lfs ends the
+// process with an error.
 package agent
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -140,22 +142,27 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			return err
 		}
 	} else if h, ok := t.(HandingOff); ok && o.Pipes != nil {
-		if dec, over, err = handOffLoop(ctx, h, *o.Pipes, in, input.remaining()); over {
+		// The process's own ctx: a leader elected here serves the others' conversations until the
+		// process is stopped or closes its Transferer, not only while this conversation lasts.
+		if dec, over, err = handOffLoop(parent, h, *o.Pipes, in, input.remaining()); over {
 			return err
 		}
 	}
-	reqs := make(chan readResult)
-	go readRequests(ctx, cancel, dec, reqs)
-	for r := range reqs {
+	reqs := readRequests(ctx, cancel, dec, in)
+	defer reqs.stop()
+	for {
+		r, ok := reqs.next(ctx)
+		if !ok {
+			// Input ended without terminate: git-lfs went away, which is not this process's
+			// failure unless our own caller cancelled.
+			return parent.Err()
+		}
 		done, err := serveRequest(ctx, r, init, t, enc, o, served)
 		if done || err != nil {
 			return err
 		}
 		served++
 	}
-	// Input ended without terminate: git-lfs went away, which is not this process's failure
-	// unless our own caller cancelled.
-	return parent.Err()
 }
 
 // awaitFirst waits for the first request after init and puts it back in dec: most of the processes
@@ -218,7 +225,7 @@ func openTransfer(ctx context.Context, dec *protocol.Decoder, enc *protocol.Enco
 			return Init{}, nil, err
 		}
 	}
-	o.Log.Debug().Str("operation", init.Operation).Str("remote", init.Remote).
+	o.Log.Debug().Str("operation", init.Operation).Str("remote", redact.URL(init.Remote)).
 		Int("concurrenttransfers", init.ConcurrentTransfers).Msg("init")
 	return init, t, nil
 }
@@ -249,39 +256,6 @@ func serveRequest(ctx context.Context, r readResult, init Init, t Transferer, en
 	return false, nil
 }
 
-type readResult struct {
-	req *protocol.Request
-	err error
-}
-
-// readRequests decodes requests into reqs until terminate or the end of input, then closes reqs.
-// It cancels ctx when the input ends or terminate arrives, so a transfer in flight stops when
-// git-lfs goes away; on terminate the loop is idle anyway (git-lfs waits for complete first).
-// A clean end of input after the last request is not an error.
-func readRequests(ctx context.Context, cancel context.CancelFunc, d *protocol.Decoder, reqs chan<- readResult) {
-	defer close(reqs)
-	for {
-		req, err := d.Decode()
-		if errors.Is(err, io.EOF) {
-			cancel()
-			return
-		}
-		var me *protocol.MalformedError
-		fatal := err != nil && !errors.As(err, &me)
-		select {
-		case reqs <- readResult{req, err}:
-		case <-ctx.Done():
-			return
-		}
-		if fatal || (req != nil && req.Event == protocol.EventTerminate) {
-			if fatal {
-				cancel()
-			}
-			return
-		}
-	}
-}
-
 // transfer runs one request and answers it with progress and complete (first: the process's first
 // request, see progress.start). It returns an error only when writing to git-lfs fails.
 func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *protocol.Request, o Options, first bool) error {
@@ -304,9 +278,12 @@ func transfer(ctx context.Context, t Transferer, enc *protocol.Encoder, req *pro
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (the agent was stopped: git-lfs ended or was interrupted)", err)
 		}
+		// git-lfs prints the message and keeps it in its traces: no URL in it keeps a password or a
+		// query (a signed URL, a CAS URL a batch answer gave), whichever layer wrote it.
+		msg := redact.Printable(redact.Text(err.Error()))
 		o.Log.Error().Str("op", req.Event).Str("oid", obj.Oid).Int64("size", obj.Size).
-			Dur("elapsed_ms", elapsed).Err(err).Msg("transfer failed")
-		return enc.CompleteError(obj.Oid, err.Error())
+			Dur("elapsed_ms", elapsed).Str("error", msg).Msg("transfer failed")
+		return enc.CompleteError(obj.Oid, msg)
 	}
 	last, err := p.finish()
 	if err != nil {

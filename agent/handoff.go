@@ -60,8 +60,6 @@ func handOffLoop(ctx context.Context, h HandingOff, p Pipes, in io.Reader, buffe
 			return nil, true, errors.New(out.Err)
 		case out.Exit:
 			return nil, true, nil
-		case out.Stay:
-			return newInput(out.Resume, in).dec, false, nil
 		}
 		buffered = out.Resume
 	}

@@ -1,17 +1,22 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/share"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
@@ -51,17 +56,9 @@ func TestHandOffLoopGoesOnWithWhatCameBack(t *testing.T) {
 	}
 }
 
-// Stay keeps the conversation here without another hand-off; Exit ends the process (with the
-// leader's error, when it sent one); a leader gone without a word is an error.
+// Exit ends the process (with the leader's error, when it sent one); a leader gone without a word
+// is an error.
 func TestHandOffLoopOutcomes(t *testing.T) {
-	f := &fakeHandOff{outcomes: []share.Outcome{{Resume: []byte(terminate), Stay: true}, {}}}
-	dec, over, err := handOffLoop(context.Background(), f, Pipes{}, strings.NewReader(""), nil)
-	if over || err != nil || len(f.got) != 1 {
-		t.Fatalf("stay: over %v, %v, %d hand-offs", over, err, len(f.got))
-	}
-	if req, err := dec.Decode(); err != nil || req.Event != protocol.EventTerminate {
-		t.Fatalf("stay: went on with %+v, %v", req, err)
-	}
 	for _, c := range []struct {
 		o    share.Outcome
 		err  error
@@ -81,8 +78,7 @@ func TestHandOffLoopOutcomes(t *testing.T) {
 
 // The leader serves a handed conversation through its own Transferer: the follower's read-ahead
 // bytes first, a relative path taken from the follower's directory, each answer on the follower's
-// stdout, and terminate ends it. A request the leader does not serve for others is put back and the
-// conversation returned for the follower to keep.
+// stdout, and terminate ends it.
 func TestServePipe(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
@@ -90,11 +86,10 @@ func TestServePipe(t *testing.T) {
 		paths = append(paths, obj.Path)
 		return Result{Mode: ModeEmbedded}, nil
 	}}
-	serves := func(ctx context.Context, obj Object) bool { return obj.Action == nil }
 	oid := oidN(7)
 	up := fmt.Sprintf(`{"event":"upload","oid":%q,"size":5000,"path":"obj"}`+"\n", oid)
 	var out bytes.Buffer
-	o := ServePipe(context.Background(), f, serves, Init{Operation: "upload", Remote: "origin"}, zerolog.Nop(), &share.Pipe{Buffered: []byte(up), In: strings.NewReader(terminate), Out: &out, Dir: dir, Pid: 42})
+	o := ServePipe(context.Background(), f, Init{Operation: "upload", Remote: "origin"}, zerolog.Nop(), &share.Pipe{Buffered: []byte(up), In: strings.NewReader(terminate), Out: &out, Dir: dir, Pid: 42})
 	if !o.Exit || o.Err != "" {
 		t.Fatalf("outcome %+v, want a clean exit on terminate", o)
 	}
@@ -103,16 +98,6 @@ func TestServePipe(t *testing.T) {
 	}
 	if len(paths) != 1 || paths[0] != filepath.Join(dir, "obj") {
 		t.Fatalf("uploaded paths %q, want the follower's %s", paths, filepath.Join(dir, "obj"))
-	}
-
-	batch := fmt.Sprintf(`{"event":"upload","oid":%q,"size":5000,"path":"obj","action":{"href":"https://lfs.example/x"}}`+"\n", oid)
-	out.Reset()
-	o = ServePipe(context.Background(), f, serves, Init{Operation: "upload", Remote: "origin"}, zerolog.Nop(), &share.Pipe{In: strings.NewReader(batch + terminate), Out: &out, Dir: dir, Pid: 43})
-	if o.Exit || !o.Stay || string(o.Resume) != batch+terminate {
-		t.Fatalf("outcome %+v (resume %q), want the conversation back from the batch request on", o, o.Resume)
-	}
-	if out.Len() != 0 || len(paths) != 1 {
-		t.Fatalf("answered a request it gave back: %s", out.String())
 	}
 }
 
@@ -155,5 +140,73 @@ func TestNoHandOffBeforeFirstRequest(t *testing.T) {
 		if fmt.Sprint(h.got) != fmt.Sprint(c.handOffs) || firsts != c.firsts {
 			t.Errorf("%s: handed off with %q, FirstRequest called %d times; want %q, %d", c.name, h.got, firsts, c.handOffs, c.firsts)
 		}
+	}
+}
+
+// pipeConv is a served conversation on real pipes: git-lfs writes requests to req and reads the
+// answers from resp; the follower's stdin and stdout (what the leader serves) are in and out.
+type pipeConv struct {
+	in, out   *os.File
+	req, resp *os.File
+}
+
+func newPipeConv(t *testing.T) *pipeConv {
+	t.Helper()
+	inR, inW := testutil.Pipe(t)
+	outR, outW := testutil.Pipe(t)
+	return &pipeConv{in: inR, out: outW, req: inW, resp: outR}
+}
+
+// A follower's git-lfs that goes away mid-transfer (its end of the follower's stdin closes) stops
+// that follower's transfer in the leader within a second, and the conversation ends; another
+// conversation the leader serves meanwhile goes on and completes.
+func TestServePipeStopsWhenGitLFSGoes(t *testing.T) {
+	stopped := make(chan time.Time, 1)
+	f := &fake{upload: func(ctx context.Context, obj Object, progress func(int64)) (Result, error) {
+		if obj.Oid == oidN(1) { // the doomed follower's: runs until stopped
+			progress(1)
+			<-ctx.Done()
+			stopped <- time.Now()
+			return Result{}, ctx.Err()
+		}
+		return Result{Mode: ModeEmbedded}, nil
+	}}
+	init := Init{Operation: "upload", Remote: "origin"}
+	doomed, other := newPipeConv(t), newPipeConv(t)
+	outcomes := make(chan share.Outcome, 1)
+	go func() {
+		outcomes <- ServePipe(context.Background(), f, init, zerolog.Nop(), &share.Pipe{In: doomed.in, Out: doomed.out, Pid: 1})
+	}()
+	if _, err := io.WriteString(doomed.req, uploadLine(oidN(1), 1<<20)+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(doomed.resp).ReadString('\n'); err != nil || !strings.Contains(line, `"progress"`) {
+		t.Fatalf("no progress from the transfer: %q, %v", line, err)
+	}
+	others := make(chan share.Outcome, 1)
+	go func() {
+		others <- ServePipe(context.Background(), f, init, zerolog.Nop(), &share.Pipe{In: other.in, Out: other.out, Pid: 2})
+	}()
+	gone := time.Now()
+	doomed.req.Close() // git-lfs killed
+	select {
+	case at := <-stopped:
+		if d := at.Sub(gone); d > time.Second {
+			t.Errorf("the transfer stopped %v after git-lfs went away, want within 1 s", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the transfer went on 10 s after its git-lfs went away")
+	}
+	if o := <-outcomes; !o.Exit {
+		t.Errorf("outcome %+v, want the conversation over", o)
+	}
+	fmt.Fprintf(other.req, "%s\n%s", uploadLine(oidN(2), 5), terminate)
+	if o := <-others; !o.Exit || o.Err != "" {
+		t.Fatalf("the other conversation: outcome %+v", o)
+	}
+	other.out.Close()
+	answers, _ := io.ReadAll(other.resp)
+	if !strings.Contains(string(answers), `"complete","oid":"`+oidN(2)) || strings.Contains(string(answers), "error") {
+		t.Fatalf("the other conversation's answers %s", answers)
 	}
 }

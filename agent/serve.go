@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"io"
 	"path/filepath"
 
 	"github.com/rs/zerolog"
@@ -12,44 +10,50 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
-// Served is what a leading process serves of another process's conversation: it is asked for each
-// upload or download request before it runs. A request the leader would not do the same way as that process is
-// put back, and the conversation given back to its process, which keeps it.
-type Served func(ctx context.Context, obj Object) bool
-
 // ServePipe serves a follower's conversation in the leader (the body of its share.Handler): its
 // requests for init's operation go through t, the leader's own Transferer (opened for init), and
-// are answered on the follower's stdout,
-// until terminate or the end of its input (Exit), a request serves refuses (Stay), or the leader's
-// group closes (the conversation is given back at a request boundary with the bytes read ahead).
-func ServePipe(ctx context.Context, t Transferer, serves Served, init Init, log zerolog.Logger, p *share.Pipe) share.Outcome {
+// are answered on the follower's stdout.
+//
+// The conversation ends, and its transfer in flight is cancelled, when ctx ends (the leader is
+// stopped, or the follower is gone: share ends it then) or the follower's stdin does (its git-lfs
+// went away: Exit, as at terminate). When the leader's group closes (share.Pipe.Stopping) it is
+// given back with the bytes read and not served (Resume). A request's failure is answered to
+// git-lfs; a failed write to git-lfs ends the conversation with Exit and the error.
+func ServePipe(ctx context.Context, t Transferer, init Init, log zerolog.Logger, p *share.Pipe) share.Outcome {
 	in := newInput(p.Buffered, p.In)
 	enc := protocol.NewEncoder(p.Out)
 	o := Options{Log: log.With().Int("for", p.Pid).Logger(), ProgressInterval: defaultProgressInterval}
-	back := func(stay bool) share.Outcome { return share.Outcome{Resume: in.remaining(), Stay: stay} }
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reqs := readRequests(ctx, cancel, in.dec, p.In)
+	terminated, err := servePiped(ctx, reqs, t, enc, init, o, p)
+	reqs.stop() // before the decoder's rest is read
+	switch {
+	case err != nil:
+		return share.Outcome{Exit: true, Err: err.Error()}
+	case terminated || reqs.ended():
+		return share.Outcome{Exit: true}
+	case stopping(p):
+		return share.Outcome{Resume: in.remaining()}
+	}
+	return share.Outcome{Exit: true, Err: "the agent leading the transfers was stopped: " + context.Cause(ctx).Error()}
+}
+
+// servePiped answers the requests of reqs until terminate (terminated), a write to git-lfs or a read
+// of its requests failing (err), or there is none to serve (the input ended, ctx did, or the group
+// is closing: its deadline cut the read of the next request).
+func servePiped(ctx context.Context, reqs *requests, t Transferer, enc *protocol.Encoder, init Init, o Options, p *share.Pipe) (terminated bool, err error) {
 	for served := 0; ; served++ {
-		if stopping(p) { // checked first too: a request already buffered is not read past the stop
-			return back(false)
+		r, ok := reqs.next(ctx)
+		if !ok || fatal(r.err) && stopping(p) {
+			return false, nil
 		}
-		req, err := in.dec.Decode()
-		switch {
-		case err != nil && stopping(p): // the read the stop's deadline cut
-			return back(false)
-		case errors.Is(err, io.EOF):
-			return share.Outcome{Exit: true}
-		case err != nil:
-		case (req.Event == protocol.EventUpload || req.Event == protocol.EventDownload) && !serves(ctx, objectOf(req)):
-			in.dec.UnreadLast()
-			return back(true)
-		case req.Path != "" && !filepath.IsAbs(req.Path):
-			req.Path = filepath.Join(p.Dir, req.Path)
+		if r.err == nil && r.req.Path != "" && !filepath.IsAbs(r.req.Path) {
+			r.req.Path = filepath.Join(p.Dir, r.req.Path)
 		}
-		done, err := serveRequest(ctx, readResult{req, err}, init, t, enc, o, served)
-		if err != nil {
-			return share.Outcome{Exit: true, Err: err.Error()}
-		}
-		if done {
-			return share.Outcome{Exit: true}
+		done, err := serveRequest(ctx, r, init, t, enc, o, served)
+		if err != nil || done {
+			return err == nil, err
 		}
 	}
 }

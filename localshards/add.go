@@ -221,7 +221,7 @@ func (c *Cache) extendLocked(v *view, ps []*pending) *view {
 	if len(keys) == 0 {
 		return nv
 	}
-	seg := buildSegment(keys, refs, 1)
+	seg := buildSegment(keys, refs)
 	nv.segs = append(nv.segs[:len(nv.segs):len(nv.segs)], seg)
 	nv.small += seg.len()
 	base := 0
@@ -229,14 +229,14 @@ func (c *Cache) extendLocked(v *view, ps []*pending) *view {
 		base = nv.segs[0].len()
 	}
 	if len(nv.segs)-1 > maxSegments || nv.small > max(base/2, minMergeSize) {
-		nv.segs = []*segment{mergeSegments(nv.segs, c.opts.Workers)}
+		nv.segs = []*segment{mergeSegments(nv.segs)}
 		nv.small = 0
 	}
 	return nv
 }
 
 // mergeSegments builds one segment holding every entry of segs.
-func mergeSegments(segs []*segment, workers int) *segment {
+func mergeSegments(segs []*segment) *segment {
 	n := 0
 	for _, s := range segs {
 		n += s.len()
@@ -251,5 +251,5 @@ func mergeSegments(segs []*segment, workers int) *segment {
 			}
 		}
 	}
-	return buildSegment(keys, refs, workers)
+	return buildSegment(keys, refs)
 }

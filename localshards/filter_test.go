@@ -64,7 +64,7 @@ func TestSegmentFilterNoFalseNegatives(t *testing.T) {
 			refs[i] = uint32(i)
 		}
 		want := slices.Clone(keys)
-		s := buildSegment(keys, refs, 1)
+		s := buildSegment(keys, refs)
 		if s.filter == nil {
 			t.Fatalf("%s: %d slots and no filter", name, len(s.keys))
 		}
@@ -89,7 +89,7 @@ func TestFilterFalsePositiveRate(t *testing.T) {
 		keys[i], refs[i] = rng.Uint64(), uint32(i)
 		present[keys[i]] = true
 	}
-	s := buildSegment(keys, refs, 1)
+	s := buildSegment(keys, refs)
 	fp, absent := 0, 0
 	for i := 0; i < probes; i++ {
 		k := rng.Uint64()
@@ -141,7 +141,7 @@ func BenchmarkBuildFilter16M(b *testing.B) {
 	for i := range keys {
 		keys[i], refs[i] = rng.Uint64(), uint32(i)
 	}
-	s := buildSegment(keys, refs, 2)
+	s := buildSegment(keys, refs)
 	b.SetBytes(int64(len(s.keys)) * 12)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -96,79 +96,101 @@ func numBuckets(n int) uint64 {
 // contiguous range of buckets since b(k) is monotone), count the entries per bucket, turn the counts
 // into slot positions, and scatter the entries straight into the table. Within a bucket the order is
 // irrelevant, so no sorting is needed even for skewed keys.
-func buildSegment(keys []uint64, refs []uint32, workers int) *segment {
-	_ = workers // the passes are memory-bound and sequential; kept for callers that tune it
+func buildSegment(keys []uint64, refs []uint32) *segment {
 	n := len(keys)
 	s := &segment{nb: numBuckets(n), n: n}
+	starts, sk, sr := partitionByTopByte(keys, refs)
+	minSlots := int(s.nb * slotsPerBucket)
+	t := &tableBuilder{s: s, keys: make([]uint64, minSlots+n/64+slotsPerBucket)}
+	t.refs = make([]uint32, len(t.keys))
+	adviseHuge(t.keys)
+	adviseHuge(t.refs)
+	for p := 0; p < topParts; p++ {
+		if lo, hi := starts[p], starts[p+1]; lo < hi {
+			t.place(p, sk[lo:hi], sr[lo:hi])
+		}
+	}
+	t.pad(max(t.at, minSlots))
+	s.keys, s.refs = t.keys[:t.at:t.at], t.refs[:t.at:t.at]
+	s.filter = buildFilter(s)
+	return s
+}
 
-	const parts = 256
-	var starts [parts + 1]uint32
+// topParts: buildSegment's first pass partitions the entries by their top 8 bits.
+const topParts = 256
+
+// partitionByTopByte copies keys and refs into sk and sr grouped by the keys' top 8 bits: partition
+// p is sk[starts[p]:starts[p+1]].
+func partitionByTopByte(keys []uint64, refs []uint32) (starts [topParts + 1]uint32, sk []uint64, sr []uint32) {
 	for _, k := range keys {
 		starts[(k>>56)+1]++
 	}
-	for i := 1; i <= parts; i++ {
+	for i := 1; i <= topParts; i++ {
 		starts[i] += starts[i-1]
 	}
 	pos := starts
-	sk := make([]uint64, n)
-	sr := make([]uint32, n)
+	sk = make([]uint64, len(keys))
+	sr = make([]uint32, len(keys))
 	for i, k := range keys {
 		j := pos[k>>56]
 		pos[k>>56]++
 		sk[j], sr[j] = k, refs[i]
 	}
+	return starts, sk, sr
+}
 
-	minSlots := int(s.nb * slotsPerBucket)
-	tk := make([]uint64, minSlots+n/64+slotsPerBucket)
-	tr := make([]uint32, len(tk))
-	adviseHuge(tk)
-	adviseHuge(tr)
-	at := 0 // next free slot
-	var cnt []uint32
-	for p := 0; p < parts; p++ {
-		lo, hi := starts[p], starts[p+1]
-		if lo == hi {
+// tableBuilder fills the slots of segment s's table, partition after partition.
+type tableBuilder struct {
+	s    *segment
+	keys []uint64
+	refs []uint32
+	at   int      // the next free slot
+	cnt  []uint32 // per bucket of the partition being placed (reused)
+}
+
+// place scatters partition p (keys pk, refs pr) into the table: it counts the entries per
+// bucket, turns the counts into slot positions (each bucket starting at its home slot or after the
+// previous bucket's entries, the slots skipped marked empty; the table grows when the entries
+// spill past its end), and writes each entry at its bucket's next slot.
+func (t *tableBuilder) place(p int, pk []uint64, pr []uint32) {
+	s := t.s
+	b0 := s.bucket(uint64(p) << 56)
+	b1 := s.bucket(uint64(p)<<56 | (1<<56 - 1))
+	if need := int(b1 - b0 + 1); cap(t.cnt) >= need {
+		t.cnt = t.cnt[:need]
+		clear(t.cnt)
+	} else {
+		t.cnt = make([]uint32, need)
+	}
+	cnt := t.cnt
+	for _, k := range pk {
+		cnt[s.bucket(k)-b0]++
+	}
+	for j, c := range cnt {
+		if c == 0 {
 			continue
 		}
-		b0 := s.bucket(uint64(p) << 56)
-		b1 := s.bucket(uint64(p)<<56 | (1<<56 - 1))
-		if need := int(b1 - b0 + 1); cap(cnt) >= need {
-			cnt = cnt[:need]
-			clear(cnt)
-		} else {
-			cnt = make([]uint32, need)
-		}
-		for _, k := range sk[lo:hi] {
-			cnt[s.bucket(k)-b0]++
-		}
-		for j, c := range cnt {
-			if c == 0 {
-				continue
-			}
-			first := max(at, int(b0+uint64(j))*slotsPerBucket)
-			for ; at < first; at++ {
-				tk[at], tr[at] = emptyKey, noRef
-			}
-			cnt[j] = uint32(first)
-			at = first + int(c)
-			if at > len(tk) { // spill past the guess: grow (rare)
-				grow := at - len(tk) + len(tk)/8
-				tk = append(tk, make([]uint64, grow)...)
-				tr = append(tr, make([]uint32, grow)...)
-			}
-		}
-		for i, k := range sk[lo:hi] {
-			j := s.bucket(k) - b0
-			d := cnt[j]
-			cnt[j]++
-			tk[d], tr[d] = k, sr[int(lo)+i]
+		first := max(t.at, int(b0+uint64(j))*slotsPerBucket)
+		t.pad(first)
+		cnt[j] = uint32(first)
+		t.at = first + int(c)
+		if t.at > len(t.keys) { // spill past the guess: grow (rare)
+			grow := t.at - len(t.keys) + len(t.keys)/8
+			t.keys = append(t.keys, make([]uint64, grow)...)
+			t.refs = append(t.refs, make([]uint32, grow)...)
 		}
 	}
-	end := max(at, minSlots)
-	for ; at < end; at++ {
-		tk[at], tr[at] = emptyKey, noRef
+	for i, k := range pk {
+		j := s.bucket(k) - b0
+		d := cnt[j]
+		cnt[j]++
+		t.keys[d], t.refs[d] = k, pr[i]
 	}
-	s.keys, s.refs = tk[:end:end], tr[:end:end]
-	s.filter = buildFilter(s)
-	return s
+}
+
+// pad marks the slots from the next free one up to end empty.
+func (t *tableBuilder) pad(end int) {
+	for ; t.at < end; t.at++ {
+		t.keys[t.at], t.refs[t.at] = emptyKey, noRef
+	}
 }

@@ -33,8 +33,8 @@ func collectScan(s *segment, key uint64) []uint32 {
 
 func TestSegmentFindsEveryEntry(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 8, 100, 5000, 1 << 17, 300_000} {
-		for _, workers := range []int{1, 2} {
-			rng := rand.New(rand.NewPCG(uint64(n), uint64(workers)))
+		for _, seed := range []uint64{1, 2} {
+			rng := rand.New(rand.NewPCG(uint64(n), seed))
 			keys := make([]uint64, n)
 			refs := make([]uint32, n)
 			want := map[uint64][]uint32{}
@@ -52,7 +52,7 @@ func TestSegmentFindsEveryEntry(t *testing.T) {
 				keys[i], refs[i] = k, uint32(i)
 				want[k] = append(want[k], uint32(i))
 			}
-			s := buildSegment(keys, refs, workers)
+			s := buildSegment(keys, refs)
 			used := 0
 			for _, r := range s.refs {
 				if r != noRef {
@@ -68,7 +68,7 @@ func TestSegmentFindsEveryEntry(t *testing.T) {
 			for k, rs := range want {
 				slices.Sort(rs)
 				if got := collect(s, k); !slices.Equal(got, rs) {
-					t.Fatalf("n=%d workers=%d key %x: refs %v, want %v", n, workers, k, got, rs)
+					t.Fatalf("n=%d seed=%d key %x: refs %v, want %v", n, seed, k, got, rs)
 				}
 				if n <= 5000 {
 					if got := collectScan(s, k); !slices.Equal(got, rs) {
@@ -97,7 +97,7 @@ func TestSegmentSkewedKeys(t *testing.T) {
 		refs[i] = uint32(i)
 	}
 	want := slices.Clone(keys)
-	s := buildSegment(keys, refs, 2)
+	s := buildSegment(keys, refs)
 	for i, k := range want {
 		if got := collect(s, k); len(got) != 1 || got[0] != uint32(i) {
 			t.Fatalf("key %d: refs %v", i, got)
@@ -121,6 +121,6 @@ func BenchmarkBuildSegment16M(b *testing.B) {
 		keys := slices.Clone(src)
 		refs := make([]uint32, n)
 		b.StartTimer()
-		buildSegment(keys, refs, 2)
+		buildSegment(keys, refs)
 	}
 }

@@ -327,7 +327,7 @@ func (c *Cache) buildFull(names []string) (*view, []*candidate) {
 		w += uint64(cd.n)
 	}
 	c.nextRef = upper
-	v.segs = []*segment{buildSegment(keys[:w], refs[:w], c.opts.Workers)}
+	v.segs = []*segment{buildSegment(keys[:w], refs[:w])}
 	c.log.Debug().Int("shards", len(v.shards)).Uint64("chunks", w).Msg("shard cache index built from the shard files")
 	return v, skipped
 }

@@ -1,9 +1,7 @@
 package localshards
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"time"
 )
@@ -64,25 +62,7 @@ func (c *Cache) refreshLocked() (*view, error) {
 	if len(fresh) == 0 {
 		return v, nil
 	}
-	var ps []*pending
-	var buf []byte
-	for _, cd := range c.classify(fresh, false) {
-		buf, err = c.readSection(cd, buf)
-		var p *pending
-		if err == nil {
-			p, err = scanPending(cd.name, cd.m, buf)
-		}
-		if err != nil {
-			if errors.Is(err, errFormat) {
-				c.setAside(cd.name, err)
-				c.known[cd.name] = -1
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				c.log.Warn().Err(err).Str("file", cd.name).Msg("cannot read cached shard; skipped")
-			}
-			continue
-		}
-		ps = append(ps, p)
-	}
+	ps := c.scanNew(c.classify(fresh, false))
 	if len(ps) == 0 {
 		return v, nil
 	}

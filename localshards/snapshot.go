@@ -90,51 +90,10 @@ func (c *Cache) writeSnapshotAsync(v *view, skipped []*candidate, since time.Tim
 }
 
 func writeSnapshot(dir string, v *view, skipped []*candidate, nextRef uint64) error {
-	seg := v.segs[0]
-	nShards := len(v.shards) + len(skipped)
-	head := make([]byte, 0, snapHeaderSize+nShards*snapShardSize+len(v.xorbs)*snapXorbSize)
-	head = append(head, snapshotMagic...)
-	for _, x := range []uint64{uint64(nShards), uint64(len(v.xorbs)), uint64(seg.n), seg.nb, uint64(len(seg.keys)), nextRef} {
-		head = le.AppendUint64(head, x)
+	parts, err := encodeSnapshot(v, skipped, nextRef)
+	if err != nil {
+		return err
 	}
-	appendShard := func(name string, size int64, created, expires, flags uint64, key hash.Hash) error {
-		raw, err := hex.DecodeString(strings.TrimSuffix(name, shardExt))
-		if err != nil || len(raw) != 32 {
-			return fmt.Errorf("snapshot: shard name %q: %v", name, err)
-		}
-		head = append(head, raw...)
-		head = le.AppendUint64(head, uint64(size))
-		head = le.AppendUint64(head, created)
-		head = le.AppendUint64(head, expires)
-		head = le.AppendUint64(head, flags)
-		head = append(head, key[:]...)
-		return nil
-	}
-	for _, s := range v.shards {
-		if err := appendShard(s.name, s.size, s.created, s.expires, 0, v.keys[s.keyID]); err != nil {
-			return err
-		}
-	}
-	for _, cd := range skipped {
-		if err := appendShard(cd.name, cd.m.size, cd.m.created, cd.m.expires, 1, cd.m.key); err != nil {
-			return err
-		}
-	}
-	for _, x := range v.xorbs {
-		head = append(head, x.hash[:]...)
-		head = le.AppendUint64(head, uint64(x.off))
-		head = le.AppendUint32(head, x.base)
-		head = le.AppendUint32(head, x.n)
-		head = le.AppendUint32(head, x.shard)
-		head = le.AppendUint32(head, 0)
-	}
-	parts := [][]byte{head, asBytes(seg.keys), asBytes(seg.refs)}
-	var crc uint32
-	for _, p := range parts {
-		crc = crc32.Update(crc, castagnoli, p)
-	}
-	parts = append(parts, le.AppendUint32(nil, crc))
-
 	tmp, err := os.CreateTemp(dir, ".chunk-index-*"+tempExt)
 	if err != nil {
 		return err
@@ -154,6 +113,58 @@ func writeSnapshot(dir string, v *view, skipped []*candidate, nextRef uint64) er
 		_ = fsretry.Remove(tmp.Name())
 	}
 	return err
+}
+
+// encodeSnapshot lays out the snapshot of v (its one segment), the shards skipped as unindexed and
+// nextRef: the header with the shard and xorb tables, the segment's keys and refs, and the CRC of
+// them all, in the order they are written.
+func encodeSnapshot(v *view, skipped []*candidate, nextRef uint64) ([][]byte, error) {
+	seg := v.segs[0]
+	nShards := len(v.shards) + len(skipped)
+	head := make([]byte, 0, snapHeaderSize+nShards*snapShardSize+len(v.xorbs)*snapXorbSize)
+	head = append(head, snapshotMagic...)
+	for _, x := range []uint64{uint64(nShards), uint64(len(v.xorbs)), uint64(seg.n), seg.nb, uint64(len(seg.keys)), nextRef} {
+		head = le.AppendUint64(head, x)
+	}
+	var err error
+	for _, s := range v.shards {
+		if head, err = appendSnapShard(head, s.name, s.size, s.created, s.expires, 0, v.keys[s.keyID]); err != nil {
+			return nil, err
+		}
+	}
+	for _, cd := range skipped {
+		if head, err = appendSnapShard(head, cd.name, cd.m.size, cd.m.created, cd.m.expires, 1, cd.m.key); err != nil {
+			return nil, err
+		}
+	}
+	for _, x := range v.xorbs {
+		head = append(head, x.hash[:]...)
+		head = le.AppendUint64(head, uint64(x.off))
+		head = le.AppendUint32(head, x.base)
+		head = le.AppendUint32(head, x.n)
+		head = le.AppendUint32(head, x.shard)
+		head = le.AppendUint32(head, 0)
+	}
+	parts := [][]byte{head, asBytes(seg.keys), asBytes(seg.refs)}
+	var crc uint32
+	for _, p := range parts {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	return append(parts, le.AppendUint32(nil, crc)), nil
+}
+
+// appendSnapShard appends a shard's entry of the snapshot's shard table to head.
+func appendSnapShard(head []byte, name string, size int64, created, expires, flags uint64, key hash.Hash) ([]byte, error) {
+	raw, err := hex.DecodeString(strings.TrimSuffix(name, shardExt))
+	if err != nil || len(raw) != 32 {
+		return head, fmt.Errorf("snapshot: shard name %q: %v", name, err)
+	}
+	head = append(head, raw...)
+	head = le.AppendUint64(head, uint64(size))
+	head = le.AppendUint64(head, created)
+	head = le.AppendUint64(head, expires)
+	head = le.AppendUint64(head, flags)
+	return append(head, key[:]...), nil
 }
 
 // readSnapshot reads and checks the snapshot file.
@@ -213,6 +224,15 @@ func parseSnapshot(f io.ReaderAt, size int64) (*snapshot, error) {
 	}
 	seg.filter = buildFilter(seg)
 	s := &snapshot{seg: seg, nextRef: nextRef}
+	if err := s.decodeTables(meta, nShards, nXorbs); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decodeTables reads the snapshot's shard and xorb tables from meta (their sizes were checked),
+// checking each xorb against its shard and the refs before it.
+func (s *snapshot) decodeTables(meta []byte, nShards, nXorbs uint64) error {
 	p := meta
 	for i := uint64(0); i < nShards; i++ {
 		cd := &candidate{name: hex.EncodeToString(p[:32]) + shardExt, snap: int(i)}
@@ -226,15 +246,15 @@ func parseSnapshot(f io.ReaderAt, size int64) (*snapshot, error) {
 	var prevBase uint32
 	for i := uint64(0); i < nXorbs; i++ {
 		x := xorbInfo{hash: hash.Hash(p[:32]), off: int64(le.Uint64(p[32:])), base: le.Uint32(p[40:]), n: le.Uint32(p[44:]), shard: le.Uint32(p[48:])}
-		if uint64(x.shard) >= nShards || x.off < 0 || x.base < prevBase || uint64(x.base)+uint64(x.n) > nextRef ||
+		if uint64(x.shard) >= nShards || x.off < 0 || x.base < prevBase || uint64(x.base)+uint64(x.n) > s.nextRef ||
 			uint64(x.off)+(uint64(x.n)+1)*48 > uint64(s.shards[x.shard].m.size) {
-			return nil, errors.New("snapshot xorb table inconsistent")
+			return errors.New("snapshot xorb table inconsistent")
 		}
 		prevBase = x.base
 		s.xorbs = append(s.xorbs, x)
 		p = p[snapXorbSize:]
 	}
-	return s, nil
+	return nil
 }
 
 // loadSnapshot builds the first view from the snapshot plus the shards added since. ok is false when
@@ -334,8 +354,9 @@ func (c *Cache) reviveLive(v *view, snap *snapshot, live []*candidate) (newCands
 	return newCands, true
 }
 
-// scanNew reads the xorb sections of shards the snapshot does not hold; malformed ones are set
-// aside, unreadable ones skipped.
+// scanNew reads the xorb sections of shards the index does not hold yet (the snapshot's, or the
+// view a refresh extends); malformed ones are set aside, unreadable ones skipped (a shard removed
+// meanwhile without a word).
 func (c *Cache) scanNew(cands []*candidate) []*pending {
 	var ps []*pending
 	var buf []byte
@@ -350,6 +371,8 @@ func (c *Cache) scanNew(cands []*candidate) []*pending {
 			if errors.Is(err, errFormat) {
 				c.setAside(cd.name, err)
 				c.known[cd.name] = -1
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				c.log.Warn().Err(err).Str("file", cd.name).Msg("cannot read cached shard; skipped")
 			}
 			continue
 		}

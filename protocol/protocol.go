@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 )
 
 // Events of requests (git-lfs -> agent) and responses (agent -> git-lfs).
@@ -130,7 +132,7 @@ func parse(line []byte, n int) (*Request, error) {
 		return nil, bad("not a JSON object: %v", err)
 	}
 	withOid := func(err error) error {
-		if me, ok := err.(*MalformedError); ok && ValidOid(r.Oid) {
+		if me, ok := err.(*MalformedError); ok && lfsobject.ValidOid(r.Oid) {
 			me.Event, me.Oid = r.Event, r.Oid
 		}
 		return err
@@ -144,7 +146,7 @@ func parse(line []byte, n int) (*Request, error) {
 			return nil, bad("init has concurrenttransfers %d, want >= 0", r.ConcurrentTransfers)
 		}
 	case EventUpload, EventDownload:
-		if !ValidOid(r.Oid) {
+		if !lfsobject.ValidOid(r.Oid) {
 			return nil, bad("%s has oid %q, want 64 lowercase hex digits (a SHA-256)", r.Event, r.Oid)
 		}
 		if r.Size < 0 {
@@ -160,20 +162,6 @@ func parse(line []byte, n int) (*Request, error) {
 		return nil, bad("unknown event %q", r.Event)
 	}
 	return &r, nil
-}
-
-// ValidOid reports whether oid is a SHA-256 in lowercase hex, the only oid git-lfs uses.
-func ValidOid(oid string) bool {
-	if len(oid) != 64 {
-		return false
-	}
-	for i := 0; i < len(oid); i++ {
-		c := oid[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // redact hides the value of anything that looks like a token in text shown in an error.

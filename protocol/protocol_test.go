@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 )
 
 func decodeAll(t *testing.T, in string) ([]*Request, error) {
@@ -276,7 +278,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			switch r.Event {
 			case EventUpload, EventDownload:
-				if !ValidOid(r.Oid) || r.Size < 0 {
+				if !lfsobject.ValidOid(r.Oid) || r.Size < 0 {
 					t.Fatalf("invalid request accepted: %+v", r)
 				}
 			}

@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io/fs"
-	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -34,6 +34,14 @@ func startServer(t *testing.T, usersText string, mods ...func(*server.Config)) *
 
 // startServerAt starts a server on the store in data (a restart keeps its data).
 func startServerAt(t *testing.T, data, usersText string, mods ...func(*server.Config)) *xetServer {
+	t.Helper()
+	hs := httptest.NewServer(serverHandler(t, data, usersText, mods...))
+	t.Cleanup(hs.Close)
+	return &xetServer{url: hs.URL, data: data, srv: hs}
+}
+
+// serverHandler is xet-server's handler on the store in data, as startServerAt serves it.
+func serverHandler(t *testing.T, data, usersText string, mods ...func(*server.Config)) http.Handler {
 	t.Helper()
 	st, err := store.Open(data, store.Options{Log: zerolog.Nop()})
 	if err != nil {
@@ -67,9 +75,7 @@ func startServerAt(t *testing.T, data, usersText string, mods ...func(*server.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &xetServer{url: hs.URL, data: data, srv: hs}
+	return srv.Handler()
 }
 
 // batchRepo makes a work tree whose committed .lfsconfig points at lfsURL, with a local bare
@@ -158,16 +164,4 @@ func countFiles(t *testing.T, dir, suffix string) int {
 		return nil
 	})
 	return n
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -76,8 +77,8 @@ func newBalancer(t *testing.T, backends []string, rate int64) *balancer {
 	}))
 	t.Cleanup(func() { close(stop); hs.Close() })
 	b.url = hs.URL
-	for !b.allReady() {
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Eventually(time.Minute, b.allReady) {
+		t.Fatal("the balancer's backends were not ready within a minute")
 	}
 	return b
 }
@@ -147,7 +148,7 @@ func pushDuring(t *testing.T, e *env, work string, size int, received func() boo
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "big")
 	push, out := startPush(t, e, work)
-	if !waitFor(60*time.Second, received) {
+	if !testutil.Eventually(60*time.Second, received) {
 		killPush(push)
 		t.Fatalf("the push sent no xorb\n%s", out.String())
 	}
@@ -181,7 +182,7 @@ func fsckServer(t *testing.T, args ...string) {
 func TestSIGTERMDuringPush(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	s := startServerProcess(t, freeAddr(t), t.TempDir())
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir())
 	lb := newBalancer(t, []string{"http://" + s.addr}, 40<<20)
 	e := newEnv(t)
 	e.install()

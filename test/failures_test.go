@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
@@ -37,6 +39,16 @@ func xorbFiles(dir string) []string {
 // agentPIDs returns the running git-xet-transfer processes working in dir (/proc).
 func agentPIDs(dir string) []int {
 	self := filepath.Join(binDir, "git-xet-transfer")
+	return processes(func(pid int, _ []string) bool {
+		exe, err1 := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		cwd, err2 := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		return err1 == nil && err2 == nil && exe == self && cwd == dir
+	})
+}
+
+// processes lists the processes (in /proc) that match says to keep, given their pid and the
+// fields of their /proc/PID/stat after the command name (state, ppid, pgrp, ...).
+func processes(match func(pid int, stat []string) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, en := range entries {
@@ -44,9 +56,12 @@ func agentPIDs(dir string) []int {
 		if err != nil {
 			continue
 		}
-		exe, err1 := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		cwd, err2 := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
-		if err1 == nil && err2 == nil && exe == self && cwd == dir {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		if match(pid, strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))) {
 			pids = append(pids, pid)
 		}
 	}
@@ -72,7 +87,7 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeDir := filepath.Join(remote, "xet")
-	if !waitFor(60*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 }) {
+	if !testutil.Eventually(60*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 }) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("no xorb stored within 60 s\n%s", out.String())
@@ -219,7 +234,7 @@ func TestBadCredentials(t *testing.T) {
 func TestServerDown(t *testing.T) {
 	e := newEnv(t)
 	e.install()
-	work, _ := batchRepo(t, e, "http://"+freePort(t)+"/team/repo.git/info/lfs")
+	work, _ := batchRepo(t, e, "http://"+servertest.FreeAddr(t)+"/team/repo.git/info/lfs")
 	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 51))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "x")
@@ -238,7 +253,7 @@ func TestServerDown(t *testing.T) {
 func TestCASDown(t *testing.T) {
 	e := newEnv(t)
 	e.install()
-	dead := "http://" + freePort(t)
+	dead := "http://" + servertest.FreeAddr(t)
 	s := startServer(t, "", func(c *server.Config) { c.PublicURL = dead })
 	work, _ := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
 	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(1<<20, 61))
@@ -315,7 +330,7 @@ func TestInterruptedPushResumesWithoutResending(t *testing.T) {
 func TestServerKilledMidDownload(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	data, addr := t.TempDir(), freeAddr(t)
+	data, addr := t.TempDir(), servertest.FreeAddr(t)
 	s := startServerProcess(t, addr, data)
 	e := newEnv(t)
 	e.install()
@@ -330,7 +345,7 @@ func TestServerKilledMidDownload(t *testing.T) {
 
 	clone := filepath.Join(e.home, "clone")
 	pull, out := e.startPull(remote, clone)
-	if !waitFor(60*time.Second, func() bool { return partRecorded(clone, 4000) }) { // a part (8 MiB) recorded
+	if !testutil.Eventually(60*time.Second, func() bool { return partRecorded(clone, 4000) }) { // a part (8 MiB) recorded
 		pull.Process.Kill()
 		pull.Wait()
 		t.Fatalf("the download did not start\n%s", out.String())
@@ -368,9 +383,11 @@ func TestServerRefusesACorruptObject(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the push of a corrupt object succeeded:\n%s", out)
 	}
-	// The server's refusal, not the agent's own check (which says "refusing to register").
-	if !strings.Contains(out, "its content has SHA-256 "+oidOf(bad)) || !strings.Contains(out, oid) {
-		t.Errorf("the push's message is not the server's SHA-256 refusal naming both hashes:\n%s", out)
+	// The server's refusal, not the agent's own check (which says "refusing to register"). It names
+	// the oid the agent claimed, never what the stored content hashes to (a client learns no hash
+	// of stored data it did not send).
+	if !strings.Contains(out, "does not hash to "+oid) || strings.Contains(out, oidOf(bad)) {
+		t.Errorf("the push's message is not the server's SHA-256 refusal naming the claimed oid only:\n%s", out)
 	}
 	st, err := store.Open(s.data, store.Options{Log: zerolog.Nop()})
 	if err != nil {

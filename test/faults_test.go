@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/chaos"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -24,7 +25,7 @@ func startChaos(t *testing.T, backend string) (string, func(...chaos.Rule)) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./chaos").CombinedOutput(); err != nil {
 		t.Fatalf("building chaos: %v\n%s", err, out)
 	}
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 	var log strings.Builder
 	cmd := exec.Command(bin, "-listen", addr, "-backend", backend)
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -33,7 +34,7 @@ func startChaos(t *testing.T, backend string) (string, func(...chaos.Rule)) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url := "http://" + addr
-	if !waitFor(20*time.Second, func() bool {
+	if !testutil.Eventually(20*time.Second, func() bool {
 		resp, err := http.Get(url + "/__chaos/hits")
 		if err == nil {
 			resp.Body.Close()

@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 )
 
 // binDir holds the built git-xet-transfer; it goes first on the PATH of every git command.
@@ -327,18 +326,6 @@ func (e *env) logLines(subs ...string) []string {
 		}
 	}
 	return out
-}
-
-// waitFor polls cond every 10 ms up to d.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
 }
 
 func needLinux(t *testing.T) {

@@ -3,17 +3,15 @@ package test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -38,7 +36,7 @@ func TestCloneFilesAHuggingFaceJSClientWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: s.url, Token: cas.NewRefreshingToken(writeToken(t, s.url+"/api/models/team/repo/xet-write-token/main"), time.Time{}, nil)})
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: s.url, Token: cas.NewRefreshingToken(servertest.RouteToken(t, s.url+"/api/models/team/repo/xet-write-token/main"), time.Time{}, nil)})
 	if _, err := c.PutXorb(ctx, &xorb.Xorb{Hash: xh, Body: body}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,19 +58,4 @@ func TestCloneFilesAHuggingFaceJSClientWrote(t *testing.T) {
 	if n := len(e.logLines(`"op":"download"`, `"mode":"batch"`, "transfer complete")); n != 1 {
 		t.Errorf("%d downloads through the xet transfer, want 1", n)
 	}
-}
-
-// writeToken asks xet-server's token route (open mode) for a CAS write token.
-func writeToken(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok casapi.Token
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != 200 || tok.AccessToken == "" {
-		t.Fatalf("token route %s: %s, %v", url, resp.Status, err)
-	}
-	return tok.AccessToken
 }

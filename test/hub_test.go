@@ -50,7 +50,8 @@ func (h *hubServer) requests(method, prefix string) int {
 	return n
 }
 
-func startHub(t *testing.T, tokenTTL time.Duration) *hubServer {
+// startHub starts the Hub emulator; mods change its configuration further.
+func startHub(t *testing.T, tokenTTL time.Duration, mods ...func(*server.Config)) *hubServer {
 	t.Helper()
 	lb := &logbuf.Buffer{}
 	toks, err := server.ParseHubTokens(strings.NewReader(
@@ -59,11 +60,11 @@ func startHub(t *testing.T, tokenTTL time.Duration) *hubServer {
 		t.Fatal(err)
 	}
 	legacy := t.TempDir()
-	s := startServer(t, "", func(c *server.Config) {
+	s := startServer(t, "", append([]func(*server.Config){func(c *server.Config) {
 		c.Hub = &server.HubCompat{Tokens: toks, LegacyDir: legacy, Public: []string{"public/*"}}
 		c.TokenTTL = tokenTTL
 		c.Log = zerolog.New(lb)
-	})
+	}}, mods...)...)
 	return &hubServer{xetServer: s, log: lb}
 }
 
@@ -408,6 +409,7 @@ func TestHubBadAnswers(t *testing.T) {
 	defer bad.Close()
 	badHost := strings.TrimPrefix(bad.URL, "http://")
 	e.git("", "config", "--global", "lfs."+bad.URL+"/.standalonetransferagent", "xet")
+	e.vars = append(e.vars, "HF_ENDPOINT="+bad.URL) // the Hugging Face token goes to the Hub alone: here the bad one
 
 	for v, want := range map[string]string{
 		"not JSON":           "not JSON",

@@ -74,7 +74,7 @@ func startLFSTestServerAs(t *testing.T, name string) *lfsTestServer {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	s := &lfsTestServer{url: "http://" + host, content: filepath.Join(dir, "content")}
-	ok := waitFor(10*time.Second, func() bool {
+	ok := testutil.Eventually(10*time.Second, func() bool {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/mgmt/add", strings.NewReader("name="+ltsUser+"&password="+ltsPass))
 		req.SetBasicAuth("admin", "adminpass")
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

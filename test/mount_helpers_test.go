@@ -100,7 +100,7 @@ func (e *env) mount(repo, mnt string, args ...string) *mountProc {
 	// in /proc/self/mountinfo, and answers, a moment before: a SIGKILL in that moment, while go-fuse's
 	// mount still waits on its own mount point, leaves a process no signal ends.)
 	up := func() bool { return strings.Contains(m.out.String(), "mounted ") && isMounted(mnt) }
-	if !waitFor(30*time.Second, func() bool { return up() || m.exited() }) || !up() {
+	if !testutil.Eventually(30*time.Second, func() bool { return up() || m.exited() }) || !up() {
 		e.t.Fatalf("mount did not come up:\n%s", m.out.String())
 	}
 	return m

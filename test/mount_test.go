@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/chaos"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // checkMountedTree compares a mount of the work tree's HEAD with the work tree: every file's bytes
@@ -119,7 +120,7 @@ func TestMountSignalsAndStaleMounts(t *testing.T) {
 	}
 	pid := mountPID(t, mnt)
 	syscall.Kill(pid, syscall.SIGKILL)
-	if !waitFor(5*time.Second, func() bool { _, err := os.ReadDir(mnt); return strings.Contains(errString(err), "not connected") }) {
+	if !testutil.Eventually(5*time.Second, func() bool { _, err := os.ReadDir(mnt); return strings.Contains(errString(err), "not connected") }) {
 		t.Fatal("the killed mount did not go stale")
 	}
 	if out, err := e.cmd(clone, "git", "xet-transfer", "unmount", mnt).CombinedOutput(); err != nil {

@@ -24,6 +24,8 @@
 #                   that of `git lfs fetch` of the same object (the agent, same link); then v2 whole
 #                   ≤ 2 % of the file over the link; the cache ≤ --cache-size + 64 MiB; the mount's
 #                   peak RSS ≤ 256 MB
+#   many      home  a clone of 48 unrelated files of 8 MiB (issue 42; MIB/128 MiB each, at least 1,
+#                   when NETBENCH_MIB < 1024): unrelated downloads go side by side   target ≤ 1.05×
 # Set-up (pushes that are not measured, the clones a pull starts from) runs through an unshaped link.
 # Also printed: what the emulator passes at 1 Gbit/s on this machine (linkemu -probe, target ≥ 95 %),
 # the emulators' CPU during the measured transfers, and the peak RSS of every agent process (each
@@ -45,12 +47,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 MIB=${NETBENCH_MIB:-1024}
-ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin,mount},"
 MOUNT_MIB=${NETBENCH_MOUNT_MIB:-$((4 * MIB))}
+ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin,many,mount},"
 PROFILES=",${NETBENCH_PROFILES:-home,far,thin},"
 LINK=${NETBENCH_LINK:-}
 PROBE_MIB=${NETBENCH_PROBE_MIB:-256}
 VN=4
+MANY_N=48 MANY_MIB=$((MIB >= 1024 ? 8 : (MIB / 128 > 1 ? MIB / 128 : 1)))
 TOKEN=hf_netbenchWRITEtoken0123456789
 LTS_USER=bench LTS_PASS=benchpass
 [ -x /usr/bin/time ] || { echo "netbench: needs GNU time at /usr/bin/time" >&2; exit 1; }
@@ -448,6 +451,29 @@ for i in range(1000):
   row "v2 (0.5 % edit) whole after v1, over the link" home "$(fig mount-v2) = $pv % of the file" "-" "-" "≤ 2 % of the file" "$(atmost "$pv" 2)"
   row "mount cache after both (du; --cache-size $(mb "$mcache"))" - "$(mb "$cache")" "-" "-" "≤ cache + 64 MiB" "$(atmost "$cache" $((mcache + (64 << 20))))"
   row "peak RSS of the mount process" - "$(mb "$rss")" "-" "-" "≤ 256 MB" "$(atmost "$rss" 256000000)"
+fi
+
+if on_row many && on_profile home; then
+  echo "set-up: $MANY_N unrelated files of $MANY_MIB MiB, pushed in one commit (unshaped)"
+  mkdir -p "$work/data/many"
+  python3 "$root/test/editdata.py" unrelated "$work/data/many" m "$MANY_N" $((MANY_MIB << 20))
+  for s in xs lts; do
+    push_repo "many$s" "$s" "$(home_kind "$s" xet)"
+    (cd "$work/many$s-src" && for f in "$work/data/many"/m*; do cp "$f" "${f##*/}.bin"; done &&
+      git add . && git commit -q -m many && git push -q origin main >>"$work/setup.log" 2>&1)
+  done
+  echo "clone of $MANY_N unrelated files of $MANY_MIB MiB, link $(link_of home)"
+  shape xs "$(link_of home)"; shape lts "$(link_of home)"
+  for s in xs lts; do
+    kind=$(home_kind $s xet); key="many-$([ $s = xs ] && echo xet || echo plain)"
+    use "many-$s" "$kind"; cd "$work"
+    measure "$key" "$s" git clone -q "$work/many$s.git" "$work/many-$s"
+    for f in "$work/data/many"/m*; do cmp "$f" "$work/many-$s/${f##*/}.bin"; done
+  done
+  shape xs 0/0; shape lts 0/0
+  r=$(ratio "${wall[many-xet]}" "${wall[many-plain]}")
+  row "clone of $MANY_N unrelated files of $MANY_MIB MiB" home "$(fig many-xet)" "$(fig many-plain)" "${r}×" "≤ 1.05×" "$(atmost "$r" 1.05)"
+  rm -rf "$work/data/many" "$work"/many-xs "$work"/many-lts
 fi
 
 # The emulators' CPU over the measured transfers (their summary lines: "... in T s; CPU U s user + S s system").

@@ -51,6 +51,7 @@ func TestNetbenchSmoke(t *testing.T) {
 		{"Hub emulator: clone", "home", 4 * 1.04},
 		{"Hub emulator: pull", "home", 4.1},
 		{"clone of 4 MiB", "thin", 4.1},
+		{"clone of 48 unrelated files of 1 MiB", "home", 48 * 1.04},
 	} {
 		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(r.label) + `.*?\s` + r.link + `\s+` + fig + `.*?\s` + fig)
 		m := re.FindStringSubmatch(summary)

@@ -21,6 +21,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // pki is a private CA with a server certificate (xet.internal, localhost, 127.0.0.1, ::1) and a
@@ -139,7 +142,7 @@ func startSquid(t *testing.T, proxyUser, password string) *squid {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := freePort(t)
+	addr := servertest.FreeAddr(t)
 	conf := []string{
 		"http_port " + addr,
 		"hosts_file " + filepath.Join(dir, "hosts"),
@@ -182,7 +185,7 @@ func startSquid(t *testing.T, proxyUser, password string) *squid {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); out.Close() })
-	if !waitFor(20*time.Second, func() bool {
+	if !testutil.Eventually(20*time.Second, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
@@ -202,7 +205,7 @@ func startSquid(t *testing.T, proxyUser, password string) *squid {
 func (s *squid) requests(t *testing.T, host string, want int) int {
 	t.Helper()
 	var n int
-	waitFor(5*time.Second, func() bool {
+	testutil.Eventually(5*time.Second, func() bool {
 		b, _ := os.ReadFile(s.log)
 		n = strings.Count(string(b), host)
 		return n >= want

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -210,7 +211,7 @@ func TestNetworkMTLSServerS3PresignedThroughProxy(t *testing.T) {
 	p := newPKI(t)
 	sq := startSquid(t, "", "")
 	s3 := s3test.Start(t)
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	public := "https://xet.internal:" + port
 	srv := exec.Command(filepath.Join(binDir, "xet-server"), "--listen", addr, "--data", t.TempDir(),
@@ -227,7 +228,7 @@ func TestNetworkMTLSServerS3PresignedThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	if !waitFor(20*time.Second, func() bool {
+	if !testutil.Eventually(20*time.Second, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()

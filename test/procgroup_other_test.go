@@ -12,3 +12,6 @@ func killProcessGroup(cmd *exec.Cmd) {
 	cmd.Process.Kill()
 	cmd.Wait()
 }
+
+// signalProcessGroup kills cmd (there are no process groups here) without reaping it.
+func signalProcessGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }

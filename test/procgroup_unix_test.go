@@ -16,3 +16,7 @@ func killProcessGroup(cmd *exec.Cmd) {
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	cmd.Wait()
 }
+
+// signalProcessGroup kills the group of a command started with newProcessGroup, without reaping
+// it (for exec.Cmd.Cancel, and for what a command leaves running after it exits).
+func signalProcessGroup(cmd *exec.Cmd) error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -15,7 +16,7 @@ import (
 // clean.
 func TestQuotaPush(t *testing.T) {
 	buildServer(t)
-	s := startServerProcess(t, freeAddr(t), t.TempDir(), "--repo-quota", "3MiB")
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--repo-quota", "3MiB")
 	e := newEnv(t)
 	e.install()
 	work, _ := batchRepo(t, e, "http://"+s.addr+"/team/q.git/info/lfs")
@@ -62,4 +63,33 @@ func stats(t *testing.T, data string) string {
 		t.Fatalf("stats: %v\n%s", err, b)
 	}
 	return string(b)
+}
+
+// Issue 41, item 6, with real pushes: a user's quota counts all the user's repositories, of every
+// type the Hub has (alice/m, datasets/alice/d): the second push, which would take alice over her
+// 3 MiB, fails with the quota's message (before, datasets/alice/d counted for an owner
+// "datasets").
+func TestOwnerQuotaAcrossRepositoryTypes(t *testing.T) {
+	buildServer(t)
+	dir := t.TempDir()
+	users, quotas := filepath.Join(dir, "users"), filepath.Join(dir, "quotas")
+	writeFile(t, users, []byte(servertest.UserLine("alice", "pw-alice", ":write:"+"alice/*,datasets/alice/*")))
+	writeFile(t, quotas, []byte("user:alice 3MiB\n"))
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--users", users, "--quotas", quotas)
+	push := func(repo string, seed uint64) (string, error) {
+		e := newEnv(t)
+		e.install()
+		work, _ := batchRepo(t, e, "http://alice:pw-alice@"+s.addr+"/"+repo+".git/info/lfs")
+		writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(2<<20, seed))
+		e.git(work, "add", ".")
+		e.git(work, "commit", "-q", "-m", "a")
+		return e.gitErr(work, "push", "-q", "origin", "main")
+	}
+	if out, err := push("alice/m", 81); err != nil {
+		t.Fatalf("first push: %v\n%s", err, out)
+	}
+	out, err := push("datasets/alice/d", 82)
+	if err == nil || !strings.Contains(out, "the repositories of alice are over their 3 MiB quota on "+s.addr) {
+		t.Fatalf("a push to datasets/alice/d beside alice/m's 2 MiB: %v\n%s", err, out)
+	}
 }

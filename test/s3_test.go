@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -36,7 +37,7 @@ func s3Pair(t *testing.T, extra ...string) (*s3test.Server, []*xetServerProcess,
 	var urls []string
 	for range 2 {
 		args := append([]string{"--storage", s3.URL("cas"), "--secret-file", secret}, extra...)
-		servers = append(servers, startServerProcess(t, freeAddr(t), t.TempDir(), args...))
+		servers = append(servers, startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), args...))
 		servers[len(servers)-1].secret = secret
 		urls = append(urls, "http://"+servers[len(servers)-1].addr)
 	}
@@ -114,7 +115,7 @@ func TestTwoServersOneBucket(t *testing.T) {
 // newBytesOfSecond pushes v1 then v2 of model.bin to a fresh filesystem xet-server, from a fresh
 // HOME, and returns the new bytes the agent sent for v2.
 func newBytesOfSecond(t *testing.T, v1, v2 []byte) int64 {
-	srv := startServerProcess(t, freeAddr(t), t.TempDir())
+	srv := startServerProcess(t, servertest.FreeAddr(t), t.TempDir())
 	e := newEnv(t)
 	e.install()
 	work, _ := batchRepo(t, e, "http://"+srv.addr+"/team/fs.git/info/lfs")
@@ -162,7 +163,7 @@ func TestS3InstanceKilledMidPush(t *testing.T) {
 		})
 		return n
 	}
-	if !waitFor(120*time.Second, func() bool { return xorbs() >= 1 }) {
+	if !testutil.Eventually(120*time.Second, func() bool { return xorbs() >= 1 }) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("no xorb reached the bucket\n%s", out.String())
@@ -197,7 +198,7 @@ func collectOrphans(t *testing.T, e *env, s3 *s3test.Server, work, remote string
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "killed")
 	push, out := startPush(t, e, work)
-	if !waitFor(120*time.Second, func() bool { return xorbs() > referenced }) {
+	if !testutil.Eventually(120*time.Second, func() bool { return xorbs() > referenced }) {
 		killPush(push)
 		t.Fatalf("no xorb of the second file reached the bucket\n%s", out.String())
 	}

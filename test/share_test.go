@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 var pidField = regexp.MustCompile(`"pid":(\d+)`)
@@ -105,7 +107,7 @@ func TestSmallFilePushLeaderKilled(t *testing.T) {
 	push, out := startPush(t, e, work)
 	storeDir := filepath.Join(remote, "xet")
 	var leader int
-	if !waitFor(120e9, func() bool {
+	if !testutil.Eventually(120e9, func() bool {
 		for pid := range e.logPIDs("share: leading") {
 			leader = pid
 		}

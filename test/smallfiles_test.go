@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // writeSmallFiles writes n files of 1-10 KB of random bytes under dir/small.
@@ -73,7 +76,7 @@ func startPush(t *testing.T, e *env, work string) (*exec.Cmd, *strings.Builder) 
 // checks that the push failed (it was interrupted mid-way, not after the end).
 func killAgentsWhen(t *testing.T, push *exec.Cmd, out *strings.Builder, work, what string, cond func() bool) {
 	t.Helper()
-	if !waitFor(120*time.Second, cond) {
+	if !testutil.Eventually(120*time.Second, cond) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("not within 120 s: %s\n%s", what, out.String())
@@ -130,13 +133,13 @@ type xetServerProcess struct {
 	cmd    *exec.Cmd
 	addr   string
 	data   string
-	log    *strings.Builder
-	secret string // --secret-file, when given
+	log    *logbuf.Buffer // its stdout and stderr, written while it runs
+	secret string         // --secret-file, when given
 }
 
 func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetServerProcess {
 	t.Helper()
-	s := &xetServerProcess{addr: addr, data: data, log: &strings.Builder{}}
+	s := &xetServerProcess{addr: addr, data: data, log: &logbuf.Buffer{}}
 	args := append([]string{"--listen", addr, "--data", data, "--log-level", "warn"}, extra...)
 	s.cmd = exec.Command(filepath.Join(binDir, "xet-server"), args...)
 	s.cmd.Env = append(os.Environ(), serverEnv...)
@@ -145,7 +148,7 @@ func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetSe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-	if !waitFor(20*time.Second, func() bool {
+	if !testutil.Eventually(20*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/")
 		if err == nil {
 			resp.Body.Close()
@@ -157,22 +160,12 @@ func startServerProcess(t *testing.T, addr, data string, extra ...string) *xetSe
 	return s
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // The same with xet-server killed -9 half-way and restarted on its data directory.
 func TestSmallFilePushServerKilled(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := servertest.FreeAddr(t)
 	s := startServerProcess(t, addr, data)
 	e := newEnv(t)
 	e.install()
@@ -182,7 +175,7 @@ func TestSmallFilePushServerKilled(t *testing.T) {
 	e.git(work, "commit", "-q", "-m", "small")
 
 	push, out := startPush(t, e, work)
-	if !waitFor(60*time.Second, func() bool { return packedBytes(data) > 300<<10 }) {
+	if !testutil.Eventually(60*time.Second, func() bool { return packedBytes(data) > 300<<10 }) {
 		push.Process.Kill()
 		push.Wait()
 		t.Fatalf("no small objects stored within 60 s\n%s", out.String())

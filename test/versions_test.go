@@ -169,7 +169,7 @@ func TestVersionsPushLeaderKilled(t *testing.T) {
 	}
 	push, out := startPush(t, e, work)
 	storeDir := filepath.Join(remote, "xet")
-	if !waitFor(120*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 && e.leaderPID() != 0 }) {
+	if !testutil.Eventually(120*time.Second, func() bool { return len(xorbFiles(storeDir)) > 0 && e.leaderPID() != 0 }) {
 		killPush(push)
 		t.Fatalf("no xorb stored and no leader within 120 s\n%s", out.String())
 	}

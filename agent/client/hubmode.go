@@ -14,6 +14,8 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -32,17 +34,17 @@ type hubAccess struct {
 	remote, operation string
 	httpClient        *http.Client
 	userAgent         string
-	creds             once[*credentials.Resolver]
-	client            once[*hub.Client]
+	creds             lazy.Value[*credentials.Resolver]
+	client            lazy.Value[*hub.Client]
 }
 
 // credentials returns the process's credential resolver (one per process: it caches), over the
 // process's config snapshot.
 func (h *hubAccess) credentials(ctx context.Context) (*credentials.Resolver, error) {
-	return h.creds.get(ctx, func(ctx context.Context) (*credentials.Resolver, error) {
+	return h.creds.Get(ctx, func(ctx context.Context) (*credentials.Resolver, error) {
 		c, err := credentials.New(ctx, gitrepo.Open(h.git.Dir), h.env, h.remote, h.operation)
 		if err != nil {
-			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+			return nil, fmt.Errorf("remote %q: %w", redact.URL(h.remote), err)
 		}
 		return c, nil
 	})
@@ -50,29 +52,29 @@ func (h *hubAccess) credentials(ctx context.Context) (*credentials.Resolver, err
 
 // get returns the Hub client of the remote's LFS endpoint.
 func (h *hubAccess) get(ctx context.Context) (*hub.Client, error) {
-	return h.client.get(ctx, func(ctx context.Context) (*hub.Client, error) {
+	return h.client.Get(ctx, func(ctx context.Context) (*hub.Client, error) {
 		r, err := h.credentials(ctx)
 		if err != nil {
 			return nil, err
 		}
 		lfsURL, err := r.LFSURL(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+			return nil, fmt.Errorf("remote %q: %w", redact.URL(h.remote), err)
 		}
 		c, err := hub.New(lfsURL, r, h.httpClient, h.userAgent)
 		if err != nil {
-			return nil, fmt.Errorf("remote %q: %w", h.remote, err)
+			return nil, fmt.Errorf("remote %q: %w", redact.URL(h.remote), err)
 		}
 		return c, nil
 	})
 }
 
 // hub returns the Hub client of the remote's LFS endpoint.
-func (x *xetTransferer) hub(ctx context.Context) (*hub.Client, error) { return x.hubs.get(ctx) }
+func (x *Client) hub(ctx context.Context) (*hub.Client, error) { return x.hubs.get(ctx) }
 
 // remoteEndpoint is the LFS endpoint of init's remote for init's operation, found once per process.
-func (x *xetTransferer) remoteEndpoint(ctx context.Context) (gitrepo.Endpoint, error) {
-	return x.endpoint.get(ctx, func(ctx context.Context) (gitrepo.Endpoint, error) {
+func (x *Client) remoteEndpoint(ctx context.Context) (gitrepo.Endpoint, error) {
+	return x.endpoint.Get(ctx, func(ctx context.Context) (gitrepo.Endpoint, error) {
 		return RemoteEndpoint(ctx, x.o.Git, x.init.Operation, x.init.Remote)
 	})
 }
@@ -80,7 +82,7 @@ func (x *xetTransferer) remoteEndpoint(ctx context.Context) (gitrepo.Endpoint, e
 // networkRemote reports whether standalone mode must talk to a server (the Hub) rather than the
 // embedded store: no xet.store, and the remote's endpoint is not on this machine. A remote whose
 // endpoint cannot be found is not a network one (ResolveLocalRemote reports why).
-func (x *xetTransferer) networkRemote(ctx context.Context) bool {
+func (x *Client) networkRemote(ctx context.Context) bool {
 	if x.storeDir() != "" {
 		return false
 	}
@@ -90,17 +92,17 @@ func (x *xetTransferer) networkRemote(ctx context.Context) bool {
 
 // hubRef is the revision the Xet token routes are asked for: GIT_XET_REF or xet.ref, else the
 // current branch's upstream (uploads) or the current branch, else main. It is found once per process.
-func (x *xetTransferer) hubRef(ctx context.Context) string {
-	v, _ := x.ref.get(ctx, func(ctx context.Context) (string, error) { return x.findHubRef(ctx), ctx.Err() })
+func (x *Client) hubRef(ctx context.Context) string {
+	v, _ := x.ref.Get(ctx, func(ctx context.Context) (string, error) { return x.findHubRef(ctx), ctx.Err() })
 	return v
 }
 
-func (x *xetTransferer) findHubRef(ctx context.Context) string {
+func (x *Client) findHubRef(ctx context.Context) string {
 	if v := x.o.Ref; v != "" {
 		return v
 	}
 	repo := gitrepo.Open(x.o.Git.Dir)
-	if v, _ := repo.Get("xet.ref"); v != "" {
+	if v, _, _ := repo.Get(ctx, "xet.ref"); v != "" { // unreadable: the branch decides
 		return v
 	}
 	head, err := x.o.Git.Run(ctx, "symbolic-ref", "-q", "HEAD")
@@ -109,7 +111,7 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 	}
 	branch := strings.TrimPrefix(head, "refs/heads/")
 	if x.init.Operation == "upload" {
-		if m, _ := repo.Get("branch." + branch + ".merge"); m != "" {
+		if m, _, _ := repo.Get(ctx, "branch."+branch+".merge"); m != "" {
 			return strings.TrimPrefix(m, "refs/heads/")
 		}
 	}
@@ -118,21 +120,21 @@ func (x *xetTransferer) findHubRef(ctx context.Context) string {
 
 // hubTokenEndpoint is the CAS endpoint of a Hub token route, its token refreshed at the route with
 // the user's credential.
-func (x *xetTransferer) hubTokenEndpoint(hc *hub.Client, route, sessionID string, initial casapi.Token) *endpoint {
+func (x *Client) hubTokenEndpoint(ctx context.Context, hc *hub.Client, route, sessionID string, initial casapi.Token) *endpoint {
 	ts := cas.NewRefreshingToken(initial.AccessToken, expOf(initial), func(ctx context.Context) (casapi.Token, error) {
 		return hc.Token(ctx, route, sessionID)
 	})
 	client := cas.NewHTTP(cas.HTTPOptions{
 		Endpoint: initial.CasURL, Token: ts, SessionID: sessionID,
 		UserAgent: x.o.UserAgent, HTTPClient: x.o.HTTPClient, Log: x.o.Log, StallTimeout: x.o.StallTimeout,
-		Retry: retryPolicy(x.o.Git),
+		Retry: retryPolicy(ctx, x.o.Git),
 	})
-	return &endpoint{mode: agent.ModeHub, cas: client, where: initial.CasURL}
+	return &endpoint{key: "hub:" + route, mode: agent.ModeHub, cas: client, where: redact.URL(initial.CasURL)}
 }
 
 // hubDownload fetches one object of a Hub remote: bridge URL → Xet reconstruction, else a plain
 // verified GET. Nothing is left in tmp on failure.
-func (x *xetTransferer) hubDownload(ctx context.Context, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
+func (x *Client) hubDownload(ctx context.Context, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	hc, err := x.hub(ctx)
 	if err != nil {
 		return agent.Result{}, err
@@ -169,18 +171,18 @@ func (x *xetTransferer) hubDownload(ctx context.Context, obj agent.Object, sha [
 }
 
 // hubReadEndpoint gets the read token of route once per process and returns its CAS endpoint.
-func (x *xetTransferer) hubReadEndpoint(ctx context.Context, hc *hub.Client, route string) (*endpoint, error) {
-	return x.endpoints.get(ctx, "hub:"+route, func(ctx context.Context) (*endpoint, error) {
+func (x *Client) hubReadEndpoint(ctx context.Context, hc *hub.Client, route string) (*endpoint, error) {
+	return x.endpoints.Get(ctx, "hub:"+route, func(ctx context.Context) (*endpoint, error) {
 		tok, err := hc.Token(ctx, route, "")
 		if err != nil {
 			return nil, err
 		}
-		return x.hubTokenEndpoint(hc, route, "", tok), nil
+		return x.hubTokenEndpoint(ctx, hc, route, "", tok), nil
 	})
 }
 
 // hubUploadAction asks the Hub's batch API for the upload of obj. A nil action: the Hub has it.
-func (x *xetTransferer) hubUploadAction(ctx context.Context, obj agent.Object) (*batchAction, error) {
+func (x *Client) hubUploadAction(ctx context.Context, obj agent.Object) (*batchAction, error) {
 	hc, err := x.hub(ctx)
 	if err != nil {
 		return nil, err
@@ -218,12 +220,12 @@ func expOf(t casapi.Token) time.Time {
 // for callers outside the protocol loop (migrate), which bring their own shard cache: its token is
 // renewed at href with the action's own Authorization header, or else with the user's credential
 // for remote, as the agent does.
-func ActionCAS(a *lfsbatch.Action, remote, operation string, o Options) (cas.Client, error) {
+func ActionCAS(ctx context.Context, a *lfsbatch.Action, remote, operation string, o Options) (cas.Client, error) {
 	ba, err := parseBatchAction(a)
 	if err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
 	h := &hubAccess{git: o.Git, env: o.Credentials, remote: remote, operation: operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
-	return actionCAS(o, ba, h), nil
+	return actionCAS(ctx, o, ba, h), nil
 }

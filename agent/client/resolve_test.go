@@ -2,15 +2,12 @@ package client
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
@@ -100,33 +97,6 @@ func TestParseBatchAction(t *testing.T) {
 		if _, err := parseBatchAction(&lfsbatch.Action{Header: h}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
-	}
-}
-
-func TestRefresher(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Basic good" {
-			w.WriteHeader(http.StatusUnauthorized)
-			casapi.Encode(w, casapi.Error{Error: "bad user name or password"})
-			return
-		}
-		casapi.Encode(w, casapi.Token{AccessToken: "new", Exp: 1900000000, CasURL: "http://127.0.0.1"})
-	}))
-	defer srv.Close()
-	ok := refresher(srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic good"}, "ua")
-	tok, err := ok(context.Background())
-	if err != nil || tok.AccessToken != "new" {
-		t.Fatalf("%+v, %v", tok, err)
-	}
-	bad := refresher(srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic bad"}, "ua")
-	_, err = bad(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "bad user name or password") ||
-		!strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "sig=x") {
-		t.Errorf("refused refresh: %v", err)
-	}
-	none := refresher(srv.Client(), "", nil, "ua")
-	if _, err := none(context.Background()); err == nil || !strings.Contains(err.Error(), "no refresh route") {
-		t.Errorf("empty href: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -8,9 +9,15 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
-// retryPolicy is the repository's retry settings as the one retry policy (see retryPolicyOf).
-func retryPolicy(g Git) retry.Policy {
-	return retryPolicyOf(gitrepo.Open(g.Dir).Get)
+// retryPolicy is the repository's retry settings as the one retry policy (see retryPolicyOf); a
+// configuration that cannot be read leaves the policy's defaults (the request that needs it says
+// what failed).
+func retryPolicy(ctx context.Context, g Git) retry.Policy {
+	repo := gitrepo.Open(g.Dir)
+	return retryPolicyOf(func(key string) (string, bool) {
+		v, ok, err := repo.Get(ctx, key)
+		return v, ok && err == nil
+	})
 }
 
 // retryPolicyOf maps git-lfs's lfs.transfer.maxretries (retries after the first attempt, at least

@@ -56,11 +56,9 @@ func storeTransferer(t *testing.T, log zerolog.Logger) (dir, storeDir string, tr
 	t.Helper()
 	dir = t.TempDir()
 	storeDir = filepath.Join(dir, "store")
-	open := New(Options{Log: log, Git: Git{Dir: dir}, StoreDir: func() string { return storeDir }, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}})
-	tr, err := open(context.Background(), agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
+	c := Open(Options{Log: log, Git: Git{Dir: dir}, StoreDir: func() string { return storeDir }, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}},
+		agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8}, nil)
+	t.Cleanup(func() { c.Close() })
+	tr = c
 	return dir, storeDir, tr
 }

@@ -1,25 +1,33 @@
-// Package credentials finds the user's credential for an LFS endpoint the way a Hugging Face Hub
-// client does: resolved lazily, on the first request that needs one, cached for the process, never
-// logged. The sources, in order:
+// Package credentials finds the user's credential for an LFS endpoint: resolved lazily, on the
+// first request that needs one, cached for the process, never logged. The Hugging Face credentials
+// (HF_TOKEN, the token file) belong to the Hub and go to no other host: the Hub is
+// https://huggingface.co, https://hf.co and the origin of HF_ENDPOINT, exactly (not their
+// subdomains, which are the Hub's CDNs and buckets and take signed URLs; huggingface_hub sends its
+// token to its endpoint alone too). Any other host gets what git-lfs would give it, in git-lfs's
+// order. The sources:
 //
-//  1. lfs.<url>.access = none: no credential at all;
-//  2. a password in the LFS URL or the git remote URL (https://user:token@host/...);
-//  3. HF_TOKEN (trimmed);
-//  4. the Hub token file: HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token;
-//  5. ~/.netrc for the endpoint's host (git-lfs's parser);
-//  6. for SSH remotes, `ssh [-p port] user@host git-lfs-authenticate <path> <operation>`, whose
-//     header is forwarded verbatim and re-asked when its expires_in runs out;
-//  7. `git credential fill` for <scheme>://<host>, approved after a success and rejected after a 401,
-//     as git does.
+//	every host:         lfs.<url>.access = none: no credential at all;
+//	a Hub endpoint:     a password in the LFS URL or the git remote URL (https://user:token@host/...)
+//	                    at the endpoint's origin; HF_TOKEN (trimmed); the Hub token file
+//	                    (HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token);
+//	                    ~/.netrc for the endpoint's host; for SSH remotes ssh git-lfs-authenticate;
+//	                    git credential (the order of the Hub's own git-xet);
+//	any other endpoint: for SSH remotes `ssh [-p port] user@host git-lfs-authenticate <path>
+//	                    <operation>`, whose header is forwarded verbatim and re-asked when its
+//	                    expires_in runs out; a password in the LFS URL or the git remote URL at the
+//	                    endpoint's origin; ~/.netrc; git credential (git-lfs's order).
 //
-// Tokens (sources 2-5 and 7) are sent as "Authorization: Bearer <token>", which both the Hub's LFS
+// `git credential fill` is asked for <scheme>://<host>, approved after a success and rejected after
+// a 401, as git does. Tokens are sent as "Authorization: Bearer <token>", which both the Hub's LFS
 // routes and its token routes accept; a source that names a user too also gives HTTP Basic for
 // plain LFS servers (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
-// remote.<r>.lfsurl), not the git remote's, when they differ. The endpoint is internal/gitrepo's
-// (git-lfs's order); the netrc parser, the SSH command line, URL-keyed git config and the
-// credential helpers are git-lfs's own (github.com/git-lfs/git-lfs/v3), given the repository's
-// config snapshot and the environment the caller passes (Env): this package runs no git to read
-// config and reads no environment variable itself.
+// remote.<r>.lfsurl), not the git remote's, when they differ, and the credential is for requests
+// to that origin only (For): a href of another host that an LFS server names gets none. The
+// endpoint is internal/gitrepo's (git-lfs's order); the netrc parser, the SSH command line,
+// URL-keyed git config and the credential helpers are git-lfs's own
+// (github.com/git-lfs/git-lfs/v3), given the repository's config snapshot and the environment the
+// caller passes (Env): this package runs no git to read config and reads no environment variable
+// itself.
 package credentials
 
 import (
@@ -39,6 +47,7 @@ import (
 	"github.com/git-lfs/git-lfs/v3/lfshttp"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // Env is what the resolver takes from the process environment. The command fills it (EnvFrom);
@@ -48,6 +57,10 @@ type Env struct {
 	HFTokenPath string // HF_TOKEN_PATH
 	HFHome      string // HF_HOME
 	Home        string // HOME: the default token file is under it
+	// HFEndpoint is HF_ENDPOINT, a Hub of the user's own choosing (a mirror, an enterprise Hub):
+	// its origin gets the Hugging Face credentials as huggingface.co does. Only the environment
+	// sets it, never a repository.
+	HFEndpoint string
 	// OS is the whole environment as KEY=VALUE, which git-lfs's packages read (GIT_SSH,
 	// GIT_SSH_COMMAND, GIT_ASKPASS, GIT_TERMINAL_PROMPT, NETRC, HOME, ...).
 	OS []string
@@ -67,6 +80,8 @@ func EnvFrom(environ []string) Env {
 			e.HFHome = v
 		case "HOME":
 			e.Home = v
+		case "HF_ENDPOINT":
+			e.HFEndpoint = v
 		}
 	}
 	return e
@@ -101,6 +116,11 @@ func (c Credential) ForLFS() string {
 func (c Credential) None() bool { return c.Authorization == "" }
 
 func (c Credential) String() string { return c.Source }
+
+// Scrub returns s with every form of the credential's secret replaced by "[redacted]"
+// (redact.Secrets): for text a server sent back (an error page that echoes the request's headers)
+// before it reaches an error or a log.
+func (c Credential) Scrub(s string) string { return redact.Secrets(s, c.Authorization, c.basic) }
 
 // Set puts the credential on a request (nothing for None).
 func (c Credential) Set(h http.Header) {
@@ -206,40 +226,90 @@ func (r *Resolver) Get(ctx context.Context) (Credential, error) {
 	return c, nil
 }
 
-// resolve walks the sources in order. cache: keep the answer for the process.
+// resolve walks the sources in order: the Hub's for a Hub endpoint, git-lfs's for any other.
+// cache: keep the answer for the process.
 func (r *Resolver) resolve() (c Credential, cache bool, err error) {
 	lfsURL := r.endpoint.Url
 	if v, ok := config.NewURLConfig(r.cfg.GitEnv()).Get("lfs", withoutUser(lfsURL), "access"); ok && strings.EqualFold(v, "none") {
 		return Credential{Source: "lfs." + withoutUser(lfsURL) + ".access = none"}, true, nil
 	}
-	for _, u := range []string{r.endpoint.OriginalUrl, lfsURL, r.remoteURL} {
-		if p, ok := urlPassword(u); ok && sameHost(u, lfsURL) {
-			c := bearer(p, "the password in the URL "+redact(u))
-			c.basic = basicAuth(urlUser(u), p)
-			return c, true, nil
-		}
+	if !r.env.IsHub(lfsURL) {
+		return r.resolveLFS()
 	}
-	if t := strings.TrimSpace(r.env.HFToken); t != "" {
-		return bearer(t, "HF_TOKEN"), true, nil
+	if c, ok := r.urlCredential(); ok {
+		return c, true, nil
 	}
-	if path := r.env.tokenFile(); path != "" {
-		if b, err := os.ReadFile(path); err == nil {
-			if t := strings.TrimSpace(string(b)); t != "" {
-				return bearer(t, "token file "+path), true, nil
-			}
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return Credential{}, false, fmt.Errorf("reading the Hugging Face token file %s: %w", path, err)
-		}
+	if c, ok, err := r.huggingFace(); err != nil || ok {
+		return c, true, err
 	}
 	if c, ok, err := r.netrc(); err != nil || ok {
 		return c, true, err
 	}
 	if r.SSH() {
 		c, _, err := r.sshAuthenticate()
+		if err == nil && c.None() {
+			err = fmt.Errorf("ssh %s git-lfs-authenticate answered no Authorization header", r.endpoint.SSHMetadata.UserAndHost)
+		}
 		return c, false, err
 	}
-	c, err = r.gitCredential()
+	c, err = r.gitCredential(true)
 	return c, true, err
+}
+
+// resolveLFS walks git-lfs's sources for an endpoint that is not the Hub, in git-lfs's order: the
+// header git-lfs-authenticate answers (SSH remotes), the URL's password, netrc, git credential. No
+// Hugging Face credential is among them.
+func (r *Resolver) resolveLFS() (Credential, bool, error) {
+	if r.SSH() {
+		c, _, err := r.sshAuthenticate()
+		if err != nil || !c.None() {
+			return c, false, err
+		}
+	}
+	if c, ok := r.urlCredential(); ok {
+		return c, true, nil
+	}
+	if c, ok, err := r.netrc(); err != nil || ok {
+		return c, true, err
+	}
+	c, err := r.gitCredential(false)
+	return c, true, err
+}
+
+// urlCredential is a password in the LFS URL or the git remote URL, when that URL is at the LFS
+// endpoint's origin (scheme, host and port, as git-lfs compares them).
+func (r *Resolver) urlCredential() (Credential, bool) {
+	for _, u := range []string{r.endpoint.OriginalUrl, r.endpoint.Url, r.remoteURL} {
+		if p, ok := urlPassword(u); ok && origin(u) != "" && origin(u) == origin(r.endpoint.Url) {
+			c := bearer(p, "the password in the URL "+redact.URL(u))
+			c.basic = basicAuth(urlUser(u), p)
+			return c, true
+		}
+	}
+	return Credential{}, false
+}
+
+// huggingFace is the user's Hugging Face token: HF_TOKEN, else the token file. Asked for Hub
+// endpoints only.
+func (r *Resolver) huggingFace() (Credential, bool, error) {
+	if t := strings.TrimSpace(r.env.HFToken); t != "" {
+		return bearer(t, "HF_TOKEN"), true, nil
+	}
+	path := r.env.tokenFile()
+	if path == "" {
+		return Credential{}, false, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Credential{}, false, nil
+	}
+	if err != nil {
+		return Credential{}, false, fmt.Errorf("reading the Hugging Face token file %s: %w", path, err)
+	}
+	if t := strings.TrimSpace(string(b)); t != "" {
+		return bearer(t, "token file "+path), true, nil
+	}
+	return Credential{}, false, nil
 }
 
 func bearer(token, source string) Credential {
@@ -284,7 +354,7 @@ func (r *Resolver) netrc() (Credential, bool, error) {
 }
 
 // sshAuthenticate runs git-lfs-authenticate (through git-lfs, which caches the answer until its
-// expires_in) and forwards its Authorization header verbatim.
+// expires_in) and forwards its Authorization header verbatim (none when it answered none).
 // href is the LFS endpoint it names.
 func (r *Resolver) sshAuthenticate() (c Credential, href string, err error) {
 	req, err := r.lfs.NewRequest(http.MethodGet, r.endpoint, "", nil)
@@ -294,20 +364,24 @@ func (r *Resolver) sshAuthenticate() (c Credential, href string, err error) {
 	href = strings.TrimSuffix(req.URL.String(), "/")
 	a := req.Header.Get("Authorization")
 	if a == "" {
-		return Credential{}, href, fmt.Errorf("ssh %s git-lfs-authenticate answered no Authorization header", r.endpoint.SSHMetadata.UserAndHost)
+		return Credential{}, href, nil
 	}
 	return Credential{Authorization: a, Source: "ssh " + r.endpoint.SSHMetadata.UserAndHost + " git-lfs-authenticate"}, href, nil
 }
 
 // gitCredential asks `git credential fill` (and the helpers git-lfs chains before it) for the
-// endpoint's scheme://host.
-func (r *Resolver) gitCredential() (Credential, error) {
+// endpoint's scheme://host. hub: the endpoint is the Hub's (the error says what to do there).
+func (r *Resolver) gitCredential(hub bool) (Credential, error) {
 	u, err := url.Parse(r.Host())
 	if err != nil || u.Host == "" {
 		return Credential{}, fmt.Errorf("%w for %s", ErrNone, r.Host())
 	}
 	w := r.helpers.GetCredentialHelper(nil, u)
 	if err := w.FillCreds(); err != nil {
+		if !hub {
+			return Credential{}, fmt.Errorf("%w for %s (tried the URL, netrc and git credential; HF_TOKEN and the Hugging Face token file "+
+				"go only to huggingface.co, hf.co and $HF_ENDPOINT): store a credential for it with `git credential approve` or in ~/.netrc", ErrNone, r.Host())
+		}
 		return Credential{}, fmt.Errorf("%w for %s (tried HF_TOKEN, the Hugging Face token file, netrc and git credential): "+
 			"set HF_TOKEN, run `hf auth login --add-to-git-credential`, or store a token with `git credential approve`", ErrNone, r.Host())
 	}
@@ -372,30 +446,11 @@ func urlPassword(s string) (string, bool) {
 	return p, ok && p != ""
 }
 
-func sameHost(a, b string) bool {
-	ua, err1 := url.Parse(a)
-	ub, err2 := url.Parse(b)
-	return err1 == nil && err2 == nil && strings.EqualFold(ua.Hostname(), ub.Hostname())
-}
-
 func withoutUser(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {
 		return s
 	}
 	u.User = nil
-	return u.String()
-}
-
-// redact shows a URL without its password.
-func redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
-	}
-	u.RawQuery = ""
 	return u.String()
 }

@@ -28,10 +28,13 @@ func newWorld(t *testing.T, remoteURL string) *world {
 		t.Skip("git is not installed")
 	}
 	home := t.TempDir()
-	for _, k := range []string{"HF_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "NETRC"} {
+	for _, k := range []string{"HF_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "HF_ENDPOINT", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "NETRC"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
+	// The world's remote is on a Hub of the user's (HF_ENDPOINT), which the Hugging Face
+	// credentials may reach; tests of other hosts unset it.
+	t.Setenv("HF_ENDPOINT", "https://hub.example")
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -257,4 +260,109 @@ func TestEnvIsGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, c, "Bearer given", "HF_TOKEN")
+}
+
+// The Hugging Face credentials (HF_TOKEN, the token file) go to the Hub alone: huggingface.co,
+// hf.co and HF_ENDPOINT's origin, over https (or HF_ENDPOINT's own scheme), not their subdomains.
+// Any other endpoint, such as one a cloned repository's .lfsconfig names, gets what git-lfs
+// would give it: here netrc, and with nothing else an error that says why HF_TOKEN was not used.
+func TestHuggingFaceCredentialsGoToTheHubOnly(t *testing.T) {
+	w := newWorld(t, hubURL)
+	t.Setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+	t.Setenv("HF_TOKEN", "fromenv")
+	w.file(".cache/huggingface/token", "fromcache", 0o600)
+	for lfsURL, hub := range map[string]bool{
+		"https://huggingface.co/org/m.git/info/lfs":          true,
+		"https://HF.co/datasets/org/d.git/info/lfs":          true,
+		"https://huggingface.co:443/org/m.git/info/lfs":      true,
+		"http://127.0.0.1:9/org/m.git/info/lfs":              true,
+		"http://huggingface.co/org/m.git/info/lfs":           false,
+		"https://huggingface.co:8443/org/m.git/info/lfs":     false,
+		"https://cdn-lfs.huggingface.co/org/m.git/info/lfs":  false,
+		"https://huggingface.co.evil.example/org/m/info/lfs": false,
+		"http://127.0.0.1:10/org/m.git/info/lfs":             false,
+		"https://127.0.0.1:9/org/m.git/info/lfs":             false,
+		"https://lfs.example/org/m.git/info/lfs":             false,
+	} {
+		w.git(w.repo, "config", "lfs.url", lfsURL)
+		c, err := testResolver(t, "origin", "download").Get(context.Background())
+		switch {
+		case hub && (err != nil || c.Source != "HF_TOKEN"):
+			t.Errorf("%s: got %q, %v; want HF_TOKEN", lfsURL, c.Source, err)
+		case !hub && err == nil:
+			t.Errorf("%s is not the Hub, but was given %q", lfsURL, c.Source)
+		case !hub && (!strings.Contains(err.Error(), "go only to huggingface.co, hf.co and $HF_ENDPOINT") || strings.Contains(err.Error(), "from")):
+			t.Errorf("%s: error %q does not say why HF_TOKEN was not used (or shows a secret)", lfsURL, err)
+		}
+	}
+	w.file(".netrc", "machine lfs.example login u password fromnetrc\n", 0o600)
+	w.git(w.repo, "config", "lfs.url", "https://lfs.example/org/m.git/info/lfs")
+	want(t, w.get("upload"), "Bearer fromnetrc", "netrc")
+}
+
+// A password in the git remote's URL goes only to an LFS endpoint at the same origin (scheme,
+// host and port), as git-lfs has it: a .lfsconfig pointing lfs.url at plain http or another port
+// of the remote's host gets no password from the remote's URL.
+func TestURLPasswordStaysOnItsOrigin(t *testing.T) {
+	w := newWorld(t, "https://u:fromurl@git.example/org/model")
+	t.Setenv("HF_ENDPOINT", "")
+	for _, lfsURL := range []string{"http://git.example/org/model.git/info/lfs", "https://git.example:8443/org/model.git/info/lfs"} {
+		w.git(w.repo, "config", "lfs.url", lfsURL)
+		if c, err := testResolver(t, "origin", "upload").Get(context.Background()); err == nil {
+			t.Errorf("%s was given %q", lfsURL, c.Source)
+		}
+	}
+	w.git(w.repo, "config", "lfs.url", "https://git.example/org/model.git/info/lfs")
+	want(t, w.get("upload"), "Bearer fromurl", "password in the URL")
+}
+
+// For another host than the endpoint's, git-lfs's order puts git-lfs-authenticate's header first,
+// before netrc.
+func TestSSHFirstForOtherHosts(t *testing.T) {
+	w := newWorld(t, "ssh://git@git.example/org/model")
+	t.Setenv("HF_ENDPOINT", "")
+	w.file(".netrc", "machine git.example login u password fromnetrc\n", 0o600)
+	t.Setenv("GIT_SSH", w.file("bin/ssh", "#!/bin/sh\n"+
+		`printf '{"href":"https://git.example/org/model.git/info/lfs","header":{"Authorization":"Basic eDp5"},"expires_in":3600}'`+"\n", 0o755))
+	want(t, w.get("download"), "Basic eDp5", "git-lfs-authenticate")
+	// An answer without a header: the next sources.
+	t.Setenv("GIT_SSH", w.file("bin/ssh2", "#!/bin/sh\n"+`printf '{"href":"https://git.example/org/model.git/info/lfs"}'`+"\n", 0o755))
+	want(t, w.get("download"), "Bearer fromnetrc", "netrc")
+}
+
+// For gives the credential to the endpoint's origin (the Hub's two names count as one) and to no
+// other host, without asking any source for it.
+func TestForOnlyTheEndpointOrigin(t *testing.T) {
+	w := newWorld(t, "https://hf.co/org/model")
+	logf := w.helper("fromhelper")
+	r := testResolver(t, "origin", "download")
+	for u, ok := range map[string]bool{
+		"https://cdn-lfs.hf.co/repos/x?X-Amz-Signature=s": false,
+		"https://evil.example/api/xet-read-token/main":    false,
+		"http://hf.co/org/model.git/info/lfs":             false,
+	} {
+		c, got, err := r.For(context.Background(), u)
+		if err != nil || got != ok || !c.None() {
+			t.Errorf("For(%s) = %q, %v, %v", u, c.Source, got, err)
+		}
+	}
+	if b, _ := os.ReadFile(logf); len(b) != 0 {
+		t.Errorf("the credential helper was asked for a host that gets nothing: %s", b)
+	}
+	for _, u := range []string{"https://hf.co/org/model.git/info/lfs/objects/batch", "https://huggingface.co/api/models/org/model/xet-write-token/main"} {
+		if c, ok, err := r.For(context.Background(), u); err != nil || !ok || c.Authorization != "Bearer fromhelper" {
+			t.Errorf("For(%s) = %q, %v, %v", u, c.Source, ok, err)
+		}
+	}
+}
+
+// Scrub takes every form of the credential's secret out of text a server sent back.
+func TestScrub(t *testing.T) {
+	c := bearer("hf_secretTOKEN", "HF_TOKEN")
+	c.basic = basicAuth("user", "hf_secretTOKEN")
+	text := "echo: Authorization: " + c.Authorization + " / " + c.basic + " / hf_secretTOKEN"
+	got := c.Scrub(text)
+	if strings.Contains(got, "hf_secretTOKEN") || strings.Contains(got, strings.TrimPrefix(c.basic, "Basic ")) {
+		t.Errorf("Scrub left the secret: %q", got)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
@@ -41,15 +42,13 @@ func BridgeHash(href string) (h hash.Hash, ok bool, err error) {
 	return h, false, nil
 }
 
-// ErrMismatch marks a downloaded object whose bytes are not the oid.
-var ErrMismatch = errors.New("downloaded bytes do not match the object")
-
 // GetVerified downloads href (a plain signed URL, with the action's headers) into path: streamed,
-// cut off past size bytes, its SHA-256 checked against oid. On any failure path is removed.
+// cut off past size bytes, its SHA-256 checked against oid, synced (SaveVerified). On any
+// failure path is removed.
 func (c *Client) GetVerified(ctx context.Context, href string, header map[string]string, oid string, size int64, path string, progress func(int64)) (err error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
-	if err != nil {
-		return fmt.Errorf("GET %s: bad URL", Where(href))
+	if err != nil || (hr.URL.Scheme != "http" && hr.URL.Scheme != "https") {
+		return fmt.Errorf("GET %s: not an http(s) URL", Where(href))
 	}
 	for k, v := range header {
 		hr.Header.Set(k, v)
@@ -65,18 +64,25 @@ func (c *Client) GetVerified(ctx context.Context, href string, header map[string
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return readHTTPError(http.MethodGet, href, resp, "")
+		return readHTTPError(http.MethodGet, href, resp, credentials.Credential{})
 	}
-	if err := SaveVerified(resp.Body, path, oid, size, progress); err != nil {
+	if err := SaveVerified(ctx, resp.Body, path, oid, size, progress); err != nil {
 		return fmt.Errorf("GET %s: %w", Where(href), err)
 	}
 	return nil
 }
 
-// SaveVerified writes body to path (created or truncated), reading at most size+1 bytes, and keeps
-// it only when it is exactly size bytes with SHA-256 oid (synced); otherwise path is removed and
-// the error wraps ErrMismatch (or the I/O error). progress (may be nil) gets the bytes written.
-func SaveVerified(body io.Reader, path, oid string, size int64, progress func(int64)) (err error) {
+// ErrMismatch marks bytes that are not the object they were to be: another size, or another
+// SHA-256 than the oid.
+var ErrMismatch = errors.New("the bytes do not match the object")
+
+// SaveVerified writes the object oid of size bytes, read from body, to path (created or truncated), and
+// keeps it only when it is exactly size bytes whose SHA-256 is oid, synced: otherwise path is
+// removed and the error wraps ErrMismatch, or is the I/O error (or ctx's: reading stops when ctx
+// ends). It reads at most size+1 bytes of body. progress (may be nil) gets the bytes written so
+// far. It is the one way a copy of an object is made from bytes that came from elsewhere: a plain
+// GET (GetVerified), a local remote's plain LFS file (agent/client), migrate's sources.
+func SaveVerified(ctx context.Context, body io.Reader, path, oid string, size int64, progress func(int64)) (err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -90,7 +96,8 @@ func SaveVerified(body io.Reader, path, oid string, size int64, progress func(in
 		}
 	}()
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, sum, &progressWriter{report: progress}), io.LimitReader(body, size+1))
+	in := &reader{stopped: ctx.Err, r: io.LimitReader(body, size+1), progress: progress}
+	n, err := io.Copy(io.MultiWriter(f, sum), in)
 	if err != nil {
 		return err
 	}
@@ -103,16 +110,22 @@ func SaveVerified(body io.Reader, path, oid string, size int64, progress func(in
 	return f.Sync()
 }
 
-// progressWriter reports the bytes written so far.
-type progressWriter struct {
-	report func(done int64)
-	done   int64
+// reader reads r until stopped returns an error (a ctx's Err), reporting the bytes read so far.
+type reader struct {
+	stopped  func() error
+	r        io.Reader
+	n        int64
+	progress func(int64)
 }
 
-func (p *progressWriter) Write(b []byte) (int, error) {
-	p.done += int64(len(b))
-	if p.report != nil {
-		p.report(p.done)
+func (p *reader) Read(b []byte) (int, error) {
+	if err := p.stopped(); err != nil {
+		return 0, err
 	}
-	return len(b), nil
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	if n > 0 && p.progress != nil {
+		p.progress(p.n)
+	}
+	return n, err
 }

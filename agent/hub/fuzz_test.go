@@ -16,7 +16,7 @@ func FuzzReadBatch(f *testing.F) {
 	f.Add([]byte(`{"objects":null}`))
 	f.Add([]byte(`<html>`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := readBatch(bytes.NewReader(b), "https://h/p", []lfsbatch.Object{{OID: oid, Size: 10}})
+		a, err := readBatch(bytes.NewReader(b), "https://h/p", []lfsbatch.Object{{OID: oid, Size: 10}}, false)
 		if err != nil {
 			return
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -116,6 +117,9 @@ type HTTPError struct {
 	Status        int
 	Code, Message string // X-Error-Code, and X-Error-Message or the body's error/message
 	Source        string // the credential sent, by source ("" for none)
+	// Foreign: the URL is not at the LFS endpoint's origin, which alone is sent the user's
+	// credential.
+	Foreign bool
 }
 
 func (e *HTTPError) Error() string {
@@ -127,10 +131,12 @@ func (e *HTTPError) Error() string {
 		msg += ": " + e.Message
 	}
 	switch {
+	case e.Status == http.StatusUnauthorized && e.Foreign:
+		msg += "; no credential of yours is sent there: it is not the LFS endpoint's host"
 	case e.Status == http.StatusUnauthorized && e.Source != "":
-		msg += fmt.Sprintf("; the credential from %s was refused: is it a valid Hugging Face token?", e.Source)
+		msg += fmt.Sprintf("; the credential from %s was refused: is it a valid token for this host?", e.Source)
 	case e.Status == http.StatusUnauthorized:
-		msg += "; no credential was sent (set HF_TOKEN or run `hf auth login`)"
+		msg += "; no credential was sent"
 	}
 	return msg
 }
@@ -186,14 +192,17 @@ func (c *API) retried(ctx context.Context, req Request, use func(*http.Response)
 	return retry.Final(err)
 }
 
-// doOnce is one attempt of Do.
+// doOnce is one attempt of Do. The credential goes only to the origin it belongs to
+// (credentials.Resolver.For): a URL on another host is asked anonymously, and a 401 there is final.
 func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 	var cred credentials.Credential
+	asked, ours := false, true
 	if !req.Anonymous || c.authed.Load() {
 		var err error
-		if cred, err = c.creds.Get(ctx); err != nil {
+		if cred, ours, err = c.creds.For(ctx, req.URL); err != nil {
 			return nil, err
 		}
+		asked = true
 	}
 	for {
 		resp, err := c.send(ctx, req, cred)
@@ -204,16 +213,20 @@ func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 			c.creds.Approve(cred)
 			return resp, nil
 		}
-		herr := readHTTPError(req.Method, req.URL, resp, cred.Source)
-		if resp.StatusCode == http.StatusUnauthorized && cred.None() && cred.Source == "" {
-			c.authed.Store(true)
-			if cred, err = c.creds.Get(ctx); err != nil {
+		herr := readHTTPError(req.Method, req.URL, resp, cred)
+		if resp.StatusCode == http.StatusUnauthorized && !asked {
+			asked = true
+			if cred, ours, err = c.creds.For(ctx, req.URL); err != nil {
 				return nil, fmt.Errorf("%w; %w", herr, err)
+			}
+			if ours {
+				c.authed.Store(true)
 			}
 			if !cred.None() {
 				continue
 			}
 		}
+		herr.Foreign = !ours
 		if resp.StatusCode == http.StatusUnauthorized && !cred.None() {
 			c.creds.Reject(cred)
 		}
@@ -232,6 +245,9 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, Where(req.URL), errors.Unwrap(err))
+	}
+	if hr.URL.Scheme != "http" && hr.URL.Scheme != "https" { // a href a server gave: never file:// and the like
+		return nil, fmt.Errorf("%s %s: not an http(s) URL", req.Method, Where(req.URL))
 	}
 	for k, v := range req.Header {
 		hr.Header.Set(k, v)
@@ -254,11 +270,20 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 }
 
 // readHTTPError reads a failed answer: X-Error-Code / X-Error-Message, else the JSON body's
-// "error" or "message", else the start of the body.
-func readHTTPError(method, u string, resp *http.Response, source string) *HTTPError {
+// "error" or "message", else the start of the body; cred, the credential sent, is scrubbed from
+// them (a server may echo the request's headers).
+func readHTTPError(method, u string, resp *http.Response, cred credentials.Credential) *HTTPError {
+	e := readErrorScrubbed(method, u, resp, cred.Scrub)
+	e.Source = cred.Source
+	return e
+}
+
+// readErrorScrubbed is readHTTPError with scrub taking whatever was sent out of what the server
+// answered.
+func readErrorScrubbed(method, u string, resp *http.Response, scrub func(string) string) *HTTPError {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &HTTPError{Method: method, Where: Where(u), Status: resp.StatusCode, Source: source,
+	e := &HTTPError{Method: method, Where: Where(u), Status: resp.StatusCode,
 		Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
 	if e.Message == "" {
 		var j struct {
@@ -274,6 +299,7 @@ func readHTTPError(method, u string, resp *http.Response, source string) *HTTPEr
 			e.Message = s
 		}
 	}
+	e.Code, e.Message = redact.Printable(scrub(e.Code)), redact.Printable(scrub(e.Message))
 	if len(e.Message) > 300 {
 		e.Message = e.Message[:300] + "..."
 	}

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
@@ -31,6 +33,7 @@ func client(t *testing.T, tok string, h http.HandlerFunc) (*Client, string) {
 	t.Setenv("GIT_TERMINAL_PROMPT", "0")
 	t.Setenv("HF_TOKEN", tok)
 	t.Setenv("HF_TOKEN_PATH", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HF_ENDPOINT", srv.URL) // the server plays the Hub
 	lfs := srv.URL + "/org/model.git/info/lfs"
 	creds, err := credentials.NewForURL(context.Background(), gitrepo.New(gitrepo.Git{Dir: t.TempDir()}), credentials.EnvFrom(os.Environ()), lfs, "download")
 	if err != nil {
@@ -92,6 +95,37 @@ func TestAnonymousFirstThenCredential(t *testing.T) {
 	if len(auths) != 2 || auths[0] != "" || auths[1] != "Bearer secret-token" {
 		t.Errorf("requests carried %q, want none then the bearer token", auths)
 	}
+}
+
+// The user's credential goes to the LFS endpoint's origin only: a URL on another host (a token
+// route or an object href a batch answer names) is asked without it, even after a 401, and the
+// error says why.
+func TestCredentialOnlyToTheEndpoint(t *testing.T) {
+	var auths []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auths = append(auths, r.Header.Get("Authorization"))
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer other.Close()
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {})
+	_, err := c.Token(context.Background(), other.URL+"/api/models/org/model/xet-write-token/main", "")
+	wantErr(t, err, "401", "not the LFS endpoint's host")
+	_, err = c.Do(context.Background(), Request{Method: http.MethodGet, URL: other.URL + "/obj", Anonymous: true, LFS: true})
+	wantErr(t, err, "401")
+	if strings.Join(auths, ",") != "," {
+		t.Errorf("the other host got %q, want two requests without a credential", auths)
+	}
+}
+
+// A server that echoes the request's Authorization header in its error does not put the token in
+// the error.
+func TestEchoedCredentialScrubbed(t *testing.T) {
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("forbidden for " + r.Header.Get("Authorization")))
+	})
+	_, err := c.Token(context.Background(), c.TokenURL(true, "main"), "")
+	wantErr(t, err, "403", "forbidden for [redacted]")
 }
 
 func TestTokenRouteAnswers(t *testing.T) {
@@ -172,6 +206,31 @@ func TestGetVerified(t *testing.T) {
 	}
 }
 
+// A href a batch answer gives is fetched over http(s) only: a file:// href naming a local file whose
+// bytes are the object's is not read (a hostile server would have the user's files uploaded), with
+// or without the user's credential.
+func TestHrefNotAFile(t *testing.T) {
+	data := []byte("a private file of the user")
+	sum := sha256.Sum256(data)
+	oidOf := hex.EncodeToString(sum[:])
+	local := filepath.Join(t.TempDir(), "private")
+	if err := os.WriteFile(local, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {})
+	path := filepath.Join(t.TempDir(), "obj")
+	if err := c.GetVerified(context.Background(), "file://"+local, nil, oidOf, int64(len(data)), path, nil); err == nil {
+		t.Error("GetVerified read a file:// href")
+	}
+	if resp, err := c.Do(context.Background(), Request{Method: http.MethodGet, URL: "file://" + local, Anonymous: true, LFS: true}); err == nil {
+		resp.Body.Close()
+		t.Error("Do fetched a file:// href")
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("the object was written")
+	}
+}
+
 // A batch answered 503 twice, then properly, succeeds on the third attempt (the Hub's routes are
 // retried like the CAS's); a 400 is not tried again; what Do returns after its attempts is not
 // retryable, so a caller's loop does not multiply them.
@@ -220,5 +279,113 @@ func TestBatchAnswerCutShort(t *testing.T) {
 	})
 	if _, err := c.Batch(context.Background(), "upload", []string{"basic"}, "", []lfsbatch.Object{{OID: oid, Size: 10}}); err != nil || calls != 2 {
 		t.Fatalf("after an answer cut short: %v (%d calls)", err, calls)
+	}
+}
+
+// BatchEach keeps each object's own error in its result (without actions, even when a hostile
+// answer gives some) and checks the rest of the answer as Batch does, at any LFS URL.
+func TestBatchEachKeepsObjectErrors(t *testing.T) {
+	other := strings.Repeat("b", 64)
+	objs := []lfsbatch.Object{{OID: oid, Size: 10}, {OID: other, Size: 20}}
+	c, base := client(t, "secret-token", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/any/lfs/objects/batch" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"transfer":"basic","objects":[{"oid":"` + oid + `","size":10,"error":{"code":404,"message":"Object does not exist"},` +
+			`"actions":{"download":{"href":"https://x/y"}}},{"oid":"` + other + `","size":20,"actions":{"download":{"href":"https://x/z"}}}]}`))
+	})
+	a, err := c.BatchEach(context.Background(), base+"/any/lfs/", "download", []string{"basic"}, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Objects[oid]; r.Error == nil || r.Error.Code != 404 || r.Actions != nil {
+		t.Errorf("the missing object's result: %+v, want its 404 and no actions", r)
+	}
+	if r := a.Objects[other]; r.Error != nil || r.Actions["download"] == nil {
+		t.Errorf("the other object's result: %+v, want its download action", r)
+	}
+	_, err = c.BatchEach(context.Background(), base+"/any/lfs", "download", []string{"basic"}, objs[:1])
+	wantErr(t, err, "names object", "/any/lfs/objects/batch")
+}
+
+// SaveVerified keeps a file only when it is the object: exactly its size, its SHA-256; anything
+// else leaves nothing at the path and says what was wrong. A body longer than the object is not
+// read past one byte more, and a save whose context ended stops.
+func TestSaveVerified(t *testing.T) {
+	data := []byte("the object's bytes")
+	sum := sha256.Sum256(data)
+	oid := hex.EncodeToString(sum[:])
+	path := filepath.Join(t.TempDir(), "obj")
+	var seen int64
+	if err := SaveVerified(context.Background(), bytes.NewReader(data), path, oid, int64(len(data)), func(n int64) { seen = n }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved %q, %v", got, err)
+	}
+	if seen != int64(len(data)) {
+		t.Errorf("progress said %d bytes, want %d", seen, len(data))
+	}
+	for name, body := range map[string]string{
+		"short":   string(data[:5]),
+		"long":    string(data) + strings.Repeat("x", 1<<20),
+		"changed": strings.ToUpper(string(data)),
+	} {
+		r := strings.NewReader(body)
+		err := SaveVerified(context.Background(), r, path, oid, int64(len(data)), nil)
+		if !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s: %v, want ErrMismatch", name, err)
+		}
+		if _, serr := os.Stat(path); !os.IsNotExist(serr) {
+			t.Errorf("%s: the path is left (%v)", name, serr)
+		}
+		if read := int64(len(body) - r.Len()); read > int64(len(data))+1 {
+			t.Errorf("%s: read %d bytes of a %d-byte object", name, read, len(data))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := SaveVerified(ctx, bytes.NewReader(data), path, oid, int64(len(data)), nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("a stopped save: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a stopped save left its file (%v)", err)
+	}
+}
+
+// A batch action's token is renewed at its href with the action's own headers: a refusal names
+// the status, the server's message and what to check, never the URL's query or the credential the
+// server echoes back; no href says so.
+func TestRefreshToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Basic good" {
+			w.WriteHeader(http.StatusUnauthorized)
+			casapi.Encode(w, casapi.Error{Error: "bad user name or password"})
+			return
+		}
+		casapi.Encode(w, casapi.Token{AccessToken: "new", Exp: 1900000000, CasURL: "http://127.0.0.1"})
+	}))
+	defer srv.Close()
+	tok, err := RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic good"}, "ua")
+	if err != nil || tok.AccessToken != "new" {
+		t.Fatalf("%+v, %v", tok, err)
+	}
+	_, err = RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic bad"}, "ua")
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "bad user name or password") ||
+		!strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "sig=x") {
+		t.Errorf("refused refresh: %v", err)
+	}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("refused: " + r.Header.Get("Authorization")))
+	}))
+	defer echo.Close()
+	_, err = RefreshToken(context.Background(), echo.Client(), echo.URL+"/r", map[string]string{"Authorization": "Basic c2VjcmV0c2VjcmV0"}, "ua")
+	if err == nil || strings.Contains(err.Error(), "c2VjcmV0c2VjcmV0") || !strings.Contains(err.Error(), "refused: [redacted]") {
+		t.Errorf("a refusal that echoes the request: %v", err)
+	}
+	if _, err := RefreshToken(context.Background(), srv.Client(), "", nil, "ua"); err == nil || !strings.Contains(err.Error(), "no refresh route") {
+		t.Errorf("empty href: %v", err)
 	}
 }

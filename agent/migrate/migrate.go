@@ -146,72 +146,112 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 		return err
 	}
 	counted := &countingCAS{Client: client}
-	// Every xorb is asked about first: a run killed after some xorbs and before their shard does
-	// not send them again.
-	cfg := upload.Config{CAS: counted, Cache: o.Cache, Policy: xorb.PolicyAuto, GlobalDedupe: true, Log: o.Log,
-		TempDir: filepath.Join(src.gitDir, "lfs", "tmp"), Concurrency: 2, ResumeCheckBytes: 1}
-	if o.Target.Embedded() {
-		cfg.Concurrency = 1
-	}
-	if o.Jobs > 0 {
-		cfg.Concurrency = o.Jobs
-	}
+	cfg := sessionConfig(o, counted, src.gitDir)
 	_ = os.MkdirAll(cfg.TempDir, 0o755)
-	sess := upload.NewSession(cfg)
-	defer sess.Close()
-	began := time.Now()
-	var pending []*Object
-	var pendingBytes, doneBytes int64
-	total := sumSize(todo)
-	done := 0
-	finish := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		if err := sess.Finish(ctx); err != nil {
-			return fmt.Errorf("registering %d files on %s: %w", len(pending), o.Target.Where(), err)
-		}
-		if err := st.record(pending); err != nil {
+	u := &uploader{o: o, sess: upload.NewSession(cfg), st: st, total: len(todo), totalBytes: sumSize(todo), began: time.Now()}
+	defer u.sess.Close()
+	err = eachVerified(ctx, todo, src, rep, func(obj *Object) error {
+		res, err := uploadOne(ctx, u.sess, src.path(obj.Oid), obj)
+		if err != nil {
 			return err
 		}
-		pending, pendingBytes = nil, 0
-		crashPoint("shard")
-		return nil
+		rep.add(obj, res)
+		return u.uploaded(ctx, obj)
+	})
+	if err != nil {
+		return err
 	}
-	for i := 0; i < len(todo); i += 100 {
-		chunk := todo[i:min(i+100, len(todo))]
+	if err := u.finish(ctx); err != nil {
+		return err
+	}
+	rep.StoredXorbs, rep.StoredShards, rep.ResentSkipped = counted.xorbs.Load(), counted.shards.Load(), u.sess.Resumed()
+	return nil
+}
+
+// eachVerified hands each of objs whose verified bytes src makes available (src.ensure, 100 at a
+// time ahead of their use) to use, in order; the others are reported failed (counted as not local
+// in a dry run, whose copies only come from the old server).
+func eachVerified(ctx context.Context, objs []*Object, src *source, rep *Report, use func(*Object) error) error {
+	for i := 0; i < len(objs); i += 100 {
+		chunk := objs[i:min(i+100, len(objs))]
 		failed, err := src.ensure(ctx, chunk)
 		if err != nil {
 			return err
 		}
 		for _, obj := range chunk {
 			if ferr, bad := failed[obj.Oid]; bad {
+				if rep.DryRun {
+					rep.NotLocal++
+				}
 				rep.fail(obj, ferr)
 				continue
 			}
-			res, err := uploadOne(ctx, sess, src.path(obj.Oid), obj)
-			if err != nil {
+			if err := use(obj); err != nil {
 				return err
-			}
-			rep.add(obj, res)
-			pending = append(pending, obj)
-			pendingBytes += obj.Size
-			done++
-			doneBytes += obj.Size
-			if o.Progress != nil {
-				o.Progress(Progress{Objects: done, TotalObjects: len(todo), Bytes: doneBytes, TotalBytes: total, Elapsed: time.Since(began)})
-			}
-			if pendingBytes >= o.SessionBytes || len(pending) >= 5000 {
-				if err := finish(); err != nil {
-					return err
-				}
 			}
 		}
 	}
-	if err := finish(); err != nil {
+	return nil
+}
+
+// sessionConfig is the configuration of migrate's upload sessions to c, spilling under the
+// repository's git-lfs temp directory. Every xorb is asked about first: a run killed after some
+// xorbs and before their shard does not send them again.
+func sessionConfig(o Options, c cas.Client, gitDir string) upload.Config {
+	cfg := upload.Config{CAS: c, Cache: o.Cache, Policy: xorb.PolicyAuto, GlobalDedupe: true, Log: o.Log,
+		TempDir: filepath.Join(gitDir, "lfs", "tmp"), Concurrency: 2, ResumeCheckBytes: 1}
+	if o.Target.Embedded() {
+		cfg.Concurrency = 1
+	}
+	if o.Jobs > 0 {
+		cfg.Concurrency = o.Jobs
+	}
+	return cfg
+}
+
+// uploader is uploadAll's session and what it uploaded and has not registered yet (pending):
+// a session is finished, and its files recorded in the state, every o.SessionBytes or 5,000 files.
+type uploader struct {
+	o            Options
+	sess         *upload.Session
+	st           *state
+	pending      []*Object
+	pendingBytes int64
+	done, total  int
+	doneBytes    int64
+	totalBytes   int64
+	began        time.Time
+}
+
+// uploaded counts obj, uploaded into the session, reports the progress and finishes the session
+// when it holds enough.
+func (u *uploader) uploaded(ctx context.Context, obj *Object) error {
+	u.pending = append(u.pending, obj)
+	u.pendingBytes += obj.Size
+	u.done++
+	u.doneBytes += obj.Size
+	if u.o.Progress != nil {
+		u.o.Progress(Progress{Objects: u.done, TotalObjects: u.total, Bytes: u.doneBytes, TotalBytes: u.totalBytes, Elapsed: time.Since(u.began)})
+	}
+	if u.pendingBytes >= u.o.SessionBytes || len(u.pending) >= 5000 {
+		return u.finish(ctx)
+	}
+	return nil
+}
+
+// finish registers the pending files (the session's shard) and records them in the state.
+func (u *uploader) finish(ctx context.Context) error {
+	if len(u.pending) == 0 {
+		return nil
+	}
+	if err := u.sess.Finish(ctx); err != nil {
+		return fmt.Errorf("registering %d files on %s: %w", len(u.pending), u.o.Target.Where(), err)
+	}
+	if err := u.st.record(u.pending); err != nil {
 		return err
 	}
-	rep.StoredXorbs, rep.StoredShards, rep.ResentSkipped = counted.xorbs.Load(), counted.shards.Load(), sess.Resumed()
+	u.pending, u.pendingBytes = nil, 0
+	crashPoint("shard")
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
@@ -106,7 +107,7 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "... and %d more objects that could not be migrated\n", len(r.Failed)-i)
 			break
 		}
-		fmt.Fprintf(w, "FAILED %s (path %s, commit %s): %v\n", f.Object.Oid, f.Object.Path, short(f.Object.Commit), f.Err)
+		fmt.Fprintf(w, "FAILED %s (path %s, commit %s): %s\n", f.Object.Oid, f.Object.Path, short(f.Object.Commit), redact.Printable(redact.Text(f.Err.Error())))
 	}
 	fmt.Fprintf(w, "took %s\n", r.Time.Round(time.Millisecond))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // ErrMissing marks an object found neither locally nor on the old LFS server.
@@ -72,7 +73,7 @@ func verifyFile(path, oid string, size int64) (bool, error) {
 // could not be had, the reason.
 func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, error) {
 	failed := map[string]error{}
-	fetch, err := s.local(objs)
+	fetch, err := s.local(ctx, objs)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +108,9 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 		}
 		switch {
 		case o == nil:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(s.lfsURL), r.OID)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %q, not asked for", hub.Where(s.lfsURL), r.OID)
 		case r.Error != nil:
-			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, hub.Where(s.lfsURL), r.Error.Code, r.Error.Message)
+			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s says %d %s", ErrMissing, hub.Where(s.lfsURL), r.Error.Code, redact.Printable(r.Error.Message))
 		case r.Actions["download"] == nil:
 			failed[o.Oid] = fmt.Errorf("%w: the LFS server at %s gave no download action", ErrMissing, hub.Where(s.lfsURL))
 		default:
@@ -133,7 +134,7 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 
 // local finds the objects of objs with a verified copy on this machine (.git/lfs/objects, or a
 // local remote's store, copied in) and returns the others, to be fetched.
-func (s *source) local(objs []*Object) (fetch []*Object, err error) {
+func (s *source) local(ctx context.Context, objs []*Object) (fetch []*Object, err error) {
 	if s.at == nil {
 		s.at = map[string]string{}
 	}
@@ -147,7 +148,7 @@ func (s *source) local(objs []*Object) (fetch []*Object, err error) {
 			continue
 		}
 		if s.remoteObjects != "" {
-			if ok, err = s.copyFromRemote(o); err != nil {
+			if ok, err = s.copyFromRemote(ctx, o); err != nil {
 				return nil, err
 			}
 		}
@@ -173,7 +174,7 @@ func (s *source) get(ctx context.Context, o *Object, href string, header map[str
 	if s.spool != "" {
 		tmpDir = s.spool
 	}
-	if err := s.place(o, tmpDir, resp.Body); err != nil {
+	if err := s.place(ctx, o, tmpDir, resp.Body); err != nil {
 		return fmt.Errorf("GET %s: %w", hub.Where(href), err)
 	}
 	return nil
@@ -181,7 +182,7 @@ func (s *source) get(ctx context.Context, o *Object, href string, header map[str
 
 // place writes r to a temp file in tmpDir, verified as object o (size and SHA-256), and renames it
 // to dest(o): the one way an object copy is made.
-func (s *source) place(o *Object, tmpDir string, r io.Reader) error {
+func (s *source) place(ctx context.Context, o *Object, tmpDir string, r io.Reader) error {
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func (s *source) place(o *Object, tmpDir string, r io.Reader) error {
 	tmp := f.Name()
 	f.Close()
 	defer os.Remove(tmp)
-	if err := hub.SaveVerified(r, tmp, o.Oid, o.Size, nil); err != nil {
+	if err := hub.SaveVerified(ctx, r, tmp, o.Oid, o.Size, nil); err != nil {
 		return err
 	}
 	dst := s.dest(o.Oid)
@@ -204,7 +205,7 @@ func (s *source) place(o *Object, tmpDir string, r io.Reader) error {
 
 // copyFromRemote copies oid from a local remote's git-lfs store to dest(o), verifying it while it
 // is copied (one read). ok is false when the remote has no right copy: the caller reports it.
-func (s *source) copyFromRemote(o *Object) (ok bool, err error) {
+func (s *source) copyFromRemote(ctx context.Context, o *Object) (ok bool, err error) {
 	in, err := os.Open(filepath.Join(s.remoteObjects, o.Oid[0:2], o.Oid[2:4], o.Oid))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -213,7 +214,7 @@ func (s *source) copyFromRemote(o *Object) (ok bool, err error) {
 		return false, err
 	}
 	defer in.Close()
-	err = s.place(o, filepath.Dir(s.dest(o.Oid)), in)
+	err = s.place(ctx, o, filepath.Dir(s.dest(o.Oid)), in)
 	if errors.Is(err, hub.ErrMismatch) {
 		return false, nil
 	}

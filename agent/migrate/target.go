@@ -15,6 +15,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -143,16 +144,16 @@ func (t *batchTarget) Missing(ctx context.Context, objs []*Object) ([]*Object, e
 		o, ok := byOid[r.OID]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("LFS batch at %s answered for object %s, not asked for", hub.Where(t.lfsURL), r.OID)
+			return nil, fmt.Errorf("LFS batch at %s answered for object %q, not asked for", hub.Where(t.lfsURL), r.OID)
 		case r.Error != nil:
-			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", hub.Where(t.lfsURL), r.OID, r.Error.Code, r.Error.Message)
+			return nil, fmt.Errorf("LFS batch at %s: object %s: %d %s", hub.Where(t.lfsURL), redact.Printable(r.OID), r.Error.Code, redact.Printable(r.Error.Message))
 		case len(r.Actions) == 0:
 			continue // stored
 		case a.Transfer != "xet":
 			return nil, fmt.Errorf("the LFS server at %s does not offer the xet transfer (it answered %q): it cannot be a migration target", hub.Where(t.lfsURL), a.Transfer)
 		}
 		if t.client.Load() == nil && r.Actions["upload"] != nil {
-			c, err := client.ActionCAS(r.Actions["upload"], t.remote, "upload", t.opts)
+			c, err := client.ActionCAS(ctx, r.Actions["upload"], t.remote, "upload", t.opts)
 			if err != nil {
 				return nil, err
 			}

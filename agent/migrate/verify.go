@@ -104,27 +104,19 @@ func dryRun(ctx context.Context, o Options, inv *Inventory, src *source, rep *Re
 	if err := os.MkdirAll(src.spool, 0o755); err != nil {
 		return err
 	}
-	for i := 0; i < len(inv.Objects); i += 100 {
-		chunk := inv.Objects[i:min(i+100, len(inv.Objects))]
-		failed, err := src.ensure(ctx, chunk)
+	err = eachVerified(ctx, inv.Objects, src, rep, func(obj *Object) error {
+		res, err := uploadOne(ctx, sess, src.path(obj.Oid), obj)
 		if err != nil {
 			return err
 		}
-		for _, obj := range chunk {
-			if ferr, bad := failed[obj.Oid]; bad {
-				rep.NotLocal++
-				rep.fail(obj, ferr)
-				continue
-			}
-			res, err := uploadOne(ctx, sess, src.path(obj.Oid), obj)
-			if err != nil {
-				return err
-			}
-			rep.add(obj, res)
-			if src.spool != "" && src.path(obj.Oid) != src.localPath(obj.Oid) {
-				os.Remove(src.path(obj.Oid))
-			}
+		rep.add(obj, res)
+		if src.path(obj.Oid) != src.localPath(obj.Oid) { // a fetched copy in the spool
+			os.Remove(src.path(obj.Oid))
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := sess.Finish(ctx); err != nil {
 		return err

@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lfspointer"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // Object is one LFS object the history names.
@@ -81,7 +83,7 @@ func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
 
 // openRepo opens the repository at (or above) dir for reading only: exclusive access lets go-git
 // list the loose objects once instead of probing the file system for each object it reads, and pack
-// files stay open (a walk of 10,000 commits spent 40 % of its time in those probes).
+// files stay open.
 func openRepo(dir string) (*git.Repository, func(), error) {
 	probe, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
 	if err != nil {
@@ -261,7 +263,7 @@ func (w *walker) add(p *lfspointer.Pointer, path, commit string, seq int) {
 		}
 		return
 	}
-	o := &Object{Oid: p.Oid, Size: p.Size, Path: path, Commit: commit, order: seq}
+	o := &Object{Oid: p.Oid, Size: p.Size, Path: redact.Printable(path), Commit: commit, order: seq}
 	w.objects[p.Oid] = o
 	w.byPath[path] = append(w.byPath[path], o)
 }
@@ -270,7 +272,7 @@ func (w *walker) add(p *lfspointer.Pointer, path, commit string, seq int) {
 func (w *walker) addLocalObjects(dir string) {
 	root := filepath.Join(gitDir(w.repo, dir), "lfs", "objects")
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !isOid(d.Name()) {
+		if err != nil || d.IsDir() || !lfsobject.ValidOid(d.Name()) {
 			return nil
 		}
 		if _, ok := w.objects[d.Name()]; ok {
@@ -308,18 +310,6 @@ func (w *walker) order() {
 			w.inv.Logical += o.Size
 		}
 	}
-}
-
-func isOid(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // gitDir is the repository's git directory.

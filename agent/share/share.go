@@ -50,12 +50,14 @@ type Pipe struct {
 	Dir      string    // the follower's working directory (for relative paths)
 	Pid      int       // the follower's process id (for logs)
 
-	stop chan struct{}
-	in   *os.File
+	stop   chan struct{}
+	in     *os.File
+	cancel context.CancelFunc // ends the handler's context
 }
 
 // Stopping is closed when the leader closes: the handler returns at its next request boundary
-// (reads from In then fail), with what it read and did not use in Outcome.Resume.
+// (reads from In then fail, and its context ends, cancelling a transfer in flight), with what it
+// read and did not use in Outcome.Resume.
 func (p *Pipe) Stopping() <-chan struct{} { return p.stop }
 
 // Outcome is how a handed conversation ends for the follower.
@@ -63,10 +65,11 @@ type Outcome struct {
 	Exit   bool   `json:"exit,omitempty"`   // the conversation is over: the follower exits
 	Err    string `json:"error,omitempty"`  // Exit with an error: the follower exits non-zero with it
 	Resume []byte `json:"resume,omitempty"` // not Exit: the follower goes on, reading these bytes first
-	Stay   bool   `json:"stay,omitempty"`   // not Exit: the follower keeps the conversation (no new hand-off)
 }
 
-// Handler serves a conversation in the leader and says how it ended.
+// Handler serves a conversation in the leader and says how it ended. Its ctx is the conversation's
+// own: it ends when the follower is gone (its socket ends), when the leader's own context ends (the
+// process is stopped), and when Close stops the conversation.
 type Handler func(ctx context.Context, p *Pipe) Outcome
 
 // hello is the follower's message that comes with its stdin and stdout.
@@ -82,6 +85,11 @@ const maxFrame = 1 << 20
 // maxFailures: after this many failed attempts to reach a leader a process stops trying.
 const maxFailures = 3
 
+// helloTimeout bounds the wait for a follower's hand-off message once it connected: a process
+// that connects and sends nothing (or half a message) does not hold a goroutine of the leader. A
+// variable for tests.
+var helloTimeout = 10 * time.Second
+
 // Group is this process's membership of the group of a key.
 type Group struct {
 	name string
@@ -93,11 +101,12 @@ type Group struct {
 	leading  bool
 	closed   bool
 
-	lmu     sync.Mutex // the leader side
-	ln      net.Listener
-	pipes   map[*Pipe]bool
-	serving sync.WaitGroup
-	cancel  context.CancelFunc // ends the handlers' context (Close)
+	lmu    sync.Mutex // the leader side
+	ln     net.Listener
+	pipes  map[*Pipe]bool
+	idle   chan struct{}      // closed when the last conversation served ends (Close waits for it)
+	conns  sync.WaitGroup     // the accept loop and a goroutine per connection (serve)
+	cancel context.CancelFunc // ends the leader's context (Close)
 }
 
 // New returns the membership of the group of key, joined by the first HandOff. h serves other
@@ -176,19 +185,19 @@ func (g *Group) join(ctx context.Context) net.Conn {
 }
 
 // lead makes this process the leader, serving connections on ln (g.mu held). The conversations it
-// serves outlive the HandOff that elected it: their handlers' context keeps ctx's values but ends
-// only when Close has given back or ended every one of them, not with ctx.
+// serves outlive the HandOff that elected it, not ctx: ctx is the process's (it ends on Ctrl-C or
+// SIGTERM), and their own contexts end with it, or when Close stops them.
 func (g *Group) lead(ctx context.Context, ln net.Listener) {
 	g.leading = true
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithCancel(ctx)
 	g.lmu.Lock()
 	g.ln, g.cancel = ln, cancel
 	g.lmu.Unlock()
 	g.log.Debug().Msg("share: leading the transfers of this store")
-	go g.accept(ctx, ln)
+	g.conns.Go(func() { g.accept(ctx, ln) })
 }
 
-// accept serves each connection on ln until ln is closed; ctx is the handlers'.
+// accept serves each connection on ln until ln is closed; ctx is the leader's.
 func (g *Group) accept(ctx context.Context, ln net.Listener) {
 	for {
 		c, err := ln.Accept()
@@ -200,7 +209,7 @@ func (g *Group) accept(ctx context.Context, ln net.Listener) {
 			c.Close()
 			continue
 		}
-		go g.serve(ctx, c)
+		g.conns.Go(func() { g.serve(ctx, c) })
 	}
 }
 
@@ -208,25 +217,56 @@ func (g *Group) accept(ctx context.Context, ln net.Listener) {
 // follower how it ended.
 func (g *Group) serve(ctx context.Context, c net.Conn) {
 	defer c.Close()
-	h, in, out, err := recvPipe(c)
+	h, in, out, err := recvHello(ctx, c)
 	if err != nil {
 		g.log.Debug().Err(err).Msg("share: reading a follower's hand-off")
 		return
 	}
 	defer in.Close()
 	defer out.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	p := &Pipe{In: fastFile(in), Out: fastFile(out), Buffered: h.Buffered, Dir: h.Dir, Pid: h.Pid,
-		stop: make(chan struct{}), in: in}
+		stop: make(chan struct{}), in: in, cancel: cancel}
 	if !g.begin(p) {
 		// Closing: give it back untouched.
 		_ = writeFrame(fast(c), Outcome{Resume: h.Buffered})
 		return
 	}
 	g.log.Debug().Int("follower", h.Pid).Msg("share: serving a follower's transfers")
+	var watch sync.WaitGroup
+	watch.Go(func() { watchFollower(c, cancel) })
 	o := g.h(ctx, p)
 	g.end(p)
+	_ = c.SetReadDeadline(time.Unix(1, 0)) // ends the watch
+	watch.Wait()
 	if err := writeFrame(fast(c), o); err != nil {
 		g.log.Warn().Err(err).Int("follower", h.Pid).Msg("share: could not tell a follower how its conversation ended")
+	}
+}
+
+// recvHello reads a follower's hand-off on c (recvPipe) within helloTimeout, or until ctx ends.
+func recvHello(ctx context.Context, c net.Conn) (hello, *os.File, *os.File, error) {
+	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+	h, in, out, err := recvPipe(c)
+	if !stop() && err == nil { // the leader is closing
+		in.Close()
+		out.Close()
+		return hello{}, nil, nil, context.Cause(ctx)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return h, in, out, err
+}
+
+// watchFollower cancels the conversation of the follower on c when c ends: the follower sends
+// nothing after its hand-off and waits for the outcome, so a read that returns means it is gone
+// (killed, or stopped by Ctrl-C), and nobody is left to answer for its transfers. It returns when
+// c's read deadline passes (its serve ends it) or c ends.
+func watchFollower(c net.Conn, cancel context.CancelFunc) {
+	var b [1]byte
+	if _, err := fast(c).Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		cancel()
 	}
 }
 
@@ -238,7 +278,6 @@ func (g *Group) begin(p *Pipe) bool {
 		return false
 	}
 	g.pipes[p] = true
-	g.serving.Add(1)
 	return true
 }
 
@@ -246,7 +285,10 @@ func (g *Group) end(p *Pipe) {
 	g.lmu.Lock()
 	defer g.lmu.Unlock()
 	delete(g.pipes, p)
-	g.serving.Done()
+	if len(g.pipes) == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
 }
 
 // CloseGrace is how long a closing leader lets the conversations it serves end on their own before
@@ -256,9 +298,10 @@ func (g *Group) end(p *Pipe) {
 var CloseGrace = 2 * time.Second
 
 // Close leaves the group. A leader stops accepting, lets the conversations it serves end on their
-// own for CloseGrace, then stops each of the others at its next request boundary, waits for them to
-// be given back or ended, and ends the handlers' context. A follower waiting in HandOff is not
-// affected (its context ends that).
+// own for CloseGrace, then stops each of the others: its context ends (a transfer in flight is
+// cancelled and answered with its error) and it is given back at the request boundary that follows;
+// Close then waits for every conversation and connection to be given back or ended, and ends the
+// leader's context. A follower waiting in HandOff is not affected (its context ends that).
 func (g *Group) Close() error {
 	g.mu.Lock()
 	g.closed = true
@@ -276,24 +319,36 @@ func (g *Group) Close() error {
 	for p := range g.pipes {
 		close(p.stop)
 		_ = p.in.SetReadDeadline(time.Unix(1, 0)) // a read waiting for the next request returns
+		p.cancel()
 	}
 	g.lmu.Unlock()
-	g.serving.Wait()
-	cancel()
+	g.waitServed(-1)
+	cancel() // hand-offs still being read are refused
+	g.conns.Wait()
 	return err
 }
 
-// waitServed waits until no conversation is served, or d has passed.
+// waitServed waits until no conversation is served, or d has passed (d < 0: no limit). Close
+// calls it, once no conversation can begin.
 func (g *Group) waitServed(d time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		g.serving.Wait()
-		close(done)
-	}()
+	g.lmu.Lock()
+	if len(g.pipes) == 0 {
+		g.lmu.Unlock()
+		return
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.lmu.Unlock()
+	if d < 0 {
+		<-idle
+		return
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-idle:
 	case <-t.C:
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // key returns a group key no other test (or process) uses.
@@ -32,21 +34,9 @@ type conv struct {
 
 func newConv(t *testing.T) *conv {
 	t.Helper()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &conv{in: inR, out: outW, req: inW, resp: outR}
-	t.Cleanup(func() {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
-	})
-	return c
+	inR, inW := testutil.Pipe(t)
+	outR, outW := testutil.Pipe(t)
+	return &conv{in: inR, out: outW, req: inW, resp: outR}
 }
 
 // echo is a handler that answers each line of its conversation with "pid:line", ends it on "end"
@@ -183,10 +173,13 @@ func TestCloseGivesConversationsBack(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	go func() { leader.Close(); close(closed) }()
+	if !testutil.Eventually(10*time.Second, func() bool { return stopped(leader) }) {
+		t.Fatal("Close did not stop the conversation")
+	}
 	select {
 	case <-closed:
 		t.Fatal("Close returned while a request was being served")
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	fmt.Fprintf(c.req, "sec") // half a request: given back, or left in the pipe
 	close(release)
@@ -229,7 +222,9 @@ func TestCloseLetsConversationsEnd(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	go func() { leader.Close(); close(closed) }()
-	time.Sleep(50 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return closing(leader) }) {
+		t.Fatal("Close did not begin")
+	}
 	fmt.Fprintf(c.req, "end\n")
 	<-closed
 	if o := <-got; !o.Exit || o.Err != "" {
@@ -322,7 +317,7 @@ func TestHandOffWithoutPipes(t *testing.T) {
 // errors naming what was wrong, read without allocating the claimed length.
 func TestFrames(t *testing.T) {
 	var b bytes.Buffer
-	in := Outcome{Resume: []byte("{\"event\":\"terminate\"}\n"), Stay: true}
+	in := Outcome{Resume: []byte("{\"event\":\"terminate\"}\n")}
 	if err := writeFrame(&b, in); err != nil {
 		t.Fatal(err)
 	}
@@ -391,4 +386,128 @@ func FuzzReadFrame(f *testing.F) {
 		var o Outcome
 		_ = readFrame(bytes.NewReader(b), &o)
 	})
+}
+
+// closing reports whether g's Close has begun (it accepts no more conversations).
+func closing(g *Group) bool {
+	g.lmu.Lock()
+	defer g.lmu.Unlock()
+	return g.ln == nil
+}
+
+// stopped reports whether g's Close has stopped the conversations it serves (after CloseGrace).
+func stopped(g *Group) bool {
+	g.lmu.Lock()
+	defer g.lmu.Unlock()
+	for p := range g.pipes {
+		select {
+		case <-p.stop:
+		default:
+			return false
+		}
+	}
+	return len(g.pipes) > 0
+}
+
+// startLeader makes a member of a new group lead it with handler h.
+func startLeader(t *testing.T, h Handler) (k string, leader *Group) {
+	t.Helper()
+	k = key(t)
+	leader = New(k, h, zerolog.Nop())
+	lc := newConv(t)
+	if _, handed, _ := leader.HandOff(context.Background(), lc.in, lc.out, nil); handed || !leader.Leading() {
+		t.Fatal("the first member does not lead")
+	}
+	return k, leader
+}
+
+// handOff hands c's conversation to the leader of k on a goroutine of its own; the outcome comes
+// on the returned channel.
+func handOff(t *testing.T, k string, c *conv) <-chan Outcome {
+	t.Helper()
+	f := New(k, nil, zerolog.Nop())
+	t.Cleanup(func() { f.Close() })
+	got := make(chan Outcome, 1)
+	go func() {
+		o, _, _ := f.HandOff(context.Background(), c.in, c.out, nil)
+		got <- o
+	}()
+	return got
+}
+
+// Close stops the conversations still served after CloseGrace by ending their context before it
+// waits for them: a handler busy with a transfer that runs until cancelled ends, and Close returns.
+func TestCloseCancelsBeforeWaiting(t *testing.T) {
+	defer func(d time.Duration) { CloseGrace = d }(CloseGrace)
+	CloseGrace = 0
+	busy := make(chan struct{})
+	k, leader := startLeader(t, func(ctx context.Context, p *Pipe) Outcome {
+		close(busy)
+		<-ctx.Done() // a transfer in flight, stopped only by its context
+		return Outcome{}
+	})
+	handOff(t, k, newConv(t))
+	<-busy
+	closed := make(chan struct{})
+	go func() { leader.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a conversation without ending its context")
+	}
+}
+
+// A follower that goes away after handing off its conversation (killed, or stopped by Ctrl-C: its
+// socket ends) ends that conversation's context in the leader: nobody is left to answer to.
+func TestFollowerGoneEndsItsConversation(t *testing.T) {
+	ended := make(chan struct{})
+	served := make(chan struct{})
+	k, leader := startLeader(t, func(ctx context.Context, p *Pipe) Outcome {
+		close(served)
+		<-ctx.Done()
+		close(ended)
+		return Outcome{Exit: true}
+	})
+	defer leader.Close()
+	probe := New(k, nil, zerolog.Nop())
+	c, err := dial(probe.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := newConv(t)
+	if err := sendPipe(c, hello{Dir: "/", Pid: 1}, fc.in, fc.out); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	c.Close() // the follower is gone
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the conversation of a follower that went away was not ended")
+	}
+}
+
+// A connection that sends no hand-off is closed after helloTimeout: it holds no goroutine of the
+// leader.
+func TestHandOffNeverSent(t *testing.T) {
+	defer func(d time.Duration) { helloTimeout = d }(helloTimeout)
+	helloTimeout = 100 * time.Millisecond
+	k, leader := startLeader(t, echo(nil))
+	defer leader.Close()
+	probe := New(k, nil, zerolog.Nop())
+	c, err := dial(probe.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	read := make(chan error, 1)
+	go func() { _, err := c.Read(make([]byte, 1)); read <- err }()
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Fatal("the leader answered a connection that handed nothing off")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader still waited for a hand-off 10 s after the connection")
+	}
 }

@@ -13,16 +13,18 @@ import (
 )
 
 // continueIn runs the full agent at path as a child with this process's stdin, stdout and stderr
-// (it reads on from where this process stopped reading), the hand-over in its environment, and
-// returns its exit code: a process cannot replace itself here.
+// (it reads on from where this process stopped reading), handing it h in a private file its
+// environment names (handover.Pass), and returns its exit code: a process cannot replace itself
+// here.
 func continueIn(path string, h handover.Handover, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	v, err := handover.Encode(h, "")
+	v, release, err := handover.Pass(h, "")
 	if err != nil {
 		return 1, err
 	}
+	defer release()
 	cmd := exec.Command(path, "transfer")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.Env = append(os.Environ(), handoverVar+"="+v)
+	cmd.Env = append(os.Environ(), handover.Var+"="+v)
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -12,14 +12,15 @@ import (
 )
 
 // continueIn replaces this process with the full agent at path (same stdin, stdout, stderr and
-// process id, so git-lfs sees no difference), the hand-over in its environment. It returns only
-// when that fails.
+// process id, so git-lfs sees no difference), handing it h through an inherited descriptor that
+// its environment names (handover.Pass). It returns only when that fails.
 func continueIn(path string, h handover.Handover, _ io.Reader, _, _ io.Writer) (int, error) {
-	v, err := handover.Encode(h, "")
+	v, release, err := handover.Pass(h, "")
 	if err != nil {
 		return 1, err
 	}
-	env := append(os.Environ(), handoverVar+"="+v)
+	env := append(os.Environ(), handover.Var+"="+v)
 	err = syscall.Exec(path, []string{path, "transfer"}, env)
+	release()
 	return 1, fmt.Errorf("running %s: %w", path, err)
 }

@@ -25,9 +25,6 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/protocol"
 )
 
-// handoverVar names the environment variable git-xet-transfer reads the hand-over from.
-const handoverVar = "GIT_XET_TRANSFER_HANDOVER"
-
 func main() {
 	os.Exit(run(os.Stdin, os.Stdout, os.Stderr, starter{
 		locate:     fullAgent,

@@ -17,8 +17,10 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/leader"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
@@ -29,8 +31,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "git-xet-transfer transfer: takes no arguments (got %q)\n", strings.Join(args, " "))
 		return 2
 	}
+	// Ctrl-C or SIGTERM ends ctx, which stops every transfer this process runs or serves; a
+	// second signal then ends the process at once, as it would any program.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop)
 
 	g := client.Git{}
 	env := readEnvironment(os.Getenv, os.Environ())
@@ -51,8 +56,11 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o.Log, o.Git, o.SetProcs = log, g, true
 	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	in, out, pipes := agentIO(stdin, stdout)
+	open := leader.New(leader.Options{Log: log, NoShare: env.NoShare, SetProcs: true}, func(init agent.Init, co client.Coordinator) leader.Client {
+		return client.Open(o, init, co)
+	})
 	err = agent.Run(ctx, in, out, agent.Options{
-		Open:  client.New(o),
+		Open:  open,
 		Log:   log,
 		Pipes: pipes,
 		// The settings from git config (the log's, xet.store) are read from here on, not before: a
@@ -69,14 +77,15 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// takeHandover decodes the hand-over git-xet-transfer-agent left in the environment (none: the
-// zero Handover) and removes it from the environment: it holds request lines, whose action headers
-// may carry credentials, and no program this one starts is given them.
+// takeHandover takes the hand-over git-xet-transfer-agent names in the environment (none: the zero
+// Handover): it reads the bytes and closes the descriptor (or removes the file) they came in, and
+// removes the variable, before this process starts any other program. The bytes hold request lines,
+// whose action headers may carry credentials: no program this one starts is given them.
 func takeHandover(env *environment) (handover.Handover, error) {
 	if env.Handover == "" {
 		return handover.Handover{}, nil
 	}
-	os.Unsetenv(handoverVar)
+	os.Unsetenv(handover.Var)
 	env.Credentials.OS = os.Environ()
 	return handover.Decode(env.Handover)
 }
@@ -85,13 +94,15 @@ func takeHandover(env *environment) (handover.Handover, error) {
 // it is set, else reads the process's config snapshot (one git call on the first such lookup, which
 // the agent's later lookups share; none while the environment answers).
 func agentConfig(ctx context.Context, g client.Git, env environment) func(name, key string) string {
-	repo := gitrepo.Open(g.Dir) // a failure to read it reads as nothing set
+	repo := gitrepo.Open(g.Dir)
 	vars := map[string]string{"GIT_XET_STORE": env.Store, "GIT_XET_LOG": env.Log, "GIT_XET_LOG_LEVEL": env.LogLevel}
 	return func(name, key string) string {
 		if v := vars[name]; v != "" {
 			return v
 		}
-		v, _ := repo.Get(key)
+		// A configuration that cannot be read (no repository here, or the agent stopped) reads as
+		// nothing set: the defaults, and the request that needs the repository says what failed.
+		v, _, _ := repo.Get(ctx, key)
 		return v
 	}
 }
@@ -100,7 +111,7 @@ func agentConfig(ctx context.Context, g client.Git, env environment) func(name, 
 // lines, appended; several agent processes may share it), else to stderr in a compact text form.
 // The level is GIT_XET_LOG_LEVEL / xet.loglevel (debug, info, warn, error; default info in a log
 // file, warn on stderr: git-lfs shows an agent's stderr only with GIT_TRACE, and a line per object
-// there cost a push of 5,000 small files 6 % of the agents' CPU).
+// there costs a push of many small files a noticeable part of the agents' CPU).
 func agentLogger(cfg func(env, key string) string, stderr io.Writer) (zerolog.Logger, func()) {
 	w, level, closeLog := logOutput(cfg, stderr)
 	return zerolog.New(w).Level(level).With().Timestamp().Int("pid", os.Getpid()).Logger(), closeLog
@@ -136,7 +147,8 @@ func heldLogger(env environment, cfg func(env, key string) string, stderr io.Wri
 }
 
 // logOutput is where agentLogger writes (JSON lines: a log file's, or a ConsoleWriter on stderr),
-// the level, and what closes the output.
+// the level, and what closes the output. Every line goes through redact.Writer: a URL no call site
+// redacted loses its password and its query before it is kept.
 func logOutput(cfg func(env, key string) string, stderr io.Writer) (io.Writer, zerolog.Level, func()) {
 	level, explicit := zerolog.InfoLevel, false
 	lv := cfg("GIT_XET_LOG_LEVEL", "xet.loglevel")
@@ -150,14 +162,14 @@ func logOutput(cfg func(env, key string) string, stderr io.Writer) (io.Writer, z
 	if path := cfg("GIT_XET_LOG", "xet.logfile"); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err == nil {
-			return f, level, func() { f.Close() }
+			return redact.Writer(f), level, func() { f.Close() }
 		}
 		fmt.Fprintf(stderr, "git-xet-transfer: cannot open log file %s (%v); logging to stderr\n", path, err)
 	}
 	if !explicit {
 		level = zerolog.WarnLevel
 	}
-	return zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: time.TimeOnly}, level, func() {}
+	return zerolog.ConsoleWriter{Out: redact.Writer(stderr), NoColor: true, TimeFormat: time.TimeOnly}, level, func() {}
 }
 
 // profile starts a CPU profile of this agent process when dir (GIT_XET_CPUPROFILE) is set

@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 	"github.com/rs/zerolog"
 )
@@ -26,18 +27,16 @@ type environment struct {
 	Ref                              string
 	CacheDirs                        localshards.Dirs
 	CacheSizeLimit, CacheMaxEntries  int64
-	Credentials                      credentials.Env // HF_TOKEN, HF_TOKEN_PATH, HF_HOME, HOME and the whole environment
+	Credentials                      credentials.Env // HF_TOKEN, HF_TOKEN_PATH, HF_HOME, HF_ENDPOINT, HOME and the whole environment
 	HFEndpoint                       string
 	// Handover is GIT_XET_TRANSFER_HANDOVER, set by git-xet-transfer-agent when it hands its
-	// conversation with git-lfs to this program (internal/handover); never logged.
+	// conversation with git-lfs to this program: where the bytes are (internal/handover), never
+	// the bytes themselves; never logged.
 	Handover string
 
 	// Problems are values that could not be used (named, with what was wanted); the defaults hold.
 	Problems []string
 }
-
-// handoverVar carries git-xet-transfer-agent's hand-over to the transfer agent.
-const handoverVar = "GIT_XET_TRANSFER_HANDOVER"
 
 // readEnvironment reads the environment through getenv (os.Getenv, or a test's map); environ is
 // the whole environment (os.Environ), which git-lfs's packages are given for the variables they
@@ -55,9 +54,9 @@ func readEnvironment(getenv func(string) string, environ []string) environment {
 		CacheDirs: localshards.Dirs{HFXetCache: getenv("HF_XET_CACHE"), HFHome: getenv("HF_HOME"),
 			XDGCacheHome: getenv("XDG_CACHE_HOME"), Home: home},
 		Credentials: credentials.Env{HFToken: getenv("HF_TOKEN"), HFTokenPath: getenv("HF_TOKEN_PATH"), HFHome: getenv("HF_HOME"),
-			Home: home, OS: environ},
+			HFEndpoint: getenv("HF_ENDPOINT"), Home: home, OS: environ},
 		HFEndpoint: strings.TrimRight(getenv("HF_ENDPOINT"), "/"),
-		Handover:   getenv(handoverVar),
+		Handover:   getenv(handover.Var),
 	}
 	if v := getenv("GIT_XET_STALL_TIMEOUT"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {
@@ -105,7 +104,7 @@ func homeDir(getenv func(string) string) string {
 
 // clientOptions are the Xet client's options that come from the environment.
 func (e environment) clientOptions() client.Options {
-	o := client.Options{StallTimeout: e.StallTimeout, Concurrency: e.Concurrency, NoShare: e.NoShare, DirectIO: e.DirectIO,
+	o := client.Options{StallTimeout: e.StallTimeout, Concurrency: e.Concurrency, DirectIO: e.DirectIO,
 		Ref: e.Ref, Credentials: e.Credentials, Warnings: os.Stderr}
 	o.Cache.SizeLimit, o.Cache.MaxEntries = e.CacheSizeLimit, e.CacheMaxEntries
 	if root, err := e.CacheDirs.Root(); err == nil {

@@ -43,7 +43,7 @@ func TestReadEnvironment(t *testing.T) {
 		t.Fatalf("%+v", e)
 	}
 	o := e.clientOptions()
-	if o.Cache.Root != "/h/xet" || o.Cache.SizeLimit != 1000 || o.StallTimeout != 30*time.Second || !o.NoShare {
+	if o.Cache.Root != "/h/xet" || o.Cache.SizeLimit != 1000 || o.StallTimeout != 30*time.Second {
 		t.Fatalf("client options %+v", o)
 	}
 	bad := map[string]string{"GIT_XET_STALL_TIMEOUT": "soon", "GIT_XET_CONCURRENCY": "-2",

@@ -299,22 +299,7 @@ func describeShard(name string, size int, s *shard.Shard, summary bool) *shardJS
 		Totals:  shardTotalsJSON{Files: len(s.Files), Xorbs: len(s.Xorbs)},
 	}
 	for i := range s.Files {
-		f := &s.Files[i]
-		fj := shardFileJSON{
-			Hash:         f.Hash,
-			Flags:        fmt.Sprintf("0x%08x", f.Flags),
-			Size:         f.Size(),
-			TermCount:    len(f.Terms),
-			Verification: f.Verification,
-		}
-		if f.HasSHA256 {
-			fj.SHA256 = f.SHA256.String()
-		}
-		if !summary {
-			for _, t := range f.Terms {
-				fj.Terms = append(fj.Terms, shardTermJSON{t.Xorb, t.ChunkStart, t.ChunkEnd, t.UnpackedBytes, t.Flags})
-			}
-		}
+		fj := describeShardFile(&s.Files[i], summary)
 		out.Totals.Bytes += fj.Size
 		out.Files = append(out.Files, fj)
 	}
@@ -332,27 +317,52 @@ func describeShard(name string, size int, s *shard.Shard, summary bool) *shardJS
 	}
 	if f := s.Footer; f != nil {
 		out.Header.FooterSize = shard.FooterSize
-		out.Footer = &shardFooterJSON{
-			Version:           f.Version,
-			FileInfoOffset:    f.FileInfoOffset,
-			XorbInfoOffset:    f.XorbInfoOffset,
-			FileLookupOffset:  f.FileLookupOffset,
-			FileLookupNum:     f.FileLookupNum,
-			XorbLookupOffset:  f.XorbLookupOffset,
-			XorbLookupNum:     f.XorbLookupNum,
-			ChunkLookupOffset: f.ChunkLookupOffset,
-			ChunkLookupNum:    f.ChunkLookupNum,
-			HMACKey:           f.HMACKey,
-			Created:           f.CreatedAt,
-			CreatedTime:       unixTime(f.CreatedAt),
-			Expires:           f.ExpiresAt,
-			ExpiresTime:       unixTime(f.ExpiresAt),
-			Reserved:          f.Reserved,
-			StoredBytesOnDisk: f.StoredBytesOnDisk,
-			MaterializedBytes: f.MaterializedBytes,
-			StoredBytes:       f.StoredBytes,
-			FooterOffset:      f.FooterOffset,
-		}
+		out.Footer = describeShardFooter(f)
 	}
 	return out
+}
+
+// describeShardFile is one file block of a shard (its terms unless summary).
+func describeShardFile(f *shard.File, summary bool) shardFileJSON {
+	fj := shardFileJSON{
+		Hash:         f.Hash,
+		Flags:        fmt.Sprintf("0x%08x", f.Flags),
+		Size:         f.Size(),
+		TermCount:    len(f.Terms),
+		Verification: f.Verification,
+	}
+	if f.HasSHA256 {
+		fj.SHA256 = f.SHA256.String()
+	}
+	if !summary {
+		for _, t := range f.Terms {
+			fj.Terms = append(fj.Terms, shardTermJSON{t.Xorb, t.ChunkStart, t.ChunkEnd, t.UnpackedBytes, t.Flags})
+		}
+	}
+	return fj
+}
+
+// describeShardFooter is a shard's footer.
+func describeShardFooter(f *shard.Footer) *shardFooterJSON {
+	return &shardFooterJSON{
+		Version:           f.Version,
+		FileInfoOffset:    f.FileInfoOffset,
+		XorbInfoOffset:    f.XorbInfoOffset,
+		FileLookupOffset:  f.FileLookupOffset,
+		FileLookupNum:     f.FileLookupNum,
+		XorbLookupOffset:  f.XorbLookupOffset,
+		XorbLookupNum:     f.XorbLookupNum,
+		ChunkLookupOffset: f.ChunkLookupOffset,
+		ChunkLookupNum:    f.ChunkLookupNum,
+		HMACKey:           f.HMACKey,
+		Created:           f.CreatedAt,
+		CreatedTime:       unixTime(f.CreatedAt),
+		Expires:           f.ExpiresAt,
+		ExpiresTime:       unixTime(f.ExpiresAt),
+		Reserved:          f.Reserved,
+		StoredBytesOnDisk: f.StoredBytesOnDisk,
+		MaterializedBytes: f.MaterializedBytes,
+		StoredBytes:       f.StoredBytes,
+		FooterOffset:      f.FooterOffset,
+	}
 }

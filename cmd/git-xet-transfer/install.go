@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -139,23 +140,9 @@ func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "git-xet-transfer install: %v\n", err)
 		return 1
 	}
-	// git-lfs's filters: run `git lfs install` in the same scope when they are missing.
-	if v, _ := g.Run(ctx, "config", scope, "--get", "filter.lfs.process"); v == "" {
-		if _, err := exec.LookPath("git-lfs"); err != nil {
-			fmt.Fprintln(stderr, "git-xet-transfer install: git-lfs is not installed (not on the PATH).\n"+
-				"Install it (e.g. `apt-get install git-lfs`, or `go install github.com/git-lfs/git-lfs/v3@v3.8.1`), then run install again.")
-			return 1
-		}
-		lfsArgs := []string{"lfs", "install"}
-		if scope != "--global" { // git lfs install is global by default and has no --global flag
-			lfsArgs = append(lfsArgs, scope)
-		}
-		out, err := g.Run(ctx, lfsArgs...)
-		if err != nil {
-			fmt.Fprintf(stderr, "git-xet-transfer install: `git %s` failed: %v\n", strings.Join(lfsArgs, " "), err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "ran git %s: %s\n", strings.Join(lfsArgs, " "), firstLine(out))
+	if err := installLFSFilters(ctx, g, scope, stdout); err != nil {
+		fmt.Fprintf(stderr, "git-xet-transfer install: %v\n", err)
+		return 1
 	}
 	settings := [][2]string{
 		{keyPath, agentPath(self)},
@@ -181,6 +168,27 @@ func runInstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"with your Hub token (HF_TOKEN, the token file of `hf auth login`, netrc, ssh or git credential).")
 	}
 	return 0
+}
+
+// installLFSFilters runs `git lfs install` in scope when git-lfs's filters are missing there.
+func installLFSFilters(ctx context.Context, g client.Git, scope string, stdout io.Writer) error {
+	if v, _ := g.Run(ctx, "config", scope, "--get", "filter.lfs.process"); v != "" {
+		return nil
+	}
+	if _, err := exec.LookPath("git-lfs"); err != nil {
+		return errors.New("git-lfs is not installed (not on the PATH).\n" +
+			"Install it (e.g. `apt-get install git-lfs`, or `go install github.com/git-lfs/git-lfs/v3@v3.8.1`), then run install again.")
+	}
+	lfsArgs := []string{"lfs", "install"}
+	if scope != "--global" { // git lfs install is global by default and has no --global flag
+		lfsArgs = append(lfsArgs, scope)
+	}
+	out, err := g.Run(ctx, lfsArgs...)
+	if err != nil {
+		return fmt.Errorf("`git %s` failed: %v", strings.Join(lfsArgs, " "), err)
+	}
+	fmt.Fprintf(stdout, "ran git %s: %s\n", strings.Join(lfsArgs, " "), firstLine(out))
+	return nil
 }
 
 func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

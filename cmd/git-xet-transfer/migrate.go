@@ -18,6 +18,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
 )
 
@@ -46,7 +47,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	target, err := openTarget(ctx, g, f, env, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "git-xet-transfer migrate: %v\n", err)
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %s\n", shown(err))
 		return 1
 	}
 	defer target.Close()
@@ -68,7 +69,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		rep.Print(stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "git-xet-transfer migrate: %v\n", err)
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %s\n", shown(err))
 		return 1
 	}
 	if rep.Partial() {
@@ -91,7 +92,7 @@ func dryRunMigrate(ctx context.Context, f migrateFlags, log zerolog.Logger, stdo
 		rep.Print(stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "git-xet-transfer migrate: %v\n", err)
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %s\n", shown(err))
 		return 1
 	}
 	return 0
@@ -184,7 +185,11 @@ func switchToXet(ctx context.Context, g client.Git, f migrateFlags, target migra
 		set = append(set, [2]string{"remote." + f.remote + ".lfsurl", newURL})
 		// lfs.url wins over remote.<r>.lfsurl in git-lfs: when one is set (config or .lfsconfig),
 		// this repository's own lfs.url must name the target too.
-		if cur, ok := gitrepo.Open(g.Dir).Get("lfs.url"); ok && cur != newURL {
+		cur, ok, err := gitrepo.Open(g.Dir).Get(ctx, "lfs.url")
+		if err != nil {
+			return err
+		}
+		if ok && cur != newURL {
 			set = append(set, [2]string{"lfs.url", newURL})
 		}
 	}
@@ -256,3 +261,7 @@ func progressPrinter(w io.Writer) func(migrate.Progress) {
 		}
 	}
 }
+
+// shown is an error as the terminal gets it: URLs without passwords or queries, and quoted when it
+// holds a terminal escape (a path of the repository, a server's message).
+func shown(err error) string { return redact.Printable(redact.Text(err.Error())) }

@@ -23,8 +23,8 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/mount/chunkcache"
 	"github.com/git-xet-transfer/git-xet-transfer/mount/gittree"
 	"github.com/git-xet-transfer/git-xet-transfer/mount/xetfile"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // DefaultMountCacheSize is the bound of a repository's mount cache when neither --cache-size nor
@@ -184,7 +184,7 @@ func openMountWorld(ctx context.Context, f mountFlags, env environment, cfg func
 	if err != nil {
 		return nil, err
 	}
-	limit, err := mountCacheSize(f, repo)
+	limit, err := mountCacheSize(ctx, f, repo)
 	if err != nil {
 		return nil, err
 	}
@@ -196,8 +196,17 @@ func openMountWorld(ctx context.Context, f mountFlags, env environment, cfg func
 	o := env.clientOptions()
 	o.Log, o.Git = log, client.Git{}
 	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
-	objects := client.NewObjects(o, mountRemote(f, repo))
-	var local download.Local
+	remote, err := mountRemote(ctx, f, repo)
+	if err != nil {
+		cache.Close()
+		return nil, err
+	}
+	objects, err := client.NewObjects(ctx, o, remote)
+	if err != nil {
+		cache.Close()
+		return nil, err
+	}
+	var local span.Local
 	if idx := objects.ChunkIndex(ctx); idx != nil {
 		local = idx
 	}
@@ -206,10 +215,13 @@ func openMountWorld(ctx context.Context, f mountFlags, env environment, cfg func
 }
 
 // mountCacheSize is --cache-size, else xet.mountCacheSize, else the default.
-func mountCacheSize(f mountFlags, repo *gitrepo.Repo) (int64, error) {
+func mountCacheSize(ctx context.Context, f mountFlags, repo *gitrepo.Repo) (int64, error) {
 	v, from := f.cacheSize, "--cache-size"
 	if v == "" {
-		v, _ = repo.Get("xet.mountcachesize")
+		var err error
+		if v, _, err = repo.Get(ctx, "xet.mountcachesize"); err != nil {
+			return 0, err
+		}
 		from = "xet.mountCacheSize"
 	}
 	if v == "" {
@@ -226,14 +238,15 @@ func mountCacheSize(f mountFlags, repo *gitrepo.Repo) (int64, error) {
 }
 
 // mountRemote is --remote, else remote.lfsdefault, else origin (git-lfs's default remote).
-func mountRemote(f mountFlags, repo *gitrepo.Repo) string {
+func mountRemote(ctx context.Context, f mountFlags, repo *gitrepo.Repo) (string, error) {
 	if f.remote != "" {
-		return f.remote
+		return f.remote, nil
 	}
-	if v, _ := repo.Get("remote.lfsdefault"); v != "" {
-		return v
+	v, _, err := repo.Get(ctx, "remote.lfsdefault")
+	if err != nil || v != "" {
+		return v, err
 	}
-	return "origin"
+	return "origin", nil
 }
 
 // finder is the mount's FindFunc over the client's Objects.

@@ -15,6 +15,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/buildinfo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // runStatus prints what is configured, where the caches and stores are, and the versions of git,
@@ -80,7 +81,9 @@ func printConfig(ctx context.Context, g client.Git, self string, stdout io.Write
 			}
 		}
 	}
-	if gitrepo.Open(g.Dir).Bool("lfs.basictransfersonly", false) {
+	if basic, err := gitrepo.Open(g.Dir).Bool(ctx, "lfs.basictransfersonly", false); err != nil {
+		fmt.Fprintf(stdout, "  cannot read this repository's configuration: %v\n", err)
+	} else if basic {
 		fmt.Fprintln(stdout, "  WARNING: lfs.basictransfersonly=true disables custom transfer agents such as xet")
 	}
 	return installed
@@ -111,16 +114,20 @@ func printRemotes(ctx context.Context, g client.Git, stdout io.Writer) {
 		return
 	}
 	fmt.Fprintln(stdout, "\nremotes of this repository:")
-	for _, name := range repo.Remotes() {
+	names, err := repo.Remotes(ctx)
+	if err != nil {
+		fmt.Fprintf(stdout, "  cannot read this repository's configuration: %v\n", err)
+	}
+	for _, name := range names {
 		ep, err := repo.Endpoint(ctx, "upload", name)
 		if err != nil {
 			fmt.Fprintf(stdout, "  %s: %v\n", name, err)
 			continue
 		}
-		u := gitrepo.Redact(ep.Url)
+		u := redact.URL(ep.Url)
 		r, err := repo.LocalRemote(ctx, "upload", name)
 		if err != nil {
-			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(repo, ep))
+			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(ctx, repo, ep))
 			continue
 		}
 		st := "no Xet store yet"
@@ -133,11 +140,11 @@ func printRemotes(ctx context.Context, g client.Git, stdout io.Writer) {
 
 // networkMode says how a network remote's LFS objects move: for a Hugging Face Hub remote, whether
 // it is in standalone mode (install --hub) or batch mode.
-func networkMode(repo *gitrepo.Repo, ep gitrepo.Endpoint) string {
+func networkMode(ctx context.Context, repo *gitrepo.Repo, ep gitrepo.Endpoint) string {
 	if !isHubURL(ep.Url) {
 		return "network remote: Xet when its LFS server offers the \"xet\" transfer"
 	}
-	if v, _ := repo.URLGet("lfs", ep.Url, "standalonetransferagent"); v == agentName {
+	if v, _, _ := repo.URLGet(ctx, "lfs", ep.Url, "standalonetransferagent"); v == agentName { // read by Endpoint already
 		return "Hugging Face Hub, standalone mode: uploads and downloads through Xet"
 	}
 	return "Hugging Face Hub, batch mode: uploads through Xet, downloads whole files through the Hub's bridge; " +

@@ -42,8 +42,8 @@ func agentIO(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, *agent.Pi
 // socket (what git-lfs gives it): a duplicate of the fd in non-blocking mode, opened as a new
 // *os.File, so waiting for the next request parks a goroutine instead of blocking a thread in
 // read(2). A thread blocked in a system call makes the runtime's monitor hand its P to another
-// thread and poll every 20 µs for a while, once per request; on a push of 5,000 small files that
-// bookkeeping (runtime.sysmon) was a fifth of the agents' CPU. Anything else (a terminal, which
+// thread and poll every 20 µs for a while, once per request, which on a push of many small files
+// is a large part of the agents' CPU (runtime.sysmon). Anything else (a terminal, which
 // must keep its blocking mode for the shell sharing it; a file; a reader that is not a file) is
 // returned as it is. Non-blocking mode belongs to the pipe's open file description, so the original
 // fd is non-blocking too: nothing else reads it.

@@ -38,7 +38,8 @@ func runFsck(args []string, stdout, stderr io.Writer) int {
 	} else {
 		var st *store.Store
 		if st, _, err = openStorage(&f, zerolog.New(stderr).Level(zerolog.WarnLevel)); err == nil {
-			report, ok, err = st.Fsck(context.Background(), f.storage, o)
+			defer st.Close()
+			report, ok, err = store.NewMaint(st).Fsck(context.Background(), f.storage, o)
 		}
 	}
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
-// runGC collects the xorbs no file record names (store.Collect): exit 0 when done, 1 on an
+// runGC collects the xorbs no file record names (store.Maint.Collect): exit 0 when done, 1 on an
 // error, 2 on bad usage. It is safe while servers run on the same storage.
 func runGC(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("xet-server gc", flag.ContinueOnError)
@@ -41,7 +41,7 @@ func runGC(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close() // gc's pack of trashed blobs, with its zeros cut
-	r, err := st.Collect(ctx, o)
+	r, err := store.NewMaint(st).Collect(ctx, o)
 	if r != nil {
 		fmt.Fprintln(stdout, r)
 	}

@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
@@ -72,12 +73,12 @@ func TestHashPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, ok := users.Authenticate("alice", "correct horse battery")
-	if !ok || u.Write {
-		t.Fatalf("generated line does not authenticate as read-only alice: %v %+v", ok, u)
+	u, res, _ := users.Login(context.Background(), "alice", "correct horse battery", "192.0.2.1", time.Now())
+	if res != server.LoginOK || u.Write {
+		t.Fatalf("generated line does not authenticate as read-only alice: %v %+v", res, u)
 	}
-	if _, ok := users.Authenticate("alice", "correct horse batteryX"); ok {
-		t.Fatal("wrong password accepted")
+	if _, res, _ := users.Login(context.Background(), "alice", "correct horse batteryX", "192.0.2.1", time.Now()); res != server.LoginWrong {
+		t.Fatalf("wrong password: %v", res)
 	}
 	if code := run([]string{"hash-password"}, strings.NewReader("short\n"), &out, &stderr); code == 0 {
 		t.Fatal("short password accepted")
@@ -185,7 +186,13 @@ func TestServeWithUsers(t *testing.T) {
 	if s := get("alice", "nope"); s != 401 {
 		t.Fatalf("wrong password: %d", s)
 	}
-	if s := get("alice", "alice-password"); s != 200 {
+	// Right after a wrong password the same user from the same address waits out a short window
+	// (429), then gets in.
+	s := get("alice", "alice-password")
+	for deadline := time.Now().Add(10 * time.Second); s == 429 && time.Now().Before(deadline); s = get("alice", "alice-password") {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s != 200 {
 		t.Fatalf("alice: %d", s)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "secret")); err == nil {
@@ -241,7 +248,7 @@ func TestS3BadConfiguration(t *testing.T) {
 			`<Message>The difference between the request time and the current time is too large.</Message></Error>`)
 	}))
 	defer skewed.Close()
-	closed := "http://" + freePort(t)
+	closed := "http://" + servertest.FreeAddr(t)
 	for _, c := range []struct {
 		name, endpoint, secret, bucket, want string
 	}{
@@ -273,17 +280,6 @@ func TestS3BadConfiguration(t *testing.T) {
 			}
 		})
 	}
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // A server stopped with SIGTERM lets go of its pack: no pack in the data directory ends in the zeros

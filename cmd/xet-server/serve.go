@@ -12,7 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,6 +43,8 @@ type serveFlags struct {
 	metricsListen                              string
 	quotaDefault, quotasFile                   string
 	drainDelay, tlsPoll, gcEvery               time.Duration
+	trustedProxies                             string
+	ui                                         bool
 	// observe is told of the store's work (the metrics); not a flag.
 	observe store.Observer
 }
@@ -67,16 +69,18 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.DurationVar(&f.tokenTTL, "token-ttl", 15*time.Minute, "lifetime of CAS access tokens")
 	fl.DurationVar(&f.refreshTTL, "refresh-ttl", 12*time.Hour, "lifetime of the refresh credential in xet batch actions (renews CAS tokens during long transfers)")
 	fl.DurationVar(&f.urlTTL, "url-ttl", time.Hour, "lifetime of signed xorb URLs")
-	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight and for the server's own work (--gc-every's gc) to stop")
 	fl.Int64Var(&f.maxObject, "max-object-size", 64<<30, "largest basic-transfer LFS upload in bytes")
 	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
 	fl.StringVar(&f.hubTokens, "hub-compat", "", "emulate the Hugging Face Hub's LFS and token routes (for testing Hub clients), with the Hub tokens of FILE (token:name:read|write[:repo-patterns] per line); plain LFS uploads are kept whole in DIR/hub-legacy")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100); off without it, never on the main port")
-	fl.StringVar(&f.quotaDefault, "repo-quota", "", "storage quota of every repository (e.g. 10GiB): what its files reference after dedupe; uploads over it are refused (507)")
-	fl.StringVar(&f.quotasFile, "quotas", "", "quotas file: \"REPOSITORY-PATTERN SIZE\" per line (SIZE or none), first match wins, else --repo-quota; \"user:NAME SIZE\" for the repositories under NAME/ together")
+	fl.StringVar(&f.quotaDefault, "repo-quota", "", "storage quota of every repository (e.g. 10GiB): the xorbs it uploaded and the chunk ranges its files use in others'; uploads over it are refused (507)")
+	fl.StringVar(&f.quotasFile, "quotas", "", "quotas file: \"REPOSITORY-PATTERN SIZE\" per line (SIZE or none), first match wins, else --repo-quota; \"user:NAME SIZE\" for NAME's repositories together (NAME/*, datasets/NAME/*, spaces/NAME/*)")
 	fl.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGTERM, how long to answer new requests 503 (Retry-After) and fail /readyz before closing the listener, so a load balancer moves traffic away (e.g. 10s behind one)")
 	fl.DurationVar(&f.tlsPoll, "tls-reload-interval", 10*time.Second, "how often to look for a changed --tls-cert/--tls-key (also reloaded on SIGHUP)")
 	fl.DurationVar(&f.gcEvery, "gc-every", 0, "run gc (as xet-server gc, default grace) this often in the server (0: never; run xet-server gc from cron instead)")
+	fl.StringVar(&f.trustedProxies, "trusted-proxy", "", "comma-separated addresses or CIDR prefixes of reverse proxies in front of the server: their X-Forwarded-For names the client whose address the limits on failed logins count by (without it, every client behind a proxy shares the proxy's budget)")
+	fl.BoolVar(&f.ui, "ui", true, "serve the read-only web view at /ui/ on the main port, behind the users file's credentials (false: /ui/ is 404)")
 	fl.StringVar(&f.hubPublic, "hub-public", "", "with --hub-compat: comma-separated patterns of repositories readable without a token")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -150,25 +154,12 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	ls, err := listen(f, srv, metrics, certs, log)
 	if err != nil {
-		srv.Close()
-		return fmt.Errorf("listen: %w", err)
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	if hs.TLSConfig, err = tlsConfig(f.tlsClientCA, certs); err != nil {
-		ln.Close()
 		srv.Close()
 		return err
 	}
-	stopMetrics, err := serveMetrics(f.metricsListen, metrics, log)
-	if err != nil {
-		ln.Close()
-		srv.Close()
-		return err
-	}
-	defer stopMetrics()
-	logListening(f, users, ln.Addr().String(), log)
+	logListening(f, users, ls.main.Addr().String(), log)
 	defer cpuProfile(os.Getenv("XET_SERVER_CPUPROFILE"), log)()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -176,34 +167,55 @@ func serve(f serveFlags, log zerolog.Logger, ready func(string)) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // before serving: an early SIGHUP must not end the process
 	defer signal.Stop(hup)
-	go reloadOnHUP(ctx, hup, users, certs, log)
-	if certs != nil && f.tlsPoll > 0 {
-		go certs.poll(f.tlsPoll, ctx.Done())
-	}
-	if f.gcEvery > 0 {
-		go gcEvery(ctx, st, f.gcEvery, log)
-	}
-	errc := make(chan error, 1)
-	go func() {
-		if certs != nil {
-			errc <- hs.ServeTLS(ln, "", "")
-		} else {
-			errc <- hs.Serve(ln)
-		}
-	}()
+	life, lctx := newLifetime(ctx)
+	errc := ls.serve(life)
+	startBackground(lctx, life, f, st, users, certs, hup, log)
 	if ready != nil {
-		ready(ln.Addr().String())
+		ready(ls.main.Addr().String())
 	}
+	var failed error
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
+		failed = fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+		drain(srv, f.drainDelay, log)
 	}
-	drain(srv, f.drainDelay, log)
-	if err := shutdown(hs, f.shutdown, log); err != nil {
+	return errors.Join(failed, stopServer(ls, life, srv, f.shutdown, log))
+}
+
+// startBackground starts the work a server does besides answering requests, each on a goroutine
+// of life, until ctx ends: temp cleaning, reloads on SIGHUP (hup) and certificate changes, and gc
+// when --gc-every asks for it.
+func startBackground(ctx context.Context, life *lifetime, f serveFlags, st *store.Store, users *server.Users, certs *certReloader, hup <-chan os.Signal, log zerolog.Logger) {
+	life.Go(func() { cleanTempHourly(ctx, st, log) })
+	life.Go(func() { reloadOnHUP(ctx, hup, users, certs, log) })
+	if certs != nil && f.tlsPoll > 0 {
+		life.Go(func() { certs.poll(ctx, f.tlsPoll) })
+	}
+	if f.gcEvery > 0 {
+		life.Go(func() { gcEvery(ctx, store.NewMaint(st), f.gcEvery, log) })
+	}
+}
+
+// stopServer ends a run within timeout: the requests in flight finish (hs.Shutdown), the run's
+// goroutines stop (their context ended with the signal, so gc stopped meanwhile) and are joined,
+// and only then the store is closed. A run whose requests or goroutines outlast timeout leaves its
+// store as a killed process would (it is crash-safe) rather than close it under them.
+func stopServer(ls *listeners, life *lifetime, srv *server.Server, timeout time.Duration, log zerolog.Logger) error {
+	log.Info().Dur("timeout", timeout).Msg("shutting down: waiting for requests in flight and background work")
+	deadline := time.Now().Add(timeout)
+	err := ls.shutdown(deadline)
+	if !life.join(deadline) {
+		return errors.Join(err, fmt.Errorf("shutdown: background work (gc) still running after %v; the store was left unclosed", timeout))
+	}
+	if err != nil {
+		return err // handlers may still run: the store stays open under them
+	}
+	if err := srv.Close(); err != nil {
 		return err
 	}
-	return srv.Close()
+	log.Info().Msg("xet-server stopped")
+	return nil
 }
 
 // drain makes the server answer new requests 503 and fail /readyz for delay, while requests in
@@ -217,25 +229,8 @@ func drain(srv *server.Server, delay time.Duration, log zerolog.Logger) {
 	time.Sleep(delay)
 }
 
-// serveMetrics serves /metrics on addr ("" or nil metrics: nothing) and returns what stops it.
-func serveMetrics(addr string, m *server.Metrics, log zerolog.Logger) (func(), error) {
-	if addr == "" || m == nil {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = ms.Serve(ln) }()
-	log.Info().Str("addr", ln.Addr().String()).Msg("metrics at /metrics")
-	return func() { ms.Close() }, nil
-}
-
-// gcEvery runs gc on st every interval (default grace) until ctx ends.
-func gcEvery(ctx context.Context, st *store.Store, interval time.Duration, log zerolog.Logger) {
+// gcEvery runs gc (m.Collect, default grace) every interval until ctx ends.
+func gcEvery(ctx context.Context, m *store.Maint, interval time.Duration, log zerolog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -243,7 +238,11 @@ func gcEvery(ctx context.Context, st *store.Store, interval time.Duration, log z
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := st.Collect(ctx, store.GCOptions{}); err != nil {
+			_, err := m.Collect(ctx, store.GCOptions{})
+			switch {
+			case err != nil && ctx.Err() != nil:
+				log.Info().Msg("gc stopped: the server is shutting down")
+			case err != nil:
 				log.Warn().Err(err).Msg("gc")
 			}
 		}
@@ -314,29 +313,56 @@ func buildServer(f serveFlags, users *server.Users, metrics *server.Metrics, log
 	if err != nil {
 		return nil, nil, err
 	}
+	proxies, err := parsePrefixes(f.trustedProxies)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--trusted-proxy: %w", err)
+	}
 	st, direct, err := openStorage(&f, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
-	go cleanTempHourly(context.Background(), st, log)
 	srv, err := server.New(server.Config{
-		Quotas:     quotas,
-		Metrics:    metrics,
-		Ready:      st.Ping,
-		Hub:        hub,
-		Store:      st,
-		Direct:     direct,
-		Ingest:     &server.UploadIngester{Store: st, Policy: policy, Log: log},
-		Secret:     secret,
-		Users:      users,
-		PublicURL:  f.publicURL,
-		TokenTTL:   f.tokenTTL,
-		RefreshTTL: f.refreshTTL,
-		URLTTL:     f.urlTTL,
-		Limits:     server.Limits{Object: f.maxObject},
-		Log:        log,
+		Quotas:         quotas,
+		Metrics:        metrics,
+		Ready:          st.Ping,
+		Hub:            hub,
+		Store:          st,
+		Direct:         direct,
+		Ingest:         &server.UploadIngester{Store: st, Policy: policy, Log: log},
+		Secret:         secret,
+		Users:          users,
+		PublicURL:      f.publicURL,
+		TrustedProxies: proxies,
+		TokenTTL:       f.tokenTTL,
+		RefreshTTL:     f.refreshTTL,
+		URLTTL:         f.urlTTL,
+		Limits:         server.Limits{Object: f.maxObject},
+		UI:             f.ui,
+		Log:            log,
 	})
 	return srv, st, err
+}
+
+// parsePrefixes reads a comma-separated list of addresses and CIDR prefixes (an address is its own
+// /32 or /128).
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // loadQuotas reads --repo-quota and --quotas (nil: no quotas).
@@ -390,7 +416,7 @@ func hubCompat(f serveFlags) (*server.HubCompat, error) {
 
 // logListening says where the server listens, and how open it is.
 func logListening(f serveFlags, users *server.Users, addr string, log zerolog.Logger) {
-	ev := log.Info().Str("addr", addr).Str("data", f.data).Bool("tls", f.tlsCert != "")
+	ev := log.Info().Str("addr", addr).Str("data", f.data).Bool("tls", f.tlsCert != "").Bool("ui", f.ui && f.hubTokens == "")
 	if users == nil && f.tlsClientCA != "" {
 		ev.Str("auth", "client-certificate").Msg("xet-server listening: every connection needs a client certificate of --tls-client-ca, which allows every request")
 		return
@@ -426,19 +452,6 @@ func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, users *server.Users,
 			}
 		}
 	}
-}
-
-// shutdown waits up to timeout for the requests in flight, then closes what is left.
-func shutdown(hs *http.Server, timeout time.Duration, log zerolog.Logger) error {
-	log.Info().Dur("timeout", timeout).Msg("shutting down: waiting for requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	log.Info().Msg("xet-server stopped")
-	return nil
 }
 
 // loadSecret reads the signing secret; when it is absent and generate is set it creates one (32
@@ -583,8 +596,6 @@ func cpuProfile(path string, log zerolog.Logger) func() {
 	}
 }
 
-// clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
-// caFile (nil when caFile is "": no client certificate asked).
 // tlsConfig is the server's TLS: its certificate from certs (reloaded on SIGHUP and when its files
 // change), client certificates required when caFile is set; nil without either (plain HTTP).
 func tlsConfig(caFile string, certs *certReloader) (*tls.Config, error) {
@@ -599,6 +610,8 @@ func tlsConfig(caFile string, certs *certReloader) (*tls.Config, error) {
 	return c, nil
 }
 
+// clientCertConfig is the TLS configuration that requires a client certificate signed by a CA of
+// caFile (nil when caFile is "": no client certificate asked).
 func clientCertConfig(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return nil, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
-// runStats prints what a store holds (store.Stats) as a table or JSON: exit 0, 1 on an error, 2
+// runStats prints what a store holds (store.Maint.Stats) as a table or JSON: exit 0, 1 on an error, 2
 // on bad usage.
 func runStats(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("xet-server stats", flag.ContinueOnError)
@@ -35,7 +35,7 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	s, err := st.Stats(context.Background())
+	s, err := store.NewMaint(st).Stats(context.Background())
 	if err != nil {
 		fmt.Fprintln(stderr, "xet-server stats:", err)
 		return 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
@@ -91,13 +92,13 @@ func (c *certReloader) changed() bool {
 	return !mt.Equal(c.modTime) || size != c.size
 }
 
-// poll reloads whenever the files change, checking every interval until stop closes.
-func (c *certReloader) poll(interval time.Duration, stop <-chan struct{}) {
+// poll reloads whenever the files change, checking every interval until ctx ends.
+func (c *certReloader) poll(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 			if c.changed() {

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -85,6 +87,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			t.Fatalf("%s %s: downloaded content hashes to %s", o.repo, o.oid, got)
 		}
 	}
+	upgradedIsolation(t, addr)
 	body := testutil.RandomBytes(5000, 36)
 	oid, code, msg := lfsPut(t, addr, "org/old", body)
 	if code != 200 {
@@ -107,6 +110,43 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 }
 
+// upgradedIsolation checks what the upgrade recorded for the previous release's registrations:
+// org/old reads its file through the CAS routes and may name the file's xorb in a new shard;
+// org/other, which never registered that file, may do neither.
+func upgradedIsolation(t *testing.T, addr string) {
+	t.Helper()
+	const oid = "95159803e516f8cca09f29f3e62f69bc050a5edc77b1f7785c44ca12f9c633ac" // org/old's only
+	lfs := func(repo string) string { return "http://" + addr + "/" + repo + ".git/info/lfs" }
+	down := servertest.XetAction(t, lfs("org/old"), "download", lfsbatch.Object{OID: oid, Size: 1})
+	old, file := servertest.CASToken(down), down.Header[lfsbatch.HeaderXetHash]
+	other := servertest.CASToken(servertest.XetAction(t, lfs("org/other"), "upload", lfsbatch.Object{OID: oid, Size: 1}))
+	base := "http://" + addr
+	if code, _ := casDo(t, "GET", base+"/v2/reconstructions/"+file, old, nil); code != 200 {
+		t.Fatalf("org/old reconstructing its file after the upgrade: %d", code)
+	}
+	for _, path := range []string{"/v2/reconstructions/" + file, "/v1/reconstructions/" + file} {
+		if code, _ := casDo(t, "GET", base+path, other, nil); code != 404 {
+			t.Errorf("org/other: GET %s: %d", path, code)
+		}
+	}
+	if code, _ := casDo(t, "HEAD", base+"/v1/files/"+file, other, nil); code != 404 {
+		t.Errorf("org/other: HEAD of org/old's file: %d", code)
+	}
+}
+
+func casDo(t *testing.T, method, url, tok string, body []byte) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
 // A store of a newer format than this release reads is refused, naming both versions.
 func TestRefusesNewerStoreFormat(t *testing.T) {
 	data := t.TempDir()
@@ -116,7 +156,7 @@ func TestRefusesNewerStoreFormat(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	code := run([]string{"--listen", "127.0.0.1:0", "--data", data}, nil, &bytes.Buffer{}, &stderr)
-	if code == 0 || !strings.Contains(stderr.String(), "format version 9") || !strings.Contains(stderr.String(), "versions 1 to 2") {
+	if code == 0 || !strings.Contains(stderr.String(), "format version 9") || !strings.Contains(stderr.String(), "versions 1 to 3") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }
@@ -145,7 +185,7 @@ func TestStats(t *testing.T) {
 	if c := run([]string{"stats", data}, nil, &out, &stderr); c != 0 {
 		t.Fatalf("exit %d: %s", c, stderr.String())
 	}
-	for _, want := range []string{"org/old", "org/other", "(all)", "store format 2"} {
+	for _, want := range []string{"org/old", "org/other", "(all)", "store format 3"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

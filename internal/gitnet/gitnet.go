@@ -13,6 +13,7 @@
 package gitnet
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -73,8 +74,48 @@ func New(o Options) *Transport {
 	return &Transport{o: o, hosts: map[string]*host{}, proxyWrapped: map[string]bool{}}
 }
 
-// Client is an http.Client over New(o) that follows redirects as net/http does.
-func Client(o Options) *http.Client { return &http.Client{Transport: New(o)} }
+// Client is an http.Client over New(o) that follows redirects as git-lfs does (checkRedirect).
+func Client(o Options) *http.Client {
+	return &http.Client{Transport: New(o), CheckRedirect: checkRedirect}
+}
+
+// maxRedirects is net/http's own limit, which a CheckRedirect of one's own must keep.
+const maxRedirects = 10
+
+// checkRedirect follows a redirect as git-lfs does: never from https to plain http, and without the
+// Authorization and Cookie headers once it leaves the origin (scheme, host and port) of the first
+// request. net/http alone drops them only for another host name that is not a subdomain: it would
+// send them on to another port of the same host, or to plain http there. The headers that
+// configuration gives a URL (http.<url>.extraHeader, cookies) are added by the Transport for the
+// URL redirected to.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("refusing a redirect from https to %s (%s): git-lfs refuses it too", req.URL.Scheme, req.URL.Host)
+	}
+	if !sameOrigin(via[0].URL, req.URL) {
+		req.Header.Del("Authorization")
+		req.Header.Del("Cookie")
+	}
+	return nil
+}
+
+// sameOrigin compares scheme, host and port, the port defaulted from the scheme.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
 
 func (t *Transport) load() {
 	t.once.Do(func() {
@@ -168,6 +209,9 @@ func (t *Transport) build(u *url.URL) *host {
 		// lfshttp's default cuts any read or write that waits 30 s; unset, how long an answer may
 		// stall is the caller's (xet/cas's stall timeout), so connections are dialled plainly.
 		rt.DialContext = (&net.Dialer{Timeout: seconds(t.lfs.DialTimeout, 30), KeepAlive: seconds(t.lfs.KeepaliveTimeout, 1800)}).DialContext
+	}
+	if rt.DialContext != nil {
+		rt.DialContext = resetOnClose(rt.DialContext)
 	}
 	rt.ExpectContinueTimeout = time.Second
 	rt.IdleConnTimeout = 60 * time.Second
@@ -263,6 +307,21 @@ func Redact(u *url.URL) string {
 }
 
 // seconds is n seconds, def when n is not positive (lfshttp's defaults for its timeouts).
+// resetOnClose makes dial's TCP connections reset when they are closed (SO_LINGER 0), not drained:
+// the transport closes a connection when its request is cancelled (Ctrl-C, a follower's git-lfs
+// gone), and the bytes of an upload still queued in the kernel then go no further. Drained, up to
+// the socket's send buffer (megabytes) would still cross a slow link after the agent stopped. A
+// connection closed between requests has nothing queued either way.
+func resetOnClose(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok && err == nil {
+			_ = tc.SetLinger(0)
+		}
+		return c, err
+	}
+}
+
 func seconds(n, def int) time.Duration {
 	if n < 1 {
 		n = def

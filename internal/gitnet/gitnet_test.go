@@ -2,19 +2,24 @@ package gitnet
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/git-lfs/git-lfs/v3/config"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 func client(git, env map[string][]string, warn *bytes.Buffer) *http.Client {
@@ -241,3 +246,116 @@ func TestProxyRefusedCredentialsNamed(t *testing.T) {
 		t.Errorf("error %q should name the proxy %s and its refusal, without the credentials", msg, addr)
 	}
 }
+
+// Redirects are followed as git-lfs follows them: the Authorization and Cookie headers stay with
+// the origin (scheme, host, port) they were set for; net/http alone would send them on to another
+// port of the same host, or to plain http there. A redirect from https to http is refused.
+func TestRedirectsKeepCredentialsOnTheirOrigin(t *testing.T) {
+	got := make(chan string, 4)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Path + " " + r.Header.Get("Authorization") + " " + r.Header.Get("Cookie")
+	}))
+	defer other.Close()
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/landed", http.StatusTemporaryRedirect)
+		case "/here":
+			http.Redirect(w, r, "/stayed", http.StatusFound)
+		default:
+			got <- r.URL.Path + " " + r.Header.Get("Authorization") + " " + r.Header.Get("Cookie")
+		}
+	}))
+	defer first.Close()
+	c := client(nil, nil, nil)
+	for path, want := range map[string]string{"/away": "/landed  ", "/here": "/stayed Bearer secret c=1"} {
+		req, _ := http.NewRequest(http.MethodGet, first.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer secret")
+		req.Header.Set("Cookie", "c=1")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if g := <-got; g != want {
+			t.Errorf("%s: the redirected request got %q, want %q", path, g, want)
+		}
+	}
+
+	tlsFirst := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/downgraded", http.StatusFound)
+	}))
+	defer tlsFirst.Close()
+	c = client(map[string][]string{"http.sslverify": {"false"}}, nil, nil)
+	resp, err := c.Get(tlsFirst.URL + "/x?sig=abc")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a redirect from https to http was followed (%s)", <-got)
+	}
+	if !strings.Contains(err.Error(), "https to http") {
+		t.Errorf("error %q does not say why", err)
+	}
+}
+
+// An upload whose request is cancelled sends nothing more: what it had queued in the kernel is
+// dropped with the connection (reset), not sent after the agent gave up on it (on a slow link,
+// seconds of bytes after Ctrl-C). The server reads only once the client has cancelled.
+func TestCancelledUploadStopsSending(t *testing.T) {
+	cancelled := make(chan struct{})
+	after := make(chan int64, 1)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-cancelled
+		n, _ := io.Copy(io.Discard, r.Body)
+		after <- n
+	}))
+	defer s.Close()
+	defer close(after)
+	ctx, cancel := context.WithCancel(context.Background())
+	var read atomic.Int64
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, &countingReader{io.LimitReader(zeros{}, 256<<20), &read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		resp, err := client(nil, nil, nil).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		sent <- err
+	}()
+	// Until the request's bytes fill the connection's buffers (the server reads none): the client
+	// stops reading its body.
+	last, since := int64(-1), time.Now()
+	if !testutil.Eventually(30*time.Second, func() bool {
+		if n := read.Load(); n != last {
+			last, since = n, time.Now()
+		}
+		return last > 1<<20 && time.Since(since) > 100*time.Millisecond
+	}) {
+		t.Fatal("the upload never filled the connection")
+	}
+	cancel()
+	if err := <-sent; err == nil {
+		t.Fatal("the cancelled request succeeded")
+	}
+	close(cancelled)
+	if n := <-after; n > 1<<20 {
+		t.Fatalf("the server received %d bytes of an upload after the client cancelled it", n)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -46,10 +46,10 @@ func (e Endpoint) Local() bool { return e.LocalDir != "" }
 // One difference: a remote given as a local path (which git-lfs does not take as a remote, and
 // for which its standalone adapter then fails) is its own URL when lfs.url does not say otherwise.
 func (r *Repo) Endpoint(ctx context.Context, operation, remote string) (Endpoint, error) {
-	if err := r.Load(ctx); err != nil {
+	f, err := r.finder(ctx, operation)
+	if err != nil {
 		return Endpoint{}, err
 	}
-	f := r.finder(ctx, operation)
 	ep := f.endpoint(remote)
 	ep.Operation = operation
 	if p, ok := LocalPath(ep.Url, f.base); ok {
@@ -60,7 +60,7 @@ func (r *Repo) Endpoint(ctx context.Context, operation, remote string) (Endpoint
 
 // finder is one resolution: the snapshot, the operation, the directory paths are relative to.
 type finder struct {
-	r           *Repo
+	s           *snapshot
 	op          string
 	base        string
 	gitDir      string
@@ -69,8 +69,12 @@ type finder struct {
 	pushAliases map[string]string
 }
 
-func (r *Repo) finder(ctx context.Context, op string) *finder {
-	f := &finder{r: r, op: op, base: r.git.Dir, protocol: "https",
+func (r *Repo) finder(ctx context.Context, op string) (*finder, error) {
+	s, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := &finder{s: s, op: op, base: r.git.Dir, protocol: "https",
 		aliases: map[string]string{}, pushAliases: map[string]string{}}
 	if loc, err := r.Location(ctx); err == nil {
 		f.gitDir, f.base = loc.GitDir, loc.TopLevel
@@ -81,10 +85,10 @@ func (r *Repo) finder(ctx context.Context, op string) *finder {
 	if f.base == "" {
 		f.base, _ = os.Getwd()
 	}
-	if v, ok := r.Get("lfs.gitprotocol"); ok {
+	if v, ok := s.get("lfs.gitprotocol"); ok {
 		f.protocol = v
 	}
-	for key, vals := range r.merged {
+	for key, vals := range s.merged {
 		if !strings.HasPrefix(key, "url.") {
 			continue
 		}
@@ -99,16 +103,16 @@ func (r *Repo) finder(ctx context.Context, op string) *finder {
 			}
 		}
 	}
-	return f
+	return f, nil
 }
 
 func (f *finder) endpoint(remote string) Endpoint {
 	if f.op == "upload" {
-		if v, ok := f.r.Get("lfs.pushurl"); ok {
+		if v, ok := f.s.get("lfs.pushurl"); ok {
 			return f.fromURL(v, "lfs.pushurl")
 		}
 	}
-	if v, ok := f.r.Get("lfs.url"); ok {
+	if v, ok := f.s.get("lfs.url"); ok {
 		return f.fromURL(v, "lfs.url")
 	}
 	if remote != "" && remote != "origin" {
@@ -128,7 +132,7 @@ func (f *finder) remoteEndpoint(remote string) Endpoint {
 		keys = append([]string{"remote." + remote + ".lfspushurl"}, keys...)
 	}
 	for _, k := range keys {
-		if v, ok := f.r.Get(k); ok {
+		if v, ok := f.s.get(k); ok {
 			return f.fromURL(v, k)
 		}
 	}
@@ -151,14 +155,14 @@ func (f *finder) remoteEndpoint(remote string) Endpoint {
 // ValidateRemoteFromList).
 func (f *finder) gitRemoteURL(remote string) (string, string) {
 	if f.op == "upload" {
-		if v, ok := f.r.Get("remote." + remote + ".pushurl"); ok {
+		if v, ok := f.s.get("remote." + remote + ".pushurl"); ok {
 			return v, "remote." + remote + ".pushurl"
 		}
 	}
-	if v, ok := f.r.Get("remote." + remote + ".url"); ok {
+	if v, ok := f.s.get("remote." + remote + ".url"); ok {
 		return v, "remote." + remote + ".url"
 	}
-	for _, name := range f.r.Remotes() {
+	for _, name := range f.s.remoteNames() {
 		if name == remote {
 			return remote, "remote"
 		}
@@ -299,10 +303,10 @@ func replaceAlias(aliases map[string]string, raw string) (string, bool) {
 // URLEndpoint is the endpoint of an LFS URL given as it is (…/info/lfs, a path, ssh://), resolved
 // as git-lfs resolves a configured lfs.url: insteadOf rules, local paths, SSH.
 func (r *Repo) URLEndpoint(ctx context.Context, operation, raw string) (Endpoint, error) {
-	if err := r.Load(ctx); err != nil {
+	f, err := r.finder(ctx, operation)
+	if err != nil {
 		return Endpoint{}, err
 	}
-	f := r.finder(ctx, operation)
 	ep := f.fromURL(raw, "given")
 	ep.Operation = operation
 	if p, ok := LocalPath(ep.Url, f.base); ok {
@@ -318,10 +322,10 @@ func (r *Repo) GitURL(ctx context.Context, operation, remote string) string {
 	if remote == "" {
 		remote = "origin"
 	}
-	if r.Load(ctx) != nil {
+	f, err := r.finder(ctx, operation)
+	if err != nil {
 		return ""
 	}
-	f := r.finder(ctx, operation)
 	u, _ := f.gitRemoteURL(remote)
 	if u == "" && isLocalPathRemote(remote) {
 		u = remote

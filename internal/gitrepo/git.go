@@ -24,8 +24,19 @@ func (g Git) Run(ctx context.Context, args ...string) (string, error) {
 
 // output runs git with args and returns its stdout untouched, also when git fails.
 func (g Git) output(ctx context.Context, args ...string) (string, error) {
+	out, err := g.Input(ctx, nil, args...)
+	return string(out), err
+}
+
+// Input runs git with args, stdin on its standard input (nil: none), and returns its stdout
+// untouched (NUL-separated lists, blob contents), also when git fails. A non-zero exit is an error
+// carrying git's stderr.
+func (g Git) Input(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = g.Dir
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -33,9 +44,9 @@ func (g Git) output(ctx context.Context, args ...string) (string, error) {
 		if msg == "" {
 			msg = err.Error()
 		}
-		return out.String(), &GitError{Args: args, Msg: msg, Err: err}
+		return out.Bytes(), &GitError{Args: args, Msg: msg, Err: err}
 	}
-	return out.String(), nil
+	return out.Bytes(), nil
 }
 
 // GitError is a failed git command.

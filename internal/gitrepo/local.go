@@ -3,10 +3,12 @@ package gitrepo
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 // LocalRemote is a remote on this machine's file system (a plain path or a file:// URL), where the
@@ -36,13 +38,17 @@ func (r *Repo) LocalRemote(ctx context.Context, operation, remote string) (Local
 	if err != nil {
 		return LocalRemote{}, err
 	}
-	if !r.known(remote) {
-		return LocalRemote{}, fmt.Errorf("remote %q is not a remote of this repository, nor a URL or a path", remote)
+	known, err := r.known(ctx, remote)
+	if err != nil {
+		return LocalRemote{}, err
+	}
+	if !known {
+		return LocalRemote{}, fmt.Errorf("remote %q is not a remote of this repository, nor a URL or a path", redact.URL(remote))
 	}
 	if !ep.Local() {
 		return LocalRemote{}, fmt.Errorf("remote %q has the LFS endpoint %s (from %s), which is not on this machine: the embedded Xet store works with "+
 			"remotes that are a local path or a file:// URL; for a network remote use an LFS server that offers the \"xet\" transfer "+
-			"(e.g. xet-server), or set xet.store / GIT_XET_STORE to a store directory", remote, Redact(ep.Url), ep.Source)
+			"(e.g. xet-server), or set xet.store / GIT_XET_STORE to a store directory", redact.URL(remote), redact.URL(ep.Url), ep.Source)
 	}
 	p := ep.LocalDir
 	fi, err := os.Stat(p)
@@ -60,34 +66,15 @@ func (r *Repo) LocalRemote(ctx context.Context, operation, remote string) (Local
 }
 
 // known reports whether remote is a configured remote's name, a URL or a path.
-func (r *Repo) known(remote string) bool {
+func (r *Repo) known(ctx context.Context, remote string) (bool, error) {
 	if strings.Contains(remote, ":") || isLocalPathRemote(remote) {
-		return true
+		return true, nil
 	}
-	for _, name := range r.Remotes() {
-		if name == remote {
-			return true
-		}
-	}
-	return false
+	names, err := r.Remotes(ctx)
+	return slices.Contains(names, remote), err
 }
 
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
-}
-
-// Redact drops a password and the query from a URL before it is shown.
-func Redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	u.RawQuery = ""
-	return u.String()
 }

@@ -32,21 +32,28 @@ func TestParseList(t *testing.T) {
 
 // fakeRepo is a Repo over fixed entries, as if loaded.
 func fakeRepo(git, lfs []Entry) *Repo {
-	r := &Repo{gitCfg: git, lfsCfg: lfs}
-	r.gitOnce.Do(func() {})
-	r.cfgOnce.Do(func() {})
-	r.indexGit()
-	r.merge()
+	gc := &gitConfig{entries: git, vals: map[string][]string{}}
+	for _, e := range git {
+		if !e.NoValue {
+			gc.vals[e.Key] = append(gc.vals[e.Key], e.Value)
+		}
+	}
+	s := &snapshot{git: gc, lfsCfg: lfs}
+	s.merge()
+	r := &Repo{}
+	r.gitc.Set(gc)
+	r.snap.Set(s)
 	return r
 }
 
 func TestSnapshotLookups(t *testing.T) {
 	r := fakeRepo(ParseList("lfs.url\nfromgit\x00remote.Up.lfsurl\nu1\x00xet.flag\x00xet.off\nno\x00"),
 		ParseList("lfs.url\nfromfile\x00lfs.pushurl\npush\x00core.sshcommand\nevil\x00remote.x.url\nevil\x00lfs.https://h.test/.access\nnone\x00"))
+	ctx := context.Background()
 	check := func(key, want string, wantOK bool) {
 		t.Helper()
-		if v, ok := r.Get(key); v != want || ok != wantOK {
-			t.Errorf("Get(%q) = %q, %v; want %q, %v", key, v, ok, want, wantOK)
+		if v, ok, err := r.Get(ctx, key); v != want || ok != wantOK || err != nil {
+			t.Errorf("Get(%q) = %q, %v, %v; want %q, %v", key, v, ok, err, want, wantOK)
 		}
 	}
 	check("lfs.url", "fromgit", true)     // git config wins over .lfsconfig
@@ -57,14 +64,15 @@ func TestSnapshotLookups(t *testing.T) {
 	check("core.sshcommand", "", false) // an unsafe one is ignored
 	check("remote.x.url", "", false)    // .lfsconfig may name only remote.<r>.lfsurl
 	check("xet.flag", "", true)         // set without a value
-	if all := r.GetAll("lfs.url"); strings.Join(all, ",") != "fromfile,fromgit" {
-		t.Errorf("GetAll(lfs.url) = %q", all)
+	if all, err := r.GetAll(ctx, "lfs.url"); strings.Join(all, ",") != "fromfile,fromgit" || err != nil {
+		t.Errorf("GetAll(lfs.url) = %q, %v", all, err)
 	}
-	if !r.Bool("xet.flag", false) || r.Bool("xet.off", true) || !r.Bool("xet.unset", true) {
+	boolOf := func(key string, def bool) bool { v, _ := r.Bool(ctx, key, def); return v }
+	if !boolOf("xet.flag", false) || boolOf("xet.off", true) || !boolOf("xet.unset", true) {
 		t.Error("Bool: a key without a value is true, \"no\" false, unset the default")
 	}
-	if v, ok := r.URLGet("lfs", "https://h.test/org/r.git/info/lfs", "access"); v != "none" || !ok {
-		t.Errorf("URLGet(lfs.<url>.access) = %q, %v", v, ok)
+	if v, ok, err := r.URLGet(ctx, "lfs", "https://h.test/org/r.git/info/lfs", "access"); v != "none" || !ok || err != nil {
+		t.Errorf("URLGet(lfs.<url>.access) = %q, %v, %v", v, ok, err)
 	}
 }
 
@@ -90,16 +98,13 @@ func TestLoadRealRepository(t *testing.T) {
 	}
 	ctx := context.Background()
 	r := New(Git{Dir: dir})
-	if err := r.Load(ctx); err != nil {
-		t.Fatal(err)
+	if v, _, err := r.Get(ctx, "xet.frominclude"); err != nil || v != "yes" {
+		t.Errorf("included key: %q, %v", v, err)
 	}
-	if v, _ := r.Get("xet.frominclude"); v != "yes" {
-		t.Errorf("included key: %q", v)
-	}
-	if v, _ := r.Get("alias.ml"); v != "!echo a\nb" {
+	if v, _, _ := r.Get(ctx, "alias.ml"); v != "!echo a\nb" {
 		t.Errorf("value with a newline: %q", v)
 	}
-	if v, _ := r.Get("lfs.url"); v != "https://file.test/r" {
+	if v, _, _ := r.Get(ctx, "lfs.url"); v != "https://file.test/r" {
 		t.Errorf("lfs.url from the work tree's .lfsconfig: %q", v)
 	}
 	loc, err := r.Location(ctx)
@@ -114,11 +119,11 @@ func TestLoadRealRepository(t *testing.T) {
 	}
 	git("add", ".lfsconfig")
 	os.Remove(filepath.Join(dir, ".lfsconfig"))
-	if v, _ := New(Git{Dir: dir}).Get("lfs.url"); v != "https://index.test/r" {
+	if v, _, _ := New(Git{Dir: dir}).Get(ctx, "lfs.url"); v != "https://index.test/r" {
 		t.Errorf("lfs.url from the index: %q", v)
 	}
 	git("rm", "-q", "--cached", ".lfsconfig")
-	if v, _ := New(Git{Dir: dir}).Get("lfs.url"); v != "https://file.test/r" {
+	if v, _, _ := New(Git{Dir: dir}).Get(ctx, "lfs.url"); v != "https://file.test/r" {
 		t.Errorf("lfs.url from HEAD: %q", v)
 	}
 }
@@ -171,10 +176,36 @@ func TestOtherKeysWithoutLFSConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(Git{Dir: dir})
-	if v, ok := r.Get("xet.loglevel"); v != "debug" || !ok {
-		t.Errorf("xet.loglevel = %q, %v", v, ok)
+	if v, ok, err := r.Get(context.Background(), "xet.loglevel"); v != "debug" || !ok || err != nil {
+		t.Errorf("xet.loglevel = %q, %v, %v", v, ok, err)
 	}
-	if err := r.Load(context.Background()); err == nil || !strings.Contains(err.Error(), ".lfsconfig") {
-		t.Errorf("Load with a broken .lfsconfig: %v", err)
+	if _, _, err := r.Get(context.Background(), "lfs.url"); err == nil || !strings.Contains(err.Error(), ".lfsconfig") {
+		t.Errorf("a key .lfsconfig may set, with a broken .lfsconfig: %v", err)
+	}
+}
+
+// A load cut short by its caller's context is not the repository's answer: the next caller, whose
+// context is alive, reads the configuration; and a lookup whose git cannot run says so instead of
+// answering "not set".
+func TestCancelledLoadNotKept(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", dir, "config", "lfs.url", "https://kept.test/r").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v\n%s", err, out)
+	}
+	r := New(Git{Dir: dir})
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := r.Get(gone, "lfs.url"); err == nil {
+		t.Error("a lookup whose git could not run reported no error")
+	}
+	if v, ok, err := r.Get(context.Background(), "lfs.url"); v != "https://kept.test/r" || !ok || err != nil {
+		t.Fatalf("after a cancelled load: %q, %v, %v; want the configured value", v, ok, err)
+	}
+	if _, err := r.Location(context.Background()); err != nil {
+		t.Fatalf("location after a cancelled load: %v", err)
 	}
 }

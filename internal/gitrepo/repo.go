@@ -20,24 +20,30 @@ import (
 	"sync"
 
 	"github.com/git-lfs/git-lfs/v3/config"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
 )
 
-// Repo is one repository's configuration snapshot and location, loaded lazily. It is safe for
+// Repo is one repository's configuration snapshot and location, loaded lazily (internal/lazy: one
+// git call at a time per value, a failed one tried again by the next caller). It is safe for
 // concurrent use.
 type Repo struct {
 	git Git
 
-	locOnce sync.Once
-	loc     Location
-	locErr  error
+	loc  lazy.Value[Location]
+	gitc lazy.Value[*gitConfig] // git config -l -z
+	snap lazy.Value[*snapshot]  // with .lfsconfig
+}
 
-	gitOnce sync.Once
-	gitErr  error
-	gitCfg  []Entry             // git config -l -z, in order
-	gitVals map[string][]string // gitCfg's values by key
+// gitConfig is git config's entries (git config -l -z), in order, and their values by key.
+type gitConfig struct {
+	entries []Entry
+	vals    map[string][]string
+}
 
-	cfgOnce   sync.Once
-	cfgErr    error
+// snapshot is what git-lfs sees of the configuration: git config with .lfsconfig merged.
+type snapshot struct {
+	git       *gitConfig
 	lfsCfg    []Entry             // .lfsconfig, every entry (unsafe keys included), in order
 	merged    map[string][]string // what git-lfs sees: safe .lfsconfig values, then git config's
 	remotes   []string            // remotes named in git config, in order
@@ -76,8 +82,7 @@ func New(g Git) *Repo { return &Repo{git: g} }
 
 // Location runs `git rev-parse` once and returns where the repository is.
 func (r *Repo) Location(ctx context.Context) (Location, error) {
-	r.locOnce.Do(func() { r.loc, r.locErr = r.git.location(ctx) })
-	return r.loc, r.locErr
+	return r.loc.Get(ctx, r.git.location)
 }
 
 // location asks git for the git directories, whether the repository is bare, and its top level,
@@ -107,73 +112,68 @@ func (g Git) location(ctx context.Context) (Location, error) {
 	return loc, nil
 }
 
-// Load reads the configuration, .lfsconfig included (once; later calls return the first answer).
-// Get and the others call it themselves; a caller that must report a failure calls it first.
-func (r *Repo) Load(ctx context.Context) error {
-	r.cfgOnce.Do(func() { r.cfgErr = r.load(ctx) })
-	return r.cfgErr
-}
+func (r *Repo) snapshot(ctx context.Context) (*snapshot, error) { return r.snap.Get(ctx, r.load) }
 
-// loadGit reads git config alone: what a key that .lfsconfig cannot set needs.
-func (r *Repo) loadGit(ctx context.Context) error {
-	r.gitOnce.Do(func() {
+// gitConfig reads git config alone: what a key that .lfsconfig cannot set needs.
+func (r *Repo) gitConfig(ctx context.Context) (*gitConfig, error) {
+	return r.gitc.Get(ctx, func(ctx context.Context) (*gitConfig, error) {
 		out, err := r.git.output(ctx, "config", "--includes", "-l", "-z")
 		if err != nil {
-			r.gitErr = fmt.Errorf("reading git config: %w", err)
-			return
+			return nil, fmt.Errorf("reading git config: %w", err)
 		}
-		r.gitCfg = ParseList(out)
-		r.indexGit()
+		gc := &gitConfig{entries: ParseList(out), vals: map[string][]string{}}
+		for _, e := range gc.entries {
+			if !e.NoValue {
+				gc.vals[e.Key] = append(gc.vals[e.Key], e.Value)
+			}
+		}
+		return gc, nil
 	})
-	return r.gitErr
 }
 
-func (r *Repo) indexGit() {
-	r.gitVals = map[string][]string{}
-	for _, e := range r.gitCfg {
-		if !e.NoValue {
-			r.gitVals[e.Key] = append(r.gitVals[e.Key], e.Value)
+func (r *Repo) load(ctx context.Context) (*snapshot, error) {
+	gc, err := r.gitConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{git: gc}
+	loc, err := r.Location(ctx)
+	switch {
+	case err == nil:
+		if s.lfsCfg, err = r.git.readLFSConfig(ctx, loc); err != nil {
+			return nil, err
 		}
+	case ctx.Err() != nil: // not "outside a repository", where there is no .lfsconfig
+		return nil, ctx.Err()
 	}
-}
-
-func (r *Repo) load(ctx context.Context) error {
-	if err := r.loadGit(ctx); err != nil {
-		return err
-	}
-	if loc, err := r.Location(ctx); err == nil { // outside a repository there is no .lfsconfig
-		if r.lfsCfg, err = r.git.readLFSConfig(ctx, loc); err != nil {
-			return err
-		}
-	}
-	r.merge()
-	return nil
+	s.merge()
+	return s, nil
 }
 
 // merge builds what git-lfs's config package builds from its two sources: .lfsconfig first,
 // restricted to the keys it may set, then git config, so that git config's value of a key is
 // the last, the one Get answers. Keys without a value are left out, as git-lfs leaves them out.
-func (r *Repo) merge() {
-	r.merged = map[string][]string{}
-	r.lfsRemote = map[string]bool{}
+func (s *snapshot) merge() {
+	s.merged = map[string][]string{}
+	s.lfsRemote = map[string]bool{}
 	seen := map[string]bool{}
-	for _, e := range r.lfsCfg {
+	for _, e := range s.lfsCfg {
 		if e.NoValue || !safeInLFSConfig(e.Key) {
 			continue
 		}
-		r.merged[e.Key] = append(r.merged[e.Key], e.Value)
+		s.merged[e.Key] = append(s.merged[e.Key], e.Value)
 		if name, ok := remoteOf(e.Key); ok {
-			r.lfsRemote[name] = true
+			s.lfsRemote[name] = true
 		}
 	}
-	for _, e := range r.gitCfg {
+	for _, e := range s.git.entries {
 		if name, ok := remoteOf(e.Key); ok && !seen[name] {
 			seen[name] = true
-			r.remotes = append(r.remotes, name)
-			delete(r.lfsRemote, name)
+			s.remotes = append(s.remotes, name)
+			delete(s.lfsRemote, name)
 		}
 		if !e.NoValue {
-			r.merged[e.Key] = append(r.merged[e.Key], e.Value)
+			s.merged[e.Key] = append(s.merged[e.Key], e.Value)
 		}
 	}
 }
@@ -192,34 +192,57 @@ func remoteOf(key string) (string, bool) {
 }
 
 // Get returns the last value of key (git config over .lfsconfig), as git-lfs reads it. ok is false
-// when the key is not set; a key set without a value reads as "" and ok.
-func (r *Repo) Get(key string) (string, bool) {
-	all := r.GetAll(key)
-	if len(all) == 0 {
-		if r.noValue(key) {
-			return "", true
-		}
-		return "", false
+// when the key is not set; a key set without a value reads as "" and ok. err: git could not be
+// asked (ctx ended, or no repository where one is needed).
+func (r *Repo) Get(ctx context.Context, key string) (v string, ok bool, err error) {
+	all, err := r.GetAll(ctx, key)
+	if err != nil || len(all) > 0 {
+		return last(all), len(all) > 0, err
 	}
-	return all[len(all)-1], true
+	gc, err := r.gitConfig(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	return "", gc.noValue(key), nil
 }
 
 // GetAll returns every value of key in order: .lfsconfig's (for the keys it may set), then git
 // config's. A key .lfsconfig cannot set is looked up without reading .lfsconfig.
-func (r *Repo) GetAll(key string) []string {
+func (r *Repo) GetAll(ctx context.Context, key string) ([]string, error) {
 	k := foldKey(key)
 	if safeInLFSConfig(k) {
-		_ = r.Load(context.Background())
-		return append([]string(nil), r.merged[k]...)
+		s, err := r.snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return slices.Clone(s.merged[k]), nil
 	}
-	_ = r.loadGit(context.Background())
-	return append([]string(nil), r.gitVals[k]...)
+	gc, err := r.gitConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(gc.vals[k]), nil
 }
 
-func (r *Repo) noValue(key string) bool {
+func last(all []string) string {
+	if len(all) == 0 {
+		return ""
+	}
+	return all[len(all)-1]
+}
+
+// get is Get on a loaded snapshot (the endpoint resolver's).
+func (s *snapshot) get(key string) (string, bool) {
+	if all := s.merged[foldKey(key)]; len(all) > 0 {
+		return all[len(all)-1], true
+	}
+	return "", s.git.noValue(key)
+}
+
+// noValue reports whether git config sets key without a value.
+func (gc *gitConfig) noValue(key string) bool {
 	k := foldKey(key)
-	_ = r.loadGit(context.Background())
-	for _, e := range r.gitCfg {
+	for _, e := range gc.entries {
 		if e.Key == k && e.NoValue {
 			return true
 		}
@@ -229,47 +252,71 @@ func (r *Repo) noValue(key string) bool {
 
 // Bool is key read as git reads a boolean (a key without a value is true), def when unset or not
 // a boolean.
-func (r *Repo) Bool(key string, def bool) bool {
-	v, ok := r.Get(key)
-	if !ok {
-		return def
+func (r *Repo) Bool(ctx context.Context, key string, def bool) (bool, error) {
+	v, ok, err := r.Get(ctx, key)
+	if err != nil || !ok {
+		return def, err
 	}
-	if v == "" && r.noValue(key) {
-		return true
+	if v == "" {
+		if gc, err := r.gitConfig(ctx); err == nil && gc.noValue(key) {
+			return true, nil
+		}
 	}
-	return config.Bool(v, def)
+	return config.Bool(v, def), nil
 }
 
 // URLGet returns <prefix>.<url>.<key> for the configured URL that best matches rawurl, by git's
 // rules for http.<url>.* (git-lfs's URLConfig), else <prefix>.<key>.
-func (r *Repo) URLGet(prefix, rawurl, key string) (string, bool) {
-	return config.NewURLConfig(r.Env()).Get(prefix, rawurl, key)
+func (r *Repo) URLGet(ctx context.Context, prefix, rawurl, key string) (string, bool, error) {
+	env, err := r.Env(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	v, ok := config.NewURLConfig(env).Get(prefix, rawurl, key)
+	return v, ok, nil
 }
 
 // Remotes lists the remotes git config names, and those .lfsconfig names by a remote.<r>.lfsurl.
-func (r *Repo) Remotes() []string {
-	_ = r.Load(context.Background())
+func (r *Repo) Remotes(ctx context.Context) ([]string, error) {
+	s, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.remoteNames(), nil
+}
+
+func (s *snapshot) remoteNames() []string {
 	var only []string
-	for name := range r.lfsRemote {
+	for name := range s.lfsRemote {
 		only = append(only, name)
 	}
 	slices.Sort(only)
-	return append(append([]string(nil), r.remotes...), only...)
+	return append(slices.Clone(s.remotes), only...)
 }
 
 // Env is the snapshot as git-lfs's config.Environment, for git-lfs's own packages (URLConfig,
 // creds, lfshttp): what they read from it is what git-lfs reads.
-func (r *Repo) Env() config.Environment {
-	_ = r.Load(context.Background())
-	return config.EnvironmentOf(fetcher(r.merged))
+func (r *Repo) Env(ctx context.Context) (config.Environment, error) {
+	s, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return config.EnvironmentOf(fetcher(s.merged)), nil
 }
 
 // LFSConfiguration is a git-lfs config.Configuration over the snapshot and osEnv (the process's
 // environment as KEY=VALUE strings, given by the caller, which owns reading the environment): what
 // git-lfs's lfshttp and creds packages take, built without running git.
+//
+// git-lfs's packages ask it without a context: the snapshot is the one a caller loaded (Load), else
+// it is loaded here with no deadline, and a configuration that cannot be read reads as empty (the
+// caller that must report that calls Load first).
 func (r *Repo) LFSConfiguration(osEnv []string) *config.Configuration {
 	cfg := config.NewFrom(config.Values{}) // empty: NewFrom prints each value it is given
-	cfg.Git = r.Env()
+	cfg.Git = config.EnvironmentOf(fetcher(nil))
+	if env, err := r.Env(context.Background()); err == nil {
+		cfg.Git = env
+	}
 	vars := environ{}
 	for _, kv := range osEnv {
 		if k, v, ok := strings.Cut(kv, "="); ok {

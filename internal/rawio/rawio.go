@@ -13,8 +13,10 @@
 package rawio
 
 import (
+	"errors"
 	"io"
 	"syscall"
+	"time"
 )
 
 // FD reads and writes one non-blocking descriptor through its syscall.RawConn (from an *os.File
@@ -23,7 +25,10 @@ import (
 // Concurrency: like the connection it wraps (one reader and one writer at a time).
 type FD struct {
 	rc syscall.RawConn
+	dl readDeadliner // c's own read deadline, when it has one (an *os.File and a net.Conn do)
 }
+
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
 
 // New returns the FD of c, which must be non-blocking and in the poller: an *os.File made by
 // os.NewFile from a non-blocking descriptor, or a net.Conn.
@@ -32,7 +37,18 @@ func New(c syscall.Conn) (*FD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FD{rc: rc}, nil
+	dl, _ := c.(readDeadliner)
+	return &FD{rc: rc, dl: dl}, nil
+}
+
+// SetReadDeadline sets the read deadline of the descriptor (of what New was given): a Read waiting
+// in the poller returns an error once it has passed, which is how its owner stops a reader
+// goroutine. It fails when that has no deadlines.
+func (f *FD) SetReadDeadline(t time.Time) error {
+	if f.dl == nil {
+		return errors.New("rawio: no read deadline on this descriptor")
+	}
+	return f.dl.SetReadDeadline(t)
 }
 
 // Read reads up to len(p) bytes, waiting in the poller until some are there. It returns io.EOF at

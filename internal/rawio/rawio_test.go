@@ -77,6 +77,18 @@ func TestDeadlineAndErrors(t *testing.T) {
 	if _, err := rf.Read(make([]byte, 8)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read of an empty pipe past its deadline: %v", err)
 	}
+	// The FD's own SetReadDeadline is the file's: a read waiting for data stops at it.
+	if err := rf.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { _, err := rf.Read(make([]byte, 8)); stopped <- err }()
+	if err := rf.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a waiting read after SetReadDeadline: %v", err)
+	}
 	wf, _ := New(w)
 	r.Close()
 	if _, err := wf.Write([]byte("x")); err == nil {

@@ -4,13 +4,13 @@ import (
 	"os"
 	"sync"
 
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // localSpans finds chunks in objects on this machine (the chunk index), asked once per xorb.
 type localSpans struct {
-	src    download.Local
+	src    span.Local
 	mu     sync.Mutex
 	byXorb map[hash.Hash][]localSpan
 }
@@ -26,7 +26,7 @@ type localSpan struct {
 // maxLocalXorbs bounds the xorbs whose spans are kept (the lookups are forgotten past it).
 const maxLocalXorbs = 4096
 
-func newLocalSpans(src download.Local) *localSpans {
+func newLocalSpans(src span.Local) *localSpans {
 	return &localSpans{src: src, byXorb: map[hash.Hash][]localSpan{}}
 }
 

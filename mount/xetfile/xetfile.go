@@ -33,9 +33,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/mount/chunkcache"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // Defaults of Config.
@@ -49,7 +49,7 @@ const (
 // Config configures Files. Zero fields take defaults.
 type Config struct {
 	Cache *chunkcache.Cache // chunks and footers on disk; nil: none
-	Local download.Local    // chunks of objects on this machine (the chunk index); nil: none
+	Local span.Local        // chunks of objects on this machine (the chunk index); nil: none
 	Log   zerolog.Logger
 	// MemBytes bounds the verified chunks kept in memory.
 	MemBytes int64

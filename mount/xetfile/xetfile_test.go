@@ -24,6 +24,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -304,9 +305,9 @@ func TestDiskCacheAcrossMountsAndVersions(t *testing.T) {
 }
 
 // localOf offers a file's chunks as a local object (the chunk index's part).
-type localOf struct{ spans []download.Span }
+type localOf struct{ spans []span.Span }
 
-func (l localOf) Spans([]hash.Hash) []download.Span { return l.spans }
+func (l localOf) Spans([]hash.Hash) []span.Span { return l.spans }
 
 // Chunks of a local object are read from it, each verified: none is fetched; a local copy whose
 // bytes changed is not used.
@@ -314,10 +315,10 @@ func TestLocalChunksAreNotFetched(t *testing.T) {
 	v1 := testutil.RandomBytes(4<<20, 8)
 	w := newWorld(t, v1)
 	path := t.TempDir() + "/object"
-	writeSpans := func(content []byte) []download.Span {
-		var spans []download.Span
+	writeSpans := func(content []byte) []span.Span {
+		var spans []span.Span
 		err := download.Download(context.Background(), download.Config{CAS: w.cas.Client}, download.Request{
-			File: w.res[oidOf(v1)].FileHash, Size: int64(len(v1)), Path: path, OnTerm: func(s download.Span) { spans = append(spans, s) }})
+			File: w.res[oidOf(v1)].FileHash, Size: int64(len(v1)), Path: path, OnTerm: func(s span.Span) { spans = append(spans, s) }})
 		if err != nil {
 			t.Fatal(err)
 		}

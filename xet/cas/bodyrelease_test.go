@@ -2,6 +2,7 @@ package cas_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -47,3 +49,38 @@ func TestPutXorbReleasesBody(t *testing.T) {
 		t.Fatal("PutXorb returned before the transport closed the request body")
 	}
 }
+
+// failingToken is a TokenSource whose every Token fails.
+type failingToken struct{}
+
+func (failingToken) Token(context.Context) (string, error) {
+	return "", errors.New("the token route refused the credential")
+}
+func (failingToken) Invalidate(string) bool { return false }
+
+// A xorb upload whose token cannot be had fails at once with the token's error: the request, and
+// its body, was never sent, so there is no body to wait for.
+func TestPutXorbWithoutTokenFailsAtOnce(t *testing.T) {
+	var sent atomic.Int32
+	rt := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return nil, errors.New("not to be sent")
+	})
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: "http://127.0.0.1:1", Token: failingToken{},
+		HTTPClient: &http.Client{Transport: rt}, Retry: retry.Policy{Attempts: 1}})
+	began := time.Now()
+	_, err := c.PutXorb(context.Background(), &xorb.Xorb{Hash: hash.Hash{1}, Body: make([]byte, 1000)})
+	if err == nil || !strings.Contains(err.Error(), "refused the credential") {
+		t.Fatalf("PutXorb without a token: %v, want the token's error", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("PutXorb without a token took %v", took)
+	}
+	if sent.Load() != 0 {
+		t.Fatal("a request was sent without its token")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

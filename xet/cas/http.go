@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,58 +143,27 @@ func (h *HTTP) onceRefreshing(ctx context.Context, c call, refreshed *bool) erro
 var errRetryNow = errors.New("retry now")
 
 func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
-	var body io.Reader
-	var tb *trackedBodies
-	bodyOf, bodyLen := c.bodyOf, c.bodyLen
-	if bodyOf == nil && len(c.body) > 0 {
-		bodyOf, bodyLen = func() io.Reader { return bytes.NewReader(c.body) }, int64(len(c.body))
+	var token string
+	if c.auth && h.o.Token != nil { // before the body is opened: a request not sent holds none
+		if token, err = h.o.Token.Token(ctx); err != nil {
+			return fmt.Errorf("%s: %w", c.op, err)
+		}
 	}
-	switch {
-	case bodyOf != nil:
+	// The request's own context: the stall guard of its answer's body cancels it.
+	rctx, cancel := context.WithCancel(ctx)
+	req, tb, err := h.newRequest(rctx, c, token)
+	if err != nil {
+		cancel()
+		return err
+	}
+	if tb != nil {
 		// The transport may still read a request body after Do returns (an early answer); the
 		// caller may reuse c.body once we return, so wait until every body was closed.
-		tb = &trackedBodies{reader: bodyOf}
-		body = tb.open()
 		defer func() {
 			if !tb.wait(bodyReleaseTimeout) {
 				err = fmt.Errorf("%s: the HTTP transport still held the request body %v after the answer", c.op, bodyReleaseTimeout)
 			}
 		}()
-	case c.body != nil:
-		body = bytes.NewReader(c.body)
-	}
-	// The request's own context: the stall guard of its answer's body cancels it.
-	rctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(rctx, c.method, c.url, body)
-	if err != nil {
-		cancel()
-		if tb != nil {
-			tb.closeAll()
-		}
-		return fmt.Errorf("%s: %w", c.op, err)
-	}
-	if tb != nil {
-		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
-	}
-	if bodyOf != nil || c.body != nil {
-		req.ContentLength = bodyLen // 0 for an empty, non-nil body
-	}
-	req.Header.Set("User-Agent", h.o.UserAgent)
-	for k, v := range c.header {
-		req.Header.Set(k, v)
-	}
-	var token string
-	if c.auth {
-		if h.o.Token != nil {
-			if token, err = h.o.Token.Token(ctx); err != nil {
-				cancel()
-				return fmt.Errorf("%s: %w", c.op, err)
-			}
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if h.o.SessionID != "" {
-			req.Header.Set(lfsbatch.HeaderSessionID, h.o.SessionID)
-		}
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -221,6 +191,49 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	return c.accept(resp)
 }
 
+// newRequest is the request of call c under ctx, with token (h.o.Token's). A body given as a
+// function (bodyOf) is tracked (tb): every reader handed to the transport is counted until closed.
+func (h *HTTP) newRequest(ctx context.Context, c call, token string) (req *http.Request, tb *trackedBodies, err error) {
+	var body io.Reader
+	bodyOf, bodyLen := c.bodyOf, c.bodyLen
+	if bodyOf == nil && len(c.body) > 0 {
+		bodyOf, bodyLen = func() io.Reader { return bytes.NewReader(c.body) }, int64(len(c.body))
+	}
+	switch {
+	case bodyOf != nil:
+		tb = &trackedBodies{reader: bodyOf}
+		body = tb.open()
+	case c.body != nil:
+		body = bytes.NewReader(c.body)
+	}
+	req, err = http.NewRequestWithContext(ctx, c.method, c.url, body)
+	if err != nil {
+		if tb != nil {
+			tb.closeAll()
+		}
+		return nil, nil, fmt.Errorf("%s: %w", c.op, err)
+	}
+	if tb != nil {
+		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
+	}
+	if bodyOf != nil || c.body != nil {
+		req.ContentLength = bodyLen // 0 for an empty, non-nil body
+	}
+	req.Header.Set("User-Agent", h.o.UserAgent)
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	if c.auth {
+		if h.o.Token != nil {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if h.o.SessionID != "" {
+			req.Header.Set(lfsbatch.HeaderSessionID, h.o.SessionID)
+		}
+	}
+	return req, tb, nil
+}
+
 // bodyReleaseTimeout bounds the wait for the transport to close a request body after the answer
 // (net/http always closes it; this only guards against a broken RoundTripper).
 const bodyReleaseTimeout = time.Minute
@@ -228,15 +241,16 @@ const bodyReleaseTimeout = time.Minute
 // trackedBodies hands out readers of one request body and reports when all were closed.
 type trackedBodies struct {
 	reader func() io.Reader
-	wg     sync.WaitGroup
 	mu     sync.Mutex
 	all    []*trackedBody
+	nopen  int           // bodies handed out and not closed
+	idle   chan struct{} // closed when nopen falls to 0 (made by wait)
 }
 
 type trackedBody struct {
 	r    io.Reader
 	once sync.Once
-	wg   *sync.WaitGroup
+	t    *trackedBodies
 }
 
 func (t *trackedBody) Read(p []byte) (int, error) { return t.r.Read(p) }
@@ -251,35 +265,54 @@ func (t *trackedBody) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (t *trackedBody) Close() error {
-	t.once.Do(t.wg.Done)
+	t.once.Do(t.t.closed)
 	return nil
 }
 
 func (t *trackedBodies) open() *trackedBody {
-	b := &trackedBody{r: t.reader(), wg: &t.wg}
-	t.wg.Add(1)
+	b := &trackedBody{r: t.reader(), t: t}
 	t.mu.Lock()
 	t.all = append(t.all, b)
+	t.nopen++
 	t.mu.Unlock()
 	return b
 }
 
-func (t *trackedBodies) closeAll() {
+// closed counts a body closed.
+func (t *trackedBodies) closed() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, b := range t.all {
+	if t.nopen--; t.nopen == 0 && t.idle != nil {
+		close(t.idle)
+		t.idle = nil
+	}
+}
+
+func (t *trackedBodies) closeAll() {
+	t.mu.Lock()
+	all := slices.Clone(t.all)
+	t.mu.Unlock()
+	for _, b := range all {
 		b.Close()
 	}
 }
 
 // wait reports whether every body was closed within d.
 func (t *trackedBodies) wait(d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { t.wg.Wait(); close(done) }()
+	t.mu.Lock()
+	if t.nopen == 0 {
+		t.mu.Unlock()
+		return true
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
+	idle := t.idle
+	t.mu.Unlock()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-done:
+	case <-idle:
 		return true
 	case <-timer.C:
 		return false

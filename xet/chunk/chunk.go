@@ -54,7 +54,7 @@ func nextFrom(data []byte, done int) int {
 // scan continues the rolling hash h over data and returns the index just past the first byte after
 // which h&Mask == 0, or 0 when there is none. It is the chunker's hot loop: a leaf kept out of line
 // so that h and the index stay in registers (h = h + h + Gear[b] is one LEA), unrolled 8 times
-// (measured faster than 4 times or a plain range loop).
+// (faster than 4 times or a plain range loop: BenchmarkNext).
 //
 //go:noinline
 func scan(data []byte, h uint64) int {

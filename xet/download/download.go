@@ -13,13 +13,13 @@ import (
 	"path/filepath"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // Config configures downloads. Zero fields take defaults.
@@ -74,10 +74,14 @@ func (cfg Config) withDefaults() Config {
 
 // Request is one download.
 type Request struct {
-	File   hash.Hash
-	Range  *casapi.ByteRange // nil: the whole file
-	SHA256 *[32]byte         // checked when the whole file is downloaded
-	Size   int64             // -1 unknown; checked when the whole file is downloaded
+	File  hash.Hash
+	Range *casapi.ByteRange // nil: the whole file
+	// Plan, when set, is the CAS's reconstruction of File (and Range) that the caller asked for
+	// already (the agent looks at a plan's xorbs before a download takes its turn): it is used
+	// instead of asking again. Planned again when its signed URLs have expired.
+	Plan   *casapi.ReconstructionV2
+	SHA256 *[32]byte // checked when the whole file is downloaded
+	Size   int64     // -1 unknown; checked when the whole file is downloaded
 	// Path is the final path; the file is written to a temp file beside it and renamed when verified.
 	Path string
 	// PrivatePath says no one looks at Path before Download returns (the agent's own name in
@@ -87,22 +91,26 @@ type Request struct {
 	// NoSync skips the fsync before Download returns: for a file handed to git-lfs, which does not
 	// sync the objects it stores either (a file a crash loses is fetched again; it is verified
 	// before it is handed over either way).
-	NoSync   bool
-	Progress func(done int64) // bytes written so far (may be nil)
+	NoSync bool
+	// Progress (may be nil) is told the bytes written so far, each call more than the last; calls
+	// are serialised by a lock of their own, which a slow one holds up only the ranges reporting.
+	Progress func(done int64)
 	// Local, for a whole-file download, offers chunks already on this machine: terms it covers
 	// are copied from there (each chunk verified first) instead of fetched, and of a term it
 	// covers in part only the missing chunks are fetched (Config.GapBytes).
-	Local Local
+	Local span.Local
 	// OnTerm, for a whole-file download, is told of each term once its bytes are written and its
-	// chunk hashes verified (Span.Path ""): the verified part of the output so far. Calls are
-	// serialised.
-	OnTerm func(Span)
+	// chunk hashes verified (span.Span.Path ""): the verified part of the output so far. It is called
+	// by the goroutine of the range that finished the term, under no lock of the download's:
+	// calls may come from several ranges at once, and one that takes its time holds up its own
+	// range only.
+	OnTerm func(span.Span)
 	// OnPart, for a whole-file download, is told of the parts of fetched terms as they are
 	// written (about every 8 MiB of a term, XorbEnd set; then the rest of the term): what an
 	// interrupted attempt's successor can keep and continue from (with Keep and Local). Terms
-	// copied from local files are not reported (copying them again is cheap). Calls are
-	// serialised.
-	OnPart func(Span)
+	// copied from local files are not reported (copying them again is cheap). Called as OnTerm
+	// is: from several ranges at once.
+	OnPart func(span.Span)
 	// Keep, with PrivatePath, resumes into what is already at Path: the file is not truncated
 	// (Local may name verified parts of it) and is left there when the download fails.
 	Keep bool
@@ -131,20 +139,7 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 			err = fmt.Errorf("download %s to %s: %w", req.File, req.Path, err)
 		}
 	}()
-	dir, base := filepath.Split(req.Path)
-	if dir == "" {
-		dir = "."
-	}
-	var f *os.File
-	if req.PrivatePath {
-		flags := os.O_RDWR | os.O_CREATE
-		if !req.Keep {
-			flags |= os.O_TRUNC
-		}
-		f, err = os.OpenFile(req.Path, flags, 0o644)
-	} else {
-		f, err = os.CreateTemp(dir, "."+base+".*.xet-tmp")
-	}
+	f, err := openOutput(req)
 	if err != nil {
 		return err
 	}
@@ -164,22 +159,10 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 			}
 		}
 	}()
-
 	if req.Stats == nil {
 		req.Stats = new(Stats)
 	}
-	err = fillVerified(ctx, cfg, req, f, df)
-	if used := req.Stats.Local + req.Stats.InPlace; err != nil && used > 0 && errors.As(err, new(mismatch)) && ctx.Err() == nil {
-		// Every local chunk hashed right, yet the file does not verify: the local record itself is
-		// wrong (or the CAS sent bad bytes recorded as good by an earlier attempt). Start afresh.
-		cfg.Log.Warn().Err(err).Int64("local_bytes", used).Msg("download: fetching the whole file again, without local copies")
-		req.Local = nil
-		if err = f.Truncate(0); err != nil {
-			return err
-		}
-		err = fillVerified(ctx, cfg, req, f, df)
-	}
-	if err != nil {
+	if err := fillOrRefill(ctx, cfg, req, f, df); err != nil {
 		return err
 	}
 	if !req.NoSync {
@@ -194,6 +177,40 @@ func Download(ctx context.Context, cfg Config, req Request) (err error) {
 		return nil
 	}
 	return os.Rename(tmp, req.Path)
+}
+
+// openOutput opens the file a download writes: req.Path itself with PrivatePath (truncated unless
+// Keep), else a new temp file beside it.
+func openOutput(req Request) (*os.File, error) {
+	if req.PrivatePath {
+		flags := os.O_RDWR | os.O_CREATE
+		if !req.Keep {
+			flags |= os.O_TRUNC
+		}
+		return os.OpenFile(req.Path, flags, 0o644)
+	}
+	dir, base := filepath.Split(req.Path)
+	if dir == "" {
+		dir = "."
+	}
+	return os.CreateTemp(dir, "."+base+".*.xet-tmp")
+}
+
+// fillOrRefill fills f verified (fillVerified); when local chunks were used and the file does not
+// verify anyway, it fills it again from the CAS alone.
+func fillOrRefill(ctx context.Context, cfg Config, req Request, f, df *os.File) error {
+	err := fillVerified(ctx, cfg, req, f, df)
+	if used := req.Stats.Local + req.Stats.InPlace; err != nil && used > 0 && errors.As(err, new(mismatch)) && ctx.Err() == nil {
+		// Every local chunk hashed right, yet the file does not verify: the local record itself is
+		// wrong (or the CAS sent bad bytes recorded as good by an earlier attempt). Start afresh.
+		cfg.Log.Warn().Err(err).Int64("local_bytes", used).Msg("download: fetching the whole file again, without local copies")
+		req.Local = nil
+		if err = f.Truncate(0); err != nil {
+			return err
+		}
+		err = fillVerified(ctx, cfg, req, f, df)
+	}
+	return err
 }
 
 // sizeUpFront: outputs this big are sized and their blocks reserved before the jobs write. A smaller
@@ -232,75 +249,78 @@ func fillVerified(ctx context.Context, cfg Config, req Request, f, df *os.File) 
 // It returns the number of bytes written and, for a whole file with req.SHA256 set, their SHA-256
 // (computed as they are written, see shaStream).
 func fill(ctx context.Context, cfg Config, req Request, f, df *os.File) (int64, *[32]byte, error) {
-	whole := req.Range == nil
-	wantSHA := whole && req.SHA256 != nil
-	if whole && req.File == hash.Zero {
-		if wantSHA {
+	if req.Range == nil && req.File == hash.Zero { // the empty file has the zero hash and no terms
+		if req.SHA256 != nil {
 			sum := sha256.Sum256(nil)
 			return 0, &sum, nil
 		}
-		return 0, nil, nil // the empty file has the zero hash and no terms
+		return 0, nil, nil
 	}
+	plan := req.Plan
 	for replanned := false; ; replanned = true {
-		plan, err := cfg.CAS.Reconstruct(ctx, req.File, req.Range)
-		if err != nil {
-			return 0, nil, err
-		}
-		l, js, err := planFill(cfg, req, plan, f.Name())
-		if err != nil {
-			return 0, nil, err
-		}
-		if req.Keep || l.size >= sizeUpFront {
-			if err := f.Truncate(l.size); err != nil {
+		if plan == nil || replanned {
+			var err error
+			if plan, err = Plan(ctx, cfg.CAS, req.File, req.Range, req.Size); err != nil { // every answer, when a server caps them
 				return 0, nil, err
 			}
-			preallocate(f, l.size)
 		}
-		s := newSink(cfg, req, f, df, l, js)
-		if whole {
-			s.merkle = newMerkleStream(len(l.terms), filepath.Dir(f.Name()), defaultWaitBudget)
-		}
-		if wantSHA {
-			s.sha = newSHAStream(f)
-			defer s.sha.stop()
-		}
-		if l.size >= writebackStep {
-			s.wb = newWriteback(f)
-		}
-		err = runJobs(ctx, cfg, js, s)
-		if s.wb != nil {
-			s.wb.close(err == nil)
-		}
-		if s.merkle != nil {
-			s.merkle.close()
-		}
-		s.statsTo(req.Stats)
+		size, sum, err := fillPlan(ctx, cfg, req, plan, f, df)
 		if errors.Is(err, cas.ErrURLExpired) && !replanned {
 			cfg.Log.Debug().Str("file", req.File.String()).Msg("download: signed URL expired; planning again")
 			continue
 		}
+		return size, sum, err
+	}
+}
+
+// fillPlan writes the bytes plan says into f (see fill). A whole file's decoded chunks must hash
+// to req.File.
+func fillPlan(ctx context.Context, cfg Config, req Request, plan *casapi.ReconstructionV2, f, df *os.File) (int64, *[32]byte, error) {
+	whole := req.Range == nil
+	l, js, err := planFill(cfg, req, plan, f.Name())
+	if err != nil {
+		return 0, nil, err
+	}
+	if whole && req.Size >= 0 && l.size != req.Size {
+		// Before any fetch and before the file is sized: the expected size may be a pointer's
+		// (a cloned repository's choice), the plan's a server's; neither is worked on when
+		// they disagree.
+		return 0, nil, mismatch{fmt.Sprintf("file is %d bytes (its reconstruction plan), expected %d", l.size, req.Size)}
+	}
+	if req.Keep || l.size >= sizeUpFront {
+		if err := f.Truncate(l.size); err != nil {
+			return 0, nil, err
+		}
+		preallocate(f, l.size)
+	}
+	s := newSink(cfg, req, f, df, l, js)
+	if s.sha != nil {
+		defer s.sha.stop()
+	}
+	err = runJobs(ctx, cfg, js, s)
+	s.close(err == nil)
+	s.statsTo(req.Stats)
+	if err != nil {
+		return 0, nil, err
+	}
+	s.progressEnd()
+	if whole {
+		got, err := s.merkle.sum()
 		if err != nil {
 			return 0, nil, err
 		}
-		s.progressEnd()
-		if whole {
-			got, err := s.merkle.sum()
-			if err != nil {
-				return 0, nil, err
-			}
-			if got != req.File {
-				return 0, nil, mismatch{fmt.Sprintf("content does not match the file hash: decoded data hashes to %s", got)}
-			}
+		if got != req.File {
+			return 0, nil, mismatch{fmt.Sprintf("content does not match the file hash: decoded data hashes to %s", got)}
 		}
-		if s.sha != nil {
-			sum, err := s.sha.finish(l.size)
-			if err != nil {
-				return 0, nil, err
-			}
-			return l.size, &sum, nil
-		}
+	}
+	if s.sha == nil {
 		return l.size, nil, nil
 	}
+	sum, err := s.sha.finish(l.size)
+	if err != nil {
+		return 0, nil, err
+	}
+	return l.size, &sum, nil
 }
 
 // planFill lays out req's bytes of plan and returns the jobs writing them to the output named
@@ -333,91 +353,37 @@ func planFill(cfg Config, req Request, plan *casapi.ReconstructionV2, out string
 	return l, js, nil
 }
 
-// newSink returns the sink of jobs js writing layout l to f.
+// newSink returns the sink of jobs js writing layout l to f: a whole file's chunks go to the file
+// hash, its bytes to the SHA-256 when req.SHA256 asks for it, and an output of writebackStep or
+// more has its write-back started as it is written. close ends what it started.
 func newSink(cfg Config, req Request, f, df *os.File, l *layout, js []*job) *sink {
 	s := &sink{f: f, df: df, l: l, report: req.Progress, onTerm: req.OnTerm, onPart: req.OnPart,
-		readFooter: cfg.CAS.XorbFooter, footers: make(map[hash.Hash]*footerEntry), gap: cfg.GapBytes}
+		readFooter: cfg.CAS.XorbFooter, footerUses: make(map[hash.Hash]int), gap: cfg.GapBytes}
 	for _, j := range js {
-		if j.parts != nil || j.split != nil {
-			e := s.footers[j.xorb]
-			if e == nil {
-				e = new(footerEntry)
-				s.footers[j.xorb] = e
-			}
-			e.uses++
+		switch j.kind.(type) {
+		case *partTerm, *splitRange:
+			s.footerUses[j.xorb]++
 		}
+	}
+	if req.Range == nil {
+		s.merkle = newMerkleStream(len(l.terms), filepath.Dir(f.Name()), defaultWaitBudget)
+		if req.SHA256 != nil {
+			s.sha = newSHAStream(f)
+		}
+	}
+	if l.size >= writebackStep {
+		s.wb = newWriteback(f)
 	}
 	return s
 }
 
-// runJobs runs the jobs, as many at a time as cfg.Adapt allows (else Concurrency); a job failing
-// retryably is run again within cfg.Retry (it goes on from where the cut left it). This is the
-// one layer that retries range fetches (see package retry).
-func runJobs(ctx context.Context, cfg Config, js []*job, s *sink) error {
-	ctl := cfg.Adapt
-	if ctl == nil {
-		ctl = concurrency.Fixed(cfg.Concurrency)
+// close ends the sink's write-back (written: every byte was) and the file hash's spill, once the
+// jobs have ended.
+func (s *sink) close(written bool) {
+	if s.wb != nil {
+		s.wb.close(written)
 	}
-	fetch := func(ctx context.Context, j *job) error {
-		return cfg.Retry.Do(ctx, cfg.Log, "download: xorb "+j.xorb.String()+" range "+j.rng.Bytes.Header(),
-			func(ctx context.Context) error {
-				var m meter
-				err := j.run(ctx, m.fetcher(cfg.CAS), s)
-				m.observe(ctx, ctl, err)
-				return err
-			})
+	if s.merkle != nil {
+		s.merkle.close()
 	}
-	one := func(ctx context.Context, j *job) error {
-		var err error
-		switch {
-		case j.local != nil:
-			err = j.runLocal(ctx, s)
-		case j.parts != nil:
-			if err = j.runPartial(ctx, s, fetch); errors.Is(err, errNoOffsets) {
-				cfg.Log.Debug().Err(err).Int("term", j.terms[0]).Msg("download: fetching the partly local term whole")
-				return fetchAll(ctx, fetch, j.fallback)
-			}
-		case j.split != nil:
-			return j.runSplit(ctx, s, fetch)
-		case j.resume != nil:
-			if err = copyPieces(ctx, s, j.resume.pieces, s.l.pos[j.terms[0]]); err == nil {
-				return fetch(ctx, j)
-			}
-		default:
-			return fetch(ctx, j)
-		}
-		if err == nil || !errors.Is(err, errLocalStale) {
-			return err
-		}
-		cfg.Log.Debug().Err(err).Int("term", j.terms[0]).Msg("download: local copy does not verify; fetching the term")
-		s.addStat(func(st *Stats) { st.LocalStale++ })
-		return fetchAll(ctx, fetch, j.fallback)
-	}
-	if len(js) == 1 { // every small file: no goroutine to hand the one range to
-		return one(ctx, js[0])
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for _, j := range js {
-		if ctl.Acquire(gctx) != nil {
-			break // a job failed, or ctx ended
-		}
-		g.Go(func() error {
-			defer ctl.Release()
-			return one(gctx, j)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
-}
-
-// fetchAll runs the fetches js one after the other.
-func fetchAll(ctx context.Context, fetch func(context.Context, *job) error, js []*job) error {
-	for _, j := range js {
-		if err := fetch(ctx, j); err != nil {
-			return err
-		}
-	}
-	return nil
 }

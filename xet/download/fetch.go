@@ -11,11 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -36,23 +38,28 @@ var (
 // sink is where jobs put their bytes: the temp file, the chunk hashes of the file (when the
 // whole file is verified), the streaming SHA-256 (when asked for), and progress.
 type sink struct {
-	f        *os.File
-	df       *os.File // f opened again with O_DIRECT; nil: everything goes through f
-	l        *layout
-	merkle   *merkleStream // the file hash, fed term by term; nil when not verifying
-	sha      *shaStream    // nil when no SHA-256 is wanted
-	wb       *writeback    // nil for outputs under writebackStep
-	mu       sync.Mutex
-	done     int64
+	f      *os.File
+	df     *os.File // f opened again with O_DIRECT; nil: everything goes through f
+	l      *layout
+	merkle *merkleStream // the file hash, fed term by term; nil when not verifying
+	sha    *shaStream    // nil when no SHA-256 is wanted
+	wb     *writeback    // nil for outputs under writebackStep
+	mu     sync.Mutex    // done, stats, footerUses; no callback or I/O runs under it
+	done   int64
+	report func(int64)
+	onTerm func(span.Span) // Request.OnTerm; called by the range's goroutine, under no lock
+	onPart func(span.Span) // Request.OnPart; called by the range's goroutine, under no lock
+	stats  Stats
+	// reportMu serialises the progress reports (each larger than the last) and holds nothing else:
+	// a slow report (the agent's write to git-lfs) holds up only the ranges reporting too.
+	reportMu sync.Mutex
 	reported int64
-	report   func(int64)
-	onTerm   func(Span) // Request.OnTerm; called under mu
-	onPart   func(Span) // Request.OnPart; called under mu
-	stats    Stats
-	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read (under
-	// mu); gap is Config.GapBytes. See runPartial.
+	// readFooter reads a xorb's footer (cas.Client.XorbFooter); footers holds those read, and
+	// footerUses (under mu) how many partly local terms of each xorb have not finished with it; gap
+	// is Config.GapBytes. See partTerm.runParts.
 	readFooter func(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error)
-	footers    map[hash.Hash]*footerEntry
+	footers    lazy.Map[hash.Hash, footerRead]
+	footerUses map[hash.Hash]int
 	gap        int64
 }
 
@@ -85,9 +92,7 @@ func (s *sink) termDone(ti int, ents []hash.Entry) error {
 	}
 	if s.onTerm != nil {
 		t := s.l.terms[ti]
-		s.mu.Lock()
-		s.onTerm(Span{Pos: s.l.pos[ti], Xorb: t.Hash, Start: t.Range.Start, Chunks: ents})
-		s.mu.Unlock()
+		s.onTerm(span.Span{Pos: s.l.pos[ti], Xorb: t.Hash, Start: t.Range.Start, Chunks: ents})
 	}
 	return nil
 }
@@ -98,24 +103,33 @@ const progressStep = 1 << 20
 func (s *sink) progress(n int64) {
 	s.mu.Lock()
 	s.done = min(s.done+n, s.l.size) // bytes of a local copy that failed half-way are written again
+	done := s.done
 	if s.wb != nil {
 		s.wb.wrote(n)
 	}
-	if s.report != nil && s.done-s.reported >= progressStep {
-		s.reported = s.done
-		s.report(s.done)
-	}
 	s.mu.Unlock()
+	s.reportDone(done, progressStep)
+}
+
+// reportDone reports done when it is at least step more than the last report.
+func (s *sink) reportDone(done, step int64) {
+	if s.report == nil {
+		return
+	}
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	if done-s.reported >= step {
+		s.reported = done
+		s.report(done)
+	}
 }
 
 // progressEnd reports the final count when it was not reported yet.
 func (s *sink) progressEnd() {
 	s.mu.Lock()
-	if s.report != nil && s.done != s.reported {
-		s.reported = s.done
-		s.report(s.done)
-	}
+	done := s.done
 	s.mu.Unlock()
+	s.reportDone(done, 1)
 }
 
 // write writes b at pos and passes it to the SHA-256 stream.
@@ -236,6 +250,8 @@ type jobRun struct {
 	read    uint64         // bytes of the range's records read so far
 	k       uint32         // records of the range read so far
 	ck      []checkpoint   // per term of j: the end of its last reported part (Request.OnPart)
+	seg     *segState      // j's kind when it is one run of a partly local term
+	resumed *resumeState   // j's kind when its one term's first chunks are in place
 }
 
 // checkpoint is where a term's last reported part ended: chunk (from the term's start) and bytes.
@@ -250,20 +266,22 @@ const partBytes = 8 << 20
 func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
 	r := &jobRun{j: j, s: s, l: s.l, in: in, w: w, hasher: hash.NewChunkHasher(),
 		cursor: make([]int64, len(j.terms)), active: make([]int, 0, 8)}
+	r.seg, _ = j.kind.(*segState)
+	r.resumed, _ = j.kind.(*resumeState)
 	if s.merkle != nil {
 		r.ents = make([][]hash.Entry, len(j.terms))
 		for a, ti := range j.terms {
-			if j.seg == nil {
+			if r.seg == nil {
 				r.ents[a] = make([]hash.Entry, r.l.terms[ti].Range.End-r.l.terms[ti].Range.Start)
 			}
 		}
 		r.ck = make([]checkpoint, len(j.terms))
 	}
-	if sg := j.seg; sg != nil && r.ents != nil { // one run of its one term, whose entries are kept
+	if sg := r.seg; sg != nil && r.ents != nil { // one run of its one term, whose entries are kept
 		r.cursor[0] = sg.before
 		r.ents[0] = sg.ents
 	}
-	if rs := j.resume; rs != nil && r.ents != nil { // its one term's first chunks are in place
+	if rs := r.resumed; rs != nil && r.ents != nil { // its one term's first chunks are in place
 		r.cursor[0] = rs.bytes
 		copy(r.ents[0], rs.ents)
 		r.ck[0] = checkpoint{chunk: uint32(len(rs.ents)), bytes: rs.bytes}
@@ -274,13 +292,11 @@ func newJobRun(j *job, s *sink, in *xorb.RecordScanner, w *runBuf) *jobRun {
 // lastParts reports the chunks of each term written since its last part (the run buffer is
 // written out by now): the parts of a term cover it whole.
 func (r *jobRun) lastParts() {
-	r.s.mu.Lock()
-	defer r.s.mu.Unlock()
 	for a, ti := range r.j.terms {
 		c := r.ck[a]
 		t := r.l.terms[ti]
 		if n := t.Range.End - t.Range.Start; c.chunk < n {
-			r.s.onPart(Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
+			r.s.onPart(span.Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
 				Chunks: append([]hash.Entry(nil), r.ents[a][c.chunk:n]...)})
 		}
 	}
@@ -304,11 +320,9 @@ func (r *jobRun) report(ci uint32) error {
 		ti := r.j.terms[a]
 		t := r.l.terms[ti]
 		end := ci + 1 - t.Range.Start
-		sp := Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
+		sp := span.Span{Pos: r.l.pos[ti] + c.bytes, Xorb: t.Hash, Start: t.Range.Start + c.chunk,
 			Chunks: append([]hash.Entry(nil), r.ents[a][c.chunk:end]...), XorbEnd: r.j.rng.Bytes.Start + r.read}
-		r.s.mu.Lock()
 		r.s.onPart(sp)
-		r.s.mu.Unlock()
 		r.ck[a] = checkpoint{chunk: end, bytes: r.cursor[a]}
 	}
 	return nil
@@ -341,7 +355,7 @@ func (r *jobRun) chunk(k, n uint32) error {
 		}
 	}
 	r.read += uint64(len(rec))
-	if err := r.emit(raw, inPlace); err != nil || r.s.onPart == nil || r.ents == nil || j.seg != nil {
+	if err := r.emit(raw, inPlace); err != nil || r.s.onPart == nil || r.ents == nil || r.seg != nil {
 		return err
 	}
 	return r.report(ci)
@@ -452,7 +466,7 @@ func (r *jobRun) finish() error {
 		return fmt.Errorf("xorb %s: range %s: %w", j.xorb, j.rng.Bytes.Header(), err)
 	}
 	for a, ti := range j.terms {
-		if t := l.terms[ti]; j.seg == nil && r.cursor[a] != int64(t.UnpackedLength) {
+		if t := l.terms[ti]; r.seg == nil && r.cursor[a] != int64(t.UnpackedLength) {
 			return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decoded %d bytes, plan says %d",
 				ti, t.Hash, t.Range.Start, t.Range.End, r.cursor[a], t.UnpackedLength)
 		}
@@ -464,15 +478,15 @@ func (r *jobRun) finish() error {
 	for _, ti := range j.terms {
 		decoded += int64(l.terms[ti].UnpackedLength)
 	}
-	if j.resume != nil {
-		decoded -= j.resume.bytes
+	if r.resumed != nil {
+		decoded -= r.resumed.bytes
 	}
-	if j.seg != nil {
-		decoded = r.cursor[0] - j.seg.before
+	if r.seg != nil {
+		decoded = r.cursor[0] - r.seg.before
 	}
 	r.s.addStat(func(st *Stats) { st.Fetched += int64(j.rng.Bytes.Len()); st.FetchedTerms += decoded })
-	if r.ents == nil || j.seg != nil {
-		return nil // a run's term is finished by runPartial
+	if r.ents == nil || r.seg != nil {
+		return nil // a run's term is finished by partTerm.runParts
 	}
 	if r.s.onPart != nil {
 		r.lastParts()

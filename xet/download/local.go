@@ -9,41 +9,8 @@ import (
 	"sort"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
-
-// Local finds chunks of xorbs that are already in files on this machine (earlier versions of a
-// file, the verified part of an interrupted download). It is a hint, never trusted: every chunk
-// read from a span is hashed and compared with the span's entry (and, in a term only partly local,
-// with the xorb footer's hash of that chunk) before it is written, local bytes that do not verify
-// are fetched instead, and the whole file is verified (file hash, SHA-256) as when nothing is
-// local.
-type Local interface {
-	// Spans returns spans holding chunks of any of xorbs (in any order; they may overlap).
-	Spans(xorbs []hash.Hash) []Span
-}
-
-// Span says that a local file holds, from byte Pos on, chunks [Start, Start+len(Chunks)) of Xorb,
-// one after the other, with the hashes and sizes of Chunks. Path "" in Request.OnTerm means the
-// download's own output.
-type Span struct {
-	Path   string
-	Pos    int64
-	Xorb   hash.Hash
-	Start  uint32
-	Chunks []hash.Entry
-	// XorbEnd, when not 0, is where the chunk after the span starts in the xorb's serialized
-	// chunks: a resumed download fetches the rest of the term from there (Request.OnPart).
-	XorbEnd uint64
-}
-
-// Bytes is the length of the span in the file.
-func (s Span) Bytes() int64 {
-	var n int64
-	for _, e := range s.Chunks {
-		n += int64(e.Size)
-	}
-	return n
-}
 
 // Stats says where a download's bytes came from. Local+InPlace+FetchedTerms is the file's size,
 // but when a partly local term had to be fetched whole after some of it was written (its URL
@@ -71,9 +38,9 @@ type piece struct {
 	bytes int64
 }
 
-// localSpan is a Span with the offsets of its chunks (off[k]: chunk k starts at Pos+off[k]).
+// localSpan is a span.Span with the offsets of its chunks (off[k]: chunk k starts at Pos+off[k]).
 type localSpan struct {
-	Span
+	span.Span
 	own bool // the span lies in the output itself
 	off []int64
 }
@@ -93,7 +60,7 @@ type localPlan struct {
 // unpacked length), and those they cover in part where the local chunks are worth more than the
 // requests around them (partialWorth with gap, Config.GapBytes). Spans in the output itself are
 // preferred (a resumed download reads them where they are and writes nothing).
-func planLocal(loc Local, l *layout, out string, gap int64) *localPlan {
+func planLocal(loc span.Local, l *layout, out string, gap int64) *localPlan {
 	seen := make(map[hash.Hash]bool)
 	var xs []hash.Hash
 	for _, t := range l.terms {
@@ -172,17 +139,27 @@ func (s *localSpan) piece(lo, hi uint32) piece {
 // errLocalStale: a local file no longer holds what its span says.
 var errLocalStale = errors.New("local copy changed")
 
-// runLocal writes j's one term from its local pieces, hashing every chunk against its entry
-// before it is written; it fails with errLocalStale (and the term is fetched) when one does not
-// match or cannot be read.
-func (j *job) runLocal(ctx context.Context, s *sink) error {
+// localTerm is the kind of a job that copies its one term from local pieces; fallback fetches the
+// whole term when they do not verify.
+type localTerm struct {
+	pieces   []piece
+	fallback []*job
+}
+
+// run writes j's one term from its local pieces, hashing every chunk against its entry before it
+// is written; when one does not match or cannot be read (errLocalStale) the term is fetched.
+func (k *localTerm) run(ctx context.Context, j *job, x *runner) error {
+	return x.fallBack(ctx, j, k.copy(ctx, j, x.s), k.fallback)
+}
+
+func (k *localTerm) copy(ctx context.Context, j *job, s *sink) error {
 	ti := j.terms[0]
-	if err := copyPieces(ctx, s, j.local, s.l.pos[ti]); err != nil {
+	if err := copyPieces(ctx, s, k.pieces, s.l.pos[ti]); err != nil {
 		return err
 	}
 	t := s.l.terms[ti]
 	ents := make([]hash.Entry, 0, t.Range.End-t.Range.Start)
-	for _, p := range j.local {
+	for _, p := range k.pieces {
 		ents = append(ents, p.ents...)
 	}
 	return s.termDone(ti, ents)
@@ -275,12 +252,22 @@ func (c *localCopy) emit(path string, src int64, b []byte) error {
 	return nil
 }
 
-// resumeState: the first chunks of a job's one term are already in place (an interrupted
-// attempt wrote and recorded them); the job checks them and fetches the rest.
+// resumeState is the kind of a job whose one term's first chunks are already in place (an
+// interrupted attempt wrote and recorded them): it checks them and fetches the rest (rng starts
+// after them); fallback fetches the whole term when they do not verify.
 type resumeState struct {
-	pieces []piece
-	ents   []hash.Entry // of the chunks in place
-	bytes  int64
+	pieces   []piece
+	ents     []hash.Entry // of the chunks in place
+	bytes    int64
+	fallback []*job
+}
+
+func (rs *resumeState) run(ctx context.Context, j *job, x *runner) error {
+	err := copyPieces(ctx, x.s, rs.pieces, x.s.l.pos[j.terms[0]])
+	if err == nil {
+		return x.fetch(ctx, j)
+	}
+	return x.fallBack(ctx, j, err, rs.fallback)
 }
 
 // planResume finds, for a term not copied whole, a prefix of it in place in the output (spans of
@@ -291,7 +278,7 @@ func planResume(byXorb map[hash.Hash][]*localSpan, l *layout, ti int, fb []*job)
 	if len(fb) != 1 || len(fb[0].terms) != 1 {
 		return nil
 	}
-	var rs resumeState
+	rs := resumeState{fallback: fb}
 	var xorbEnd uint64
 	idx := t.Range.Start
 	for idx < t.Range.End {
@@ -315,7 +302,7 @@ func planResume(byXorb map[hash.Hash][]*localSpan, l *layout, ti int, fb []*job)
 	if idx == t.Range.Start || idx >= t.Range.End || idx < r.Chunks.Start || xorbEnd <= r.Bytes.Start || xorbEnd > r.Bytes.End {
 		return nil
 	}
-	j := &job{xorb: t.Hash, fetch: fb[0].fetch, rng: r, terms: []int{ti}, resume: &rs, fallback: fb}
+	j := &job{xorb: t.Hash, fetch: fb[0].fetch, rng: r, terms: []int{ti}, kind: &rs}
 	j.rng.Chunks.Start, j.rng.Bytes.Start = idx, xorbEnd
 	return j
 }

@@ -3,12 +3,14 @@ package download_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas/castest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )
 
 // BenchmarkLocalCopy: a whole file copied from a local copy of it (every chunk hash-checked, the
@@ -21,9 +23,10 @@ func BenchmarkLocalCopy(b *testing.B) {
 	src := filepath.Join(dir, "src")
 	sum := res.SHA256
 	var sp spans
+	var mu sync.Mutex // OnTerm is called by the ranges' goroutines
 	err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
 		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: src,
-		OnTerm: func(s download.Span) { s.Path = src; sp = append(sp, s) }})
+		OnTerm: func(s span.Span) { mu.Lock(); s.Path = src; sp = append(sp, s); mu.Unlock() }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -13,14 +14,15 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
-// spans is a download.Local over a fixed list.
-type spans []download.Span
+// spans is a span.Local over a fixed list.
+type spans []span.Span
 
-func (s spans) Spans([]hash.Hash) []download.Span { return s }
+func (s spans) Spans([]hash.Hash) []span.Span { return s }
 
 // localFixture: v1 and v2 (v1 with three 64 KiB edits) stored in one CAS.
 func localFixture(t *testing.T) (c *castest.Counting, v1, v2 []byte, r1, r2 *upload.FileResult) {
@@ -39,15 +41,16 @@ func localFixture(t *testing.T) (c *castest.Counting, v1, v2 []byte, r1, r2 *upl
 }
 
 // get downloads res to path and returns the spans it reported (with Path set) and its figures.
-func get(t *testing.T, c *castest.Counting, res *upload.FileResult, path string, loc download.Local, keep bool) (spans, download.Stats) {
+func get(t *testing.T, c *castest.Counting, res *upload.FileResult, path string, loc span.Local, keep bool) (spans, download.Stats) {
 	t.Helper()
 	var got spans
+	var mu sync.Mutex // OnTerm is called by the ranges' goroutines
 	var st download.Stats
 	sum := res.SHA256
 	err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
 		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: path, PrivatePath: keep, Keep: keep,
 		Local: loc, Stats: &st,
-		OnTerm: func(s download.Span) { s.Path = path; got = append(got, s) }})
+		OnTerm: func(s span.Span) { mu.Lock(); s.Path = path; got = append(got, s); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +174,7 @@ func TestResumeInsideATerm(t *testing.T) {
 	var parts spans
 	err := download.Download(ctx, download.Config{CAS: c, Concurrency: 1}, download.Request{
 		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: path, PrivatePath: true, Keep: true,
-		OnPart: func(s download.Span) {
+		OnPart: func(s span.Span) {
 			s.Path = path
 			parts = append(parts, s)
 			if len(parts) == 2 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -77,45 +76,64 @@ func partialWorth(parts []part, gap int64) bool {
 // no footer, or it does not match the plan); the term is fetched whole.
 var errNoOffsets = errors.New("no chunk offsets for the xorb")
 
-// footerEntry is one xorb's footer, read once per download, and the number of partly local
-// terms of the xorb that have not finished (uses, under the sink's mu): the last lets it go, so a
-// download holds the footers of the xorbs in work only (up to 40 bytes per chunk each).
-type footerEntry struct {
-	once sync.Once
-	f    *xorb.Footer
-	err  error
-	uses int
+// footerRead is what reading a xorb's footer gave: the footer, or why there is none (a CAS that
+// offers none says so once per download, not once per term).
+type footerRead struct {
+	f   *xorb.Footer
+	err error
 }
 
 // footer returns the footer of xorb x, read through fetch f the first time a term of x asks for
-// it in this download (one read per xorb, whichever term asks first). The caller calls
-// footerDone(x) once it no longer needs it.
+// it in this download (one read per xorb, whichever term asks first; the others wait for it, see
+// internal/lazy; a read cut short by its caller's end is not kept). The caller calls footerDone(x)
+// once it no longer needs it, so a download holds the footers of the xorbs in work only (up to 40
+// bytes per chunk each).
 func (s *sink) footer(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error) {
-	s.mu.Lock()
-	e := s.footers[x]
-	if e == nil { // a job newSink did not count: keep it for the download
-		e = &footerEntry{uses: 1 << 30}
-		s.footers[x] = e
-	}
-	s.mu.Unlock()
-	e.once.Do(func() {
-		e.f, e.err = s.readFooter(ctx, x, f)
-		if e.err == nil {
-			n := int64(e.f.Size())
+	r, err := s.footers.Get(ctx, x, func(ctx context.Context) (footerRead, error) {
+		foot, err := s.readFooter(ctx, x, f)
+		if err != nil && ctx.Err() != nil {
+			return footerRead{}, err
+		}
+		if err == nil {
+			n := int64(foot.Size())
 			s.addStat(func(st *Stats) { st.Fetched += n; st.Footers += n })
 		}
+		return footerRead{foot, err}, nil
 	})
-	return e.f, e.err
+	if err != nil {
+		return nil, err
+	}
+	return r.f, r.err
 }
 
-// footerDone says a partly local term of xorb x has finished with its footer.
+// rangeFooter returns the footer of j's xorb (footer), checked against j's range (matchRange); a
+// footer that cannot be had is errNoOffsets (the term is then fetched whole), unless ctx ended.
+func (s *sink) rangeFooter(ctx context.Context, j *job) (*xorb.Footer, error) {
+	foot, err := s.footer(ctx, j.xorb, j.fetch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", errNoOffsets, err)
+	}
+	return foot, matchRange(foot, j.rng)
+}
+
+// footerDone says a partly local term of xorb x has finished with its footer: the last of the
+// terms newSink counted lets it go (one it did not count keeps it for the download).
 func (s *sink) footerDone(x hash.Hash) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.footers[x]; e != nil {
-		if e.uses--; e.uses <= 0 {
-			delete(s.footers, x)
+	n, counted := s.footerUses[x]
+	if counted {
+		if n--; n > 0 {
+			s.footerUses[x] = n
+		} else {
+			delete(s.footerUses, x)
 		}
+	}
+	s.mu.Unlock()
+	if counted && n <= 0 {
+		s.footers.Delete(x)
 	}
 }
 
@@ -182,38 +200,54 @@ func sameHashes(p part, f *xorb.Footer) bool {
 	return true
 }
 
-// segState makes a job one fetched run of a partly local term: its first chunk starts before
-// bytes into the term, and the entries of its chunks go to ents (the term's, by chunk).
+// segState is the kind of a job that is one fetched run of a partly local term: its first chunk
+// starts before bytes into the term, and the entries of its chunks go to ents (the term's, by
+// chunk).
 type segState struct {
 	before int64
 	ents   []hash.Entry
 }
 
-// runPartial writes j's one term from its parts: local runs are copied (each chunk hash-checked),
+func (segState) run(ctx context.Context, j *job, x *runner) error { return x.fetch(ctx, j) }
+
+// partTerm is the kind of a job whose one term lies in local files in part: its parts, local or
+// not (rng is the listed range holding the term); fallback fetches the whole term.
+type partTerm struct {
+	parts    []part
+	fallback []*job
+}
+
+// run writes j's one term from its parts; the whole term is fetched when the footer gives no
+// usable offsets (errNoOffsets) or a local run's bytes do not verify.
+func (k *partTerm) run(ctx context.Context, j *job, x *runner) error {
+	err := k.runParts(ctx, j, x)
+	if errors.Is(err, errNoOffsets) {
+		x.log.Debug().Err(err).Int("term", j.terms[0]).Msg("download: fetching the partly local term whole")
+		return fetchAll(ctx, x.fetch, k.fallback)
+	}
+	return x.fallBack(ctx, j, err, k.fallback)
+}
+
+// runParts writes j's one term from its parts: local runs are copied (each chunk hash-checked),
 // the others fetched as ranges of the xorb found with its footer, each retried on its own by
-// fetch. It fails with errNoOffsets (the term is then fetched whole) when the footer cannot be had
-// or does not match the plan.
-func (j *job) runPartial(ctx context.Context, s *sink, fetch func(context.Context, *job) error) error {
+// x.fetch. It fails with errNoOffsets (the term is then fetched whole) when the footer cannot be
+// had or does not match the plan.
+func (k *partTerm) runParts(ctx context.Context, j *job, x *runner) error {
+	s := x.s
 	ti := j.terms[0]
 	t := s.l.terms[ti]
 	if s.merkle == nil {
 		return errNoOffsets // only whole, verified downloads use local chunks
 	}
-	foot, err := s.footer(ctx, j.xorb, j.fetch)
+	foot, err := s.rangeFooter(ctx, j)
 	defer s.footerDone(j.xorb)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %w", errNoOffsets, err)
-	}
-	if err := matchRange(foot, j.rng); err != nil {
 		return err
 	}
 	ents := make([]hash.Entry, t.Range.End-t.Range.Start)
 	out := s.l.pos[ti]
-	for _, sg := range segments(j.parts, foot, s.gap) {
-		n, err := j.runSegment(ctx, s, fetch, foot, sg, ents, out)
+	for _, sg := range segments(k.parts, foot, s.gap) {
+		n, err := j.runSegment(ctx, x, foot, sg, ents, out)
 		if err != nil {
 			return err
 		}
@@ -228,8 +262,8 @@ func (j *job) runPartial(ctx context.Context, s *sink, fetch func(context.Contex
 
 // runSegment copies or fetches the run sg of j's term to the output at out, its chunk entries into
 // ents, and returns its length. A local run that does not verify is fetched instead.
-func (j *job) runSegment(ctx context.Context, s *sink, fetch func(context.Context, *job) error,
-	foot *xorb.Footer, sg part, ents []hash.Entry, out int64) (int64, error) {
+func (j *job) runSegment(ctx context.Context, x *runner, foot *xorb.Footer, sg part, ents []hash.Entry, out int64) (int64, error) {
+	s := x.s
 	ti := j.terms[0]
 	first := s.l.terms[ti].Range.Start
 	if sg.local != nil {
@@ -246,10 +280,10 @@ func (j *job) runSegment(ctx context.Context, s *sink, fetch func(context.Contex
 		}
 		s.addStat(func(st *Stats) { st.LocalStale++ })
 	}
-	sub := &job{xorb: j.xorb, fetch: j.fetch, terms: []int{ti}, seg: &segState{before: out - s.l.pos[ti], ents: ents},
+	sub := &job{xorb: j.xorb, fetch: j.fetch, terms: []int{ti}, kind: &segState{before: out - s.l.pos[ti], ents: ents},
 		rng: casapi.XorbRange{Chunks: casapi.ChunkRange{Start: sg.start, End: sg.end},
 			Bytes: casapi.ByteRange{Start: recordStart(foot, sg.start), End: recordEnd(foot, sg.end-1) - 1}}}
-	if err := fetch(ctx, sub); err != nil {
+	if err := x.fetch(ctx, sub); err != nil {
 		if ctx.Err() == nil && !retry.IsRetryable(err) {
 			// A URL that grants only its listed ranges whole (403: or expired), or records that
 			// are not where the footer says: the whole term's fetch is the plan's own word (it

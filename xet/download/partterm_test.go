@@ -15,6 +15,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -108,7 +109,7 @@ func olderWithNewerLocal(t *testing.T) (c *rangeCAS, v1 []byte, r1 *upload.FileR
 	return c, v1, r1, local, dir
 }
 
-func getCfg(t *testing.T, cfg download.Config, res *upload.FileResult, path string, loc download.Local) download.Stats {
+func getCfg(t *testing.T, cfg download.Config, res *upload.FileResult, path string, loc span.Local) download.Stats {
 	t.Helper()
 	var st download.Stats
 	sum := res.SHA256

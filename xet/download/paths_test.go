@@ -9,14 +9,18 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 )
 
@@ -225,6 +229,41 @@ func TestConcurrentRangesWithSHA256(t *testing.T) {
 			if got, _ := os.ReadFile(p); !bytes.Equal(got, whole) {
 				t.Fatalf("concurrency %d buffered=%v: bytes differ", conc, buffered)
 			}
+		}
+	}
+}
+
+// fetchCounter counts the fetches asked of a CAS.
+type fetchCounter struct {
+	cas.Client
+	n atomic.Int64
+}
+
+func (c *fetchCounter) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
+	c.n.Add(1)
+	return c.Client.Fetch(ctx, x, f, r)
+}
+
+// A file whose plan is not the size the request expects (a pointer's size, which a cloned
+// repository chooses) is refused before anything is fetched or reserved on disk: a pointer of 1 TB
+// reserves no terabyte, and a plan of a larger file is not downloaded to be thrown away.
+func TestPlanSizeCheckedFirst(t *testing.T) {
+	c := &fetchCounter{Client: embeddedtest.New(t)}
+	data := testutil.RandomBytes(3<<20, 8)
+	res := uploadAll(t, c.Client, data)[0]
+	sum := sha256.Sum256(data)
+	for _, size := range []int64{1 << 40, res.Size - 1} {
+		dir := t.TempDir()
+		err := download.Download(context.Background(), download.Config{CAS: c}, download.Request{
+			File: res.FileHash, SHA256: &sum, Size: size, Path: filepath.Join(dir, "out")})
+		if err == nil || !strings.Contains(err.Error(), strconv.FormatInt(size, 10)) {
+			t.Fatalf("size %d: err = %v, want a size mismatch naming it", size, err)
+		}
+		if n := c.n.Load(); n != 0 {
+			t.Errorf("size %d: %d fetches before the size was checked", size, n)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("size %d: a refused download left %d files", size, len(ents))
 		}
 	}
 }

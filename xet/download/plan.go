@@ -56,29 +56,6 @@ func newLayout(p *casapi.ReconstructionV2, want int64) (*layout, error) {
 	return l, nil
 }
 
-// job is one fetch: bytes Bytes of a xorb, holding chunks Chunks, serving some terms.
-type job struct {
-	xorb  hash.Hash
-	fetch casapi.XorbFetch
-	rng   casapi.XorbRange
-	terms []int // indices into layout.terms, sorted by chunk start
-	// local, when set, is where the job's one term is copied from; resume, when set, says which
-	// first chunks of its one term are in place already (rng starts after them). fallback fetches
-	// the whole term when the local bytes do not verify.
-	local    []piece
-	resume   *resumeState
-	fallback []*job
-	// parts, when set, are the runs of the job's one term, local or not (rng is the listed range
-	// holding the term): see runPartial. seg, when set, makes the job one fetched run of such a
-	// term.
-	parts []part
-	seg   *segState
-	// split, when set, makes the job one range of a fetched term split into several (splitJobs).
-	split *splitState
-	// cont, when set, is where an attempt cut short left off: the next goes on from there.
-	cont *jobRun
-}
-
 // planJobs returns the jobs of a plan, in output order: a local job for each term lp covers, a
 // resumed fetch for each term partly in place, a job of local and fetched runs for each other term
 // lp covers in part, and fetches for the other terms.
@@ -117,7 +94,7 @@ func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, err
 			return nil, err
 		}
 		if len(fb) == 1 && len(fb[0].terms) == 1 {
-			js = append(js, &job{xorb: l.terms[ti].Hash, fetch: fb[0].fetch, rng: fb[0].rng, terms: []int{ti}, parts: parts, fallback: fb})
+			js = append(js, &job{xorb: l.terms[ti].Hash, fetch: fb[0].fetch, rng: fb[0].rng, terms: []int{ti}, kind: &partTerm{parts: parts, fallback: fb}})
 		} else {
 			js = append(js, fb...)
 		}
@@ -127,7 +104,7 @@ func planJobs(p *casapi.ReconstructionV2, l *layout, lp *localPlan) ([]*job, err
 		if err != nil {
 			return nil, err
 		}
-		js = append(js, &job{xorb: l.terms[ti].Hash, terms: []int{ti}, local: ps, fallback: fb})
+		js = append(js, &job{xorb: l.terms[ti].Hash, terms: []int{ti}, kind: &localTerm{pieces: ps, fallback: fb}})
 	}
 	js = append(js, extra...)
 	inOutputOrder(js, l)
@@ -172,7 +149,7 @@ func jobs(p *casapi.ReconstructionV2, l *layout, want func(int) bool) ([]*job, e
 							return nil, fmt.Errorf("plan: xorb %s range of %d chunks spans %d bytes", t.Hash,
 								r.Chunks.End-r.Chunks.Start, r.Bytes.Len())
 						}
-						j = &job{xorb: t.Hash, fetch: f, rng: r}
+						j = &job{xorb: t.Hash, fetch: f, rng: r, kind: fetched{}}
 						byKey[k] = j
 						out = append(out, j)
 					}

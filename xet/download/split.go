@@ -7,13 +7,13 @@ import (
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // DefaultSplitBytes is the default of Config.SplitBytes. A split term's parts (Request.OnPart) are
 // told at the end of each range, so an interrupted download keeps whole ranges; smaller ranges
-// would keep more but cost a round trip each, which on a long link (150 ms) took a 1 GiB download
-// from 83 % of the link at 16 MiB to 69 % at 8 MiB.
+// would keep more but cost a round trip each, which a long link feels.
 const DefaultSplitBytes = 16 << 20
 
 // splitTerm is a fetched term split into ranges (splitJobs): the entries of its chunks, which
@@ -29,8 +29,8 @@ type splitTerm struct {
 	whole    bool
 }
 
-// splitState makes a job the range of chunks [start, end) of a split term.
-type splitState struct {
+// splitRange is the kind of a job that fetches the range of chunks [start, end) of a split term.
+type splitRange struct {
 	term       *splitTerm
 	start, end uint32
 }
@@ -44,7 +44,7 @@ type splitState struct {
 func splitJobs(js []*job, l *layout, bound int64) []*job {
 	out := make([]*job, 0, len(js))
 	for _, j := range js {
-		if j.local != nil || j.resume != nil || j.parts != nil || j.seg != nil || len(j.terms) != 1 {
+		if _, plain := j.kind.(fetched); !plain || len(j.terms) != 1 {
 			out = append(out, j)
 			continue
 		}
@@ -60,17 +60,17 @@ func splitJobs(js []*job, l *layout, bound int64) []*job {
 		for a := t.Range.Start; a < t.Range.End; a += per {
 			st.left++
 			out = append(out, &job{xorb: j.xorb, fetch: j.fetch, rng: j.rng, terms: j.terms,
-				split: &splitState{term: st, start: a, end: min(a+per, t.Range.End)}})
+				kind: &splitRange{term: st, start: a, end: min(a+per, t.Range.End)}})
 		}
 	}
 	return out
 }
 
-// runSplit fetches j's range of a split term; the last range of the term to finish hands the
-// term to the file hash, or fetches it whole when a range found no usable offsets.
-func (j *job) runSplit(ctx context.Context, s *sink, fetch func(context.Context, *job) error) error {
-	st := j.split.term
-	err := j.fetchSplit(ctx, s, fetch)
+// run fetches j's range of a split term; the last range of the term to finish hands the term to
+// the file hash, or fetches it whole when a range found no usable offsets.
+func (sp *splitRange) run(ctx context.Context, j *job, x *runner) error {
+	st := sp.term
+	err := sp.fetchRange(ctx, j, x)
 	if err != nil && !errors.Is(err, errNoOffsets) {
 		return err
 	}
@@ -83,9 +83,9 @@ func (j *job) runSplit(ctx context.Context, s *sink, fetch func(context.Context,
 		return nil
 	}
 	if whole {
-		return fetchAll(ctx, fetch, st.fallback)
+		return fetchAll(ctx, x.fetch, st.fallback)
 	}
-	t := s.l.terms[st.ti]
+	t := x.s.l.terms[st.ti]
 	var n int64
 	for _, e := range st.ents {
 		n += int64(e.Size)
@@ -94,30 +94,25 @@ func (j *job) runSplit(ctx context.Context, s *sink, fetch func(context.Context,
 		return fmt.Errorf("term %d (xorb %s chunks [%d, %d)): decoded %d bytes, plan says %d",
 			st.ti, t.Hash, t.Range.Start, t.Range.End, n, t.UnpackedLength)
 	}
-	return s.termDone(st.ti, st.ents)
+	return x.s.termDone(st.ti, st.ents)
 }
 
-// fetchSplit fetches j's range of its split term at the offsets of the xorb's footer and checks
+// fetchRange fetches j's range of its split term at the offsets of the xorb's footer and checks
 // what it decoded against the footer (length, chunk hashes). It fails with errNoOffsets when the
 // footer cannot be had, lacks raw offsets (version 0), does not match the plan or the data, or the
 // URL refuses the range.
-func (j *job) fetchSplit(ctx context.Context, s *sink, fetch func(context.Context, *job) error) error {
+func (sp *splitRange) fetchRange(ctx context.Context, j *job, x *runner) error {
+	s := x.s
 	defer s.footerDone(j.xorb)
-	sp, st := j.split, j.split.term
+	st := sp.term
 	st.mu.Lock()
 	whole := st.whole
 	st.mu.Unlock()
 	if whole {
 		return errNoOffsets // another range of the term found none: the term is fetched whole
 	}
-	foot, err := s.footer(ctx, j.xorb, j.fetch)
+	foot, err := s.rangeFooter(ctx, j)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %w", errNoOffsets, err)
-	}
-	if err := matchRange(foot, j.rng); err != nil {
 		return err
 	}
 	t := s.l.terms[st.ti]
@@ -129,7 +124,7 @@ func (j *job) fetchSplit(ctx context.Context, s *sink, fetch func(context.Contex
 		return fmt.Errorf("%w: the footer gives term %d %d raw bytes, the plan %d", errNoOffsets, st.ti, got, t.UnpackedLength)
 	}
 	before := int64(rawStart(foot, sp.start) - base)
-	n, err := j.runSegment(ctx, s, fetch, foot, part{start: sp.start, end: sp.end}, st.ents, s.l.pos[st.ti]+before)
+	n, err := j.runSegment(ctx, x, foot, part{start: sp.start, end: sp.end}, st.ents, s.l.pos[st.ti]+before)
 	if err != nil {
 		return err
 	}
@@ -147,10 +142,8 @@ func (j *job) fetchSplit(ctx context.Context, s *sink, fetch func(context.Contex
 		if sp.end < t.Range.End {
 			end = recordStart(foot, sp.end)
 		}
-		s.mu.Lock()
-		s.onPart(Span{Pos: s.l.pos[st.ti] + before, Xorb: t.Hash, Start: sp.start,
+		s.onPart(span.Span{Pos: s.l.pos[st.ti] + before, Xorb: t.Hash, Start: sp.start,
 			Chunks: append([]hash.Entry(nil), ents...), XorbEnd: end})
-		s.mu.Unlock()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -83,7 +85,7 @@ func TestSplitTermsInFileOrder(t *testing.T) {
 	sum := res.SHA256
 	err := download.Download(context.Background(), splitCfg(c, 1), download.Request{
 		File: res.FileHash, SHA256: &sum, Size: res.Size, Path: out, Stats: &st,
-		OnPart: func(sp download.Span) { parts += sp.Bytes() }})
+		OnPart: func(sp span.Span) { atomic.AddInt64(&parts, sp.Bytes()) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func (l *CAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	if len(x.Body) <= store.MaxPendingXorb/2 {
 		return l.holdBack(ctx, x)
 	}
-	ok, err := l.s.PutBuiltXorb(ctx, x)
+	ok, err := l.s.PutBuiltXorb(ctx, l.ns, x)
 	if err != nil {
 		return false, fmt.Errorf("store xorb %s: %w", x.Hash, err)
 	}
@@ -149,7 +149,7 @@ func (l *CAS) holdBack(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	}
 	l.mu.Unlock()
 	if len(flush) > 0 {
-		if err := l.s.PutPendingXorbs(ctx, flush); err != nil {
+		if err := l.s.PutPendingXorbs(ctx, l.ns, flush); err != nil {
 			return false, fmt.Errorf("store xorb %s: %w", x.Hash, err)
 		}
 	}

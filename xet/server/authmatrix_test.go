@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -69,6 +70,9 @@ type amMatrix struct {
 	content []byte // a slice of the stored file
 	creds   map[string]amCred
 	needles [][]byte
+	// fresh lists the credentials whose every cell starts a window of its own: a wrong password
+	// shuts its (user, address) out for failWindow (429), and each cell is to show the 401.
+	fresh map[string]bool
 }
 
 const (
@@ -93,7 +97,7 @@ func newAuthMatrix(t *testing.T, mod func(*Config)) *amMatrix {
 }
 
 func (m *amMatrix) addBasic(name, user, pw string) {
-	m.creds[name] = amCred{hdr: basic(user, pw), secrets: []string{pw}}
+	m.creds[name] = amCred{hdr: servertest.Basic(user, pw), secrets: []string{pw}}
 }
 
 func (m *amMatrix) addToken(name, tok string) {
@@ -101,7 +105,7 @@ func (m *amMatrix) addToken(name, tok string) {
 	if dot := strings.LastIndexByte(tok, '.'); dot > 0 {
 		secrets = append(secrets, tok[dot+1:])
 	}
-	m.creds[name] = amCred{hdr: auth(tok), secrets: secrets}
+	m.creds[name] = amCred{hdr: servertest.Bearer(tok), secrets: secrets}
 }
 
 // mint gets a CAS token for repo from the token route with credential cred.
@@ -208,6 +212,9 @@ func (m *amMatrix) check(t *testing.T, rt amRoute, name string, want int, denied
 	if cred.url != "" {
 		target = cred.url
 	}
+	if m.fresh[name] {
+		m.e.clock.Advance(failWindow)
+	}
 	res := m.e.do(rt.method, target, rt.body, append(slices.Clone(rt.hdr), cred.hdr...)...)
 	if res.status != want {
 		body := res.body[:min(len(res.body), 300)]
@@ -242,20 +249,21 @@ func (m *amMatrix) check(t *testing.T, rt amRoute, name string, want int, denied
 // TestAuthMatrix runs the matrix against a server with a users file: rw (write, every repository),
 // ro (read only), other (write, other/* only).
 func TestAuthMatrix(t *testing.T) {
-	users := sha256Line("rw", "rw-password-1", "") + sha256Line("ro", "ro-password-2", ":read") +
-		sha256Line("other", "other-password-3", ":write:other/*")
+	users := servertest.UserLine("rw", "rw-password-1", "") + servertest.UserLine("ro", "ro-password-2", ":read") +
+		servertest.UserLine("other", "other-password-3", ":write:other/*")
 	m := newAuthMatrix(t, func(c *Config) { c.Users = mustUsers(t, users) })
 	m.addBasic("rw-basic", "rw", "rw-password-1")
 	m.addBasic("ro-basic", "ro", "ro-password-2")
 	m.addBasic("other-basic", "other", "other-password-3")
 	m.addBasic("bad-password", "rw", "not-the-password")
+	m.fresh = map[string]bool{"bad-password": true}
 	rw := m.mint(amRepo, ScopeWrite, "rw-basic")
-	m.e.uploadRef(m.r, auth(rw)...) // the data the denied cells must not leak
+	m.e.uploadRef(m.r, servertest.Bearer(rw)...) // the data the denied cells must not leak
 	m.addToken("rw-token", rw)
 	ro := m.mint(amRepo, ScopeRead, "ro-basic")
 	m.addToken("ro-token", ro)
 	m.addToken("other-token", m.mint(amOther, ScopeWrite, "other-basic"))
-	m.addToken("expired", m.e.token(amRepo, ScopeWrite, -time.Minute)) // validly signed, past expiry
+	m.addToken("expired", m.e.token("rw", amRepo, ScopeWrite, -time.Minute)) // validly signed, past expiry
 	m.addToken("forged-sig", forgeSignature(t, m.mint(amRepo, ScopeWrite, "rw-basic")))
 	m.addToken("forged-claims", forgeClaims(t, ro))
 	m.addToken("refresh", m.refreshCredential(t))
@@ -361,11 +369,14 @@ func (m *amMatrix) lfsRoutes() []amRoute {
 	deny := codes{"none": 401, "bad-password": 401, "other-basic": 403, "other-token": 403, "expired": 401,
 		"forged-sig": 401, "forged-claims": 401, "refresh": 401}
 	denyWrite := with(deny, codes{"ro-basic": 403, "ro-token": 403})
+	// The batch route mints tokens: it takes no token of the server's, so none gets a new life.
+	batchDeny := with(deny, codes{"ro-token": 401, "rw-token": 401, "other-token": 401})
 	return []amRoute{
 		{name: "POST /{repo}.git/info/lfs/objects/batch (download)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("download", nil, obj), allow: read, deny: deny, data: []byte(`"href"`)},
+			body: batchBody("download", nil, obj), allow: codes{"rw-basic": 200, "ro-basic": 200}, deny: batchDeny,
+			data: []byte(`"href"`)},
 		{name: "POST /{repo}.git/info/lfs/objects/batch (upload)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("upload", nil, obj), allow: write, deny: denyWrite},
+			body: batchBody("upload", nil, obj), allow: codes{"rw-basic": 200}, deny: with(batchDeny, codes{"ro-basic": 403})},
 		{name: "GET /{repo}.git/info/lfs/objects/{oid}", method: "GET", path: lfs + "objects/" + m.oid,
 			allow: read, deny: deny, data: m.content},
 		{name: "HEAD /{repo}.git/info/lfs/objects/{oid}", method: "HEAD", path: lfs + "objects/" + m.oid,
@@ -398,14 +409,14 @@ func TestAuthMatrixHub(t *testing.T) {
 	m.addToken("hub-other", amHubOther)
 	m.addToken("bad-hub-token", "hf_matrix_unknown_0123456789")
 	cas := m.mint(amRepo, ScopeWrite, "hub-rw")
-	m.e.uploadRef(m.r, auth(cas)...)
+	m.e.uploadRef(m.r, servertest.Bearer(cas)...)
 	legacy := []byte("a legacy object pushed with the basic transfer, kept whole: 7f3e9a")
 	legacyOID := sha256Hex(legacy)
 	if res := m.e.do("PUT", "/"+amRepo+".git/info/lfs/objects/"+legacyOID, legacy, m.creds["hub-rw"].hdr...); res.status != 200 {
 		t.Fatalf("legacy PUT: %v", res)
 	}
 	m.needles = append(m.needles, legacy)
-	m.addToken("expired", m.e.token(amRepo, ScopeWrite, -time.Minute))
+	m.addToken("expired", m.e.token("", amRepo, ScopeWrite, -time.Minute))
 	m.addToken("forged-sig", forgeSignature(t, cas))
 	m.addToken("other-token", m.mint(amOther, ScopeWrite, "hub-other"))
 	m.addToken("own-token", cas)
@@ -446,13 +457,14 @@ func (m *amMatrix) hubLFSRoutes(legacyOID string, legacy []byte) []amRoute {
 	deny := codes{"none": 401, "bad-hub-token": 401, "hub-other": 404, "other-token": 403, "expired": 401,
 		"forged-sig": 401}
 	denyWrite := with(deny, codes{"hub-ro": 403})
-	// A CAS token, even of this repository, mints no new tokens: one that leaks dies when it expires.
+	// A CAS token, even of this repository, mints no new tokens (neither at the token routes nor at
+	// the batch route): one that leaks dies when it expires.
 	casTokens := codes{"other-token": 401, "own-token": 401}
 	return []amRoute{
 		{name: "hub POST /{repo}.git/info/lfs/objects/batch (download)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("download", nil, obj), allow: read, deny: deny, data: []byte(`"href"`)},
+			body: batchBody("download", nil, obj), allow: read, deny: with(deny, casTokens), data: []byte(`"href"`)},
 		{name: "hub POST /{repo}.git/info/lfs/objects/batch (upload)", method: "POST", path: lfs + "objects/batch",
-			body: batchBody("upload", nil, obj), allow: write, deny: denyWrite},
+			body: batchBody("upload", nil, obj), allow: write, deny: with(denyWrite, casTokens)},
 		{name: "hub GET /{repo}.git/info/lfs/objects/{oid}", method: "GET", path: lfs + "objects/" + m.oid,
 			allow: read, deny: deny, data: m.content},
 		{name: "hub PUT /{repo}.git/info/lfs/objects/{oid}", method: "PUT", path: lfs + "objects/" + legacyOID,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -40,12 +41,15 @@ var bigFile struct {
 
 const bigFileSize = 1 << 30
 
+// Every goroutine the package starts is joined by whoever started it: none is left when the tests
+// end. The benchmarks' big file is removed then.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if bigFile.dir != "" {
-		os.RemoveAll(bigFile.dir)
-	}
-	os.Exit(code)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if bigFile.dir != "" {
+			os.RemoveAll(bigFile.dir)
+		}
+		os.Exit(code)
+	}))
 }
 
 func setupBigFile(b *testing.B) (*store.Store, hash.Hash, string) {

@@ -18,11 +18,9 @@ import (
 // checks every term's decoded length against the plan. Terms are read one after another, each from
 // a buffered section of its xorb file, so memory stays at one record plus buffers.
 func writePlan(ctx context.Context, st Store, w io.Writer, p *casapi.ReconstructionV2, limit uint64) error {
-	skip := p.OffsetIntoFirstRange
-	var raw []byte
-	var br *bufio.Reader
+	pw := &planWriter{w: w, skip: p.OffsetIntoFirstRange, limit: limit}
 	for ti, t := range p.Terms {
-		if limit == 0 {
+		if pw.limit == 0 {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -32,63 +30,81 @@ func writePlan(ctx context.Context, st Store, w io.Writer, p *casapi.Reconstruct
 		if !ok {
 			return fmt.Errorf("term %d: plan has no fetch range of xorb %s covering chunks [%d,%d)", ti, t.Hash, t.Range.Start, t.Range.End)
 		}
-		f, recordsLen, err := st.OpenXorb(ctx, t.Hash)
+		if err := pw.term(ctx, st, t, xr); err != nil {
+			return fmt.Errorf("term %d: %w", ti, err)
+		}
+	}
+	if pw.limit > 0 && pw.limit != ^uint64(0) {
+		return fmt.Errorf("plan ended %d bytes short: %w", pw.limit, io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// planWriter writes a plan's terms to w: the first skip bytes left out, at most limit written.
+type planWriter struct {
+	w           io.Writer
+	skip, limit uint64
+	raw         []byte        // the chunk decoded last
+	br          *bufio.Reader // over the section of the term's xorb, reused
+}
+
+// term writes term t, read from fetch range xr of its xorb, until the limit; an error when the
+// xorb's chunks do not decode to the term's length.
+func (pw *planWriter) term(ctx context.Context, st Store, t casapi.Term, xr casapi.XorbRange) error {
+	f, recordsLen, err := st.OpenXorb(ctx, t.Hash)
+	if err != nil {
+		return fmt.Errorf("open xorb %s: %w", t.Hash, err)
+	}
+	defer f.Close()
+	if xr.Bytes.End >= uint64(recordsLen) {
+		return fmt.Errorf("fetch range %d-%d past the %d record bytes of xorb %s", xr.Bytes.Start, xr.Bytes.End, recordsLen, t.Hash)
+	}
+	sec := io.NewSectionReader(f, int64(xr.Bytes.Start), int64(xr.Bytes.Len()))
+	if pw.br == nil {
+		pw.br = bufio.NewReaderSize(sec, 256<<10)
+	} else {
+		pw.br.Reset(sec)
+	}
+	rr := xorb.NewRecordReader(pw.br)
+	var got uint64
+	for c := xr.Chunks.Start; c < t.Range.End; c++ {
+		pw.raw, _, err = rr.Next(pw.raw[:0])
 		if err != nil {
-			return fmt.Errorf("term %d: open xorb %s: %w", ti, t.Hash, err)
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("xorb %s chunk %d: %w", t.Hash, c, err)
 		}
-		if xr.Bytes.End >= uint64(recordsLen) {
-			f.Close()
-			return fmt.Errorf("term %d: fetch range %d-%d past the %d record bytes of xorb %s", ti, xr.Bytes.Start, xr.Bytes.End, recordsLen, t.Hash)
+		if c < t.Range.Start {
+			continue
 		}
-		sec := io.NewSectionReader(f, int64(xr.Bytes.Start), int64(xr.Bytes.Len()))
-		if br == nil {
-			br = bufio.NewReaderSize(sec, 256<<10)
-		} else {
-			br.Reset(sec)
-		}
-		rr := xorb.NewRecordReader(br)
-		var got uint64
-		for c := xr.Chunks.Start; c < t.Range.End; c++ {
-			raw, _, err = rr.Next(raw[:0])
-			if err != nil {
-				f.Close()
-				if errors.Is(err, io.EOF) {
-					err = io.ErrUnexpectedEOF
-				}
-				return fmt.Errorf("term %d: xorb %s chunk %d: %w", ti, t.Hash, c, err)
-			}
-			if c < t.Range.Start {
-				continue
-			}
-			got += uint64(len(raw))
-			out := raw
-			if skip > 0 {
-				n := min(skip, uint64(len(out)))
-				out, skip = out[n:], skip-n
-			}
-			if uint64(len(out)) > limit {
-				out = out[:limit]
-			}
-			if len(out) > 0 {
-				if _, err := w.Write(out); err != nil {
-					f.Close()
-					return err
-				}
-				limit -= uint64(len(out))
-			}
-			if limit == 0 {
-				f.Close()
-				return nil
-			}
-		}
-		f.Close()
-		if got != uint64(t.UnpackedLength) {
-			return fmt.Errorf("term %d: xorb %s chunks [%d,%d) decode to %d bytes, plan says %d", ti, t.Hash, t.Range.Start, t.Range.End, got, t.UnpackedLength)
+		got += uint64(len(pw.raw))
+		if err := pw.write(pw.raw); err != nil || pw.limit == 0 {
+			return err
 		}
 	}
-	if limit > 0 && limit != ^uint64(0) {
-		return fmt.Errorf("plan ended %d bytes short: %w", limit, io.ErrUnexpectedEOF)
+	if got != uint64(t.UnpackedLength) {
+		return fmt.Errorf("xorb %s chunks [%d,%d) decode to %d bytes, plan says %d", t.Hash, t.Range.Start, t.Range.End, got, t.UnpackedLength)
 	}
+	return nil
+}
+
+// write writes what of a chunk's bytes is past the skip and within the limit.
+func (pw *planWriter) write(out []byte) error {
+	if pw.skip > 0 {
+		n := min(pw.skip, uint64(len(out)))
+		out, pw.skip = out[n:], pw.skip-n
+	}
+	if uint64(len(out)) > pw.limit {
+		out = out[:pw.limit]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if _, err := pw.w.Write(out); err != nil {
+		return err
+	}
+	pw.limit -= uint64(len(out))
 	return nil
 }
 

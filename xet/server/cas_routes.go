@@ -13,6 +13,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -26,16 +27,20 @@ func pathHash(w http.ResponseWriter, r *http.Request, name string) (hash.Hash, b
 	return h, true
 }
 
-// plan answers the shared part of GET /v1|v2/reconstructions/{file}: the store's plan for the file,
-// or the part named by a single Range (inclusive; clamped to the end; 416 when it starts past it).
-func (s *Server) plan(w http.ResponseWriter, r *http.Request) (*casapi.ReconstructionV2, bool) {
+// plan answers the shared part of GET /v1|v2/reconstructions/{file}: the store's plan for the file
+// of the token's repository (404 for a file registered elsewhere only), or the part named by a
+// single Range (inclusive; clamped to the end; 416 when it starts past it). An answer holds at most
+// Limits.ReconstructionTerms terms, the first of what was asked: a client asks for the rest with a
+// Range starting where the last term ends (xet-core asks in ranges of 256 MB and more; our client
+// follows short answers, xet/download).
+func (s *Server) plan(w http.ResponseWriter, r *http.Request, c Claims) (*casapi.ReconstructionV2, bool) {
 	file, ok := pathHash(w, r, "file")
 	if !ok {
 		return nil, false
 	}
 	var rng *casapi.ByteRange
 	if hdr := r.Header.Get("Range"); hdr != "" {
-		size, err := s.cfg.Store.FileSize(r.Context(), file)
+		size, err := s.cfg.Store.FileSizeIn(r.Context(), c.Namespace, file)
 		if err != nil {
 			s.fail(w, r, "reconstruction", err)
 			return nil, false
@@ -55,7 +60,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) (*casapi.Reconstru
 		}
 		rng = &rs[0]
 	}
-	p, err := s.cfg.Store.Reconstruct(r.Context(), file, rng)
+	p, err := s.cfg.Store.ReconstructIn(r.Context(), c.Namespace, file, rng, s.cfg.Limits.ReconstructionTerms)
 	if err != nil {
 		s.fail(w, r, "reconstruction", err)
 		return nil, false
@@ -65,8 +70,8 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request) (*casapi.Reconstru
 
 // handleReconstructionV2 answers GET /v2/reconstructions/{file}: terms plus, per xorb, signed URLs with
 // the ranges each may fetch (at most maxSignedRanges per URL).
-func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, _ Claims) {
-	p, ok := s.plan(w, r)
+func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, c Claims) {
+	p, ok := s.plan(w, r, c)
 	if !ok {
 		return
 	}
@@ -78,7 +83,7 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 		Xorbs:                make(map[hash.Hash][]casapi.XorbFetch, len(p.Xorbs)),
 	}
 	for h, fetches := range p.Xorbs {
-		if url, ok := s.directURL(r, h); ok {
+		if url, ok := s.directURL(r, c, h); ok {
 			var all []casapi.XorbRange
 			for _, f := range fetches {
 				all = append(all, f.Ranges...)
@@ -105,9 +110,18 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 	writeJSON(w, http.StatusOK, out)
 }
 
-// directURL is the URL of xorb h at its storage (Config.Direct), when there is one.
-func (s *Server) directURL(r *http.Request, h hash.Hash) (string, bool) {
+// directURL is the URL of xorb h at its storage (Config.Direct), when there is one and the token's
+// repository uploaded h: such a URL reads the whole xorb object (every record and the footer), so
+// a xorb the repository only references (deduplicated, shown by a keyed answer) is served through
+// the server's own signed route, which grants the plan's ranges only.
+func (s *Server) directURL(r *http.Request, c Claims, h hash.Hash) (string, bool) {
 	if s.cfg.Direct == nil {
+		return "", false
+	}
+	if ok, err := s.cfg.Store.UploadedBy(r.Context(), c.Namespace, h); err != nil || !ok {
+		if err != nil {
+			s.log.Warn().Err(err).Str("xorb", h.String()).Msg("access check; handing out the server's own route")
+		}
 		return "", false
 	}
 	url, err := s.cfg.Direct.XorbURL(r.Context(), h, s.cfg.URLTTL)
@@ -120,8 +134,8 @@ func (s *Server) directURL(r *http.Request, h hash.Hash) (string, bool) {
 
 // handleReconstructionV1 answers GET /v1/reconstructions/{file}: fetch_info holds one signed URL per
 // range.
-func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, _ Claims) {
-	p, ok := s.plan(w, r)
+func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, c Claims) {
+	p, ok := s.plan(w, r, c)
 	if !ok {
 		return
 	}
@@ -133,7 +147,7 @@ func (s *Server) handleReconstructionV1(w http.ResponseWriter, r *http.Request, 
 		FetchInfo:            make(map[hash.Hash][]casapi.FetchInfoV1, len(p.Xorbs)),
 	}
 	for h, fetches := range p.Xorbs {
-		direct, isDirect := s.directURL(r, h)
+		direct, isDirect := s.directURL(r, c, h)
 		for _, f := range fetches {
 			for _, xr := range f.Ranges {
 				url := direct
@@ -159,8 +173,9 @@ func nonNilTerms(t []casapi.Term) []casapi.Term {
 }
 
 // handleChunk answers GET /v1/chunks/{prefix}/{chunk}: the global-dedupe shard for a chunk (200,
-// octet-stream) or 404.
-func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, _ Claims) {
+// octet-stream) or 404. The token's repository is recorded as shown the xorb (its shards may name
+// its chunks); the answer's chunk hashes are keyed, so only a client holding a chunk's data finds it.
+func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, c Claims) {
 	if p := r.PathValue("prefix"); p != casapi.PrefixDefault && p != casapi.PrefixMerkleDB {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown prefix %q (want %q or %q)", p, casapi.PrefixDefault, casapi.PrefixMerkleDB))
 		return
@@ -169,7 +184,7 @@ func (s *Server) handleChunk(w http.ResponseWriter, r *http.Request, _ Claims) {
 	if !ok {
 		return
 	}
-	b, err := s.cfg.Store.GlobalDedupe(r.Context(), chunk)
+	b, err := s.cfg.Store.GlobalDedupeAs(r.Context(), s.access(c), chunk)
 	s.metrics.dedupeQuery(err == nil)
 	if err != nil {
 		s.fail(w, r, "chunk query", err)
@@ -208,39 +223,44 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 	}
 	// Bound the bodies held at once: with the size hint below the store allocates a whole body
 	// before its bytes arrive.
-	select {
-	case s.xorbs <- struct{}{}:
-		defer func() { <-s.xorbs }()
-	case <-r.Context().Done():
+	slot, err := s.xorbs.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Xorb))
+	if err != nil {
 		return
 	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb)
+	defer slot.release()
+	meter := s.meter(r, c.Namespace, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb))
+	defer meter.done()
+	var body io.Reader = meter
 	if r.ContentLength > 0 {
 		// The store reads the body into one buffer; knowing its size spares it growing a 64 MiB
 		// buffer by doubling (several copies and zeroings per byte). A body longer than announced
 		// still fails on the limit, and a shorter one as truncated records.
 		body = sizedReader{body, int(r.ContentLength)}
 	}
-	inserted, err := s.cfg.Store.PutXorbFollowing(r.Context(), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
+	up, err := s.cfg.Store.PutXorbAs(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return
 	}
-	s.metrics.xorbStored(inserted, r.ContentLength)
-	if inserted {
-		s.quota.add(c.Namespace, r.ContentLength)
+	s.metrics.xorbStored(up.Inserted, received(r))
+	if up.Recorded {
+		// The repository's usage counts the xorb whole from now on (store/uploads.go): the
+		// upload that wrote the record adds it to the cached usage, once.
+		s.quota.add(usageKeys(c.Namespace), up.RawBytes)
 	}
-	if !inserted {
-		// The store had it and read none of the body. Answering before the body is read makes
-		// net/http close the connection, which some proxies turn into a 502 for a request they are
-		// still sending: read it to the end (within the limit) first.
+	if !up.Inserted {
+		// The store had it. Answering before the body is read to its end makes net/http close
+		// the connection, which some proxies turn into a 502 for a request they are still
+		// sending: read what is left of it (within the limit) first.
 		_, _ = io.Copy(io.Discard, body)
 	}
-	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: inserted})
+	writeJSON(w, http.StatusOK, casapi.PutXorbResponse{WasInserted: up.Inserted})
 }
 
-// handleHeadXorb answers HEAD /v1/xorbs/{prefix}/{xorb}: 200 when stored, 404 otherwise.
-func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, _ Claims) {
+// handleHeadXorb answers HEAD /v1/xorbs/{prefix}/{xorb}: 200 when the token's repository (or user)
+// may reference the stored xorb without sending it, 404 otherwise (even when another repository
+// stored it: the client then uploads it, and its bytes earn the right).
+func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, c Claims) {
 	if !checkXorbPrefix(w, r) {
 		return
 	}
@@ -249,6 +269,9 @@ func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, _ Claims
 		return
 	}
 	has, err := s.cfg.Store.HasXorb(r.Context(), h)
+	if has && err == nil {
+		has, err = s.cfg.Store.CanReference(r.Context(), s.access(c), h)
+	}
 	switch {
 	case err != nil:
 		s.fail(w, r, "xorb lookup", err)
@@ -259,15 +282,16 @@ func (s *Server) handleHeadXorb(w http.ResponseWriter, r *http.Request, _ Claims
 	}
 }
 
-// readShard reads a shard upload body within the limit, answering 413/400 itself on failure.
+// readShard reads a shard upload body within the limit, answering 413/400 itself on failure. The
+// buffer grows with the bytes that arrive, never from the Content-Length the client announces (a
+// claim of 64 MiB followed by a trickle would otherwise hold 64 MiB per request).
 func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := s.cfg.Limits.Shard
 	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("shard body of %d bytes exceeds %d", r.ContentLength, limit))
 		return nil, false
 	}
-	buf := make([]byte, 0, max(0, min(r.ContentLength, limit))+1)
-	b, err := readAllInto(buf, http.MaxBytesReader(w, r.Body, limit))
+	b, err := readAllInto(make([]byte, 0, shardReadStart), http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		status, msg := statusOf(err)
 		if status == http.StatusInternalServerError {
@@ -282,6 +306,9 @@ func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	}
 	return b, true
 }
+
+// shardReadStart is the buffer a shard body is first read into (most shards of small pushes fit).
+const shardReadStart = 32 << 10
 
 func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 	for {
@@ -309,7 +336,11 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
-	existed, err := s.putShard(r.Context(), c.Namespace, body)
+	charge, ok := s.chargeShard(w, r, c.Namespace, body)
+	if !ok {
+		return
+	}
+	existed, err := s.putShard(r.Context(), c, uploader(r, c.Subject, c.Namespace), body, charge)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return
@@ -335,6 +366,10 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	if !ok {
 		return
 	}
+	charge, ok := s.chargeShard(w, r, c.Namespace, body)
+	if !ok {
+		return
+	}
 	w.Header().Set("Content-Type", contentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -348,15 +383,38 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 	last := casapi.ShardFrame{Type: "validating", Verified: &zero, Total: &one}
 	_ = casapi.Encode(w, last) // flushed by the first tick or with the outcome
 
-	type outcome struct {
-		existed bool
-		err     error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		existed, err := s.putShard(r.Context(), c.Namespace, body)
-		done <- outcome{existed, err}
+	done := make(chan shardOutcome, 1)
+	go func() { // joined below: the handler waits for its outcome (r's context ends it early)
+		existed, err := s.putShard(r.Context(), c, uploader(r, c.Subject, c.Namespace), body, charge)
+		done <- shardOutcome{existed, err}
 	}()
+	o := s.heartbeat(send, last, done)
+	if o.err != nil {
+		status, msg := statusOf(o.err)
+		if status >= 500 {
+			s.log.Error().Err(o.err).Str("path", r.URL.Path).Msg("shard upload")
+		}
+		send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: retry.Classify(status) == retry.Retryable})
+		return
+	}
+	res := casapi.ShardSyncPerformed
+	if o.existed {
+		res = casapi.ShardExists
+	}
+	send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one},
+		casapi.ShardFrame{Type: "committing", Stage: "syncing"},
+		casapi.ShardFrame{Type: "result", Result: &res})
+}
+
+// shardOutcome is what a registration of POST /v2/shards came to.
+type shardOutcome struct {
+	existed bool
+	err     error
+}
+
+// heartbeat waits for the registration's outcome, flushing the frames written so far after
+// firstFrameDelay and repeating last every HeartbeatInterval meanwhile.
+func (s *Server) heartbeat(send func(...casapi.ShardFrame), last casapi.ShardFrame, done <-chan shardOutcome) shardOutcome {
 	first := time.NewTimer(min(firstFrameDelay, s.cfg.HeartbeatInterval))
 	defer first.Stop()
 	tick := time.NewTicker(s.cfg.HeartbeatInterval)
@@ -365,51 +423,60 @@ func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Clai
 		select {
 		case <-first.C:
 			send()
-			continue
 		case <-tick.C:
 			send(last)
-			continue
 		case o := <-done:
-			if o.err != nil {
-				status, msg := statusOf(o.err)
-				if status >= 500 {
-					s.log.Error().Err(o.err).Str("path", r.URL.Path).Msg("shard upload")
-				}
-				send(casapi.ShardFrame{Type: "error", Message: "shard upload: " + msg, Retryable: retry.Classify(status) == retry.Retryable})
-				return
-			}
-			res := casapi.ShardSyncPerformed
-			if o.existed {
-				res = casapi.ShardExists
-			}
-			send(casapi.ShardFrame{Type: "validating", Verified: &one, Total: &one},
-				casapi.ShardFrame{Type: "committing", Stage: "syncing"},
-				casapi.ShardFrame{Type: "result", Result: &res})
-			return
+			return o
 		}
 	}
 }
 
-// putShard registers a shard in ns and counts it.
-func (s *Server) putShard(ctx context.Context, ns string, body []byte) (bool, error) {
-	existed, err := s.cfg.Store.PutShard(ctx, ns, body)
+// putShard registers a shard for the token's repository and user, and counts it, in the metrics
+// and against the quota (charge). Registrations run MaxShardPuts at a time (each may cost
+// seconds of hashing, store/budget.go) in slots shared fairly between users (who names the user
+// of the request, as for uploads): more wait their turn, or their request's end. The body was
+// read before: a slot is never cut, a registration is work the server does, not a body it waits
+// for.
+func (s *Server) putShard(ctx context.Context, c Claims, who string, body []byte, charge *shardCharge) (bool, error) {
+	slot, err := s.shards.acquire(ctx, who, nil, 0)
+	if err != nil {
+		charge.done(false)
+		return false, err
+	}
+	defer slot.release()
+	existed, err := s.cfg.Store.PutShardAs(ctx, s.access(c), body)
+	charge.done(err == nil)
 	if err == nil {
 		s.metrics.shardStored()
 	}
 	return existed, err
 }
 
+// access is what a CAS token's requests may do in the store: its repository, and its user (in open
+// mode every client is one user, openUser, as every client may do anything there).
+func (s *Server) access(c Claims) store.Access {
+	user := c.Subject
+	if user == "" && s.Open() {
+		user = openUser
+	}
+	return store.Access{Repo: c.Namespace, User: user}
+}
+
+// openUser is the user of every request of an open server.
+const openUser = "*open*"
+
 // firstFrameDelay is how long POST /v2/shards holds its first frame back, hoping to send it with the
 // outcome: longer than a small shard's registration, far shorter than any client's read timeout.
 const firstFrameDelay = 250 * time.Millisecond
 
-// handleHeadFile answers HEAD /v1/files/{file}: 200 with Content-Length = the file's size, or 404.
-func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, _ Claims) {
+// handleHeadFile answers HEAD /v1/files/{file}: 200 with Content-Length = the file's size, or 404
+// (also for a file registered in another repository than the token's).
+func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, c Claims) {
 	file, ok := pathHash(w, r, "file")
 	if !ok {
 		return
 	}
-	size, err := s.cfg.Store.FileSize(r.Context(), file)
+	size, err := s.cfg.Store.FileSizeIn(r.Context(), c.Namespace, file)
 	if err != nil {
 		status, _ := statusOf(err)
 		if status >= 500 {
@@ -420,6 +487,23 @@ func (s *Server) handleHeadFile(w http.ResponseWriter, r *http.Request, _ Claims
 	}
 	w.Header().Set("Content-Length", strconv.FormatUint(size, 10))
 	w.WriteHeader(http.StatusOK)
+}
+
+// received is how many bytes of r's body the handler read (its Content-Length when it is not
+// paced).
+func received(r *http.Request) int64 {
+	if p := bodyProgress(r); p != nil {
+		return p.received()
+	}
+	return max(r.ContentLength, 0)
+}
+
+// bodySize is the length of r's body: its Content-Length, else limit.
+func bodySize(r *http.Request, limit int64) int64 {
+	if r.ContentLength >= 0 {
+		return r.ContentLength
+	}
+	return limit
 }
 
 // sizedReader is a body whose announced length (Content-Length) it reports as Len, the size hint

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -241,12 +242,12 @@ func TestReconstructionErrors(t *testing.T) {
 }
 
 func TestTokenChecks(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, "") })
+	e := newEnv(t, func(c *Config) { c.Users = testerUsers(t) })
 	r := loadRef(t)
 	x := "/v1/xorbs/default/" + r.xorbHash.String()
-	read := e.token("team/a", ScopeRead, time.Minute)
-	write := e.token("team/a", ScopeWrite, time.Minute)
-	expiring := e.token("team/a", ScopeWrite, time.Second)
+	read := e.token("tester", "team/a", ScopeRead, time.Minute)
+	write := e.token("tester", "team/a", ScopeWrite, time.Minute)
+	expiring := e.token("tester", "team/a", ScopeWrite, time.Second)
 
 	// Missing: 401 with a Bearer challenge.
 	res := e.do("POST", x, r.xorbBody)
@@ -254,29 +255,29 @@ func TestTokenChecks(t *testing.T) {
 		t.Fatalf("no token: %v %v", res, res.header)
 	}
 	for _, bad := range []string{"garbage", "xet1.e30.AAAA", write[:len(write)-2] + "xx", strings.Replace(write, "xet1.", "xet1.X", 1)} {
-		if res := e.do("GET", "/v2/reconstructions/"+r.fileHash.String(), nil, auth(bad)...); res.status != 401 {
+		if res := e.do("GET", "/v2/reconstructions/"+r.fileHash.String(), nil, servertest.Bearer(bad)...); res.status != 401 {
 			t.Fatalf("bad token %q: %v", bad, res)
 		}
 	}
 	// Wrong scope: a read token cannot upload (403), but can read.
-	res = e.do("POST", x, r.xorbBody, auth(read)...)
+	res = e.do("POST", x, r.xorbBody, servertest.Bearer(read)...)
 	if res.status != 403 || !strings.Contains(errorMessage(t, res), "scope") {
 		t.Fatalf("read token uploading: %v", res)
 	}
-	if res := e.do("POST", "/v1/shards", r.shard, auth(read)...); res.status != 403 {
+	if res := e.do("POST", "/v1/shards", r.shard, servertest.Bearer(read)...); res.status != 403 {
 		t.Fatalf("read token uploading a shard: %v", res)
 	}
-	if res := e.do("HEAD", x, nil, auth(read)...); res.status != 404 {
+	if res := e.do("HEAD", x, nil, servertest.Bearer(read)...); res.status != 404 {
 		t.Fatalf("read token HEAD: %v", res)
 	}
 	// Expired: 401 invalid_token.
 	e.clock.Advance(2 * time.Second)
-	res = e.do("POST", x, r.xorbBody, auth(expiring)...)
+	res = e.do("POST", x, r.xorbBody, servertest.Bearer(expiring)...)
 	if res.status != 401 || !strings.Contains(res.header.Get("WWW-Authenticate"), "invalid_token") || !strings.Contains(errorMessage(t, res), "expired") {
 		t.Fatalf("expired token: %v %v", res, res.header)
 	}
 	// The write token still works and its namespace registers the shard.
-	e.uploadRef(r, auth(write)...)
+	e.uploadRef(r, servertest.Bearer(write)...)
 	if _, _, err := e.st.LookupSHA256(t.Context(), "team/a", hashOfSHA(r.sha)); err != nil {
 		t.Fatalf("shard not registered under the token's namespace: %v", err)
 	}
@@ -297,7 +298,7 @@ func TestOpenModeAllowsWithoutToken(t *testing.T) {
 	if res := e.do("GET", "/v2/reconstructions/"+r.fileHash.String(), nil); res.status != 200 {
 		t.Fatalf("open read: %v", res)
 	}
-	if res := e.do("GET", "/v2/reconstructions/"+r.fileHash.String(), nil, auth("forged")...); res.status != 401 {
+	if res := e.do("GET", "/v2/reconstructions/"+r.fileHash.String(), nil, servertest.Bearer("forged")...); res.status != 401 {
 		t.Fatalf("open mode with a forged token: %v", res)
 	}
 }

@@ -29,29 +29,29 @@ type faultStore struct {
 	shardDelay              time.Duration
 }
 
-func (f *faultStore) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, fl xorb.Follows) (bool, error) {
+func (f *faultStore) PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, fl xorb.Follows) (store.XorbUpload, error) {
 	if f.putXorbErr != nil {
 		io.Copy(io.Discard, body)
-		return false, f.putXorbErr
+		return store.XorbUpload{}, f.putXorbErr
 	}
-	return f.Store.PutXorbFollowing(ctx, h, body, fl)
+	return f.Store.PutXorbAs(ctx, a, h, body, fl)
 }
 
-func (f *faultStore) PutShard(ctx context.Context, ns string, body []byte) (bool, error) {
+func (f *faultStore) PutShardAs(ctx context.Context, a store.Access, body []byte) (bool, error) {
 	if f.putShardErr != nil {
 		return false, f.putShardErr
 	}
 	if f.shardDelay > 0 {
 		time.Sleep(f.shardDelay)
 	}
-	return f.Store.PutShard(ctx, ns, body)
+	return f.Store.PutShardAs(ctx, a, body)
 }
 
-func (f *faultStore) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
+func (f *faultStore) ReconstructIn(ctx context.Context, repo string, file hash.Hash, rng *casapi.ByteRange, max int) (*casapi.ReconstructionV2, error) {
 	if f.panicReconstruct {
 		panic("injected")
 	}
-	return f.Store.Reconstruct(ctx, file, rng)
+	return f.Store.ReconstructIn(ctx, repo, file, rng, max)
 }
 
 // fullBackend fails every write with ENOSPC while full is set.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -136,16 +137,23 @@ func (e *env) do(method, path string, body []byte, hdr ...string) resp {
 	return resp{res.StatusCode, res.Header, b}
 }
 
-func (e *env) token(ns string, scope Scope, ttl time.Duration) string {
+// token issues a token of user ("": none) for ns and scope, living ttl. A user the users table
+// lists gets the mark of their password in it, as the server mints it (a token of no listed user
+// opens nothing on a server with users).
+func (e *env) token(user, ns string, scope Scope, ttl time.Duration) string {
 	e.t.Helper()
-	tok, err := e.srv.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix()})
+	c := Claims{Namespace: ns, Scope: scope, Exp: e.clock.Now().Add(ttl).Unix(), Subject: user}
+	if users := e.srv.userTable(); users != nil && user != "" {
+		if u := users.Lookup(user); u != nil {
+			c.Cred = e.srv.tokens.userMark(u)
+		}
+	}
+	tok, err := e.srv.tokens.Issue(c)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return tok
 }
-
-func auth(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 func decodeJSON[T any](t testing.TB, b []byte) T {
 	t.Helper()
@@ -216,7 +224,7 @@ func (e *env) uploadRef(r refData, hdr ...string) {
 	}
 }
 
-// fetchRanges downloads what a v2 plan describes through its signed URLs (one GET per range, with
+// fetchPlan downloads what a v2 plan describes through its signed URLs (one GET per range, with
 // the Range header the URL was signed for) and assembles the file bytes: terms decoded, the first
 // OffsetIntoFirstRange bytes dropped, at most limit bytes kept.
 func (e *env) fetchPlan(p *casapi.ReconstructionV2, limit uint64) []byte {
@@ -267,6 +275,12 @@ func (e *env) fetchPlan(p *casapi.ReconstructionV2, limit uint64) []byte {
 		out = out[:limit]
 	}
 	return out
+}
+
+// testerUsers is a users table of one user, "tester", with write access everywhere: the user of
+// env.token's tokens.
+func testerUsers(t testing.TB) *Users {
+	return mustUsers(t, servertest.UserLine("tester", "tester-password-0", ""))
 }
 
 func mustUsers(t testing.TB, text string) *Users {

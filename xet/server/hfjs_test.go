@@ -103,6 +103,6 @@ func TestTermOver64MiBDownloads(t *testing.T) {
 
 // casClient is our own HTTP client of the server's CAS, with a write token for ns.
 func (e *env) casClient(ns string) *cas.HTTP {
-	tok := e.token(ns, ScopeWrite, time.Hour)
+	tok := e.token("", ns, ScopeWrite, time.Hour)
 	return cas.NewHTTP(cas.HTTPOptions{Endpoint: e.base, Token: cas.NewRefreshingToken(tok, time.Time{}, nil)})
 }

@@ -47,7 +47,7 @@ func TestHostileRequests(t *testing.T) {
 	e := newEnv(t, nil)
 	addr := strings.TrimPrefix(e.base, "http://")
 	h := strings.Repeat("ab", 32)
-	tok := "Authorization: Bearer " + e.token("team/repo", ScopeWrite, time.Hour) + "\r\n"
+	tok := "Authorization: Bearer " + e.token("", "team/repo", ScopeWrite, time.Hour) + "\r\n"
 	for _, req := range []string{
 		"GET /v1/reconstructions/../../../../etc/passwd HTTP/1.1\r\nHost: x\r\n" + tok + "\r\n",
 		"GET /v1/reconstructions/%2e%2e%2f%2e%2e%2fetc%2fpasswd HTTP/1.1\r\nHost: x\r\n" + tok + "\r\n",

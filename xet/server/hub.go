@@ -29,7 +29,7 @@ import (
 //     not-yet-migrated objects) and get a CDN-style signed URL;
 //   - the token routes take a percent-encoded revision and ?create_pr=1, answer the token in the body
 //     and in X-Xet-* headers, and fail with X-Error-Code, X-Error-Message and {"error": ...};
-//   - POST /v1/telemetry is accepted and ignored.
+//   - POST /v1/telemetry is answered 200 without a credential, and its body is not read.
 type HubCompat struct {
 	// Tokens maps a Hub token to what it may do (Write, Repos as in the users file). See ParseHubTokens.
 	Tokens map[string]*User
@@ -101,21 +101,14 @@ func writeHubError(w http.ResponseWriter, status int, code, msg string) {
 // is how much a Hub token must allow (a PR ref needs read access only).
 func (s *Server) authHub(w http.ResponseWriter, r *http.Request, ns string, needWrite bool) (principal, bool) {
 	h := s.cfg.Hub
-	deny := func(status int, code, msg string) (principal, bool) {
-		if status == http.StatusUnauthorized {
-			w.Header().Set("LFS-Authenticate", `Basic realm="Hugging Face"`)
-			w.Header().Set("WWW-Authenticate", `Basic realm="Hugging Face"`)
-		}
-		writeHubError(w, status, code, msg)
-		return principal{}, false
-	}
 	var secret string
 	if tok, ok := bearer(r); ok {
 		if c, err := s.tokens.Verify(tok); err == nil && !c.Refresh {
 			if c.Namespace != ns || (needWrite && c.Scope != scopeWrite) {
-				return deny(http.StatusForbidden, "", "token does not allow this on "+ns)
+				return s.lfsDeny(w, http.StatusForbidden, "", "token does not allow this on "+ns)
 			}
-			return principal{name: c.Subject, write: c.Scope == scopeWrite}, true
+			who, _, _ := s.tokenPrincipal(c, needWrite) // no users table in Hub mode
+			return who, true
 		}
 		secret = tok
 	} else if _, pass, ok := r.BasicAuth(); ok {
@@ -125,16 +118,16 @@ func (s *Server) authHub(w http.ResponseWriter, r *http.Request, ns string, need
 		if !needWrite && h.public(ns) {
 			return principal{}, true
 		}
-		return deny(http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+		return s.lfsDeny(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
 	}
 	u := h.token(secret)
 	switch {
 	case u == nil:
-		return deny(http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+		return s.lfsDeny(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
 	case !u.CanAccess(ns, false) && !h.public(ns):
-		return deny(http.StatusNotFound, "RepoNotFound", "Repository not found")
+		return s.lfsDeny(w, http.StatusNotFound, "RepoNotFound", "Repository not found")
 	case needWrite && !u.CanAccess(ns, true):
-		return deny(http.StatusForbidden, "", "You don't have the rights to write to "+ns+" with this token (read-only token)")
+		return s.denyWrite(w, ns, principal{name: u.Name})
 	}
 	return principal{name: u.Name, write: u.CanAccess(ns, true)}, true
 }
@@ -145,9 +138,14 @@ func bridgeID(ns string) string {
 	return hex.EncodeToString(s[:12])
 }
 
-// handleTelemetry accepts xet-core's telemetry and drops it.
+// handleTelemetry accepts xet-core's telemetry and drops it unread. The route takes no
+// credential, so it does no work for one: not a byte of the body is read, and a request with a body
+// has its connection closed after the answer (net/http would otherwise read up to 256 KiB of it to
+// keep the connection).
 func (s *Server) handleTelemetry(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

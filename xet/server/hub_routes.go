@@ -113,5 +113,5 @@ func (s *Server) handleHubTokenRoute(w http.ResponseWriter, r *http.Request, ns 
 	if !ok {
 		return
 	}
-	s.answerToken(w, r, ns, scope, who.name, true)
+	s.answerToken(w, r, ns, scope, who, true)
 }

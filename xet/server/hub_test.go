@@ -1,15 +1,19 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
@@ -30,8 +34,6 @@ func newHubEnv(t *testing.T) *env {
 		c.Hub = &HubCompat{Tokens: toks, LegacyDir: legacy, Public: []string{"pub/*"}}
 	})
 }
-
-func bearerOf(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 // hubBatch is a batch request for one object, with a ref when ref is not "".
 func hubBatch(op string, transfers []string, ref string, oid string, size int) []byte {
@@ -66,7 +68,7 @@ func TestHubTokenRoutes(t *testing.T) {
 	} {
 		var hdr []string
 		if tc.tok != "" {
-			hdr = bearerOf(tc.tok)
+			hdr = servertest.Bearer(tc.tok)
 		}
 		res := e.do("GET", tc.path, nil, hdr...)
 		if res.status != tc.want {
@@ -91,7 +93,7 @@ func TestHubTokenRoutes(t *testing.T) {
 	}
 	// HTTP Basic with any user name and the token as password (what git credential helpers and
 	// git-lfs-authenticate give) is accepted too.
-	res := e.do("GET", "/api/models/org/m/xet-read-token/main", nil, basic("anyone", hubReader)...)
+	res := e.do("GET", "/api/models/org/m/xet-read-token/main", nil, servertest.Basic("anyone", hubReader)...)
 	if res.status != 200 {
 		t.Errorf("Basic: %v", res)
 	}
@@ -105,7 +107,7 @@ func TestHubBatchShapes(t *testing.T) {
 	r := loadRef(t)
 	oid := hex.EncodeToString(r.sha[:])
 	size := len(r.content)
-	res := e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("upload", []string{"basic", "xet"}, "refs/heads/dev", oid, size), bearerOf(hubWriter)...)
+	res := e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("upload", []string{"basic", "xet"}, "refs/heads/dev", oid, size), servertest.Bearer(hubWriter)...)
 	ans := decodeJSON[lfsbatch.Response](t, res.body)
 	if res.status != 200 || ans.Transfer != "xet" {
 		t.Fatalf("upload batch: %v", res)
@@ -115,12 +117,12 @@ func TestHubBatchShapes(t *testing.T) {
 		t.Errorf("xet action %+v", up)
 	}
 	e.uploadRef(r, "Authorization", "Bearer "+up.Header[lfsbatch.HeaderAccessToken])
-	res = e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("upload", []string{"xet"}, "", oid, size), bearerOf(hubWriter)...)
+	res = e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("upload", []string{"xet"}, "", oid, size), servertest.Bearer(hubWriter)...)
 	if a := decodeJSON[lfsbatch.Response](t, res.body); len(a.Objects[0].Actions) != 0 {
 		t.Errorf("stored object got actions: %v", res)
 	}
 
-	res = e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("download", []string{"xet", "basic"}, "", oid, size), bearerOf(hubReader)...)
+	res = e.do("POST", "/org/m.git/info/lfs/objects/batch", hubBatch("download", []string{"xet", "basic"}, "", oid, size), servertest.Bearer(hubReader)...)
 	ans = decodeJSON[lfsbatch.Response](t, res.body)
 	if ans.Transfer != "basic" {
 		t.Fatalf("download batch answered %q", ans.Transfer)
@@ -154,7 +156,7 @@ func TestHubLegacyUploadAndCDN(t *testing.T) {
 	data := []byte("a legacy LFS object, kept whole")
 	sum := sha256.Sum256(data)
 	oid := hex.EncodeToString(sum[:])
-	res := e.do("POST", "/datasets/org/d.git/info/lfs/objects/batch", hubBatch("upload", []string{"basic"}, "", oid, len(data)), bearerOf(hubWriter)...)
+	res := e.do("POST", "/datasets/org/d.git/info/lfs/objects/batch", hubBatch("upload", []string{"basic"}, "", oid, len(data)), servertest.Bearer(hubWriter)...)
 	ans := decodeJSON[lfsbatch.Response](t, res.body)
 	if ans.Transfer != "basic" {
 		t.Fatalf("upload without xet: %v", res)
@@ -166,7 +168,7 @@ func TestHubLegacyUploadAndCDN(t *testing.T) {
 	if res := e.do("PUT", put.Href, data, "Authorization", put.Header["Authorization"]); res.status != 200 {
 		t.Fatalf("PUT: %v", res)
 	}
-	res = e.do("POST", "/datasets/org/d.git/info/lfs/objects/batch", hubBatch("download", []string{"basic"}, "", oid, len(data)), bearerOf(hubReader)...)
+	res = e.do("POST", "/datasets/org/d.git/info/lfs/objects/batch", hubBatch("download", []string{"basic"}, "", oid, len(data)), servertest.Bearer(hubReader)...)
 	href := decodeJSON[lfsbatch.Response](t, res.body).Objects[0].Actions["download"].Href
 	if !strings.Contains(href, "/cdn-lfs/") || strings.Contains(href, "xet-bridge") {
 		t.Fatalf("legacy href %s", href)
@@ -184,5 +186,32 @@ func TestParseHubTokensRejects(t *testing.T) {
 		if _, err := ParseHubTokens(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// The Hub emulator's telemetry route takes anyone's request (xet-core sends telemetry without
+// asking) and reads none of its body: an unauthenticated megabyte costs the server nothing but
+// the answer (before, it read up to 1 MiB of it), and the connection closes after it.
+func TestTelemetryReadsNothing(t *testing.T) {
+	e := newHubEnv(t)
+	body := &countingReader{r: bytes.NewReader(make([]byte, 1<<20))}
+	req := httptest.NewRequest("POST", "/v1/telemetry", body)
+	rec := httptest.NewRecorder()
+	e.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 || body.n != 0 || rec.Header().Get("Connection") != "close" {
+		t.Fatalf("telemetry: %d, %d bytes of its body read, Connection %q; want 200, none read, close",
+			rec.Code, body.n, rec.Header().Get("Connection"))
 	}
 }

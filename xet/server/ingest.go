@@ -31,6 +31,8 @@ type UploadIngester struct {
 // Ingest implements Ingester. size < 0 means unknown (not checked).
 func (in *UploadIngester) Ingest(ctx context.Context, ns string, r io.Reader, size int64, wantSHA256 [32]byte) (hash.Hash, error) {
 	sess := upload.NewSession(upload.Config{
+		// The store records each xorb it stores as ns's upload (what ns's usage counts, even
+		// when the upload fails and no file names it).
 		CAS:    embedded.New(in.Store, ns),
 		Policy: in.Policy,
 		// The store is in this process: a second xorb upload in flight would only hold another
@@ -40,6 +42,7 @@ func (in *UploadIngester) Ingest(ctx context.Context, ns string, r io.Reader, si
 		Log:          in.Log,
 		SizeHint:     max(size, 0),
 	})
+	defer sess.Close() // a refused upload's xorb uploads and buffers too
 	res, err := sess.Upload(ctx, r, nil, nil)
 	if err != nil {
 		return hash.Hash{}, fmt.Errorf("chunk upload: %w", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
@@ -54,13 +55,13 @@ func casClient(t *testing.T, a *lfsbatch.Action, user, pw string) *cas.HTTP {
 // The project's own Xet client (xet/upload + xet/download over xet/cas's HTTP client) round-trips a
 // file through the server with the "xet" transfer: batch, token, xorbs, shard, plan, signed ranges.
 func TestXetClientRoundTrip(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, sha256Line("alice", alicePW, "")) })
+	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, "")) })
 	ctx := t.Context()
 	data := vectors.SplitMix(3_000_000, 11)
 	sum := sha256.Sum256(data)
 	obj := lfsbatch.Object{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
 
-	_, br := e.batch("org/repo", batchBody("upload", []string{"basic", "xet"}, obj), basic("alice", alicePW)...)
+	_, br := e.batch("org/repo", batchBody("upload", []string{"basic", "xet"}, obj), servertest.Basic("alice", alicePW)...)
 	up := br.Objects[0].Actions["upload"]
 	if br.Transfer != "xet" || up == nil {
 		t.Fatalf("upload batch %+v", br)
@@ -73,12 +74,12 @@ func TestXetClientRoundTrip(t *testing.T) {
 	if err := sess.Finish(ctx); err != nil {
 		t.Fatalf("finish: %v\n%s", err, e.logs.String())
 	}
-	_, br = e.batch("org/repo", batchBody("upload", []string{"xet"}, obj), basic("alice", alicePW)...)
+	_, br = e.batch("org/repo", batchBody("upload", []string{"xet"}, obj), servertest.Basic("alice", alicePW)...)
 	if br.Objects[0].Actions != nil {
 		t.Fatalf("uploaded object still gets actions: %+v", br.Objects[0])
 	}
 
-	_, br = e.batch("org/repo", batchBody("download", []string{"basic", "xet"}, obj), basic("alice", alicePW)...)
+	_, br = e.batch("org/repo", batchBody("download", []string{"basic", "xet"}, obj), servertest.Basic("alice", alicePW)...)
 	dl := br.Objects[0].Actions["download"]
 	if dl == nil || dl.Header[lfsbatch.HeaderXetHash] != res.FileHash.String() {
 		t.Fatalf("download action %+v (file %s)", dl, res.FileHash)
@@ -104,7 +105,7 @@ func TestXetClientRoundTrip(t *testing.T) {
 		t.Fatal("downloaded range differs")
 	}
 	// The plain bridge serves the same object.
-	if r := e.do("GET", "/org/repo.git/info/lfs/objects/"+obj.OID, nil, basic("alice", alicePW)...); r.status != 200 || !bytes.Equal(r.body, data) {
+	if r := e.do("GET", "/org/repo.git/info/lfs/objects/"+obj.OID, nil, servertest.Basic("alice", alicePW)...); r.status != 200 || !bytes.Equal(r.body, data) {
 		t.Fatalf("bridge: %d", r.status)
 	}
 }

@@ -104,7 +104,8 @@ func (s *Server) streamFile(w http.ResponseWriter, r *http.Request, file xhash.H
 // is chunked and stored as xorbs plus a shard by the Ingester, which registers the file only when its
 // SHA-256 is the oid (400 otherwise) and its length the Content-Length.
 func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid string) {
-	if _, ok := s.authRepo(w, r, ns, true); !ok {
+	who, ok := s.authRepo(w, r, ns, true)
+	if !ok {
 		return
 	}
 	sha, err := xhash.ParseSHA256(oid)
@@ -132,18 +133,21 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		return
 	}
 	s.metrics.bridged("upload")
-	select {
-	case s.ingest <- struct{}{}:
-		defer func() { <-s.ingest }()
-	case <-r.Context().Done():
+	slot, err := s.ingest.acquire(r.Context(), uploader(r, who.name, ns), bodyProgress(r), bodySize(r, s.cfg.Limits.Object))
+	if err != nil {
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, s.cfg.Limits.Object)
-	if _, err := s.cfg.Ingest.Ingest(r.Context(), ns, body, r.ContentLength, sha.SHA256()); err != nil {
+	defer slot.release()
+	meter := s.meter(r, ns, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Object))
+	defer meter.done()
+	_, err = s.cfg.Ingest.Ingest(r.Context(), ns, meter, r.ContentLength, sha.SHA256())
+	// What arrived may be stored, as a file or as xorbs no file names (the store records them as
+	// the repository's uploads): count it until the usage is read again.
+	s.quota.add(usageKeys(ns), uint64(meter.n))
+	if err != nil {
 		s.failLFS(w, r, "upload", err)
 		return
 	}
-	s.quota.add(ns, r.ContentLength)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,14 +66,19 @@ func (s *Server) handleRepoRoute(w http.ResponseWriter, r *http.Request) {
 // server's object routes (the bridge). Objects the repository already has get no upload actions;
 // unknown objects for download get a per-object 404 error.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) {
+	// Credentials first: nothing of the body is read for a caller without them.
+	who, ok := s.authBatch(w, r, ns)
+	if !ok {
+		return
+	}
 	req, write, ok := s.decodeBatch(w, r)
 	if !ok {
 		return
 	}
 	// On the Hub a reader may push to a pull-request ref.
 	needWrite := write && !(s.cfg.Hub != nil && req.Ref != nil && strings.HasPrefix(req.Ref.Name, "refs/pr/"))
-	who, ok := s.authRepo(w, r, ns, needWrite)
-	if !ok {
+	if needWrite && !who.write {
+		s.denyWrite(w, ns, who)
 		return
 	}
 	g, err := s.grant(r, ns, who, req, write)
@@ -160,15 +164,14 @@ func uploadBytes(objs []lfsbatch.Result) int64 {
 	return n
 }
 
-// grant issues the batch's tokens: a CAS token for ns and the operation's scope, and for xet
-// actions the headers naming the CAS and, with authentication, a refresh credential.
+// grant issues the batch's tokens for who: a CAS token for ns and the operation's scope, and for
+// xet actions the headers naming the CAS and, with authentication, a refresh credential.
 func (s *Server) grant(r *http.Request, ns string, who principal, req *lfsbatch.Request, write bool) (*batchGrant, error) {
 	scope := scopeRead
 	if write {
 		scope = scopeWrite
 	}
-	exp := s.now().Add(s.cfg.TokenTTL)
-	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: who.name})
+	tok, exp, err := s.mint(Claims{Namespace: ns, Scope: scope}, who, s.cfg.TokenTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +183,7 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *lfsbatch.
 	g := &batchGrant{ns: ns, write: write, hub: hub, tok: tok, base: s.baseURL(r),
 		// The Hub answers downloads with basic even to clients that offer xet.
 		useXet:    slices.Contains(req.Transfers, "xet") && (write || !hub),
-		expiresIn: int64(s.cfg.TokenTTL / time.Second),
-		// A xet action stays usable while its refresh credential does: the agent renews CAS tokens
-		// at href itself, so git-lfs must not drop the action when the first CAS token expires.
-		xetExpiresIn: int64(s.cfg.RefreshTTL / time.Second),
+		expiresIn: secondsUntil(s.now(), exp),
 	}
 	if !g.useXet {
 		return g, nil
@@ -197,16 +197,26 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *lfsbatch.
 	// Every shard is checked against its files' content (store.PutShard), so the agent need not
 	// hash them too.
 	g.xet.VerifiesSHA256 = true
-	if !s.Open() {
-		// The agent calls href (the token route) with the action's other headers when its CAS token
-		// nears expiry: give it a refresh credential for this repository and scope.
-		rt, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: s.now().Add(s.cfg.RefreshTTL).Unix(), Subject: who.name, Refresh: true})
-		if err != nil {
-			return nil, err
-		}
-		g.xet.Auth["Authorization"] = "Bearer " + rt
+	// A xet action stays usable while its token can be renewed at href (the agent does it itself),
+	// so git-lfs must not drop the action when the first CAS token expires.
+	g.xetExpiresIn = int64(s.cfg.RefreshTTL / time.Second)
+	if s.Open() {
+		return g, nil // href renews a token without a credential
 	}
+	// The agent calls href with the action's other headers when its CAS token nears expiry: give
+	// it a refresh credential for this repository and scope.
+	rt, rexp, err := s.mint(Claims{Namespace: ns, Scope: scope, Refresh: true}, who, s.cfg.RefreshTTL)
+	if err != nil {
+		return nil, err
+	}
+	g.xet.Auth["Authorization"] = "Bearer " + rt
+	g.xetExpiresIn = secondsUntil(s.now(), rexp)
 	return g, nil
+}
+
+// secondsUntil is an LFS action's expires_in for an expiry at exp.
+func secondsUntil(now, exp time.Time) int64 {
+	return max(0, int64(exp.Sub(now)/time.Second))
 }
 
 // answerObject answers one object of a batch: its actions, none when an upload is already stored,
@@ -243,7 +253,8 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o lfsbatch.Obj
 	switch {
 	case g.write && known:
 		if int64(size) != o.Size {
-			res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with size %d, not %d", size, o.Size)}
+			// The stored size is not said: the client sent only its own.
+			res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("object exists with another size than %d", o.Size)}
 		}
 		// Already stored: no actions, git-lfs skips it.
 	case g.write && g.useXet:
@@ -313,95 +324,6 @@ func tokenRoute(base, ns string, scope Scope, rev string) string {
 		}
 	}
 	return base + "/api/" + typ + "/" + repo + "/xet-" + string(scope) + "-token/" + url.PathEscape(rev)
-}
-
-// handleTokenRoute answers GET /api/{type}s/{repo}/xet-{read|write}-token/{rev} with
-// {"accessToken","exp","casUrl"}. It needs LFS credentials (Basic) when auth is on; a write token
-// needs a user allowed to write to the repository.
-func (s *Server) handleTokenRoute(w http.ResponseWriter, r *http.Request) {
-	p := strings.TrimPrefix(r.URL.Path, "/api/")
-	typ, rest, _ := strings.Cut(p, "/")
-	var prefix string
-	switch typ {
-	case "models":
-	case "datasets", "spaces":
-		prefix = typ + "/"
-	default:
-		writeError(w, http.StatusNotFound, "no such route")
-		return
-	}
-	var scope Scope
-	var repo string
-	if i := strings.Index(rest, "/xet-read-token/"); i > 0 {
-		scope, repo = scopeRead, rest[:i]
-	} else if i := strings.Index(rest, "/xet-write-token/"); i > 0 {
-		scope, repo = scopeWrite, rest[:i]
-	} else {
-		writeError(w, http.StatusNotFound, "no such route (want /api/{type}s/{repo}/xet-{read|write}-token/{rev})")
-		return
-	}
-	ns, ok := repoNamespace(prefix + repo)
-	if !ok {
-		writeError(w, http.StatusNotFound, "bad repository name")
-		return
-	}
-	if s.cfg.Hub != nil {
-		s.handleHubTokenRoute(w, r, ns, scope)
-		return
-	}
-	who, ok := s.authTokenRoute(w, r, ns, scope == scopeWrite)
-	if !ok {
-		return
-	}
-	s.answerToken(w, r, ns, scope, who.name, false)
-}
-
-// answerToken issues a CAS token for ns and scope and answers {"accessToken","exp","casUrl"};
-// with hubHeaders the same values go in the X-Xet-* response headers too, as the Hub sends them.
-func (s *Server) answerToken(w http.ResponseWriter, r *http.Request, ns string, scope Scope, subject string, hubHeaders bool) {
-	exp := s.now().Add(s.cfg.TokenTTL)
-	tok, err := s.tokens.Issue(Claims{Namespace: ns, Scope: scope, Exp: exp.Unix(), Subject: subject})
-	if err != nil {
-		s.fail(w, r, "token", err)
-		return
-	}
-	base := s.baseURL(r)
-	if hubHeaders {
-		w.Header().Set(lfsbatch.HeaderCasURL, base)
-		w.Header().Set(lfsbatch.HeaderAccessToken, tok)
-		w.Header().Set(lfsbatch.HeaderTokenExpiration, strconv.FormatInt(exp.Unix(), 10))
-	}
-	writeJSON(w, http.StatusOK, casapi.Token{AccessToken: tok, Exp: exp.Unix(), CasURL: base})
-}
-
-// authTokenRoute authenticates the token route: user credentials (HTTP Basic), or the refresh
-// credential of a batch answer for this repository with enough scope. A CAS token cannot mint fresh
-// tokens (so a leaked token dies with its expiry).
-func (s *Server) authTokenRoute(w http.ResponseWriter, r *http.Request, ns string, write bool) (principal, bool) {
-	tok, isBearer := bearer(r)
-	if !isBearer || s.Open() {
-		return s.authRepo(w, r, ns, write)
-	}
-	deny := func(status int, msg string) (principal, bool) {
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Basic realm="xet-server"`)
-		}
-		writeError(w, status, msg)
-		return principal{}, false
-	}
-	c, err := s.tokens.Verify(tok)
-	switch {
-	case err != nil:
-		return deny(http.StatusUnauthorized, "refresh credential: "+err.Error())
-	case !c.Refresh:
-		return deny(http.StatusUnauthorized, "the token route needs user credentials (HTTP Basic) or a refresh credential")
-	case c.Namespace != ns:
-		return deny(http.StatusForbidden, "refresh credential is for another repository")
-	case write && c.Scope != scopeWrite:
-		return deny(http.StatusForbidden, "refresh credential of scope "+string(c.Scope)+" cannot mint a write token")
-	}
-	noteUser(r, c.Subject)
-	return principal{name: c.Subject, write: c.Scope == scopeWrite}, true
 }
 
 // isSHA256Algo reports whether a batch request's hash_algo names SHA-256: absent (the LFS default),

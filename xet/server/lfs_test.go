@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
@@ -60,7 +60,7 @@ func TestBatchXet(t *testing.T) {
 		t.Fatalf("write token claims %+v %v", c, err)
 	}
 	// Upload through the CAS with that token; the object is then known: no actions.
-	e.uploadRef(r, auth(h[lfsbatch.HeaderAccessToken])...)
+	e.uploadRef(r, servertest.Bearer(h[lfsbatch.HeaderAccessToken])...)
 	_, br = e.batch("org/repo", batchBody("upload", []string{"basic", "xet"}, obj))
 	if br.Objects[0].Actions != nil || br.Objects[0].Error != nil {
 		t.Fatalf("known object got %+v", br.Objects[0])
@@ -211,18 +211,8 @@ const (
 	bobPW   = "bob-secret-password"
 )
 
-func sha256Line(name, pw, rest string) string {
-	salt := []byte("0123456789abcdef")
-	h := sha256.Sum256(append(append([]byte{}, salt...), pw...))
-	return name + ":$sha256$" + hex.EncodeToString(salt) + "$" + hex.EncodeToString(h[:]) + rest + "\n"
-}
-
-func basic(user, pw string) []string {
-	return []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw))}
-}
-
 func TestLFSAuth(t *testing.T) {
-	users := "# team\n" + sha256Line("alice", alicePW, "") + sha256Line("bob", bobPW, ":read:org/*")
+	users := "# team\n" + servertest.UserLine("alice", alicePW, "") + servertest.UserLine("bob", bobPW, ":read:org/*")
 	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, users) })
 	data := vectors.SplitMix(20_000, 3)
 	obj := lfsbatch.Object{OID: sha256Hex(data), Size: int64(len(data))}
@@ -233,19 +223,24 @@ func TestLFSAuth(t *testing.T) {
 	if res.status != 401 || res.header.Get("LFS-Authenticate") == "" || !strings.HasPrefix(res.header.Get("WWW-Authenticate"), "Basic") {
 		t.Fatalf("no credentials: %v %v", res, res.header)
 	}
-	if res, _ := e.batch("org/repo", up, basic("alice", "wrong")...); res.status != 401 {
+	if res, _ := e.batch("org/repo", up, servertest.Basic("alice", "wrong")...); res.status != 401 {
 		t.Fatalf("wrong password: %v", res)
 	}
-	if res, _ := e.batch("org/repo", up, basic("mallory", alicePW)...); res.status != 401 {
+	if res, _ := e.batch("org/repo", up, servertest.Basic("mallory", alicePW)...); res.status != 401 {
 		t.Fatalf("unknown user: %v", res)
 	}
-	if res, _ := e.batch("org/repo", up, basic("bob", bobPW)...); res.status != 403 {
+	// Right after a wrong password, alice from the same address waits out the window (no KDF runs).
+	if res, _ := e.batch("org/repo", up, servertest.Basic("alice", alicePW)...); res.status != 429 || res.header.Get("Retry-After") != "2" {
+		t.Fatalf("alice right after a wrong password: %v %v", res, res.header)
+	}
+	e.clock.Advance(failWindow)
+	if res, _ := e.batch("org/repo", up, servertest.Basic("bob", bobPW)...); res.status != 403 {
 		t.Fatalf("read-only user uploading: %v", res)
 	}
-	if res, _ := e.batch("elsewhere/repo", down, basic("bob", bobPW)...); res.status != 403 {
+	if res, _ := e.batch("elsewhere/repo", down, servertest.Basic("bob", bobPW)...); res.status != 403 {
 		t.Fatalf("user outside his repositories: %v", res)
 	}
-	res, br := e.batch("org/repo", up, basic("alice", alicePW)...)
+	res, br := e.batch("org/repo", up, servertest.Basic("alice", alicePW)...)
 	if res.status != 200 {
 		t.Fatalf("alice upload batch: %v", res)
 	}
@@ -260,7 +255,7 @@ func TestLFSAuth(t *testing.T) {
 	if res := e.do("PUT", a.Href, data, "Authorization", a.Header["Authorization"]); res.status != 200 {
 		t.Fatalf("PUT with the action token: %v", res)
 	}
-	res, br = e.batch("org/repo", down, basic("bob", bobPW)...)
+	res, br = e.batch("org/repo", down, servertest.Basic("bob", bobPW)...)
 	d := br.Objects[0].Actions["download"]
 	if res.status != 200 || d == nil {
 		t.Fatalf("bob download batch: %v", res)
@@ -278,10 +273,10 @@ func TestLFSAuth(t *testing.T) {
 	if res := e.do("GET", wt, nil); res.status != 401 {
 		t.Fatalf("token route without credentials: %v", res)
 	}
-	if res := e.do("GET", wt, nil, basic("bob", bobPW)...); res.status != 403 {
+	if res := e.do("GET", wt, nil, servertest.Basic("bob", bobPW)...); res.status != 403 {
 		t.Fatalf("write token for a read-only user: %v", res)
 	}
-	res = e.do("GET", rt, nil, basic("bob", bobPW)...)
+	res = e.do("GET", rt, nil, servertest.Basic("bob", bobPW)...)
 	tok := decodeJSON[casapi.Token](t, res.body)
 	if res.status != 200 || tok.CasURL != e.base || tok.Exp <= e.clock.Now().Unix() {
 		t.Fatalf("read token route: %v", res)
@@ -289,16 +284,16 @@ func TestLFSAuth(t *testing.T) {
 	if c, err := e.srv.tokens.Verify(tok.AccessToken); err != nil || c.Scope != ScopeRead || c.Namespace != "org/repo" || c.Subject != "bob" {
 		t.Fatalf("read token %+v %v", c, err)
 	}
-	res = e.do("GET", wt, nil, basic("alice", alicePW)...)
+	res = e.do("GET", wt, nil, servertest.Basic("alice", alicePW)...)
 	tok = decodeJSON[casapi.Token](t, res.body)
 	if c, err := e.srv.tokens.Verify(tok.AccessToken); res.status != 200 || err != nil || c.Scope != ScopeWrite {
 		t.Fatalf("write token route: %v %+v %v", res, c, err)
 	}
 	// A token cannot mint tokens.
-	if res := e.do("GET", rt, nil, auth(tok.AccessToken)...); res.status != 401 {
+	if res := e.do("GET", rt, nil, servertest.Bearer(tok.AccessToken)...); res.status != 401 {
 		t.Fatalf("token route with a bearer token: %v", res)
 	}
-	if res := e.do("GET", "/api/widgets/org/repo/xet-read-token/main", nil, basic("alice", alicePW)...); res.status != 404 {
+	if res := e.do("GET", "/api/widgets/org/repo/xet-read-token/main", nil, servertest.Basic("alice", alicePW)...); res.status != 404 {
 		t.Fatalf("unknown repo type: %v", res)
 	}
 	// Credentials never reach the logs.

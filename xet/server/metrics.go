@@ -111,9 +111,9 @@ func (m *Metrics) slots(s *Server) {
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "xet", Name: "upload_slots_in_use",
 		Help: "Upload slots held: xorb uploads being read and checked, plus basic-transfer uploads being chunked."},
-		func() float64 { return float64(len(s.xorbs) + len(s.ingest)) }))
+		func() float64 { return float64(s.xorbs.inUse() + s.ingest.inUse()) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "xet", Name: "upload_slots",
-		Help: "Upload slots in all."}, func() float64 { return float64(cap(s.xorbs) + cap(s.ingest)) }))
+		Help: "Upload slots in all."}, func() float64 { return float64(s.xorbs.size + s.ingest.size) }))
 }
 
 func (m *Metrics) request(route, method string, code int, d time.Duration, in, out int64) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,11 +18,18 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	body   *countingBody // the request's body; nil without one
 }
 
+// WriteHeader records the status. A refusal (4xx, 5xx) of a request whose body was not read to its
+// end closes the connection after the answer: otherwise net/http would read up to 256 KiB of the
+// refused body first, waiting on a client that need never send it.
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
+	}
+	if code >= 400 && r.body != nil && !r.body.eof.Load() {
+		r.Header().Set("Connection", "close")
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
@@ -75,15 +83,19 @@ func noteRoute(r *http.Request, route string) {
 	}
 }
 
-// countingBody counts the bytes read of a request body.
+// countingBody counts the bytes read of a request body and notes its end.
 type countingBody struct {
 	io.ReadCloser
-	n int64
+	n   int64
+	eof atomic.Bool // a handler may read on a goroutine of its own
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.n += int64(n)
+	if err == io.EOF {
+		c.eof.Store(true)
+	}
 	return n, err
 }
 
@@ -97,11 +109,13 @@ func (s *Server) logged(next http.Handler) http.Handler {
 		rec := &recorder{ResponseWriter: w}
 		ri := &reqInfo{}
 		body := &countingBody{ReadCloser: r.Body}
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = body
-		}
-		// The mux records the pattern it matched in this request (nothing below copies it).
+		// The mux records the pattern it matched in this request (nothing below copies it). The
+		// body is wrapped in the copy only: net/http looks at the original's to decide what to do
+		// with what the handler left unread.
 		inner := r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
+		if r.Body != nil && r.Body != http.NoBody {
+			inner.Body, rec.body = body, body
+		}
 		next.ServeHTTP(rec, inner)
 		status := rec.status
 		if status == 0 {
@@ -179,8 +193,9 @@ func bearer(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// cas wraps a CAS route with token checks: 401 without a valid token (WWW-Authenticate: Bearer), 403
-// when its scope does not allow need. In open mode a request without a token is allowed with write
+// cas wraps a CAS route with token checks, made before the handler reads anything of the body: 401
+// without a valid token (WWW-Authenticate: Bearer) or when the users table no longer lets its user
+// in, 403 when its scope, or its user's access in force, does not allow need. In open mode a request without a token is allowed with write
 // scope and the default namespace ""; a token that is present must still be valid.
 func (s *Server) cas(need Scope, h casHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -208,6 +223,15 @@ func (s *Server) cas(need Scope, h casHandler) http.HandlerFunc {
 		if !c.Scope.Allows(need) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="xet-cas", error="insufficient_scope", scope="`+string(need)+`"`)
 			writeError(w, http.StatusForbidden, "token scope "+string(c.Scope)+" does not allow "+string(need))
+			return
+		}
+		if _, status, msg := s.tokenPrincipal(c, need == scopeWrite); status != 0 {
+			challenge := `Bearer realm="xet-cas", error="invalid_token"`
+			if status == http.StatusForbidden {
+				challenge = `Bearer realm="xet-cas", error="insufficient_scope", scope="` + string(need) + `"`
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			writeError(w, status, msg)
 			return
 		}
 		noteUser(r, c.Subject)

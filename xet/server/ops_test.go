@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -36,7 +37,7 @@ func opsEnv(t *testing.T, mod func(*Config)) (*env, *Metrics) {
 			t.Fatal(err)
 		}
 		c.Store, c.Ingest, c.Metrics = st, &UploadIngester{Store: st, Policy: xorb.PolicyAuto}, m
-		c.Users = mustUsers(t, sha256Line("alice", alicePW, ""))
+		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
 		c.Now = nil // real time: tokens must outlive the pushes
 		if mod != nil {
 			mod(c)
@@ -52,7 +53,7 @@ func (e *env) push(t *testing.T, repo string, data []byte) error {
 	t.Helper()
 	sum := sha256.Sum256(data)
 	obj := lfsbatch.Object{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
-	r, br := e.batch(repo, batchBody("upload", []string{"xet"}, obj), basic("alice", alicePW)...)
+	r, br := e.batch(repo, batchBody("upload", []string{"xet"}, obj), servertest.Basic("alice", alicePW)...)
 	if r.status != 200 {
 		return errors.New(string(r.body))
 	}
@@ -248,7 +249,7 @@ func TestQuotaRefusesPush(t *testing.T) {
 
 func countXorbs(t *testing.T, st *store.Store) int {
 	t.Helper()
-	s, err := st.Stats(context.Background())
+	s, err := store.NewMaint(st).Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestDrain(t *testing.T) {
 	if _, err := pw.Write(r.xorbBody[:half]); err != nil {
 		t.Fatal(err)
 	}
-	for len(e.srv.xorbs) == 0 { // the handler holds its upload slot: the request is in flight
+	for e.srv.xorbs.inUse() == 0 { // the handler holds its upload slot: the request is in flight
 		time.Sleep(time.Millisecond)
 	}
 	e.srv.Drain()

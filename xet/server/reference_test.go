@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 )
 
@@ -15,34 +16,34 @@ import (
 // up through the CAS routes; the file then comes back whole and by ranges through /v2, /v1 and the
 // signed URLs, byte for byte.
 func TestReferenceUploadAndReconstruct(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Users = mustUsers(t, "") }) // auth on: tokens required
+	e := newEnv(t, func(c *Config) { c.Users = testerUsers(t) }) // auth on: tokens required
 	r := loadRef(t)
-	w := e.token("org/ev", ScopeWrite, time.Hour)
-	rd := e.token("org/ev", ScopeRead, time.Hour)
+	w := e.token("tester", "org/ev", ScopeWrite, time.Hour)
+	rd := e.token("tester", "org/ev", ScopeRead, time.Hour)
 
-	res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(w)...)
+	res := e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, servertest.Bearer(w)...)
 	if res.status != 200 || !decodeJSON[casapi.PutXorbResponse](t, res.body).WasInserted {
 		t.Fatalf("first xorb upload: %v", res)
 	}
-	res = e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, auth(w)...)
+	res = e.do("POST", "/v1/xorbs/default/"+r.xorbHash.String(), r.xorbBody, servertest.Bearer(w)...)
 	if res.status != 200 || decodeJSON[casapi.PutXorbResponse](t, res.body).WasInserted {
 		t.Fatalf("second xorb upload must say was_inserted=false: %v", res)
 	}
-	if res := e.do("HEAD", "/v1/xorbs/default/"+r.xorbHash.String(), nil, auth(rd)...); res.status != 200 {
+	if res := e.do("HEAD", "/v1/xorbs/default/"+r.xorbHash.String(), nil, servertest.Bearer(rd)...); res.status != 200 {
 		t.Fatalf("HEAD stored xorb: %v", res)
 	}
-	if res := e.do("HEAD", "/v1/files/"+r.fileHash.String(), nil, auth(rd)...); res.status != 404 {
+	if res := e.do("HEAD", "/v1/files/"+r.fileHash.String(), nil, servertest.Bearer(rd)...); res.status != 404 {
 		t.Fatalf("HEAD of a file before its shard: %v", res)
 	}
-	res = e.do("POST", "/v1/shards", r.shard, auth(w)...)
+	res = e.do("POST", "/v1/shards", r.shard, servertest.Bearer(w)...)
 	if res.status != 200 || decodeJSON[casapi.PutShardResponse](t, res.body).Result != casapi.ShardSyncPerformed {
 		t.Fatalf("first shard upload: %v", res)
 	}
-	res = e.do("POST", "/v1/shards", r.shard, auth(w)...)
+	res = e.do("POST", "/v1/shards", r.shard, servertest.Bearer(w)...)
 	if res.status != 200 || decodeJSON[casapi.PutShardResponse](t, res.body).Result != casapi.ShardExists {
 		t.Fatalf("second shard upload must say result 0: %v", res)
 	}
-	res = e.do("HEAD", "/v1/files/"+r.fileHash.String(), nil, auth(rd)...)
+	res = e.do("HEAD", "/v1/files/"+r.fileHash.String(), nil, servertest.Bearer(rd)...)
 	if res.status != 200 || res.header.Get("Content-Length") != "810234" {
 		t.Fatalf("HEAD file: %v %v", res, res.header)
 	}
@@ -71,7 +72,7 @@ func TestReferenceUploadAndReconstruct(t *testing.T) {
 		want := r.content[c.start : c.end+1]
 		for _, v := range []string{"v2", "v1"} {
 			t.Run(c.name+"/"+v, func(t *testing.T) {
-				hdr := auth(rd)
+				hdr := servertest.Bearer(rd)
 				if c.hdr != "" {
 					hdr = append(hdr, "Range", c.hdr)
 				}
@@ -103,7 +104,7 @@ func TestReferenceUploadAndReconstruct(t *testing.T) {
 
 	// The captured Hub answer for bytes=0-200000 names chunks [0,2), 237171 unpacked bytes and
 	// url_range 0-50468 of this very xorb: ours must say the same.
-	res = e.do("GET", "/v1/reconstructions/"+r.fileHash.String(), nil, append(auth(rd), "Range", "bytes=0-200000")...)
+	res = e.do("GET", "/v1/reconstructions/"+r.fileHash.String(), nil, append(servertest.Bearer(rd), "Range", "bytes=0-200000")...)
 	v1 := decodeJSON[casapi.ReconstructionV1](t, res.body)
 	if len(v1.Terms) != 1 || v1.Terms[0].UnpackedLength != 237171 || v1.Terms[0].Range != (casapi.ChunkRange{Start: 0, End: 2}) ||
 		v1.FetchInfo[r.xorbHash][0].URLRange != (casapi.ByteRange{Start: 0, End: 50468}) || v1.OffsetIntoFirstRange != 0 {
@@ -112,7 +113,7 @@ func TestReferenceUploadAndReconstruct(t *testing.T) {
 
 	// Past the end: 416 on both versions.
 	for _, v := range []string{"v1", "v2"} {
-		res := e.do("GET", "/"+v+"/reconstructions/"+r.fileHash.String(), nil, append(auth(rd), "Range", "bytes=810234-810300")...)
+		res := e.do("GET", "/"+v+"/reconstructions/"+r.fileHash.String(), nil, append(servertest.Bearer(rd), "Range", "bytes=810234-810300")...)
 		if res.status != http.StatusRequestedRangeNotSatisfiable || res.header.Get("Content-Range") != "bytes */"+strconv.Itoa(len(r.content)) {
 			t.Fatalf("%s range past EOF: %v %v", v, res, res.header)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -14,7 +15,7 @@ import (
 // (the token route) with the action's Authorization header, a refresh credential. That credential
 // opens only the token route of its repository, within its scope, until its own expiry.
 func TestXetRefreshCredential(t *testing.T) {
-	users := sha256Line("alice", alicePW, "") + sha256Line("bob", bobPW, ":read:org/*")
+	users := servertest.UserLine("alice", alicePW, "") + servertest.UserLine("bob", bobPW, ":read:org/*")
 	e := newEnv(t, func(c *Config) {
 		c.Users = mustUsers(t, users)
 		c.TokenTTL = 15 * time.Minute
@@ -25,7 +26,7 @@ func TestXetRefreshCredential(t *testing.T) {
 	xet := []string{"basic", "xet"}
 	probe := "/v1/chunks/default/" + hash.Chunk(data).String() // a miss (404) for any valid token
 
-	res, br := e.batch("org/repo", batchBody("upload", xet, obj), basic("alice", alicePW)...)
+	res, br := e.batch("org/repo", batchBody("upload", xet, obj), servertest.Basic("alice", alicePW)...)
 	if res.status != 200 || br.Transfer != "xet" {
 		t.Fatalf("upload batch: %v", res)
 	}
@@ -35,7 +36,7 @@ func TestXetRefreshCredential(t *testing.T) {
 	if err != nil || !c.Refresh || c.Scope != ScopeWrite || c.Namespace != "org/repo" || c.Subject != "alice" {
 		t.Fatalf("refresh credential claims %+v %v", c, err)
 	}
-	if res := e.do("GET", probe, nil, auth(up.Header[lfsbatch.HeaderAccessToken])...); res.status != 404 {
+	if res := e.do("GET", probe, nil, servertest.Bearer(up.Header[lfsbatch.HeaderAccessToken])...); res.status != 404 {
 		t.Fatalf("fresh CAS token: %v", res)
 	}
 	// The refresh credential is not a CAS token and opens no LFS object route.
@@ -48,7 +49,7 @@ func TestXetRefreshCredential(t *testing.T) {
 
 	// Past the CAS token's expiry, the href with the refresh credential mints a working token.
 	e.clock.Advance(20 * time.Minute)
-	if res := e.do("GET", probe, nil, auth(up.Header[lfsbatch.HeaderAccessToken])...); res.status != 401 {
+	if res := e.do("GET", probe, nil, servertest.Bearer(up.Header[lfsbatch.HeaderAccessToken])...); res.status != 401 {
 		t.Fatalf("expired CAS token: %v", res)
 	}
 	res = e.do("GET", up.Href, nil, "Authorization", refresh)
@@ -59,7 +60,7 @@ func TestXetRefreshCredential(t *testing.T) {
 	if c, err := e.srv.tokens.Verify(tok.AccessToken); err != nil || c.Refresh || c.Scope != ScopeWrite || c.Subject != "alice" {
 		t.Fatalf("refreshed token %+v %v", c, err)
 	}
-	if res := e.do("GET", probe, nil, auth(tok.AccessToken)...); res.status != 404 {
+	if res := e.do("GET", probe, nil, servertest.Bearer(tok.AccessToken)...); res.status != 404 {
 		t.Fatalf("refreshed CAS token: %v", res)
 	}
 	// Only for its own repository.
@@ -69,7 +70,7 @@ func TestXetRefreshCredential(t *testing.T) {
 
 	// A read user's download refresh credential cannot mint a write token. Store the object first
 	// (basic PUT) so the download batch has an action to carry it.
-	res, br = e.batch("org/repo", batchBody("upload", nil, obj), basic("alice", alicePW)...)
+	res, br = e.batch("org/repo", batchBody("upload", nil, obj), servertest.Basic("alice", alicePW)...)
 	put := br.Objects[0].Actions["upload"]
 	if res.status != 200 || put == nil {
 		t.Fatalf("basic upload batch: %v", res)
@@ -77,7 +78,7 @@ func TestXetRefreshCredential(t *testing.T) {
 	if res := e.do("PUT", put.Href, data, "Authorization", put.Header["Authorization"]); res.status != 200 {
 		t.Fatalf("basic PUT: %v", res)
 	}
-	res, br = e.batch("org/repo", batchBody("download", xet, obj), basic("bob", bobPW)...)
+	res, br = e.batch("org/repo", batchBody("download", xet, obj), servertest.Basic("bob", bobPW)...)
 	down := br.Objects[0].Actions["download"]
 	if res.status != 200 || down == nil {
 		t.Fatalf("download batch: %v", res)

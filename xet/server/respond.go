@@ -47,13 +47,18 @@ func writeLFSError(w http.ResponseWriter, status int, msg string) {
 func statusOf(err error) (int, string) {
 	var inv *store.InvalidError
 	var tooBig *http.MaxBytesError
+	var quota *quotaError
 	switch {
+	case errors.As(err, &quota):
+		return quota.status, quota.msg
 	case errors.As(err, &inv):
 		return http.StatusBadRequest, err.Error()
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, "request body too large"
 	case errors.Is(err, errSlowBody):
 		return http.StatusRequestTimeout, err.Error()
+	case errors.Is(err, errSlotTaken):
+		return http.StatusRequestTimeout, errSlotTaken.Error()
 	case errors.Is(err, errShortBody):
 		return http.StatusBadRequest, errShortBody.Error()
 	case errors.Is(err, store.ErrNotFound):
@@ -72,6 +77,11 @@ func statusOf(err error) (int, string) {
 // fail answers a CAS route's error with statusOf and logs server-side failures with their detail.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	status, msg := statusOf(err)
+	var quota *quotaError
+	if errors.As(err, &quota) {
+		writeError(w, status, msg) // the user's message as it is: not a failure of the server
+		return
+	}
 	if status >= 500 {
 		s.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg(what)
 	} else if status != http.StatusNotFound {
@@ -83,6 +93,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 // failLFS is fail for LFS routes ({"message": ...}).
 func (s *Server) failLFS(w http.ResponseWriter, r *http.Request, what string, err error) {
 	status, msg := statusOf(err)
+	var quota *quotaError
+	if errors.As(err, &quota) {
+		writeLFSError(w, status, msg)
+		return
+	}
 	if status >= 500 {
 		s.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg(what)
 	} else {

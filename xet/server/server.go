@@ -5,10 +5,13 @@
 // xorbs and shards and streams reconstructed files back).
 //
 // Access control has two layers. LFS routes and the token routes take user credentials (HTTP Basic,
-// checked against a Users table). CAS routes take bearer tokens the server issues itself (HMAC-SHA256
-// signed, expiring, scoped read or write, carrying the repository namespace; see Tokens). Xorb bytes are
-// served only from signed URLs that name the allowed byte ranges. With no Users configured the server is
-// open: everything is allowed, and the binary refuses to listen anywhere but loopback.
+// checked against a Users table, failures limited by Users.Login). CAS routes take bearer tokens the
+// server issues itself (HMAC-SHA256 signed, expiring, scoped read or write, carrying the repository
+// namespace and the user; see Tokens), each use checked against the Users table in force, and
+// nothing minted from a token outlives it (credentials.go). Xorb bytes are served only from signed
+// URLs that name the allowed byte ranges. With no Users configured the server is open: everything
+// is allowed, the binary refuses to listen anywhere but loopback, and requests must name a loopback
+// Host.
 //
 // A *Server is safe for concurrent use by any number of requests; it keeps no per-request state.
 package server
@@ -21,6 +24,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,28 +34,43 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server/webui"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // Store is what the server asks of the CAS storage. *store.Store implements it; handler tests use
-// fakes.
+// fakes. What a CAS request may see and reference is the store's access rule (store.Access: the
+// token's repository and user); the bridge and the Hub emulator, which check their callers
+// themselves, read the whole store.
 type Store interface {
-	// PutXorbFollowing stores a xorb uploaded with a client's hint of where it sits in a file
-	// (lfsbatch.HeaderXorbFollows; the zero Follows without one).
-	PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (inserted bool, err error)
+	// PutXorbAs stores a xorb uploaded by a with a client's hint of where it sits in a file
+	// (lfsbatch.HeaderXorbFollows; the zero Follows without one), and records the upload for a's
+	// repository (what its access and its usage read; Recorded: this call wrote the record).
+	PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows) (store.XorbUpload, error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
-	PutShard(ctx context.Context, ns string, body []byte) (existed bool, err error)
+	// CanReference reports whether a's shards may name chunks of xorb h (what HEAD of a stored
+	// xorb answers: a client told no uploads it, and earns the right by its bytes).
+	CanReference(ctx context.Context, a store.Access, h hash.Hash) (bool, error)
+	// UploadedBy reports whether repository repo uploaded xorb h (its readers may be handed the
+	// whole xorb: a presigned URL).
+	UploadedBy(ctx context.Context, repo string, h hash.Hash) (bool, error)
+	PutShardAs(ctx context.Context, a store.Access, body []byte) (existed bool, err error)
+	// ReconstructIn plans a file registered in repo, at most maxTerms terms (0: all).
+	ReconstructIn(ctx context.Context, repo string, file hash.Hash, rng *casapi.ByteRange, maxTerms int) (*casapi.ReconstructionV2, error)
+	// Reconstruct plans any stored file (the bridge, which found it through its repository).
 	Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error)
+	FileSizeIn(ctx context.Context, repo string, file hash.Hash) (uint64, error)
 	FileSize(ctx context.Context, file hash.Hash) (uint64, error)
 	LookupSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
 	// LookupVerifiedSHA256 finds only mappings whose file was hashed to the oid: what an upload may
 	// be told is "already stored".
 	LookupVerifiedSHA256(ctx context.Context, ns string, sha256 hash.Hash) (file hash.Hash, size uint64, err error)
 	OpenXorb(ctx context.Context, h hash.Hash) (f store.ReadAtCloser, recordsLen int64, err error)
-	// XorbFooter is the footer stored after a xorb's records (served to a signed URL's suffix range).
+	// XorbFooter is the footer stored after a xorb's records (served, with the hashes of chunks
+	// outside its ranges zeroed, to a signed URL's suffix range).
 	XorbFooter(ctx context.Context, h hash.Hash) (*xorb.Footer, error)
-	GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error)
+	GlobalDedupeAs(ctx context.Context, a store.Access, chunk hash.Hash) ([]byte, error)
 	// FileComplete reports whether every xorb of a registered file is stored.
 	FileComplete(ctx context.Context, file hash.Hash) (bool, error)
 }
@@ -83,6 +103,14 @@ type Limits struct {
 	// or trickling clients cannot hold every slot. Defaults: 16 KiB/s over 30 s.
 	BodyMinRate int64
 	BodyWindow  time.Duration
+	// SlotHold is what an upload slot is worth to a user holding more than its share of them
+	// while another user waits: a body that would not end within SlotHold at the rate it arrives
+	// is cut (408) and its slot given to the waiter (slotPool). Default 10 s.
+	SlotHold time.Duration
+	// ReconstructionTerms bounds the terms of one reconstruction answer (each about 100 bytes of
+	// JSON and a share of a signed URL); a client asks for the rest with a Range. Default 65536:
+	// every range of 512 MB or less fits one answer even in chunks of the minimum size (8 KiB).
+	ReconstructionTerms int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -103,6 +131,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.BodyWindow <= 0 {
 		l.BodyWindow = 30 * time.Second
+	}
+	if l.SlotHold <= 0 {
+		l.SlotHold = 10 * time.Second
+	}
+	if l.ReconstructionTerms <= 0 {
+		l.ReconstructionTerms = 1 << 16
 	}
 	return l
 }
@@ -130,14 +164,23 @@ type Config struct {
 	RefreshTTL time.Duration
 	Limits     Limits
 	// MaxIngest bounds the basic-transfer uploads chunked at once (each holds up to a few 64 MiB
-	// xorbs in memory); more wait their turn. Default 4.
+	// xorbs in memory); more wait their turn, shared fairly between users (slotPool). Default 4.
 	MaxIngest int
 	// MaxXorbPuts bounds the xorb uploads read and validated at once (each holds its whole body,
-	// up to Limits.Xorb bytes, in memory); more wait their turn. Default 8.
+	// up to Limits.Xorb bytes, in memory); more wait their turn, shared fairly between users
+	// (slotPool). Default 8.
 	MaxXorbPuts int
+	// MaxShardPuts bounds the shard registrations checked at once (each may hash for seconds);
+	// more wait their turn, shared fairly between users (slotPool: a slot that frees goes to the
+	// user holding the fewest). Default half the cores, at least 2.
+	MaxShardPuts int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names a request's client, whose
+	// address keys the limits on failed logins (clientAddr). Without them every client behind a
+	// proxy shares the proxy's address, and its budget.
+	TrustedProxies []netip.Prefix
 	// Hub, when set, makes the LFS and token routes behave as the Hugging Face Hub's (a test
 	// emulator: see HubCompat). Users is not used then.
 	Hub *HubCompat
@@ -150,8 +193,11 @@ type Config struct {
 	// Ready reports whether the server can serve (its storage answers); /readyz fails while it
 	// errs. Nil: always ready.
 	Ready func(ctx context.Context) error
-	Log   zerolog.Logger
-	Now   func() time.Time
+	// UI serves the read-only web view at /ui/ (ui.go; Store must then list its repositories, as
+	// store.Store does). Not with Hub.
+	UI  bool
+	Log zerolog.Logger
+	Now func() time.Time
 }
 
 // Server serves the CAS and LFS routes over a Store.
@@ -162,11 +208,13 @@ type Server struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
-	ingest chan struct{} // semaphore of MaxIngest slots
-	xorbs  chan struct{} // semaphore of MaxXorbPuts slots
+	ingest *slotPool // MaxIngest slots
+	xorbs  *slotPool // MaxXorbPuts slots
+	shards *slotPool // MaxShardPuts slots
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
+	ui      *webui.View // nil: no web view
 	drain   atomic.Bool // Drain was called
 }
 
@@ -200,6 +248,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxXorbPuts <= 0 {
 		cfg.MaxXorbPuts = 8
 	}
+	if cfg.MaxShardPuts <= 0 {
+		cfg.MaxShardPuts = max(2, runtime.GOMAXPROCS(0)/2)
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{
@@ -208,15 +259,20 @@ func New(cfg Config) (*Server, error) {
 		urls:   NewURLSigner(cfg.Secret, cfg.Now),
 		log:    cfg.Log,
 		now:    cfg.Now,
-		ingest: make(chan struct{}, cfg.MaxIngest),
-		xorbs:  make(chan struct{}, cfg.MaxXorbPuts),
+		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
+		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
+		shards: newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
 	}
 	if cfg.Quotas != nil {
 		us, ok := cfg.Store.(UsageStore)
 		if !ok {
 			return nil, errors.New("server: quotas need a store that reports usage")
 		}
-		s.quota = &usageCache{m: map[string]usageEntry{}, store: us}
+		s.quota = newUsageCache(us)
+	}
+	var err error
+	if s.ui, err = newUI(cfg); err != nil {
+		return nil, err
 	}
 	s.metrics = cfg.Metrics
 	s.metrics.slots(s)
@@ -257,7 +313,7 @@ func (s *Server) Open() bool { return s.cfg.Users == nil && s.cfg.Hub == nil }
 
 // Handler returns the server's HTTP handler with logging and panic recovery around every route.
 func (s *Server) Handler() http.Handler {
-	return s.logged(s.recovered(s.draining(s.paced(s.mux))))
+	return s.logged(s.recovered(s.draining(s.localHosts(s.paced(s.mux)))))
 }
 
 // Close lets go of what the store holds for writing (store.Store.Close), once no request is being
@@ -288,6 +344,7 @@ func (s *Server) routes() {
 		m.HandleFunc("GET /cdn-lfs/{id}/{oid}", s.handleCDN)
 		m.HandleFunc("POST /v1/telemetry", s.handleTelemetry)
 	}
+	s.uiRoutes(m)
 	m.HandleFunc("/", s.handleRepoRoute) // /{repo}.git/info/lfs/...
 	s.mux = m
 }

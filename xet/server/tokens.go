@@ -35,12 +35,19 @@ func (s Scope) Allows(need Scope) bool {
 type Claims struct {
 	Namespace string `json:"ns"`    // the repository namespace shards are registered under
 	Scope     Scope  `json:"scope"` // read or write
-	Exp       int64  `json:"exp"`   // unix seconds
-	Subject   string `json:"sub,omitempty"`
+	// Exp is the expiry, unix seconds. A token minted from another (a CAS token from a refresh
+	// credential) never expires after it: the first expiry holds down the chain (Server.mint).
+	Exp int64 `json:"exp"`
+	// Subject is the user the token acts for; with a users file, every request the token makes is
+	// checked against that user's entry in force (Server.tokenUser).
+	Subject string `json:"sub,omitempty"`
+	// Cred marks the password the user had when the token was minted (Tokens.userMark): a changed
+	// password voids the tokens of the old one.
+	Cred string `json:"cred,omitempty"`
 	// Refresh marks a refresh credential: accepted only by the token route of its repository (to mint
-	// a fresh CAS token of at most its scope), never by CAS or LFS object routes. It lets an agent
-	// keep a long transfer going without user credentials, while a leaked CAS token still dies with
-	// its own expiry.
+	// a CAS token of at most its scope that expires no later than itself), never by CAS or LFS
+	// routes. It lets an agent keep a long transfer going without user credentials; a CAS token
+	// mints nothing.
 	Refresh bool `json:"refresh,omitempty"`
 }
 
@@ -59,8 +66,9 @@ const (
 // base64url(HMAC-SHA256(key, everything before the last dot)). There is no database: a token is valid
 // until it expires or the server secret changes. Safe for concurrent use.
 type Tokens struct {
-	key []byte
-	now func() time.Time
+	key     []byte
+	markKey []byte // keys userMark
+	now     func() time.Time
 }
 
 // NewTokens returns a Tokens keyed from the server secret (a key of its own, derived so that no token
@@ -69,7 +77,16 @@ func NewTokens(secret []byte, now func() time.Time) *Tokens {
 	if now == nil {
 		now = time.Now
 	}
-	return &Tokens{key: deriveKey(secret, "git-xet-transfer cas-token v1"), now: now}
+	return &Tokens{key: deriveKey(secret, "git-xet-transfer cas-token v1"),
+		markKey: deriveKey(secret, "git-xet-transfer user-mark v1"), now: now}
+}
+
+// userMark is what a token carries of its user's password hash (Claims.Cred): keyed, so that it
+// tells a token's holder nothing of the hash, and stable across restarts with the same secret.
+func (t *Tokens) userMark(u *User) string {
+	m := hmac.New(sha256.New, t.markKey)
+	m.Write([]byte(u.Name + "\x00" + u.hash))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:12])
 }
 
 func deriveKey(secret []byte, purpose string) []byte {

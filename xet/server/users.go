@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
@@ -30,8 +29,9 @@ import (
 //
 //	$pbkdf2-sha256$ITERATIONS$SALT$KEY   PBKDF2-HMAC-SHA256, SALT and KEY unpadded base64 (what
 //	                                     `xet-server hash-password` writes; 600000 iterations)
-//	$sha256$SALTHEX$HEX                  SHA-256(salt || password), hex: only for long random
-//	                                     machine passwords (fast, so not for human ones)
+//	$sha256$SALTHEX$HEX                  SHA-256(salt || password), hex, the salt not empty: only
+//	                                     for long random machine passwords (fast, so not for human
+//	                                     ones)
 //
 // bcrypt hashes ($2a$, $2b$, $2y$) are recognised and refused with a clear error: this build has no
 // bcrypt implementation (it would need golang.org/x/crypto).
@@ -63,10 +63,10 @@ func (u *User) CanAccess(repo string, write bool) bool {
 	return false
 }
 
-// Users is the table of the users file. Authenticate is safe for concurrent use with Reload.
+// Users is the table of the users file. Login and Lookup are safe for concurrent use with Reload.
 // Successful password checks are remembered (keyed by an HMAC of name and password under a random
 // per-process key, never the password itself) so the slow PBKDF2 runs once per credential, not per
-// request.
+// request; failed ones are limited (logins.go).
 type Users struct {
 	path  string
 	table atomic.Pointer[map[string]*User]
@@ -74,16 +74,24 @@ type Users struct {
 	mu      sync.Mutex
 	cacheK  [32]byte
 	goodMAC map[[32]byte]*User
+
+	guard *loginGuard
+	dummy string // the hash an unknown name is checked against: a full KDF that never matches
 }
 
 const maxPasswordCache = 4096
 
 // LoadUsers reads the users file at p.
 func LoadUsers(p string) (*Users, error) {
-	u := &Users{path: p}
-	if _, err := rand.Read(u.cacheK[:]); err != nil {
-		return nil, fmt.Errorf("users: %w", err)
+	u := &Users{path: p, guard: newLoginGuard()}
+	var salt, key [32]byte
+	for _, b := range [][]byte{u.cacheK[:], salt[:16], key[:]} {
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("users: %w", err)
+		}
 	}
+	u.dummy = "$pbkdf2-sha256$" + strconv.Itoa(PBKDF2Iterations) + "$" + base64.RawStdEncoding.EncodeToString(salt[:16]) +
+		"$" + base64.RawStdEncoding.EncodeToString(key[:])
 	if err := u.Reload(); err != nil {
 		return nil, err
 	}
@@ -110,6 +118,9 @@ func (u *Users) Reload() error {
 
 // Len returns the number of users.
 func (u *Users) Len() int { return len(*u.table.Load()) }
+
+// Lookup returns the entry of user name in the table in force (nil: not listed).
+func (u *Users) Lookup(name string) *User { return (*u.table.Load())[name] }
 
 // ParseUsers parses the text of a users file.
 func ParseUsers(r io.Reader) (map[string]*User, error) {
@@ -215,6 +226,10 @@ func parseSHA256Hash(h string) (salt, sum []byte, err error) {
 	if err1 != nil || err2 != nil || len(sum) != sha256.Size {
 		return nil, nil, fmt.Errorf("sha256 hash: bad hex")
 	}
+	if len(salt) == 0 {
+		// Unsalted, equal passwords have equal hashes and one precomputed table serves every server.
+		return nil, nil, fmt.Errorf("sha256 hash: empty salt: give each password a random salt ($sha256$SALTHEX$HEX, e.g. 16 random bytes), or use `xet-server hash-password`")
+	}
 	return salt, sum, nil
 }
 
@@ -253,34 +268,4 @@ func verifyPassword(stored, password string) bool {
 		return subtle.ConstantTimeCompare(h.Sum(nil), sum) == 1
 	}
 	return false
-}
-
-// Authenticate checks name and password; it returns the user when they match.
-func (u *Users) Authenticate(name, password string) (*User, bool) {
-	usr, ok := (*u.table.Load())[name]
-	if !ok {
-		// Spend comparable time on unknown names.
-		verifyPassword("$sha256$00$"+strings.Repeat("0", 64), password)
-		return nil, false
-	}
-	m := hmac.New(sha256.New, u.cacheK[:])
-	m.Write([]byte(name + "\x00" + password + "\x00" + usr.hash))
-	var k [32]byte
-	copy(k[:], m.Sum(nil))
-	u.mu.Lock()
-	cached := u.goodMAC[k]
-	u.mu.Unlock()
-	if cached == usr {
-		return usr, true
-	}
-	if !verifyPassword(usr.hash, password) {
-		return nil, false
-	}
-	u.mu.Lock()
-	if u.goodMAC == nil || len(u.goodMAC) >= maxPasswordCache {
-		u.goodMAC = map[[32]byte]*User{}
-	}
-	u.goodMAC[k] = usr
-	u.mu.Unlock()
-	return usr, true
 }

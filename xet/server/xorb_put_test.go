@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestXorbPutsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The transport may take that byte before the handler runs: wait until it holds the slot.
-	for deadline := time.Now().Add(5 * time.Second); len(e.srv.xorbs) == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); e.srv.xorbs.inUse() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the stalled upload never took a slot")
 		}
@@ -171,13 +172,18 @@ func TestSlowBodiesAreCut(t *testing.T) {
 		err    error
 	}
 	stalled := make(chan answer, 2)
-	for range 2 { // hold both slots: a body that sends 1 KB and then nothing
+	var stalls sync.WaitGroup
+	defer stalls.Wait()
+	release := make(chan struct{})
+	defer close(release) // before the wait
+	// Hold both slots: a body that sends 1 KB and then nothing.
+	for range 2 {
 		pr, pw := io.Pipe()
-		go func() {
-			pw.Write(r.xorbBody[:1000])
-			time.Sleep(5 * time.Second)
+		stalls.Go(func() {
+			pw.Write(r.xorbBody[:1000]) // returns once the server read it
+			<-release
 			pw.Close()
-		}()
+		})
 		go func() {
 			req, _ := http.NewRequest("POST", e.base+path, pr)
 			req.ContentLength = int64(len(r.xorbBody))
@@ -190,7 +196,9 @@ func TestSlowBodiesAreCut(t *testing.T) {
 			stalled <- answer{status: res.StatusCode}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return e.srv.xorbs.inUse() == 2 }) {
+		t.Fatal("the stalled uploads do not hold both slots")
+	}
 	start := time.Now()
 	if res := e.do("GET", "/healthz", nil); res.status != 200 || time.Since(start) > time.Second {
 		t.Fatalf("health during the stall: %v after %v", res, time.Since(start))
@@ -205,5 +213,29 @@ func TestSlowBodiesAreCut(t *testing.T) {
 		if a := <-stalled; a.err == nil && a.status != http.StatusRequestTimeout {
 			t.Fatalf("a stalled body was answered %d, want 408", a.status)
 		}
+	}
+}
+
+// A xorb sent chunked (no Content-Length) is stored and counted in the metrics by the bytes that
+// arrived (it was counted as -1 bytes, which made the counter panic: a 500 for a stored xorb).
+func TestChunkedXorbCountedInMetrics(t *testing.T) {
+	e, m := opsEnv(t, nil)
+	x := randomXorb(t, 1_000_000, 5)
+	req, err := http.NewRequest("POST", e.base+"/v1/xorbs/default/"+x.Hash.String(), io.MultiReader(bytes.NewReader(x.Body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token("alice", "org/x", scopeWrite, time.Hour))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("chunked xorb upload: %d", res.StatusCode)
+	}
+	fams, _ := scrape(t, m)
+	if got := metric(fams, "xet_xorb_bytes_stored_total"); got != float64(len(x.Body)) {
+		t.Fatalf("xorb bytes stored: %v, want %d", got, len(x.Body))
 	}
 }

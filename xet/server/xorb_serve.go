@@ -13,6 +13,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // handleSignedXorb answers GET /xorbs/{prefix}/{xorb}?exp=..&ranges=..&sig=.. — the signed URLs of
@@ -25,8 +26,10 @@ import (
 // A single suffix range ("bytes=-N") with a valid signature reads the tail of the xorb object as an
 // object store would (the records, then the footer): it is answered with the last N bytes of the
 // footer at most (206, Content-Range in object offsets), never with records outside the signed
-// ranges. The footer holds the xorb's chunk hashes and record offsets, with which a client fetches
-// single chunks of its signed ranges.
+// ranges. The footer holds the xorb's record offsets, with which a client fetches single chunks of
+// its signed ranges, and the hashes of the chunks inside them: the hash of every chunk a signed
+// range does not hold whole is zero (a xorb shared with other repositories must not give away the
+// hashes of their chunks, which would let a client name them in a shard).
 func (s *Server) handleSignedXorb(w http.ResponseWriter, r *http.Request) {
 	if r.PathValue("prefix") != casapi.PrefixDefault {
 		writeError(w, http.StatusNotFound, "unknown xorb prefix")
@@ -48,7 +51,7 @@ func (s *Server) handleSignedXorb(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n, ok := suffixLen(hdr); ok {
-		s.serveFooter(w, r, h, n)
+		s.serveFooter(w, r, h, n, allowed)
 		return
 	}
 	f, recordsLen, err := s.cfg.Store.OpenXorb(r.Context(), h)
@@ -100,8 +103,9 @@ func suffixLen(hdr string) (uint64, bool) {
 	return n, err == nil && n > 0
 }
 
-// serveFooter answers a suffix range of xorb h with the last n bytes (at most) of its footer.
-func (s *Server) serveFooter(w http.ResponseWriter, r *http.Request, h hash.Hash, n uint64) {
+// serveFooter answers a suffix range of xorb h with the last n bytes (at most) of its footer, with
+// the hashes of the chunks outside the allowed ranges zeroed (signedFooter).
+func (s *Server) serveFooter(w http.ResponseWriter, r *http.Request, h hash.Hash, n uint64, allowed []casapi.ByteRange) {
 	foot, err := s.cfg.Store.XorbFooter(r.Context(), h)
 	if err != nil {
 		s.fail(w, r, "xorb footer", err)
@@ -111,7 +115,7 @@ func (s *Server) serveFooter(w http.ResponseWriter, r *http.Request, h hash.Hash
 		writeError(w, http.StatusInternalServerError, "xorb footer lists no chunks")
 		return
 	}
-	b := foot.AppendTo(nil)
+	b := signedFooter(foot, allowed).AppendTo(nil)
 	recordsLen := uint64(foot.BoundaryEnds[len(foot.BoundaryEnds)-1])
 	total := recordsLen + uint64(len(b))
 	b = b[uint64(len(b))-min(n, uint64(len(b))):]
@@ -121,6 +125,24 @@ func (s *Server) serveFooter(w http.ResponseWriter, r *http.Request, h hash.Hash
 	w.Header().Set("Cache-Control", "private, max-age="+strconv.Itoa(int(s.cfg.URLTTL/time.Second)))
 	w.WriteHeader(http.StatusPartialContent)
 	_, _ = w.Write(b)
+}
+
+// signedFooter is foot as a URL granting the byte ranges allowed may see it: the hash of every
+// chunk whose record is not wholly inside one of them is zero. Offsets stay: the keyed
+// global-dedupe answer gives every chunk's size anyway, and a client needs them to fetch single
+// chunks of its ranges.
+func signedFooter(foot *xorb.Footer, allowed []casapi.ByteRange) *xorb.Footer {
+	out := *foot
+	out.ChunkHashes = make([]hash.Hash, len(foot.ChunkHashes))
+	var start uint64
+	for i, end := range foot.BoundaryEnds {
+		rec := casapi.ByteRange{Start: start, End: uint64(end) - 1}
+		start = uint64(end)
+		if i < len(out.ChunkHashes) && within(rec, allowed) {
+			out.ChunkHashes[i] = foot.ChunkHashes[i]
+		}
+	}
+	return &out
 }
 
 // recordsView exposes bytes [0, n) of a stored xorb object (its chunk records; the footer after them

@@ -74,7 +74,7 @@ func (s *Store) keepChain(x xhash.Hash, prevID xhash.Hash, chunks int, h hash.Ha
 	w.n -= len(next)
 	w.mu.Unlock()
 	for _, y := range next {
-		go s.extendChain(x, cs, y)
+		s.extendLater(x, cs, y)
 	}
 }
 
@@ -105,7 +105,7 @@ func (s *Store) chainWait(prev, x xhash.Hash, chunks int) {
 	w.mu.Lock()
 	if st, ok := s.chains.get(prev); ok {
 		w.mu.Unlock()
-		go s.extendChain(prev, st, waitingXorb{x, chunks})
+		s.extendLater(prev, st, waitingXorb{x, chunks})
 		return
 	}
 	if w.n >= maxChainWaits {
@@ -119,15 +119,99 @@ func (s *Store) chainWait(prev, x xhash.Hash, chunks int) {
 	w.mu.Unlock()
 }
 
+// chainWork runs the extensions of runs onto waiting xorbs (extendChain), at most maxChainWorkers
+// at once: each reads a xorb through a 1 MiB buffer, and thousands of xorbs may wait for one state.
+// The others wait in its queue (at most maxChainWaits; past that an extension is dropped, and its
+// file is read at registration). Close stops the workers and waits for them.
+type chainWork struct {
+	mu      sync.Mutex
+	queue   []chainJob
+	running int
+	stop    chan struct{} // closed by Close; nil until a worker starts
+	wg      sync.WaitGroup
+}
+
+type chainJob struct {
+	prev xhash.Hash
+	st   *chainState
+	y    waitingXorb
+}
+
+// maxChainWorkers bounds the extensions running at once.
+const maxChainWorkers = 2
+
+// extendLater queues the extension of the run ending with prev (state st) onto waiting xorb y, and
+// starts a worker when fewer than maxChainWorkers run.
+func (s *Store) extendLater(prev xhash.Hash, st *chainState, y waitingXorb) {
+	w := &s.work
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) >= maxChainWaits {
+		return
+	}
+	w.queue = append(w.queue, chainJob{prev, st, y})
+	if w.running >= maxChainWorkers {
+		return
+	}
+	if w.stop == nil {
+		w.stop = make(chan struct{})
+	}
+	w.running++
+	w.wg.Add(1)
+	go s.chainWorker(w.stop)
+}
+
+// chainWorker runs queued extensions until the queue is empty or stop is closed.
+func (s *Store) chainWorker(stop <-chan struct{}) {
+	w := &s.work
+	defer w.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.wg.Add(1) // the worker holds one: Close waits for this one too
+	go func() { // ends with the worker (cancel) or at Close
+		defer w.wg.Done()
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 || ctx.Err() != nil {
+			w.running--
+			w.mu.Unlock()
+			return
+		}
+		j := w.queue[0]
+		w.queue = w.queue[1:]
+		w.mu.Unlock()
+		s.extendChain(ctx, j.prev, j.st, j.y)
+	}
+}
+
+// stopChains stops the extension workers, drops what they had queued and waits for them.
+func (s *Store) stopChains() {
+	w := &s.work
+	w.mu.Lock()
+	if w.stop != nil {
+		close(w.stop)
+		w.stop = nil
+	}
+	w.queue = nil
+	w.mu.Unlock()
+	w.wg.Wait()
+}
+
 // extendChain hashes stored xorb y's raw bytes onto the state st of the run ending with prev and
 // keeps the result (which in turn goes on with the xorbs waiting for y). A failure keeps nothing:
 // the file is then read at registration, as without hints.
-func (s *Store) extendChain(prev xhash.Hash, st *chainState, y waitingXorb) {
+func (s *Store) extendChain(ctx context.Context, prev xhash.Hash, st *chainState, y waitingXorb) {
 	h := sha256.New()
 	if h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.state) != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if _, err := s.hashTerm(ctx, h, fileTerm{Xorb: y.x, Start: 0, End: uint32(y.chunks)}, nil); err != nil {
 		s.log.Debug().Err(err).Str("xorb", y.x.String()).Msg("sha256 run not extended")

@@ -5,10 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -116,4 +121,66 @@ func TestSHA256RunCatchesUpOutOfOrder(t *testing.T) {
 	if got, err := s.contentSHA256(ctx, rec); err != nil || got != f.sha {
 		t.Fatalf("SHA-256 %x (%v), want %x", got, err, f.sha)
 	}
+}
+
+// gateBackend holds every open of a xorb while the gate is shut.
+type gateBackend struct {
+	blob.Backend
+	shut atomic.Bool
+	open chan struct{} // closed to let them through
+}
+
+func (g *gateBackend) Open(ctx context.Context, name string) (blob.Blob, error) {
+	if g.shut.Load() && strings.HasPrefix(name, "xorbs/") {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Backend.Open(ctx, name)
+}
+
+// Thousands of xorbs may wait for the SHA-256 state of the one they follow (a file's later xorbs
+// arrive first). When it comes, they are hashed onto it by a few workers, not a goroutine (and a
+// 1 MiB buffer) each; and Close stops and joins them.
+func TestChainExtensionsBounded(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	be := &gateBackend{Backend: looseBackend(t, dir), open: make(chan struct{})}
+	s, err := Open(dir, Options{Backend: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(seed uint64) *xorb.Xorb {
+		b := xorb.NewBuilder(xorb.PolicyNone)
+		c := testutil.RandomBytes(200, seed)
+		b.Add(c, hash.Chunk(c))
+		return b.Finish()
+	}
+	first := one(1)
+	for i := range 300 {
+		x := one(uint64(100 + i))
+		if _, err := s.PutXorbFollowing(ctx, x.Hash, bytes.NewReader(x.Body), xorb.Follows{Prev: first.Hash}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be.shut.Store(true)
+	before := runtime.NumGoroutine()
+	if _, err := s.PutXorbFollowing(ctx, first.Hash, bytes.NewReader(first.Body), xorb.Follows{Start: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine() - before; n > 16 {
+		t.Errorf("%d goroutines started for 300 waiting xorbs", n)
+	}
+	close(be.open)
+	s.Close()
+}
+
+// contentSHA256 reads a registered file's content from its xorbs, term by term, and hashes it
+// (from the state its first terms left when they were hashed on arrival, see chainPrefix).
+// Memory is one record at a time.
+func (s *Store) contentSHA256(ctx context.Context, rec *fileRecord) ([32]byte, error) {
+	h, done := s.chainPrefix(rec)
+	return s.hashRest(ctx, h, rec.Terms[done:])
 }

@@ -60,11 +60,11 @@ func conformStore(t *testing.T, be blob.Backend) {
 	if got, err := readFile(ctx, s, f.hash, nil); err != nil || !bytes.Equal(got, f.content) {
 		t.Fatalf("the file reconstructs to other bytes: %v", err)
 	}
-	rep, err := s.Check(ctx)
+	rep, err := NewMaint(s).Check(ctx)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("check: %v %v", err, rep)
 	}
-	if err := s.VerifyXorb(ctx, x.hash); err != nil {
+	if err := NewMaint(s).VerifyXorb(ctx, x.hash); err != nil {
 		t.Fatal(err)
 	}
 	bad := append([]byte(nil), r.xorb(4, 5).body...)

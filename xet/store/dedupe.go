@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // DedupeExpiry is how long a global-dedupe answer's key stays valid.
@@ -21,6 +22,13 @@ const DedupeExpiry = 7 * 24 * time.Hour
 //
 // Concurrency: safe for concurrent use.
 func (s *Store) GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, error) {
+	return s.GlobalDedupeAs(ctx, Access{}, chunk)
+}
+
+// GlobalDedupeAs is GlobalDedupe for a client acting in repository a.Repo, which is recorded as
+// shown the xorb's chunks: its shards may then name them (access.go). The answer hides their raw
+// hashes, so a client learns them only by holding the data.
+func (s *Store) GlobalDedupeAs(ctx context.Context, a Access, chunk hash.Hash) ([]byte, error) {
 	name := dedupeName(chunk)
 	// Most queried chunks are not indexed: ask the cheap existence check first (a miss here only
 	// costs a dedupe opportunity, see blob.Backend.Exists).
@@ -40,6 +48,11 @@ func (s *Store) GlobalDedupe(ctx context.Context, chunk hash.Hash) ([]byte, erro
 	m, err := s.xorbMeta(ctx, x)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe chunk %s: %w", chunk, err)
+	}
+	if !a.whole() {
+		if _, err := s.writeAccess(ctx, blob.NewBlob{Name: shownName(a.Repo, x), Data: marshalGrant(x)}); err != nil {
+			return nil, err
+		}
 	}
 	var key hash.Hash
 	if _, err := rand.Read(key[:]); err != nil {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,9 +12,12 @@ import (
 )
 
 // FormatVersion is the layout this release reads and writes. Version 1 is the layout before the
-// version was recorded (no "format" blob); version 2 has the same entries plus the "format" blob.
-// A store of a version above FormatVersion is refused (ErrNewerFormat).
-const FormatVersion = 2
+// version was recorded (no "format" blob); version 2 has the same entries plus the "format" blob;
+// version 3 adds the records of what each repository uploaded (uploads.go: read by the access
+// rule and the usage) and may read and reference (access.go), which Open writes for the files of
+// an older store (upgrade.go). A store of a version above FormatVersion is refused
+// (ErrNewerFormat): a release before 3 would serve a store of 3 without its isolation.
+const FormatVersion = 3
 
 // formatName is the blob that records a store's format version: "xet-store-format N\n".
 const formatName = "format"
@@ -28,20 +30,15 @@ var ErrNewerFormat = errors.New("store format is newer than this release reads")
 // formatTimeout bounds reading and recording the version at Open.
 const formatTimeout = 30 * time.Second
 
-// checkFormat reads the store's format version and refuses one above FormatVersion. A store
-// without a version (version 1, or empty) is given FormatVersion when writable: both read the same
-// entries, so a previous release still opens it.
+// checkFormat reads the store's format version (1 when none is recorded) and refuses one above
+// FormatVersion. Open upgrades an older one (upgrade.go).
 func checkFormat(be blob.Backend, where string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), formatTimeout)
 	defer cancel()
 	b, err := readFormat(ctx, be)
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
-		data := []byte(formatPrefix + strconv.Itoa(FormatVersion) + "\n")
-		if _, err := be.Create(ctx, formatName, bytes.NewReader(data)); err != nil {
-			return 1, nil // read-only storage: still version 1 to this process
-		}
-		return FormatVersion, nil
+		return 1, nil
 	case err != nil:
 		return 0, fmt.Errorf("store %s: reading its format version: %w", where, err)
 	}

@@ -33,7 +33,7 @@ func TestFormatVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(newer, Options{})
-	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "format version 7") || !strings.Contains(err.Error(), "versions 1 to 2") {
+	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "format version 7") || !strings.Contains(err.Error(), "versions 1 to 3") {
 		t.Fatalf("newer format: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(newer, formatName), []byte("garbage"), 0o644); err != nil {
@@ -117,7 +117,7 @@ func TestObserver(t *testing.T) {
 	if obs.deduped != 5000 {
 		t.Fatalf("a shard naming a stored xorb: %d bytes deduplicated, want 5000", obs.deduped)
 	}
-	if _, err := st.Collect(ctx, GCOptions{Grace: time.Hour}); err != nil {
+	if _, err := NewMaint(st).Collect(ctx, GCOptions{Grace: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if obs.gcRuns != 1 || obs.ops["create_batch"] == 0 || obs.ops["open"]+obs.ops["exists"] == 0 || obs.failures != 0 {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -36,10 +37,9 @@ type CheckReport struct {
 //
 // It reads every footer and record, not the chunk data. The error is for failing to read the store
 // at all.
-func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
+func (m *Maint) Check(ctx context.Context) (*CheckReport, error) {
 	r := &CheckReport{}
-	var names []string
-	if c, ok := s.raw.(blob.Checker); ok {
+	if c, ok := m.s.raw.(blob.Checker); ok {
 		bad, temp, err := c.Check(ctx)
 		if err != nil {
 			return nil, err
@@ -49,15 +49,47 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 		}
 		r.Temp = temp
 	}
-	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/"} {
-		n, err := s.be.List(ctx, prefix)
+	var names []string
+	for _, prefix := range []string{"xorbs/", "files/", "ns/", "dedupe/", "verified/", "users/"} {
+		n, err := m.s.be.List(ctx, prefix)
 		if err != nil {
 			return nil, err
 		}
 		names = append(names, n...)
 	}
-	xorbs := map[hash.Hash]int{} // chunk counts of the xorbs whose footer parsed
-	var files, mappings, dedupes []string
+	e := m.checkEntries(ctx, r, names)
+	recs := map[hash.Hash]*fileRecord{}
+	for _, name := range e.files {
+		r.Files++
+		if rec := m.checkFile(ctx, r, name, e.xorbs); rec != nil {
+			_, h, _ := classify(name)
+			recs[h] = rec
+		}
+	}
+	for _, name := range e.mappings {
+		r.Mappings++
+		m.checkMapping(ctx, r, name, recs)
+	}
+	for _, name := range e.members {
+		if _, h, _ := classify(name); recs[h] == nil {
+			r.add(name, "names file "+h.String()+", whose record is missing or unreadable")
+		}
+	}
+	m.checkDedupe(ctx, r, e.dedupes, e.xorbs)
+	return r, nil
+}
+
+// checkedEntries are the store's entries by kind, for the checks that need all xorbs, or all file
+// records, read first.
+type checkedEntries struct {
+	xorbs                             map[hash.Hash]int // chunk counts of the xorbs whose footer parsed
+	files, mappings, dedupes, members []string
+}
+
+// checkEntries sorts names by kind, and checks on the way what stands on its own: a name outside
+// the layout, a xorb's footer, a history or upload record.
+func (m *Maint) checkEntries(ctx context.Context, r *CheckReport, names []string) *checkedEntries {
+	e := &checkedEntries{xorbs: map[hash.Hash]int{}}
 	for _, name := range names {
 		kind, h, ok := classify(name)
 		switch {
@@ -65,36 +97,39 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			r.add(name, "not an entry of the store layout (a half-written or foreign file)")
 		case kind == "xorbs":
 			r.Xorbs++
-			m, err := s.xorbMeta(ctx, h)
+			xm, err := m.s.xorbMeta(ctx, h)
 			if err != nil {
 				r.add(name, "xorb footer: "+err.Error())
 				continue
 			}
-			xorbs[h] = m.n()
+			e.xorbs[h] = xm.n()
 		case kind == "files":
-			files = append(files, name)
+			e.files = append(e.files, name)
 		case kind == "sha256" || kind == "sha256v":
-			mappings = append(mappings, name)
+			e.mappings = append(e.mappings, name)
 		case kind == "dedupe":
-			dedupes = append(dedupes, name)
+			e.dedupes = append(e.dedupes, name)
+		case kind == "member" || kind == "verified":
+			e.members = append(e.members, name) // grants of xorbs ("shown", "user-up") name xorbs gc may remove
+		case kind == "history":
+			m.checkHistory(ctx, r, name)
+			e.members = append(e.members, name)
+		case kind == "upload": // its xorb may be gone: gc removes xorbs no file names
+			if b, err := m.s.readEntry(ctx, name); err != nil {
+				r.add(name, err.Error())
+			} else if _, err := parseUpload(name, b); err != nil {
+				r.add(name, err.Error())
+			}
 		}
 	}
-	recs := map[hash.Hash]*fileRecord{}
-	for _, name := range files {
-		r.Files++
-		rec := s.checkFile(ctx, r, name, xorbs)
-		if rec != nil {
-			_, h, _ := classify(name)
-			recs[h] = rec
-		}
-	}
-	for _, name := range mappings {
-		r.Mappings++
-		s.checkMapping(ctx, r, name, recs)
-	}
+	return e
+}
+
+// checkDedupe checks that each dedupe entry parses and names a xorb whose footer parsed.
+func (m *Maint) checkDedupe(ctx context.Context, r *CheckReport, dedupes []string, xorbs map[hash.Hash]int) {
 	for _, name := range dedupes {
 		r.Dedupe++
-		b, err := s.readEntry(ctx, name)
+		b, err := m.s.readEntry(ctx, name)
 		if err != nil {
 			r.add(name, err.Error())
 			continue
@@ -106,13 +141,12 @@ func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 			r.add(name, "names xorb "+x.String()+", which is missing or unreadable")
 		}
 	}
-	return r, nil
 }
 
 func (r *CheckReport) add(entry, what string) { r.Problems = append(r.Problems, Problem{entry, what}) }
 
-func (s *Store) checkFile(ctx context.Context, r *CheckReport, name string, xorbs map[hash.Hash]int) *fileRecord {
-	b, err := s.readEntry(ctx, name)
+func (m *Maint) checkFile(ctx context.Context, r *CheckReport, name string, xorbs map[hash.Hash]int) *fileRecord {
+	b, err := m.s.readEntry(ctx, name)
 	if err != nil {
 		r.add(name, err.Error())
 		return nil
@@ -134,8 +168,8 @@ func (s *Store) checkFile(ctx context.Context, r *CheckReport, name string, xorb
 	return rec
 }
 
-func (s *Store) checkMapping(ctx context.Context, r *CheckReport, name string, recs map[hash.Hash]*fileRecord) {
-	b, err := s.readEntry(ctx, name)
+func (m *Maint) checkMapping(ctx context.Context, r *CheckReport, name string, recs map[hash.Hash]*fileRecord) {
+	b, err := m.s.readEntry(ctx, name)
 	if err != nil {
 		r.add(name, err.Error())
 		return
@@ -151,7 +185,7 @@ func (s *Store) checkMapping(ctx context.Context, r *CheckReport, name string, r
 		r.add(name, "names file "+file.String()+", whose record is missing or unreadable")
 	case rec.Size != size:
 		r.add(name, fmt.Sprintf("says %d bytes, the file record %d", size, rec.Size))
-	case strings.Contains(name, "/sha256v/") && shaHex(rec.SHA256) != path.Base(name):
+	case strings.Contains(name, "/sha256v/") && !rec.SHA256.IsZero() && shaHex(rec.SHA256) != path.Base(name):
 		r.add(name, "a verified mapping to file "+file.String()+", whose SHA-256 is "+shaHex(rec.SHA256))
 	}
 }
@@ -165,7 +199,7 @@ func shaHex(h hash.Hash) string {
 func classify(name string) (kind string, h hash.Hash, ok bool) {
 	parts := strings.Split(name, "/")
 	switch {
-	case len(parts) == 3 && (parts[0] == "xorbs" || parts[0] == "files" || parts[0] == "dedupe"):
+	case len(parts) == 3 && (parts[0] == "xorbs" || parts[0] == "files" || parts[0] == "dedupe" || parts[0] == "verified"):
 		h, err := hash.Parse(parts[2])
 		if err != nil || !strings.HasPrefix(parts[2], parts[1]) || len(parts[1]) != 2 {
 			return parts[0], h, false
@@ -177,6 +211,17 @@ func classify(name string) (kind string, h hash.Hash, ok bool) {
 			return parts[2], h, false
 		}
 		return parts[2], hash.FromSHA256([32]byte(d)), true
+	case len(parts) == 4 && parts[0] == "ns" && parts[2] == historyDir:
+		h, ok := historyFile(parts[3])
+		return "history", h, ok
+	case len(parts) == 4 && (parts[0] == "ns" && (parts[2] == "files" || parts[2] == "up" || parts[2] == "shown") ||
+		parts[0] == "users" && parts[2] == "up"):
+		h, err := hash.Parse(parts[3])
+		kind = map[string]string{"files": "member", "up": "upload", "shown": "shown"}[parts[2]]
+		if parts[0] == "users" {
+			kind = "user-up"
+		}
+		return kind, h, err == nil
 	}
 	return "", h, false
 }
@@ -214,25 +259,26 @@ func Fsck(ctx context.Context, dir string, opts FsckOptions) (report string, ok 
 	if err != nil {
 		return "", false, err
 	}
-	return s.Fsck(ctx, dir, opts)
+	defer s.Close()
+	return NewMaint(s).Fsck(ctx, dir, opts)
 }
 
 // Fsck is the package's Fsck on an open store (any backend); label names it in the report.
-func (s *Store) Fsck(ctx context.Context, label string, opts FsckOptions) (report string, ok bool, err error) {
+func (m *Maint) Fsck(ctx context.Context, label string, opts FsckOptions) (report string, ok bool, err error) {
 	var b strings.Builder
 	if opts.CleanTemp {
-		n, err := s.be.CleanTemp(ctx, time.Hour)
+		n, err := m.s.be.CleanTemp(ctx, time.Hour)
 		if err != nil {
 			return "", false, err
 		}
 		fmt.Fprintf(&b, "removed %d temp files older than an hour\n", n)
 	}
-	r, err := s.Check(ctx)
+	r, err := m.Check(ctx)
 	if err != nil {
 		return "", false, err
 	}
 	if opts.VerifyData {
-		if err := s.verifyData(ctx, r, opts.Repair); err != nil {
+		if err := m.verifyData(ctx, r, opts.Repair); err != nil {
 			return "", false, err
 		}
 	}
@@ -242,8 +288,8 @@ func (s *Store) Fsck(ctx context.Context, label string, opts FsckOptions) (repor
 
 // verifyData checks every stored xorb whole (VerifyXorb) and reports the damaged ones; with repair
 // it moves them aside.
-func (s *Store) verifyData(ctx context.Context, r *CheckReport, repair bool) error {
-	names, err := s.be.List(ctx, "xorbs/")
+func (m *Maint) verifyData(ctx context.Context, r *CheckReport, repair bool) error {
+	names, err := m.s.be.List(ctx, "xorbs/")
 	if err != nil {
 		return err
 	}
@@ -252,16 +298,20 @@ func (s *Store) verifyData(ctx context.Context, r *CheckReport, repair bool) err
 		if !ok || kind != "xorbs" {
 			continue
 		}
-		verr := s.VerifyXorb(ctx, h)
+		verr := m.VerifyXorb(ctx, h)
 		if verr == nil {
 			continue
 		}
 		what := "data: " + verr.Error()
+		if !errors.Is(verr, ErrDamaged) {
+			r.add(name, "not read (not moved aside): "+verr.Error())
+			continue
+		}
 		if repair {
-			if qerr := s.be.Quarantine(ctx, name); qerr != nil {
+			if qerr := m.s.be.Quarantine(ctx, name); qerr != nil {
 				what += "; not moved aside: " + qerr.Error()
 			} else {
-				s.meta.drop(h)
+				m.s.meta.drop(h)
 				what += "; moved aside to quarantine/: push the files that use it again to store it again"
 			}
 		}

@@ -25,7 +25,7 @@ func TestCheck(t *testing.T) {
 	if _, err := s.PutShard(ctx, "org/repo", r.shardBytes([]*testFile{fa, fb}, xa, xb)); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := s.Check(ctx)
+	rep, err := NewMaint(s).Check(ctx)
 	if err != nil || len(rep.Problems) != 0 || rep.Xorbs != 2 || rep.Files != 2 || rep.Mappings != 2 {
 		t.Fatalf("clean store: %+v, %v", rep, err)
 	}
@@ -35,10 +35,16 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "files", "stray.partial"), []byte("x"), 0o644)
-	mappings, _ := s.be.List(ctx, "ns/")
+	var mappings []string
+	names, _ := s.be.List(ctx, "ns/")
+	for _, n := range names {
+		if strings.Contains(n, "/sha256v/") {
+			mappings = append(mappings, n)
+		}
+	}
 	os.WriteFile(filepath.Join(dir, filepath.FromSlash(mappings[0])), []byte("garbage"), 0o644)
 
-	rep, err = s.Check(ctx)
+	rep, err = NewMaint(s).Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

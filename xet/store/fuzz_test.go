@@ -103,3 +103,40 @@ func FuzzPutShard(f *testing.F) {
 		}
 	})
 }
+
+// FuzzShardCost: no shard costs more than its registration may: the bytes read back and hashed for
+// its SHA-256 checks stay within FreeHashBytes (the repository's uploads brought nothing more), the
+// chunk references it makes the store check within MaxShardChunkRefs (MaxShardHashedRefs with the
+// file hash), whatever it names and however often. Seeds: item 5's shard (a file naming a xorb of zeros over and over, a wrong SHA-256).
+func FuzzShardCost(f *testing.F) {
+	r := loadRef(f)
+	xa := r.xorb(0, 1, 2, 3, 4)
+	zeros := testutil.ZerosXorb(16) // 2 MiB of zeros
+	f.Add(zeroFile(f, zeros, 1024).body)
+	f.Add(zeroFile(f, zeros, 1).body)
+	f.Add(r.shardBytes([]*testFile{r.file(seg{xa, 0, 5}, seg{xa, 1, 3})}, xa))
+	s := openStore(f)
+	ctx := context.Background()
+	a := Access{Repo: "fuzz", User: "fuzzer"}
+	if _, err := s.PutXorbAs(ctx, a, zeros.Hash, bytes.NewReader(zeros.Body), xorb.Follows{}); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := s.PutXorbAs(ctx, a, xa.hash, bytes.NewReader(xa.body), xorb.Follows{}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s.credits.take(a.Repo, s.now())
+		before := s.hashed.Load()
+		_, cost, err := s.putShard(ctx, a, body, modeClient, nil)
+		var inv *InvalidError
+		if err != nil && !errors.As(err, &inv) {
+			t.Fatalf("PutShardAs: %v (not an InvalidError)", err)
+		}
+		if n := s.hashed.Load() - before; n > FreeHashBytes || n != cost.hashed {
+			t.Fatalf("hashed %d bytes (the registration counted %d), budget %d", n, cost.hashed, FreeHashBytes)
+		}
+		if cost.refs+cost.knownRefs > MaxShardChunkRefs || cost.refs > MaxShardHashedRefs {
+			t.Fatalf("checked %d chunk references, %d of them with the file hash", cost.refs+cost.knownRefs, cost.refs)
+		}
+	})
+}

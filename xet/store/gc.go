@@ -79,6 +79,22 @@ func (r *GCReport) String() string {
 		r.Xorbs, r.Referenced, r.Young, r.Trashed, r.TrashedBytes, r.Deleted, r.DeletedBytes, r.Restored, r.Busy, verb)
 }
 
+// count adds the steps done to the report.
+func (r *GCReport) count(steps []gcStep) {
+	for _, st := range steps {
+		switch st.kind {
+		case stepTrash:
+			r.Trashed++
+			r.TrashedBytes += st.blob.Size
+		case stepDelete:
+			r.Deleted++
+			r.DeletedBytes += st.blob.Size
+		case stepRestore:
+			r.Restored++
+		}
+	}
+}
+
 // gcStep is one thing a run does to one blob.
 type gcStep struct {
 	blob blob.Info
@@ -94,26 +110,27 @@ const (
 
 // Collect runs garbage collection (see above). An unreadable file record stops it before anything
 // is moved: what it names cannot be known.
-func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) {
-	sw := s.be
+func (m *Maint) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) {
+	sw := m.s.be
 	if opts.Grace == 0 {
 		opts.Grace = DefaultGrace
 	}
 	if opts.Grace <= RegisterWithin && !opts.Unsafe {
 		return nil, fmt.Errorf("gc: a grace period of %v is not above the %v a registration may take", opts.Grace, RegisterWithin)
 	}
-	cutoff := s.now().Add(-opts.Grace)
+	cutoff := m.s.now().Add(-opts.Grace)
+	m.s.log.Info().Bool("dry_run", opts.DryRun).Msg("gc started")
 	trash, err := sw.ListInfo(ctx, trashPrefix+"xorbs/")
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
 	seen := map[string]bool{}
-	refs, err := s.referencedXorbs(ctx, seen)
+	refs, err := m.referencedXorbs(ctx, seen)
 	if err != nil {
 		return nil, err
 	}
 	r := &GCReport{DryRun: opts.DryRun}
-	steps, err := s.trashSteps(ctx, trash, refs, cutoff)
+	steps, err := m.trashSteps(ctx, trash, refs, cutoff)
 	if err != nil {
 		return r, err
 	}
@@ -137,35 +154,25 @@ func (s *Store) Collect(ctx context.Context, opts GCOptions) (*GCReport, error) 
 		}
 	}
 	if !opts.DryRun {
-		if steps, err = s.applySteps(ctx, sw, steps, r); err != nil {
+		m.s.log.Info().Int("xorbs", r.Xorbs).Int("steps", len(steps)).Msg("gc: moving and deleting")
+		if steps, err = m.applySteps(ctx, sw, steps, r); err != nil {
 			return r, err
 		}
-		if steps, err = s.recheckMoved(ctx, sw, steps, seen, r); err != nil {
+		if steps, err = m.recheckMoved(ctx, sw, steps, seen, r); err != nil {
 			return r, err
 		}
 	}
-	for _, st := range steps {
-		switch st.kind {
-		case stepTrash:
-			r.Trashed++
-			r.TrashedBytes += st.blob.Size
-		case stepDelete:
-			r.Deleted++
-			r.DeletedBytes += st.blob.Size
-		case stepRestore:
-			r.Restored++
-		}
-	}
-	s.log.Info().Str("report", r.String()).Msg("gc done")
+	r.count(steps)
+	m.s.log.Info().Str("report", r.String()).Msg("gc done")
 	if !opts.DryRun {
-		s.obs.Collected(r.DeletedBytes)
+		m.s.obs.Collected(r.DeletedBytes)
 	}
 	return r, nil
 }
 
 // trashSteps is step 2: trash entries older than cutoff are deleted, and referenced ones moved back
 // (or dropped, when the xorb was stored again meanwhile).
-func (s *Store) trashSteps(ctx context.Context, trash []blob.Info, refs map[hash.Hash]bool, cutoff time.Time) ([]gcStep, error) {
+func (m *Maint) trashSteps(ctx context.Context, trash []blob.Info, refs map[hash.Hash]bool, cutoff time.Time) ([]gcStep, error) {
 	var steps []gcStep
 	for _, t := range trash {
 		name := strings.TrimPrefix(t.Name, trashPrefix)
@@ -175,7 +182,7 @@ func (s *Store) trashSteps(ctx context.Context, trash []blob.Info, refs map[hash
 		}
 		switch {
 		case refs[h]:
-			stored, err := s.be.Exists(ctx, name)
+			stored, err := m.s.be.Exists(ctx, name)
 			if err != nil {
 				return nil, fmt.Errorf("gc: %w", err)
 			}
@@ -192,11 +199,14 @@ func (s *Store) trashSteps(ctx context.Context, trash []blob.Info, refs map[hash
 }
 
 // applySteps moves and deletes; it returns the steps done (packed ones in a busy pack are not).
-func (s *Store) applySteps(ctx context.Context, sw blob.Backend, steps []gcStep, r *GCReport) ([]gcStep, error) {
+func (m *Maint) applySteps(ctx context.Context, sw blob.Backend, steps []gcStep, r *GCReport) ([]gcStep, error) {
 	var done []gcStep
 	packed := map[string]gcStep{}
 	var changes []blob.PackChange
 	for _, st := range steps {
+		if err := ctx.Err(); err != nil {
+			return done, fmt.Errorf("gc: %w", err)
+		}
 		if st.blob.Packed {
 			packed[st.blob.Name] = st
 			changes = append(changes, blob.PackChange{Name: st.blob.Name, To: st.to})
@@ -215,19 +225,19 @@ func (s *Store) applySteps(ctx context.Context, sw blob.Backend, steps []gcStep,
 			return done, fmt.Errorf("gc: %w", err)
 		}
 		done = append(done, st)
-		s.dropMeta(st.blob.Name)
+		m.dropMeta(st.blob.Name)
 	}
 	if len(changes) == 0 {
 		return done, nil
 	}
-	ps, ok := s.raw.(blob.PackSweeper)
+	ps, ok := m.s.raw.(blob.PackSweeper)
 	if !ok {
 		return done, errors.New("gc: packed blobs on a backend that cannot rewrite packs")
 	}
 	applied, err := ps.SweepPacked(ctx, changes)
 	for _, c := range applied {
 		done = append(done, packed[c.Name])
-		s.dropMeta(c.Name)
+		m.dropMeta(c.Name)
 	}
 	r.Busy = len(changes) - len(applied)
 	if err != nil {
@@ -240,8 +250,8 @@ func (s *Store) applySteps(ctx context.Context, sw blob.Backend, steps []gcStep,
 // name among the xorbs just moved to the trash: a registration that confirmed a xorb before the
 // move and wrote its records before this listing (one writing after it finds the xorb gone when
 // it checks again, and restores it itself). It returns the steps that still stand.
-func (s *Store) recheckMoved(ctx context.Context, sw blob.Backend, steps []gcStep, seen map[string]bool, r *GCReport) ([]gcStep, error) {
-	late, err := s.referencedXorbs(ctx, seen)
+func (m *Maint) recheckMoved(ctx context.Context, sw blob.Backend, steps []gcStep, seen map[string]bool, r *GCReport) ([]gcStep, error) {
+	late, err := m.referencedXorbs(ctx, seen)
 	if err != nil || len(late) == 0 {
 		return steps, err
 	}
@@ -252,7 +262,7 @@ func (s *Store) recheckMoved(ctx context.Context, sw blob.Backend, steps []gcSte
 			kept = append(kept, st)
 			continue
 		}
-		if _, err := s.restoreXorb(ctx, h); err != nil {
+		if _, err := m.s.restoreXorb(ctx, h); err != nil {
 			return kept, fmt.Errorf("gc: moving back xorb %s, named by a record written meanwhile: %w", h, err)
 		}
 		r.Restored++
@@ -261,16 +271,16 @@ func (s *Store) recheckMoved(ctx context.Context, sw blob.Backend, steps []gcSte
 }
 
 // dropMeta forgets the cached footer of a xorb gc moved.
-func (s *Store) dropMeta(name string) {
+func (m *Maint) dropMeta(name string) {
 	if kind, h, ok := classify(strings.TrimPrefix(name, trashPrefix)); ok && kind == "xorbs" {
-		s.meta.drop(h)
+		m.s.meta.drop(h)
 	}
 }
 
 // referencedXorbs reads every file record not in seen (adding it there) and returns the xorbs
 // their terms name.
-func (s *Store) referencedXorbs(ctx context.Context, seen map[string]bool) (map[hash.Hash]bool, error) {
-	files, err := s.be.List(ctx, "files/")
+func (m *Maint) referencedXorbs(ctx context.Context, seen map[string]bool) (map[hash.Hash]bool, error) {
+	files, err := m.s.be.List(ctx, "files/")
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
@@ -279,12 +289,15 @@ func (s *Store) referencedXorbs(ctx context.Context, seen map[string]bool) (map[
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16) // object stores answer one GET per record: keep a few in flight
 	for _, name := range files {
+		if gctx.Err() != nil {
+			break // stopped, or a record failed: g.Wait says which
+		}
 		if _, _, ok := classify(name); !ok || seen[name] {
 			continue
 		}
 		seen[name] = true
 		g.Go(func() error {
-			b, err := s.readEntry(gctx, name)
+			b, err := m.s.readEntry(gctx, name)
 			if errors.Is(err, ErrNotFound) {
 				return nil // listed, then gone: records are never removed, so a foreign file
 			}
@@ -305,6 +318,9 @@ func (s *Store) referencedXorbs(ctx context.Context, seen map[string]bool) (map[
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
 	}
 	return refs, nil
 }

@@ -3,12 +3,14 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 	blobfs "github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 
@@ -50,7 +52,7 @@ func conformGC(t *testing.T, be blob.Backend) {
 		t.Helper()
 		offset.Store(int64(ahead))
 		be.Close() // as after an idle writer's time: the pack this test wrote is free to rewrite
-		rep, err := s.Collect(ctx, GCOptions{DryRun: dry})
+		rep, err := NewMaint(s).Collect(ctx, GCOptions{DryRun: dry})
 		if err != nil {
 			t.Fatalf("gc at +%v: %v", ahead, err)
 		}
@@ -94,7 +96,7 @@ func conformGC(t *testing.T, be blob.Backend) {
 			t.Fatalf("file %s after gc: %v", f.hash, err)
 		}
 	}
-	if chk, err := s.Check(ctx); err != nil || len(chk.Problems) != 0 {
+	if chk, err := NewMaint(s).Check(ctx); err != nil || len(chk.Problems) != 0 {
 		t.Fatalf("check after gc: %v %v", err, chk)
 	}
 	if left, err := be.List(ctx, trashPrefix); err != nil || len(left) != 0 {
@@ -111,7 +113,7 @@ func TestGCReaderRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Collect(ctx, GCOptions{Grace: time.Minute}); err == nil || !strings.Contains(err.Error(), "registration") {
+	if _, err := NewMaint(s).Collect(ctx, GCOptions{Grace: time.Minute}); err == nil || !strings.Contains(err.Error(), "registration") {
 		t.Fatalf("a 1 minute grace period was accepted: %v", err)
 	}
 	r := loadRef(t)
@@ -128,7 +130,7 @@ func TestGCReaderRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	offset.Store(int64(25 * time.Hour))
-	if rep, err := s.Collect(ctx, GCOptions{}); err != nil || rep.Trashed != 1 {
+	if rep, err := NewMaint(s).Collect(ctx, GCOptions{}); err != nil || rep.Trashed != 1 {
 		t.Fatalf("gc: %v %v", rep, err)
 	}
 	if _, err := s.register(ctx, "", nil, plans); err != nil {
@@ -144,7 +146,7 @@ func TestGCReaderRestores(t *testing.T) {
 
 // A pack another writer holds (a running server's) is left alone and reported busy; once that
 // writer is idle, the pack is rewritten, and the other process stops finding the collected xorb
-// within packStaleness.
+// within blobfs.PackStaleness.
 func TestGCBusyPack(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -167,11 +169,11 @@ func TestGCBusyPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := gc.Collect(ctx, GCOptions{}); err != nil || rep.Busy != 1 || rep.Trashed != 0 {
+	if rep, err := NewMaint(gc).Collect(ctx, GCOptions{}); err != nil || rep.Busy != 1 || rep.Trashed != 0 {
 		t.Fatalf("gc with the pack held by a writer: %v %v", rep, err)
 	}
 	server.Close()
-	if rep, err := gc.Collect(ctx, GCOptions{}); err != nil || rep.Busy != 0 || rep.Trashed != 1 {
+	if rep, err := NewMaint(gc).Collect(ctx, GCOptions{}); err != nil || rep.Busy != 0 || rep.Trashed != 1 {
 		t.Fatalf("gc once the writer is idle: %v %v", rep, err)
 	}
 	if packs, _ := filepath.Glob(filepath.Join(dir, "packs", "*.pack")); len(packs) != 1 {
@@ -226,5 +228,54 @@ func TestRegistrationRechecksItsXorbs(t *testing.T) {
 	}
 	if ok, err := be.Exists(ctx, xorbName(x.hash)); err != nil || !ok {
 		t.Fatalf("the xorb gc moved during the registration is not back: %v %v", ok, err)
+	}
+}
+
+// cancelAfterMoves is an Observer that cancels a gc's context once it has seen n moves.
+type cancelAfterMoves struct {
+	nopObserver
+	n      atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterMoves) BackendOp(op string, _ time.Duration, _ error) {
+	if op == "move" && c.n.Add(-1) == 0 {
+		c.cancel()
+	}
+}
+
+// A gc whose context ends (the server's SIGTERM) stops between two blobs and says so; the store
+// checks clean, and the next run moves the rest, each xorb once.
+func TestGCStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	obs := &cancelAfterMoves{cancel: cancel}
+	obs.n.Store(3)
+	s, err := Open("", Options{Backend: looseBackend(t, t.TempDir()), Observe: obs,
+		Now: func() time.Time { return time.Now().Add(25 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const garbage = 12
+	for i := range garbage {
+		x := testutil.RandomXorb(4000, uint64(i))
+		if _, err := s.PutXorbBytes(ctx, x.Hash, x.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := NewMaint(s).Collect(ctx, GCOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("gc cancelled after 3 moves: %v, report %v", err, rep)
+	}
+	moved, _ := s.Backend().List(context.Background(), trashPrefix)
+	if len(moved) != 3 {
+		t.Fatalf("gc went on after its context ended: %d xorbs in the trash, want 3", len(moved))
+	}
+	if chk, err := NewMaint(s).Check(context.Background()); err != nil || len(chk.Problems) != 0 {
+		t.Fatalf("check after a stopped gc: %v %v", err, chk)
+	}
+	rep, err = NewMaint(s).Collect(context.Background(), GCOptions{})
+	if err != nil || rep.Trashed != garbage-3 || rep.Xorbs != garbage-3 {
+		t.Fatalf("the next gc: %v %v; want the %d others moved", rep, err, garbage-3)
 	}
 }

@@ -44,14 +44,19 @@ func PrepareBuiltXorb(x *xorb.Xorb) (*PendingXorb, error) {
 func (p *PendingXorb) Size() int { return len(p.blob.Data) }
 
 // PutPendingXorbs stores held-back xorbs without a shard (their shard never came, or too many are
-// held back), in one batch.
-func (s *Store) PutPendingXorbs(ctx context.Context, ps []*PendingXorb) error {
+// held back), in one batch, and records them as uploaded to repository ns (as PutBuiltXorb).
+func (s *Store) PutPendingXorbs(ctx context.Context, ns string, ps []*PendingXorb) error {
 	blobs := make([]blob.NewBlob, len(ps))
 	for i, p := range ps {
 		blobs[i] = p.blob
 	}
 	if _, err := s.be.CreateBatch(ctx, blobs); err != nil {
 		return fmt.Errorf("storing %d xorbs: %w", len(ps), err)
+	}
+	for _, p := range ps {
+		if _, err := s.recordUpload(ctx, Access{Repo: ns}, p.Hash, uint64(p.meta.rawBytes(0, p.meta.n()))); err != nil {
+			return err
+		}
 	}
 	return nil
 }

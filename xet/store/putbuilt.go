@@ -30,20 +30,27 @@ func (s *Store) PutXorbBytes(ctx context.Context, h hash.Hash, body []byte) (boo
 // upload) must go through PutXorb or PutXorbBytes, which verify every chunk; the server never calls
 // this method.
 //
+// The xorb is recorded as uploaded to repository ns (uploads.go; nothing for ""), stored before or
+// not: the session built it from the repository's data.
+//
 // x.Body is not retained after PutBuiltXorb returns. Concurrency: as PutXorb.
-func (s *Store) PutBuiltXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
+func (s *Store) PutBuiltXorb(ctx context.Context, ns string, x *xorb.Xorb) (bool, error) {
 	name := xorbName(x.Hash)
 	ok, err := s.be.Exists(ctx, name)
 	if err != nil {
 		return false, err
 	}
-	if ok {
-		return false, nil
+	created := false
+	if !ok {
+		if err := checkBuilt(x); err != nil {
+			return false, err
+		}
+		if created, err = s.storeXorb(ctx, x.Hash, x.Body, x.Footer(), len(x.Chunks), x.RawBytes); err != nil {
+			return false, err
+		}
 	}
-	if err := checkBuilt(x); err != nil {
-		return false, err
-	}
-	return s.storeXorb(ctx, x.Hash, x.Body, x.Footer(), len(x.Chunks), x.RawBytes)
+	_, err = s.recordUpload(ctx, Access{Repo: ns}, x.Hash, x.RawBytes)
+	return created, err
 }
 
 // checkBuilt checks a built xorb's structure against its chunk infos (see PutBuiltXorb).

@@ -58,10 +58,10 @@ func TestPutBuiltXorbMatchesPutXorb(t *testing.T) {
 		t.Fatal(err)
 	}
 	checked := openStore(t)
-	if ok, err := trusted.PutBuiltXorb(ctx, x); !ok || err != nil {
+	if ok, err := trusted.PutBuiltXorb(ctx, "", x); !ok || err != nil {
 		t.Fatalf("PutBuiltXorb = %v, %v", ok, err)
 	}
-	if ok, err := trusted.PutBuiltXorb(ctx, x); ok || err != nil {
+	if ok, err := trusted.PutBuiltXorb(ctx, "", x); ok || err != nil {
 		t.Fatalf("second PutBuiltXorb = %v, %v; want false, nil", ok, err)
 	}
 	if ok, err := checked.PutXorbBytes(ctx, x.Hash, x.Body); !ok || err != nil {
@@ -110,7 +110,7 @@ func TestPutBuiltXorbRejects(t *testing.T) {
 			x.Chunks = append([]xorb.ChunkInfo(nil), x.Chunks...)
 			spoil(x)
 			s := openStore(t)
-			_, err := s.PutBuiltXorb(ctx, x)
+			_, err := s.PutBuiltXorb(ctx, "", x)
 			var inv *InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("err = %v, want *InvalidError", err)
@@ -130,7 +130,7 @@ func TestOpenXorbHandsOutTheFile(t *testing.T) {
 	s := openStore(t)
 	for _, n := range []int{64, 2} { // about 2.3 MiB: a file of its own; a few KiB: packed
 		x := builtXorb(t, n, uint64(n))
-		if _, err := s.PutBuiltXorb(ctx, x); err != nil {
+		if _, err := s.PutBuiltXorb(ctx, "", x); err != nil {
 			t.Fatal(err)
 		}
 		f, recordsLen, err := s.OpenXorb(ctx, x.Hash)
@@ -148,6 +148,33 @@ func TestOpenXorbHandsOutTheFile(t *testing.T) {
 		f.Close()
 		if !bytes.Equal(got, x.Body) {
 			t.Fatalf("xorb of %d bytes: its records read back differ", len(x.Body))
+		}
+	}
+}
+
+// The xorbs an in-process session builds for a repository (a basic upload the server chunks) are
+// that repository's uploads, stored at once or held back and stored without their shard: its
+// usage counts them whole, and it may reference them.
+func TestBuiltXorbsAreUploads(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	x, y := builtXorb(t, 4, 60), builtXorb(t, 2, 61)
+	if _, err := s.PutBuiltXorb(ctx, "org/a", x); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PrepareBuiltXorb(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutPendingXorbs(ctx, "org/b", []*PendingXorb{p}); err != nil {
+		t.Fatal(err)
+	}
+	for ns, x := range map[string]*xorb.Xorb{"org/a": x, "org/b": y} {
+		if u := usage(t, s, ns); u.Stored != x.RawBytes {
+			t.Errorf("%s: %+v, want its xorb's %d raw bytes", ns, u, x.RawBytes)
+		}
+		if ok, err := s.UploadedBy(ctx, ns, x.Hash); !ok || err != nil {
+			t.Errorf("%s uploaded its xorb: %v %v", ns, ok, err)
 		}
 	}
 }

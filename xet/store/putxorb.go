@@ -23,7 +23,7 @@ const MaxXorbBodyBytes = xorb.MaxBytes + xorb.MaxChunks*xorb.RecordHeaderSize + 
 // the limits, more than 8192 chunks or 64 MiB of raw data, or a truncated body is an *InvalidError.
 // The stored object is the records followed by a rebuilt v1 footer. inserted=false when the xorb was
 // already stored. A valid upload of a xorb already stored is also the moment to check the stored
-// copy (VerifyXorb): a damaged one is moved aside and replaced by the upload (the repair a user
+// copy (verifyXorb): a damaged one is moved aside and replaced by the upload (the repair a user
 // gets by pushing the data again), and the upload reports inserted=true.
 //
 // Concurrency: safe for concurrent and cross-process use; of several puts of one xorb exactly one
@@ -36,9 +36,53 @@ func (s *Store) PutXorb(ctx context.Context, h hash.Hash, body io.Reader) (bool,
 // (lfsbatch.HeaderXorbFollows); with a hint the raw bytes are also hashed into the file's SHA-256
 // run (see chainState in chain.go).
 func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows) (bool, error) {
+	up, err := s.PutXorbAs(ctx, Access{}, h, body, f)
+	return up.Inserted, err
+}
+
+// XorbUpload is what PutXorbAs did with an upload.
+type XorbUpload struct {
+	// Inserted: this call stored the xorb (it was not stored, or a damaged copy was replaced).
+	Inserted bool
+	// Recorded: this call wrote the repository's upload record (uploads.go), so the xorb counts
+	// whole against the repository from now on; false when it was recorded before, or for the
+	// whole store. Of several uploads of one xorb to one repository, exactly one reports it.
+	Recorded bool
+	// RawBytes is the xorb's raw (uncompressed) size.
+	RawBytes uint64
+}
+
+// PutXorbAs is PutXorbFollowing for an upload by a: once the body proved to be the xorb (new, or
+// the same as the stored one), the repository's upload record and the user's grant are written
+// (the repository and the user may reference its chunks, access.go; the repository's usage counts
+// it, stats.go) and the repository is credited the raw bytes checked, for the SHA-256 checks of
+// its next registrations (budget.go).
+func (s *Store) PutXorbAs(ctx context.Context, a Access, h hash.Hash, body io.Reader, f xorb.Follows) (XorbUpload, error) {
+	var up XorbUpload
+	// The upload is recorded as soon as the body proved to be the xorb, before the xorb becomes
+	// visible: a process killed after storing it must not leave a xorb this repository sent and
+	// may not name, which its next push would have to send again.
+	proved := func(raw uint64) (err error) {
+		up.RawBytes = raw
+		up.Recorded, err = s.recordUpload(ctx, a, h, raw)
+		return err
+	}
+	inserted, raw, err := s.putXorb(ctx, h, body, f, proved)
+	if err != nil {
+		return XorbUpload{}, err
+	}
+	up.Inserted = inserted
+	s.credits.add(a.Repo, int64(raw), s.now())
+	return up, nil
+}
+
+// putXorb validates and stores the xorb (PutXorbFollowing) and returns its raw size. proved, when
+// set, is called once the body has proved to be the xorb and before the xorb becomes visible; its
+// failure fails the upload.
+func (s *Store) putXorb(ctx context.Context, h hash.Hash, body io.Reader, f xorb.Follows, proved func(raw uint64) error) (bool, uint64, error) {
 	exists, err := s.be.Exists(ctx, xorbName(h))
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	sha, prevID := s.chainHasher(f)
 	var onRaw func([]byte)
@@ -48,37 +92,42 @@ func (s *Store) PutXorbFollowing(ctx context.Context, h hash.Hash, body io.Reade
 	if l, ok := body.(interface{ Len() int }); ok && !exists && l.Len() >= streamMin {
 		if s.be.Features().StreamsCreates {
 			if l.Len() > MaxXorbBodyBytes {
-				return false, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
+				return false, 0, invalid("xorb %s: body of %d bytes exceeds %d", h, l.Len(), MaxXorbBodyBytes)
 			}
-			created, chunks, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw)
-			if err == nil {
-				s.chainOn(h, f, prevID, chunks, sha)
+			created, info, err := s.putXorbStream(ctx, h, body, l.Len(), onRaw, proved)
+			if err != nil {
+				return false, 0, err
 			}
-			return created, err
+			s.chainOn(h, f, prevID, len(info.Chunks), sha)
+			return created, info.RawBytes, nil
 		}
 	}
 	data, err := readBounded(body, MaxXorbBodyBytes)
 	if err != nil {
-		return false, fmt.Errorf("xorb %s: %w", h, err)
+		return false, 0, fmt.Errorf("xorb %s: %w", h, err)
 	}
 	defer recvBufs.Put(data) // nothing keeps the body once it is stored
 	info, err := validateXorb(h, data, onRaw)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
-	if exists {
-		if replaced, err := s.replaceDamaged(ctx, h); err != nil || !replaced {
-			if err == nil {
-				s.chainOn(h, f, prevID, len(info.Chunks), sha)
-			}
-			return false, err
+	if proved != nil {
+		if err := proved(info.RawBytes); err != nil {
+			return false, 0, err
 		}
 	}
-	created, err := s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
-	if err == nil {
-		s.chainOn(h, f, prevID, len(info.Chunks), sha)
+	created := false
+	if exists {
+		created, err = s.replaceDamaged(ctx, h)
 	}
-	return created, err
+	if err == nil && (!exists || created) {
+		created, err = s.storeXorb(ctx, h, data[:info.RecordsLen], footerOf(h, info), len(info.Chunks), info.RawBytes)
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	s.chainOn(h, f, prevID, len(info.Chunks), sha)
+	return created, info.RawBytes, nil
 }
 
 // chainOn records the SHA-256 run of stored xorb h under hint f: its state when it was hashed on

@@ -20,6 +20,8 @@ const (
 	magicFile   = "XSF1"
 	magicSHA    = "XSS1"
 	magicDedupe = "XSD1"
+	// magicVerified: a file's content was hashed to this SHA-256 (verifiedName).
+	magicVerified = "XSV1"
 
 	fileRecordFixed = 4 + 8 + 32 + 4 // magic, size, sha256, term count
 	fileTermSize    = 32 + 4 + 4 + 4 // xorb, unpacked bytes, chunk start, chunk end
@@ -107,7 +109,7 @@ func parseFileRecord(name string, b []byte) (*fileRecord, error) {
 	return r, nil
 }
 
-// shaRecord: SHA-256 -> file hash and size.
+// marshalSHA is a SHA-256 mapping's record: the file hash and size.
 func marshalSHA(file hash.Hash, size uint64) []byte {
 	b := append([]byte(magicSHA), file[:]...)
 	return sealRecord(binary.LittleEndian.AppendUint64(b, size))
@@ -122,6 +124,33 @@ func parseSHA(name string, b []byte) (hash.Hash, uint64, error) {
 		return hash.Zero, 0, fmt.Errorf("store: corrupt entry %s: length", name)
 	}
 	return hash.Hash(p[:32]), binary.LittleEndian.Uint64(p[32:]), nil
+}
+
+// verified marker: the SHA-256 a file's content was hashed to.
+func marshalVerified(sha hash.Hash) []byte {
+	return sealRecord(append([]byte(magicVerified), sha[:]...))
+}
+
+func parseVerified(name string, b []byte) (hash.Hash, error) {
+	p, err := openRecord(name, b, magicVerified)
+	if err != nil {
+		return hash.Zero, err
+	}
+	if len(p) != 32 {
+		return hash.Zero, fmt.Errorf("store: corrupt entry %s: length", name)
+	}
+	return hash.Hash(p), nil
+}
+
+// verifiedSHA256 is the SHA-256 file's content was once hashed to (in any repository), or
+// ErrNotFound.
+func (s *Store) verifiedSHA256(ctx context.Context, file hash.Hash) (hash.Hash, error) {
+	name := verifiedName(file)
+	b, err := s.readEntry(ctx, name)
+	if err != nil {
+		return hash.Zero, err
+	}
+	return parseVerified(name, b)
 }
 
 // dedupe entry: chunk -> xorb hash.
@@ -143,7 +172,8 @@ func parseDedupe(name string, b []byte) (hash.Hash, error) {
 // removed, so what was read is kept in the entry cache (object stores only); a miss is never
 // cached, so a write through another instance is found at once. Callers do not modify the bytes.
 func (s *Store) readEntry(ctx context.Context, name string) ([]byte, error) {
-	cacheable := s.entries != nil && (strings.HasPrefix(name, "files/") || strings.HasPrefix(name, "ns/") || strings.HasPrefix(name, "dedupe/"))
+	cacheable := s.entries != nil && (strings.HasPrefix(name, "files/") || strings.HasPrefix(name, "ns/") ||
+		strings.HasPrefix(name, "dedupe/") || strings.HasPrefix(name, "verified/"))
 	if cacheable {
 		if b, ok := s.entries.get(name); ok {
 			return b, nil
@@ -185,6 +215,15 @@ func (s *Store) fileRecord(ctx context.Context, file hash.Hash) (*fileRecord, er
 
 // FileSize returns the size of a registered file (ErrNotFound when it is not registered).
 func (s *Store) FileSize(ctx context.Context, file hash.Hash) (uint64, error) {
+	return s.FileSizeIn(ctx, "", file)
+}
+
+// FileSizeIn is FileSize for a reader of repository repo: a file not registered there is
+// ErrNotFound (access.go).
+func (s *Store) FileSizeIn(ctx context.Context, repo string, file hash.Hash) (uint64, error) {
+	if err := s.inRepo(ctx, repo, file); err != nil {
+		return 0, err
+	}
 	r, err := s.fileRecord(ctx, file)
 	if err != nil {
 		return 0, err

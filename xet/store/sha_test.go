@@ -12,8 +12,8 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
-// A shard claiming a SHA-256 its file's content does not hash to is refused, naming both, and the
-// oid stays unmapped; the same content with its true SHA-256 registers a verified mapping. The
+// A shard claiming a SHA-256 its file's content does not hash to is refused, naming the claimed one
+// and never the content's (the client did not send that), and the oid stays unmapped; the same content with its true SHA-256 registers a verified mapping. The
 // trusted path (an in-process session that computed the SHA-256) is not re-hashed.
 func TestPutShardVerifiesSHA256(t *testing.T) {
 	ctx := context.Background()
@@ -27,8 +27,8 @@ func TestPutShardVerifiesSHA256(t *testing.T) {
 	bad.file.SHA256 = hash.FromSHA256(wrong)
 	_, err := s.PutShard(ctx, "ns", r.shardBytes([]*testFile{&bad}, xa))
 	var inv *InvalidError
-	if !errors.As(err, &inv) || !strings.Contains(err.Error(), fmt.Sprintf("%x", f.sha)) || !strings.Contains(err.Error(), fmt.Sprintf("%x", wrong)) {
-		t.Fatalf("shard with a wrong SHA-256: %v; want an InvalidError naming both", err)
+	if !errors.As(err, &inv) || strings.Contains(err.Error(), fmt.Sprintf("%x", f.sha)) || !strings.Contains(err.Error(), fmt.Sprintf("%x", wrong)) {
+		t.Fatalf("shard with a wrong SHA-256: %v; want an InvalidError naming the claimed SHA-256 only", err)
 	}
 	if _, _, err := s.LookupSHA256(ctx, "ns", hash.FromSHA256(wrong)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the wrong oid is mapped: %v", err)

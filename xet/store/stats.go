@@ -13,11 +13,14 @@ import (
 
 // Usage is what the files of a repository (or of the whole store) take.
 //
-// Logical is the sum of the files' sizes. Stored is the bytes of the distinct chunk ranges the
-// files reference, uncompressed, counted once however many of the files name them: the bytes the
-// files cost after dedupe. A chunk range that another repository's files also reference counts in
-// full in each of them (a repository's usage does not shrink because another one holds the same
-// data, and does not grow when another one stops holding it).
+// Logical is the sum of the files' sizes. Stored is what the repository costs the store, raw
+// (uncompressed): every xorb it uploaded (its upload records, uploads.go), whole, for as long as
+// the store keeps it, whether its files name it or not; and the bytes of
+// the distinct chunk ranges its files reference in other xorbs (what dedupe against other
+// repositories' data lets it use), each counted once however many of its files name it. A chunk
+// range that another repository's files also reference counts in full in each of them (a
+// repository's usage does not shrink because another one holds the same data, and does not grow
+// when another one stops holding it).
 type Usage struct {
 	Files   int    `json:"files"`
 	Logical uint64 `json:"logical_bytes"`
@@ -38,15 +41,22 @@ type termKey struct {
 	start, end uint32
 }
 
-// usageCounter adds files to a Usage, each chunk range once.
+// usageCounter adds uploads and files to a Usage, each xorb uploaded once and each chunk range of
+// another xorb once. Uploads are added before the files whose terms they hold.
 type usageCounter struct {
-	u     Usage
-	seen  map[hash.Hash]bool
-	terms map[termKey]bool
+	u       Usage
+	seen    map[hash.Hash]bool
+	terms   map[termKey]bool
+	uploads map[hash.Hash]bool // counted whole
 }
 
 func newUsageCounter() *usageCounter {
-	return &usageCounter{seen: map[hash.Hash]bool{}, terms: map[termKey]bool{}}
+	return &usageCounter{seen: map[hash.Hash]bool{}, terms: map[termKey]bool{}, uploads: map[hash.Hash]bool{}}
+}
+
+func (c *usageCounter) addUpload(x hash.Hash, raw uint64) {
+	c.uploads[x] = true
+	c.u.Stored += raw
 }
 
 func (c *usageCounter) add(file hash.Hash, r *fileRecord) {
@@ -57,30 +67,51 @@ func (c *usageCounter) add(file hash.Hash, r *fileRecord) {
 	c.u.Files++
 	c.u.Logical += r.Size
 	for _, t := range r.Terms {
-		k := termKey{t.Xorb, t.Start, t.End}
-		if !c.terms[k] {
-			c.terms[k] = true
-			c.u.Stored += uint64(t.UnpackedBytes)
-		}
+		c.addTerm(t.Xorb, t.Start, t.End, t.UnpackedBytes)
 	}
 }
 
-// RepoUsage is what the files registered in namespace ns take (see Usage). It reads every
-// mapping and file record of the namespace.
+// addTerm counts a chunk range, unless its xorb counts whole or the range counted already; it
+// returns the bytes it added.
+func (c *usageCounter) addTerm(x hash.Hash, start, end, unpacked uint32) uint64 {
+	k := termKey{x, start, end}
+	if c.uploads[x] || c.terms[k] {
+		return 0
+	}
+	c.terms[k] = true
+	c.u.Stored += uint64(unpacked)
+	return uint64(unpacked)
+}
+
+// RepoUsage is what namespace ns takes (see Usage). It reads every entry of the namespace, and
+// asks the backend whether each xorb it uploaded is still kept.
 func (s *Store) RepoUsage(ctx context.Context, ns string) (Usage, error) {
 	c := newUsageCounter()
-	if err := s.countNamespace(ctx, "ns/"+nsDir(ns)+"/", c); err != nil {
+	names, err := s.namespaceEntries(ctx, nsDir(ns))
+	if err != nil {
+		return Usage{}, err
+	}
+	if err := s.countUploads(ctx, names, c); err != nil {
+		return Usage{}, err
+	}
+	if err := s.countFiles(ctx, names, c); err != nil {
 		return Usage{}, err
 	}
 	return c.u, nil
 }
 
-// countNamespace adds the files of the namespace directory prefix (verified and older mappings).
-func (s *Store) countNamespace(ctx context.Context, prefix string, c *usageCounter) error {
-	names, err := s.be.List(ctx, prefix)
+// namespaceEntries lists the entries of a namespace directory.
+func (s *Store) namespaceEntries(ctx context.Context, dir string) ([]string, error) {
+	names, err := s.be.List(ctx, "ns/"+dir+"/")
 	if err != nil {
-		return fmt.Errorf("usage of %s: %w", prefix, err)
+		return nil, fmt.Errorf("usage of %s: %w", namespaceOf(dir), err)
 	}
+	return names, nil
+}
+
+// countFiles adds the files the mappings among names (a namespace's entries, verified and older
+// mappings) name.
+func (s *Store) countFiles(ctx context.Context, names []string, c *usageCounter) error {
 	for _, name := range names {
 		if kind, _, ok := classify(name); !ok || (kind != "sha256" && kind != "sha256v") {
 			continue
@@ -105,6 +136,34 @@ func (s *Store) countNamespace(ctx context.Context, prefix string, c *usageCount
 	return nil
 }
 
+// ShardAdds is what registering an upload shard in ns would add to ns's usage at most: the
+// distinct chunk ranges its files name in xorbs ns did not upload (those it uploaded count whole
+// already). Ranges the repository's files already reference are counted again (the bound errs on
+// the side of the quota). The term sizes are the shard's own claims, which registration checks.
+func (s *Store) ShardAdds(ctx context.Context, ns string, body []byte) (uint64, error) {
+	sh, err := parseUploadShard(body)
+	if err != nil {
+		return 0, err
+	}
+	c := newUsageCounter()
+	asked := map[hash.Hash]bool{}
+	var adds uint64
+	for _, f := range sh.Files {
+		for _, t := range f.Terms {
+			if !asked[t.Xorb] {
+				asked[t.Xorb] = true
+				if mine, err := s.be.Exists(ctx, uploadName(ns, t.Xorb)); err != nil {
+					return 0, fmt.Errorf("usage: %w", err)
+				} else if mine {
+					c.uploads[t.Xorb] = true
+				}
+			}
+			adds += c.addTerm(t.Xorb, t.ChunkStart, t.ChunkEnd, t.UnpackedBytes)
+		}
+	}
+	return adds, nil
+}
+
 // Stats is what a store holds: the whole of it, and each repository's part.
 type Stats struct {
 	Format int `json:"format"`
@@ -117,9 +176,9 @@ type Stats struct {
 }
 
 // Stats reads every xorb's size, file record and mapping of the store.
-func (s *Store) Stats(ctx context.Context) (*Stats, error) {
-	st := &Stats{Format: s.Format(), Repos: map[string]Usage{}}
-	xorbs, err := s.be.ListInfo(ctx, "xorbs/")
+func (m *Maint) Stats(ctx context.Context) (*Stats, error) {
+	st := &Stats{Format: m.s.Format(), Repos: map[string]Usage{}}
+	xorbs, err := m.s.be.ListInfo(ctx, "xorbs/")
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
@@ -130,7 +189,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		}
 	}
 	all := newUsageCounter()
-	files, err := s.be.List(ctx, "files/")
+	files, err := m.s.be.List(ctx, "files/")
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
@@ -139,22 +198,22 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		if !ok || kind != "files" {
 			continue
 		}
-		r, err := s.fileRecord(ctx, h)
+		r, err := m.s.fileRecord(ctx, h)
 		if err != nil {
 			return nil, fmt.Errorf("stats: %w", err)
 		}
 		all.add(h, r)
 	}
 	st.Usage = all.u
-	if err := s.repoStats(ctx, st); err != nil {
+	if err := m.repoStats(ctx, st); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
 // repoStats fills st.Repos, one Usage per namespace directory.
-func (s *Store) repoStats(ctx context.Context, st *Stats) error {
-	names, err := s.be.List(ctx, "ns/")
+func (m *Maint) repoStats(ctx context.Context, st *Stats) error {
+	names, err := m.s.be.List(ctx, "ns/")
 	if err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
@@ -171,7 +230,14 @@ func (s *Store) repoStats(ctx context.Context, st *Stats) error {
 	sort.Strings(sorted)
 	for _, d := range sorted {
 		c := newUsageCounter()
-		if err := s.countNamespace(ctx, "ns/"+d+"/", c); err != nil {
+		names, err := m.s.namespaceEntries(ctx, d)
+		if err != nil {
+			return err
+		}
+		if err := m.s.countUploads(ctx, names, c); err != nil {
+			return err
+		}
+		if err := m.s.countFiles(ctx, names, c); err != nil {
 			return err
 		}
 		st.Repos[namespaceOf(d)] = c.u
@@ -202,24 +268,48 @@ func (s *Store) Ping(ctx context.Context) error {
 	return err
 }
 
-// OwnerStoredBytes is what the repositories under owner/ (a user's or an organization's own) take
-// together: their distinct chunk ranges, each counted once across them. It lists every
-// repository's namespace; one whose name is too long to be recorded (stored by a digest) is not
-// counted.
+// Owner is who a repository belongs to, as the Hub names repositories: OWNER of OWNER/NAME (a
+// model), datasets/OWNER/NAME and spaces/OWNER/NAME; "" for a name of one segment (the embedded
+// store's, or a server's repository without an owner).
+func Owner(ns string) string {
+	segs := strings.Split(ns, "/")
+	switch {
+	case len(segs) >= 3 && (segs[0] == "datasets" || segs[0] == "spaces"):
+		return segs[1]
+	case len(segs) >= 2:
+		return segs[0]
+	}
+	return ""
+}
+
+// NameKept reports whether the store keeps namespace ns under its name, which is how its owner's
+// total finds it (OwnerStoredBytes); a name too long for a file name (over 150 bytes) is kept as
+// a digest, which names no owner.
+func NameKept(ns string) bool { return strings.HasPrefix(nsDir(ns), "n") || ns == "" }
+
+// OwnerStoredBytes is what the repositories of owner (see Owner: models, datasets and spaces)
+// take together: each xorb any of them uploaded once, whole, and the distinct chunk ranges of
+// other xorbs their files reference, each counted once across them. It lists every repository's
+// namespace; one whose name the store keeps only as a digest (NameKept) is not counted.
 func (s *Store) OwnerStoredBytes(ctx context.Context, owner string) (uint64, error) {
 	names, err := s.be.List(ctx, "ns/")
 	if err != nil {
 		return 0, fmt.Errorf("usage of %s/: %w", owner, err)
 	}
-	dirs := map[string]bool{}
+	mine := map[string][]string{} // the entries of each of owner's namespace directories
 	for _, n := range names {
-		if parts := strings.Split(n, "/"); len(parts) == 4 && strings.HasPrefix(namespaceOf(parts[1]), owner+"/") {
-			dirs[parts[1]] = true
+		if parts := strings.Split(n, "/"); len(parts) == 4 && Owner(namespaceOf(parts[1])) == owner && strings.HasPrefix(parts[1], "n") {
+			mine[parts[1]] = append(mine[parts[1]], n)
 		}
 	}
 	c := newUsageCounter()
-	for d := range dirs {
-		if err := s.countNamespace(ctx, "ns/"+d+"/", c); err != nil {
+	for _, entries := range mine { // every upload before any file: a xorb uploaded counts whole
+		if err := s.countUploads(ctx, entries, c); err != nil {
+			return 0, err
+		}
+	}
+	for _, entries := range mine {
+		if err := s.countFiles(ctx, entries, c); err != nil {
 			return 0, err
 		}
 	}

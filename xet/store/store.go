@@ -8,7 +8,13 @@
 //	xorbs/<h[0:2]>/<xorb hash>        chunk records, then the XETBLOB v1 footer
 //	files/<h[0:2]>/<file hash>        the file's reconstruction record (terms, size, SHA-256)
 //	ns/<namespace>/sha256v/<hex>      SHA-256 -> file hash and size (verified)
+//	ns/<namespace>/up/<xorb hash>     the namespace uploaded the xorb: its raw bytes (the upload
+//	                                  record, uploads.go: read by the access rule and the usage)
 //	dedupe/<h[0:2]>/<chunk hash>      global-dedupe chunk -> xorb hash
+//	verified/<h[0:2]>/<file hash>     the SHA-256 the file's content was hashed to
+//	ns/<namespace>/sha256/<hex>       SHA-256 -> file hash and size, not verified (over budget)
+//	ns/<namespace>/files|shown/...    what else the repository may read and reference (access.go)
+//	users/<user>/up/<xorb hash>       the user uploaded the xorb (access.go)
 //
 // Concurrency: a Store is safe for concurrent use, and several processes may open one directory at
 // once. There is no shared mutable index: every entry is its own blob, created once (or, by two
@@ -22,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -90,7 +97,11 @@ type Store struct {
 	meta    *lru[hash.Hash, *xorbMeta]
 	entries *lru[string, []byte] // nil: off
 	chains  *lru[hash.Hash, *chainState]
-	waiting chainWaits // xorbs whose run's state came after them (chain.go)
+	waiting chainWaits             // xorbs whose run's state came after them (chain.go)
+	work    chainWork              // the extensions of runs onto them
+	grants  *lru[string, struct{}] // access entries seen to exist (access.go); never removed
+	credits credits                // what each repository's uploads brought for checking (budget.go)
+	hashed  atomic.Int64           // raw bytes read back and hashed for SHA-256 checks and runs
 }
 
 // ReadAtCloser is an open stored xorb object, read under the ctx it was opened with.
@@ -99,12 +110,17 @@ type ReadAtCloser interface {
 	io.Closer
 }
 
-// Close lets go of what the store holds for writing (blob.Backend.Close: blob/fs's pack), for a
+// Close stops the store's background work (the SHA-256 runs of xorbs that came out of order,
+// chain.go) and lets go of what it holds for writing (blob.Backend.Close: blob/fs's pack), for a
 // process about to exit. The store stays usable.
-func (s *Store) Close() error { return s.be.Close() }
+func (s *Store) Close() error {
+	s.stopChains()
+	return s.be.Close()
+}
 
-// Open opens (creating when missing) the store in dir. It reads only the store's format version
-// (recording FormatVersion in a store that has none) and refuses a newer one (ErrNewerFormat).
+// Open opens (creating when missing) the store in dir. It reads the store's format version, refuses
+// a newer one (ErrNewerFormat), and upgrades an older one to FormatVersion (upgrade.go: for a store
+// of files registered before format 3, a walk of every repository's mappings), recording it.
 func Open(dir string, opts Options) (*Store, error) {
 	be := opts.Backend
 	if be == nil {
@@ -137,13 +153,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		be = observed{be, obs}
 	}
 	s := &Store{be: be, raw: raw, obs: obs, format: format, log: opts.Log, now: now, meta: newLRU[hash.Hash](limit, (*xorbMeta).cost),
-		chains: newLRU[hash.Hash](chainStates, func(c *chainState) int64 { return int64(len(c.state)) + 128 })}
+		chains: newLRU[hash.Hash](chainStates, func(c *chainState) int64 { return int64(len(c.state)) + 128 }),
+		grants: newLRU[string](grantCacheBytes, func(struct{}) int64 { return 160 })}
 	entryLimit := opts.EntryCacheBytes
 	if entryLimit == 0 && !be.Features().CachedReads {
 		entryLimit = 32 << 20
 	}
 	if entryLimit > 0 {
 		s.entries = newLRU[string](entryLimit, func(b []byte) int64 { return int64(len(b)) + 64 })
+	}
+	if s.format < FormatVersion {
+		if s.format, err = NewMaint(s).upgrade(where, s.format); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -164,6 +186,10 @@ func xorbName(h hash.Hash) string   { return fanout("xorbs", h) }
 func fileName(h hash.Hash) string   { return fanout("files", h) }
 func dedupeName(h hash.Hash) string { return fanout("dedupe", h) }
 
+// verifiedName is the marker that file's content was hashed to a SHA-256 (the one it holds), in
+// any repository: a later registration of the same file and SHA-256 needs no hashing.
+func verifiedName(file hash.Hash) string { return fanout("verified", file) }
+
 // nsDir maps a namespace (a repository name, or "" for the embedded store) to a safe single path
 // element: "-" for "", else "n" + base64url of the name, or "h" + the hex of a BLAKE3 digest of the
 // name when that would be too long for a file name.
@@ -179,8 +205,10 @@ func nsDir(ns string) string {
 	return "h" + hex.EncodeToString(d[:])
 }
 
-// sha256Name is the oid -> file mapping as stores before verified mappings wrote it: the first
-// registration, taken on the uploader's word. It is read only when no verified mapping exists.
+// sha256Name is the oid -> file mapping taken on the uploader's word: what stores before verified
+// mappings wrote, and what a registration whose SHA-256 check is over its budget writes (budget.go).
+// The first one written stands; it is read only when no verified mapping exists, and never
+// answered as "already stored".
 func sha256Name(ns string, sha hash.Hash) string {
 	d := sha.SHA256()
 	return "ns/" + nsDir(ns) + "/sha256/" + hex.EncodeToString(d[:])

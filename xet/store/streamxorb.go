@@ -26,33 +26,33 @@ const streamBuf = 1 << 20
 // records as xorb.StreamIndex checks them (decoded, hashed, within the limits) and then the store's
 // own footer, which it gets only once the whole body has proved to be the xorb h; a body that
 // fails makes the backend's read fail, so nothing is made visible. onRaw is as for validateXorb.
-// The result is PutXorb's, with the chunk count for the SHA-256 chain once the body was read whole.
-func (s *Store) putXorbStream(ctx context.Context, h hash.Hash, body io.Reader, n int, onRaw func([]byte)) (created bool, chunks int, err error) {
+// The result is PutXorb's, with what the body held once it was read whole.
+func (s *Store) putXorbStream(ctx context.Context, h hash.Hash, body io.Reader, n int, onRaw func([]byte), proved func(raw uint64) error) (created bool, info *xorb.Info, err error) {
 	buf := streamBufs.Get().(*[]byte)
 	defer streamBufs.Put(buf)
 	rb := &bodyReader{r: body}
 	x := xorb.NewStreamIndex(rb, int64(n), *buf, xorb.IndexOptions{OnRaw: onRaw})
 	defer x.Close()
-	st := &xorbStream{h: h, x: x, body: rb, atLeast: int64(n - xorb.MaxFooterSize)}
+	st := &xorbStream{h: h, x: x, body: rb, atLeast: int64(n - xorb.MaxFooterSize), proved: proved}
 	created, err = s.be.Create(ctx, xorbName(h), st)
 	if st.err != nil && st.err != io.EOF {
-		return false, 0, st.err // the body's own failure, not the backend's
+		return false, nil, st.err // the body's own failure, not the backend's
 	}
 	if err != nil {
-		return false, 0, fmt.Errorf("storing xorb %s: %w", h, err)
+		return false, nil, fmt.Errorf("storing xorb %s: %w", h, err)
 	}
 	if st.info == nil {
 		// Another writer stored the same name first and the backend stopped reading: the rest of
 		// the body is still checked, so that a bad upload is refused whether or not it raced.
 		if _, err := io.Copy(io.Discard, st); err != nil {
-			return false, 0, err
+			return false, nil, err
 		}
 	}
 	if created {
 		s.log.Debug().Str("xorb", h.String()).Int("chunks", len(st.info.Chunks)).Uint64("raw", st.info.RawBytes).
 			Int("bytes", st.info.RecordsLen).Bool("streamed", true).Msg("xorb stored")
 	}
-	return created, len(st.info.Chunks), nil
+	return created, st.info, nil
 }
 
 // xorbStream is the blob a streamed upload gives the backend: the body's records as they pass the
@@ -69,6 +69,9 @@ type xorbStream struct {
 	// atLeast bounds the blob's length from below whenever it is read to the end: the body's
 	// length less the largest footer (which the records then fill).
 	atLeast int64
+	// proved, when set, is called once the body is found whole and right, before the footer (which
+	// makes the blob visible) is handed out; its failure fails the blob.
+	proved func(raw uint64) error
 }
 
 // SizeAtLeast tells the backend the blob is large (no small-blob pack) before it reads any of it.
@@ -92,6 +95,12 @@ func (st *xorbStream) Read(p []byte) (int, error) {
 			if err := checkXorbInfo(st.h, info); err != nil {
 				st.err = err
 				return 0, err
+			}
+			if st.proved != nil {
+				if err := st.proved(info.RawBytes); err != nil {
+					st.err = err
+					return 0, err
+				}
 			}
 			st.info = info
 			st.pend = footerOf(st.h, info).AppendTo(nil)

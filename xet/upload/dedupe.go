@@ -3,6 +3,7 @@ package upload
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -297,9 +298,13 @@ const maxGlobalQueries = 4
 
 // globalQueries are a session's global-dedupe questions in flight: each runs on a goroutine of its
 // own and leaves its answer in answers, which the session takes up (useAnswers) under its mutex.
+// The session joins them: Finish takes up every answer (settleQueries), Close cancels the questions
+// and waits for them.
 type globalQueries struct {
 	answers  chan globalAnswer // buffered: maxGlobalQueries
 	inFlight int
+	cancels  []context.CancelFunc // of the questions asked since none was in flight
+	wg       sync.WaitGroup
 }
 
 type globalAnswer struct {
@@ -315,16 +320,57 @@ func (s *Session) askGlobal(ctx context.Context, h hash.Hash) {
 		q.answers = make(chan globalAnswer, maxGlobalQueries)
 	}
 	for q.inFlight >= maxGlobalQueries {
-		a := <-q.answers // each question ends (its ctx bounds it) and answers
-		q.inFlight--
-		s.useGlobal(a.data, a.err)
+		s.useAnswer(<-q.answers) // each question ends (its ctx bounds it) and answers
 	}
 	q.inFlight++
 	c := s.cfg.CAS
-	go func() {
+	ctx, cancel := context.WithCancel(ctx)
+	q.cancels = append(q.cancels, cancel)
+	q.wg.Go(func() {
+		defer cancel()
 		data, err := c.QueryChunk(ctx, h)
 		q.answers <- globalAnswer{data, err}
-	}()
+	})
+}
+
+// useAnswer takes up the answer of a question in flight.
+func (s *Session) useAnswer(a globalAnswer) {
+	q := &s.queries
+	q.inFlight--
+	if q.inFlight == 0 {
+		q.cancels = q.cancels[:0]
+	}
+	s.useGlobal(a.data, a.err)
+}
+
+// settleQueries takes up the answers of the questions in flight (for the shard cache: a later
+// session finds their chunks there) until none is left; when ctx ends first, the rest are
+// cancelled. Either way none is running when it returns.
+func (s *Session) settleQueries(ctx context.Context) {
+	q := &s.queries
+	for q.inFlight > 0 {
+		select {
+		case a := <-q.answers:
+			s.useAnswer(a)
+		case <-ctx.Done():
+			s.stopQueries()
+			return
+		}
+	}
+}
+
+// stopQueries cancels the questions in flight and waits for them; their answers are dropped.
+func (s *Session) stopQueries() {
+	q := &s.queries
+	for _, cancel := range q.cancels {
+		cancel()
+	}
+	q.wg.Wait()
+	for q.inFlight > 0 {
+		<-q.answers
+		q.inFlight--
+	}
+	q.cancels = q.cancels[:0]
 }
 
 // useAnswers takes up the answers that have come, without waiting.
@@ -332,8 +378,7 @@ func (s *Session) useAnswers() {
 	for s.queries.inFlight > 0 {
 		select {
 		case a := <-s.queries.answers:
-			s.queries.inFlight--
-			s.useGlobal(a.data, a.err)
+			s.useAnswer(a)
 		default:
 			return
 		}

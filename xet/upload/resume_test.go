@@ -31,11 +31,12 @@ func TestResumeDoesNotResendStoredXorbs(t *testing.T) {
 	}
 	// "Killed" once the xorbs cut so far are stored: the file is not registered.
 	_, stored, _ := first.counts()
-	for done := 0; done < stored; {
+	if !testutil.Eventually(time.Minute, func() bool {
 		first.mu.Lock()
-		done = first.putDone
-		first.mu.Unlock()
-		time.Sleep(time.Millisecond)
+		defer first.mu.Unlock()
+		return first.putDone >= stored
+	}) {
+		t.Fatal("the xorbs cut were not stored within a minute")
 	}
 	s.Close()
 	if stored < 2 {

@@ -220,8 +220,9 @@ func NewSession(cfg Config) *Session {
 // (see Config.ResumeCheckBytes).
 func (s *Session) Resumed() int64 { return s.resumed.Load() }
 
-// Close releases the session's temp file and the buffers of xorbs still open. Call it when done
-// with the session (after Finish); a session is not usable after Close.
+// Close releases the session's temp file and the buffers of xorbs still open, and stops and joins
+// what it still runs (xorb uploads, questions to the CAS). Call it when done with the session
+// (after Finish); a session is not usable after Close.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -230,6 +231,7 @@ func (s *Session) Close() error {
 		_ = s.up.g.Wait()
 		s.up = nil
 	}
+	s.stopQueries()
 	if s.failed == nil {
 		s.failed = errors.New("upload: session closed")
 	}
@@ -302,35 +304,9 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 	if s.cfg.Lend {
 		f.lendFrom(r)
 	}
-	var done, reported int64
-	for {
-		c, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("upload: read file: %w", err)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := f.chunk(ctx, c.Data, c.Hash, c.Offset); err != nil {
-			return nil, err
-		}
-		if s.lists.err != nil {
-			return nil, s.lists.err
-		}
-		done = c.Offset + int64(len(c.Data))
-		if progress != nil && done-reported >= 1<<20 {
-			progress(done)
-			reported = done
-		}
-	}
-	if err := f.finish(ctx); err != nil {
+	done, err := s.chunkAll(ctx, cr, f, progress)
+	if err != nil {
 		return nil, err
-	}
-	if progress != nil && done != reported {
-		progress(done)
 	}
 	if err := s.fileDone(ctx, f.open); err != nil {
 		return nil, err
@@ -346,12 +322,8 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 		DedupedBytes: f.dedupedBytes, Chunks: f.chunks, Entries: f.entries}
 	if sha256 != nil {
 		res.SHA256 = *sha256
-	} else {
-		sum, ok := cr.SHA256()
-		if !ok {
-			return nil, errors.New("upload: chunker did not compute the SHA-256")
-		}
-		res.SHA256 = sum
+	} else if res.SHA256, err = chunkerSHA256(cr); err != nil {
+		return nil, err
 	}
 	file, refs, err := f.shardFile(res.FileHash, res.SHA256)
 	if err != nil {
@@ -361,6 +333,51 @@ func (s *Session) Upload(ctx context.Context, r io.Reader, sha256 *[32]byte, pro
 	s.log.Debug().Str("file", res.FileHash.String()).Int64("size", res.Size).Int64("new", res.NewBytes).
 		Int64("deduped", res.DedupedBytes).Int("terms", len(file.Terms)).Msg("upload: file chunked")
 	return res, nil
+}
+
+// chunkAll hands every chunk of cr to f, then ends the file; progress (may be nil) gets the bytes
+// processed so far, about every MiB and at the end. It returns the file's size.
+func (s *Session) chunkAll(ctx context.Context, cr *chunk.Reader, f *fileState, progress func(done int64)) (int64, error) {
+	var done, reported int64
+	for {
+		c, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("upload: read file: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if err := f.chunk(ctx, c.Data, c.Hash, c.Offset); err != nil {
+			return 0, err
+		}
+		if s.lists.err != nil {
+			return 0, s.lists.err
+		}
+		done = c.Offset + int64(len(c.Data))
+		if progress != nil && done-reported >= 1<<20 {
+			progress(done)
+			reported = done
+		}
+	}
+	if err := f.finish(ctx); err != nil {
+		return 0, err
+	}
+	if progress != nil && done != reported {
+		progress(done)
+	}
+	return done, nil
+}
+
+// chunkerSHA256 is the SHA-256 cr computed of the file beside the chunker.
+func chunkerSHA256(cr *chunk.Reader) ([32]byte, error) {
+	sum, ok := cr.SHA256()
+	if !ok {
+		return sum, errors.New("upload: chunker did not compute the SHA-256")
+	}
+	return sum, nil
 }
 
 // shardFile returns the file's shard block (shard.UploadFile) with the verification hashes computed
@@ -386,9 +403,10 @@ func (f *fileState) shardFile(fileHash hash.Hash, sha256 [32]byte) (shard.File, 
 	return file, refs, nil
 }
 
-// Finish uploads the remaining xorbs, waits for every xorb upload, then registers every file uploaded
-// since the last Finish with one shard (PutShard) and adds that shard to the cache. The session may
-// be used again afterwards.
+// Finish uploads the remaining xorbs, waits for every xorb upload and for the global-dedupe
+// questions still in flight (their answers go to the shard cache), then registers every file
+// uploaded since the last Finish with one shard (PutShard) and adds that shard to the cache. The
+// session may be used again afterwards.
 func (s *Session) Finish(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -416,6 +434,7 @@ func (s *Session) Finish(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.settleQueries(ctx)
 	if len(s.files) == 0 && len(s.newXorbs) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
@@ -147,12 +148,21 @@ type recCAS struct {
 	shards   [][]byte    // PutShard bodies
 	blockPut bool        // PutXorb waits for its context to end
 	putDone  int         // PutXorb calls that returned
+	// queryDelay and hasDelay are how long a QueryChunk and a HasXorb take (a round trip), unless
+	// the call's context ends first; asking counts those calls under way.
+	queryDelay, hasDelay time.Duration
+	asking               int
 }
 
 func (c *recCAS) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error) {
 	c.mu.Lock()
 	c.queries = append(c.queries, h)
+	c.asking++
 	c.mu.Unlock()
+	defer c.asked()
+	if err := roundTrip(ctx, c.queryDelay); err != nil {
+		return nil, err
+	}
 	if c.inner == nil {
 		return nil, cas.ErrNotFound
 	}
@@ -166,7 +176,42 @@ func (c *recCAS) QueryChunk(ctx context.Context, h hash.Hash) ([]byte, error) {
 }
 
 func (c *recCAS) HasXorb(ctx context.Context, x hash.Hash) (bool, error) {
+	c.mu.Lock()
+	c.asking++
+	c.mu.Unlock()
+	defer c.asked()
+	if err := roundTrip(ctx, c.hasDelay); err != nil {
+		return false, err
+	}
 	return c.inner.HasXorb(ctx, x)
+}
+
+// roundTrip waits d, or until ctx ends.
+func roundTrip(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *recCAS) asked() {
+	c.mu.Lock()
+	c.asking--
+	c.mu.Unlock()
+}
+
+// questions is how many QueryChunk and HasXorb calls are under way.
+func (c *recCAS) questions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.asking
 }
 
 func (c *recCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
@@ -347,15 +392,11 @@ func (r *sliceReader) Read(p []byte) (int, error) {
 // their stacks otherwise.
 func goroutinesSettle(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			stacks := string(buf[:min(n, 20000)])
-			t.Fatalf("%d goroutines still run, %d before the test:\n%s", runtime.NumGoroutine(), base, stacks)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		stacks := string(buf[:min(n, 20000)])
+		t.Fatalf("%d goroutines still run, %d before the test:\n%s", runtime.NumGoroutine(), base, stacks)
 	}
 }
 

@@ -188,7 +188,7 @@ func (s *Session) cut(ctx context.Context, x *sxorb) error {
 	s.log.Debug().Str("xorb", built.Hash.String()).Int("chunks", len(built.Chunks)).Uint64("raw", built.RawBytes).
 		Int("bytes", built.Size()).Msg("upload: xorb cut")
 	u := s.uploads()
-	q := queuedXorb{x: built, asked: s.askHas(ctx, built)}
+	q := queuedXorb{x: built, asked: s.askHas(u, built)}
 	if err := u.ctl.Acquire(ctx); err != nil {
 		putBody(built.Body)
 		return err
@@ -219,6 +219,9 @@ type xorbUploads struct {
 	xorbs  chan queuedXorb
 	done   <-chan struct{} // closed when the uploads stop: one failed, or cancel
 	ctl    *concurrency.Controller
+	// ask runs fn on a goroutine of the group, under the uploads' context: the questions asked
+	// about cut xorbs (askHas) are joined with the uploads.
+	ask func(fn func(context.Context))
 }
 
 // startUploads starts a session's xorb uploads.
@@ -229,7 +232,8 @@ func (s *Session) startUploads() *xorbUploads {
 	if ctl == nil {
 		ctl = concurrency.Fixed(s.cfg.Concurrency)
 	}
-	u := &xorbUploads{g: g, cancel: cancel, xorbs: make(chan queuedXorb), done: ctx.Done(), ctl: ctl}
+	u := &xorbUploads{g: g, cancel: cancel, xorbs: make(chan queuedXorb), done: ctx.Done(), ctl: ctl,
+		ask: func(fn func(context.Context)) { g.Go(func() error { fn(ctx); return nil }) }}
 	for range ctl.Max() {
 		g.Go(func() error { return s.uploadXorbs(ctx, u.xorbs, ctl) })
 	}
@@ -290,19 +294,19 @@ type hasAnswer struct {
 }
 
 // askHas asks the CAS whether it holds x when x is large enough (Config.ResumeCheckBytes), on a
-// goroutine of its own, from the moment x is cut: the round trip then runs while x waits for room
-// under the limit instead of after it got some, so on a long link it costs no upload time. A
+// goroutine of u's group, from the moment x is cut: the round trip then runs while x waits for
+// room under the limit instead of after it got some, so on a long link it costs no upload time. A
 // failed question reads as "not held" (x is sent).
-func (s *Session) askHas(ctx context.Context, x *xorb.Xorb) <-chan hasAnswer {
+func (s *Session) askHas(u *xorbUploads, x *xorb.Xorb) <-chan hasAnswer {
 	if min := s.cfg.ResumeCheckBytes; min <= 0 || int64(x.Size()) < min {
 		return nil
 	}
 	ch, h := make(chan hasAnswer, 1), x.Hash
-	go func() {
+	u.ask(func(ctx context.Context) {
 		start := time.Now()
 		has, err := s.cfg.CAS.HasXorb(ctx, h)
 		ch <- hasAnswer{has: err == nil && has, lat: time.Since(start)}
-	}()
+	})
 	return ch
 }
 

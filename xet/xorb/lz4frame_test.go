@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
+	"github.com/pierrec/lz4/v4"
 )
 
 func TestXXH32(t *testing.T) {
@@ -308,5 +310,21 @@ func TestDecodeLZ4FrameBounded(t *testing.T) {
 	}
 	if out2, err := decodeLZ4Frame(nil, f, len(out)); err != nil || cap(out2) > len(out) || !bytes.Equal(out2, out) {
 		t.Errorf("exact limit: err %v, cap %d for %d bytes", err, cap(out2), len(out))
+	}
+}
+
+// Each frame header written (one per block-size id) is one pierrec's frame reader accepts: its
+// checksum byte is right, and a frame that starts with it decodes.
+func TestFrameHeadersAreValid(t *testing.T) {
+	data := []byte("a block stored as it is, in a frame with each header")
+	for id := 4; id <= 7; id++ {
+		frame := append([]byte(nil), frameHeaders[id][:]...)
+		frame = binary.LittleEndian.AppendUint32(frame, uint32(len(data))|1<<31) // an uncompressed block
+		frame = append(frame, data...)
+		frame = binary.LittleEndian.AppendUint32(frame, 0) // the end mark
+		got, err := io.ReadAll(lz4.NewReader(bytes.NewReader(frame)))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("block-size id %d: pierrec read %q, %v", id, got, err)
+		}
 	}
 }

@@ -25,43 +25,43 @@ func Run(t *testing.T, open func(t *testing.T) blob.Backend) {
 	t.Run("sweep", func(t *testing.T) { sweep(t, open(t)) })
 }
 
-// blobs: create-if-absent, whole and ranged reads, exists, sorted listing, bad names, quarantine.
-func blobs(t *testing.T, be blob.Backend) {
+// roundTrip creates name with data, once (a second Create keeps the first bytes), and reads it
+// back whole and by a range that runs past its end.
+func roundTrip(t *testing.T, be blob.Backend, name string, data []byte) {
 	ctx := context.Background()
-	small, big := testutil.RandomBytes(3000, 1), testutil.RandomBytes(3<<20, 2)
-	for _, c := range []struct {
-		name string
-		data []byte
-	}{{"files/ab/small", small}, {"xorbs/cd/big", big}} {
-		created, err := be.Create(ctx, c.name, bytes.NewReader(c.data))
-		if err != nil || !created {
-			t.Fatalf("Create %s: %v, %v", c.name, created, err)
-		}
-		if created, err := be.Create(ctx, c.name, bytes.NewReader([]byte("other"))); err != nil || created {
-			t.Fatalf("second Create of %s: created=%v, %v", c.name, created, err)
-		}
-		b, err := be.Open(ctx, c.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.Size() != int64(len(c.data)) {
-			t.Fatalf("%s: size %d, want %d", c.name, b.Size(), len(c.data))
-		}
-		got := make([]byte, len(c.data))
-		if _, err := b.ReadAt(ctx, got, 0); err != nil && err != io.EOF {
-			t.Fatal(err)
-		}
-		part := make([]byte, 100)
-		n, err := b.ReadAt(ctx, part, int64(len(c.data)-60))
-		if !bytes.Equal(got, c.data) || n != 60 || err != io.EOF || !bytes.Equal(part[:60], c.data[len(c.data)-60:]) {
-			t.Fatalf("%s: reads give other bytes (ranged read: %d, %v)", c.name, n, err)
-		}
-		b.Close()
-		if ok, err := be.Exists(ctx, c.name); err != nil || !ok {
-			t.Fatalf("Exists %s: %v, %v", c.name, ok, err)
-		}
+	created, err := be.Create(ctx, name, bytes.NewReader(data))
+	if err != nil || !created {
+		t.Fatalf("Create %s: %v, %v", name, created, err)
 	}
-	// A write that fails half-way leaves nothing under its name (sized and unsized readers).
+	if created, err := be.Create(ctx, name, bytes.NewReader([]byte("other"))); err != nil || created {
+		t.Fatalf("second Create of %s: created=%v, %v", name, created, err)
+	}
+	b, err := be.Open(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Size() != int64(len(data)) {
+		t.Fatalf("%s: size %d, want %d", name, b.Size(), len(data))
+	}
+	got := make([]byte, len(data))
+	if _, err := b.ReadAt(ctx, got, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	part := make([]byte, 100)
+	n, err := b.ReadAt(ctx, part, int64(len(data)-60))
+	if !bytes.Equal(got, data) || n != 60 || err != io.EOF || !bytes.Equal(part[:60], data[len(data)-60:]) {
+		t.Fatalf("%s: reads give other bytes (ranged read: %d, %v)", name, n, err)
+	}
+	if ok, err := be.Exists(ctx, name); err != nil || !ok {
+		t.Fatalf("Exists %s: %v, %v", name, ok, err)
+	}
+}
+
+// failedWrites: a write that fails half-way leaves nothing under its name (sized and unsized
+// readers).
+func failedWrites(t *testing.T, be blob.Backend, big []byte) {
+	ctx := context.Background()
 	for i, r := range []io.Reader{&failingReader{data: big, n: 1 << 20}, sizedFailing{&failingReader{data: big, n: 2 << 20}, int64(len(big))}} {
 		name := fmt.Sprintf("xorbs/cd/partial%d", i)
 		if _, err := be.Create(ctx, name, r); err == nil {
@@ -71,6 +71,15 @@ func blobs(t *testing.T, be blob.Backend) {
 			t.Fatalf("%s is visible after a failed write", name)
 		}
 	}
+}
+
+// blobs: create-if-absent, whole and ranged reads, exists, sorted listing, bad names, quarantine.
+func blobs(t *testing.T, be blob.Backend) {
+	ctx := context.Background()
+	small, big := testutil.RandomBytes(3000, 1), testutil.RandomBytes(3<<20, 2)
+	roundTrip(t, be, "files/ab/small", small)
+	roundTrip(t, be, "xorbs/cd/big", big)
+	failedWrites(t, be, big)
 	if ok, err := be.Exists(ctx, "files/ab/none"); err != nil || ok {
 		t.Fatalf("Exists of a missing blob: %v, %v", ok, err)
 	}

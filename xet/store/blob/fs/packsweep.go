@@ -86,7 +86,8 @@ type lockedPack struct {
 }
 
 // rewritePack rewrites a locked pack without the blobs its change drops and with those it renames
-// under their new names.
+// under their new names. A ctx that ends stops it between batches (writeForced): the pack stays
+// whole, and what was written is a second copy, as after a crash.
 func (b *Backend) rewritePack(ctx context.Context, lp *lockedPack) ([]blob.PackChange, error) {
 	id, pack, change := lp.id, lp.pack, lp.change
 	ib := make([]byte, lp.idxEnd)
@@ -152,8 +153,8 @@ func (b *Backend) rewritePack(ctx context.Context, lp *lockedPack) ([]blob.PackC
 // writeForced writes blobs to this process's pack, indexed already or not, and waits until they
 // are durable.
 func (b *Backend) writeForced(ctx context.Context, blobs []blob.NewBlob) error {
-	if len(blobs) == 0 {
-		return ctx.Err()
+	if err := ctx.Err(); err != nil || len(blobs) == 0 {
+		return err
 	}
 	w, err := b.writer()
 	if err != nil {

@@ -205,14 +205,10 @@ func writeSortedIndex(dir, tmpDir, id string, idx *os.File, old *sortedIndex, ta
 	if err := idx.Sync(); err != nil {
 		return fail(err)
 	}
-	keys := make([]sortedKey, len(tail))
-	for i, e := range tail {
-		if e.off+e.n > math.MaxUint32 {
-			return fail(fmt.Errorf("%s lies past 4 GiB", e.name))
-		}
-		keys[i] = sortedKey{key: nameKey(e.name), off: e.off, n: e.n}
+	keys, err := sortedKeys(tail)
+	if err != nil {
+		return fail(err)
 	}
-	slices.SortFunc(keys, func(a, b sortedKey) int { return cmpKey(a.key, b.key) })
 	count := len(keys)
 	var olds *bufio.Reader
 	if old != nil {
@@ -224,19 +220,9 @@ func writeSortedIndex(dir, tmpDir, id string, idx *os.File, old *sortedIndex, ta
 		return fail(err)
 	}
 	defer fsretry.Remove(tmp.Name()) // a no-op once renamed
-	var fan [256]uint32
-	if old != nil {
-		prev := uint32(0)
-		for i, c := range old.fan {
-			fan[i], prev = c-prev, c
-		}
-	}
-	for _, k := range keys {
-		fan[k.key>>56]++
-	}
 	crc := crc32.New(crcTable)
 	bw := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
-	_, err = bw.Write(sortedHead(fan, idxEnd, dataEnd, count))
+	_, err = bw.Write(sortedHead(fanCounts(old, keys), idxEnd, dataEnd, count))
 	if err == nil {
 		err = mergeSorted(bw, olds, old, keys)
 	}
@@ -265,6 +251,35 @@ func writeSortedIndex(dir, tmpDir, id string, idx *os.File, old *sortedIndex, ta
 		return fail(errors.New("it does not read back"))
 	}
 	return s, nil
+}
+
+// sortedKeys are the keys of entries, sorted.
+func sortedKeys(entries []packEntry) ([]sortedKey, error) {
+	keys := make([]sortedKey, len(entries))
+	for i, e := range entries {
+		if e.off+e.n > math.MaxUint32 {
+			return nil, fmt.Errorf("%s lies past 4 GiB", e.name)
+		}
+		keys[i] = sortedKey{key: nameKey(e.name), off: e.off, n: e.n}
+	}
+	slices.SortFunc(keys, func(a, b sortedKey) int { return cmpKey(a.key, b.key) })
+	return keys, nil
+}
+
+// fanCounts is how many keys of old (its cumulative fan-out table) and of keys start with each
+// byte.
+func fanCounts(old *sortedIndex, keys []sortedKey) [256]uint32 {
+	var fan [256]uint32
+	if old != nil {
+		prev := uint32(0)
+		for i, c := range old.fan {
+			fan[i], prev = c-prev, c
+		}
+	}
+	for _, k := range keys {
+		fan[k.key>>56]++
+	}
+	return fan
 }
 
 func cmpKey(a, b uint64) int {

@@ -232,6 +232,8 @@ func (b *Backend) Exists(ctx context.Context, name string) (bool, error) {
 // List implements blob.Backend (ListObjectsV2; S3 lists keys in order).
 func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	var out []string
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a return on an error stops minio's listing goroutine
 	for o := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.prefix + prefix, Recursive: true}) {
 		if o.Err != nil {
 			return nil, fmt.Errorf("store: listing %s: %w", prefix, o.Err)

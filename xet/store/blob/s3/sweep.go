@@ -14,6 +14,8 @@ import (
 // ListInfo implements blob.Backend (ListObjectsV2 gives size and last-modified time).
 func (b *Backend) ListInfo(ctx context.Context, prefix string) ([]blob.Info, error) {
 	var out []blob.Info
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a return on an error stops minio's listing goroutine
 	for o := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.prefix + prefix, Recursive: true}) {
 		if o.Err != nil {
 			return nil, fmt.Errorf("store: listing %s: %w", prefix, o.Err)
@@ -77,7 +79,9 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 func (b *Backend) CleanTemp(ctx context.Context, age time.Duration) (removed int, err error) {
 	cutoff := time.Now().Add(-age)
 	old := map[string]bool{}
-	for u := range b.c.ListIncompleteUploads(ctx, b.bucket, b.prefix, true) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a return on an error stops minio's listing goroutine
+	for u := range b.c.ListIncompleteUploads(lctx, b.bucket, b.prefix, true) {
 		if u.Err != nil {
 			return 0, fmt.Errorf("store: listing unfinished uploads: %w", u.Err)
 		}

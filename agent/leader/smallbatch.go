@@ -1,0 +1,203 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+)
+
+// Batches of the small uploads a leading agent does (smallBatcher).
+const (
+	batchMaxFiles = 32
+	batchMaxBytes = upload.SmallSessionBytes // the session's xorbs are built in small buffers (client.UploadBatch)
+	// batchRunners: batches stored at once. A second runs only while a quarter of batchMaxBytes
+	// waits: for files of a few KB one runner keeps up with git-lfs, and the files that wait for it
+	// make the batches (two runners would halve them, and double the fsyncs); bigger files need
+	// both cores for their chunking and hashing.
+	batchRunners     = 2
+	batchSecondAfter = batchMaxBytes / 4
+)
+
+// errBatch: the batch a file was in failed as a whole; the file is uploaded again on its own.
+var errBatch = errors.New("the batch of small uploads failed")
+
+// smallBatcher does the small uploads of the agent process that leads a push's agents (its own and
+// those the others hand it, agent/share) in multi-file upload sessions: the files that arrive
+// while batches are being stored wait and form the next batch, whose files share xorbs, one shard
+// and one fsync of the store. Nothing waits for a batch to fill: with no batch running a file
+// starts one at once.
+//
+// A file whose bytes do not match what git-lfs said (size, SHA-256) fails alone; it is registered
+// under the SHA-256 it has, which is true, not under the oid. Any other failure (reading a file,
+// the store, a shard naming xorbs the store lacks) fails the whole batch with errBatch, and each
+// file is then uploaded on its own by its caller, which reports that upload's own error.
+//
+// A file whose caller stops waiting (its conversation ended: Ctrl-C, its git-lfs gone) leaves the
+// queue; a batch under way is finished for the files in it, whoever stopped waiting, until close.
+//
+// Concurrency: safe for concurrent use. close stops and joins the runners (before what they use is
+// closed).
+type smallBatcher struct {
+	c   Client
+	log zerolog.Logger
+
+	runners sync.WaitGroup
+	mu      sync.Mutex
+	queue   []*smallJob
+	queued  int64 // bytes in queue
+	running int
+	stops   map[int]context.CancelFunc // of the runners, by id
+	nextID  int
+	closed  bool
+}
+
+type smallJob struct {
+	obj  agent.Object
+	done chan struct{}
+	res  agent.Result
+	err  error
+}
+
+// do uploads obj in the next batch and returns once its batch is durable (or failed), or ctx ends.
+func (b *smallBatcher) do(ctx context.Context, obj agent.Object) (agent.Result, error) {
+	j := &smallJob{obj: obj, done: make(chan struct{})}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return agent.Result{}, errBatch
+	}
+	b.queue = append(b.queue, j)
+	b.queued += obj.Size
+	if b.running == 0 || (b.running < batchRunners && b.queued >= batchSecondAfter) {
+		b.startLocked(ctx)
+	}
+	b.mu.Unlock()
+	select {
+	case <-j.done:
+		return j.res, j.err
+	case <-ctx.Done():
+		b.leave(j)
+		return agent.Result{}, ctx.Err()
+	}
+}
+
+// startLocked starts a runner (b.mu held). A batch is finished for every file in it, whoever
+// stopped waiting: the runner keeps ctx's values, and ends with close, not with ctx.
+func (b *smallBatcher) startLocked(ctx context.Context) {
+	b.running++
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if b.stops == nil {
+		b.stops = map[int]context.CancelFunc{}
+	}
+	id := b.nextID
+	b.nextID++
+	b.stops[id] = cancel
+	b.runners.Go(func() {
+		b.run(ctx)
+		b.mu.Lock()
+		delete(b.stops, id)
+		b.mu.Unlock()
+		cancel()
+	})
+}
+
+// leave takes j out of the queue when no batch has taken it yet (its caller stopped waiting).
+func (b *smallBatcher) leave(j *smallJob) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.queue, j); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+		b.queued -= j.obj.Size
+	}
+}
+
+// run stores batches until the queue is empty.
+func (b *smallBatcher) run(ctx context.Context) {
+	for {
+		jobs := b.next()
+		if jobs == nil {
+			return
+		}
+		b.store(ctx, jobs)
+	}
+}
+
+// close stops the runners (a batch under way fails) and waits for them; Close calls it before
+// closing the client they use. No batch starts after it.
+func (b *smallBatcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	for _, stop := range b.stops {
+		stop()
+	}
+	b.mu.Unlock()
+	b.runners.Wait()
+}
+
+// next takes the next batch off the queue: the oldest files, up to batchMaxFiles and batchMaxBytes
+// (at least one). nil, and the runner ends, when the queue is empty or the batcher closed (the
+// files still queued then fail).
+func (b *smallBatcher) next() []*smallJob {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		for _, j := range b.queue {
+			j.err = errors.New("the agent is stopping")
+			close(j.done)
+		}
+		b.queue, b.queued = nil, 0
+	}
+	if len(b.queue) == 0 {
+		b.running--
+		return nil
+	}
+	n, size := 0, int64(0)
+	for n < len(b.queue) && n < batchMaxFiles && (n == 0 || size+b.queue[n].obj.Size <= batchMaxBytes) {
+		size += b.queue[n].obj.Size
+		n++
+	}
+	jobs := append([]*smallJob(nil), b.queue[:n]...)
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	b.queued -= size
+	return jobs
+}
+
+// store uploads jobs in one session and answers each.
+func (b *smallBatcher) store(ctx context.Context, jobs []*smallJob) {
+	err := b.storeBatch(ctx, jobs)
+	if err != nil {
+		b.log.Warn().Err(err).Int("files", len(jobs)).Msg("upload: a batch of small files failed; uploading each on its own")
+	} else {
+		b.log.Debug().Int("files", len(jobs)).Msg("upload: batch of small files stored")
+	}
+	for _, j := range jobs {
+		if err != nil && j.err == nil {
+			j.err = fmt.Errorf("%w: %v", errBatch, err)
+		}
+		close(j.done)
+	}
+}
+
+// storeBatch uploads and registers jobs in one session (client.UploadBatch), setting each job's
+// result; a job whose file does not match its oid gets its own error.
+func (b *smallBatcher) storeBatch(ctx context.Context, jobs []*smallJob) error {
+	objs := make([]agent.Object, len(jobs))
+	for i, j := range jobs {
+		objs[i] = j.obj
+	}
+	res, errs, err := b.c.UploadBatch(ctx, objs)
+	if err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		j.res, j.err = res[i], errs[i]
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package leader
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// Small uploads arriving together at the process that leads the push's agents are stored in
+// batches: every file is registered under its oid, a file that does not hash to its oid and one
+// that is missing fail alone, naming what was wrong, and the others of their batch are stored.
+func TestSmallUploadsAreBatched(t *testing.T) {
+	var log logbuf.Buffer
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	tr := storeLeader(t, zerolog.New(&log).Level(zerolog.DebugLevel), "upload", dir, storeDir, nil)
+	ctx := context.Background()
+	const n = 60
+	objs := make([]agent.Object, n)
+	for i := range objs {
+		data := testutil.RandomBytes(1000+97*i, uint64(100+i))
+		path := filepath.Join(dir, fmt.Sprintf("obj%02d", i))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		objs[i] = agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
+	}
+	wrongOid := sha256.Sum256([]byte("not the content"))
+	objs[7].Oid = hex.EncodeToString(wrongOid[:])
+	objs[11].Path = filepath.Join(dir, "missing")
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range objs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = tr.Upload(ctx, objs[i], nil) }()
+	}
+	wg.Wait()
+	st, err := store.Open(storeDir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i, err := range errs {
+		switch i {
+		case 7:
+			if err == nil || !strings.Contains(err.Error(), "not the oid "+objs[7].Oid) {
+				t.Errorf("a file under a wrong oid: %v", err)
+			}
+			if _, _, err := st.LookupSHA256(ctx, "", hash.FromSHA256(wrongOid)); err == nil {
+				t.Error("the wrong oid was registered")
+			}
+		case 11:
+			if err == nil || !strings.Contains(err.Error(), "missing") {
+				t.Errorf("a missing file: %v", err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("file %d: %v", i, err)
+				continue
+			}
+			if _, size, err := st.LookupSHA256(ctx, "", oidHash(t, objs[i].Oid)); err != nil || int64(size) != objs[i].Size {
+				t.Errorf("file %d is not registered: %d bytes, %v", i, size, err)
+			}
+		}
+	}
+	batches, most := 0, 0
+	for _, l := range strings.Split(log.String(), "\n") {
+		var m struct {
+			Msg   string `json:"message"`
+			Files int    `json:"files"`
+		}
+		if json.Unmarshal([]byte(l), &m) == nil && m.Msg == "upload: batch of small files stored" {
+			batches++
+			most = max(most, m.Files)
+		}
+	}
+	if batches == 0 || most < 2 {
+		t.Fatalf("%d batches, the largest of %d files: the uploads were not batched", batches, most)
+	}
+}
+
+// Small uploads whose callers stop waiting (Ctrl-C ends every conversation the leader serves) are
+// not stored once their callers have gone: the leader stores at most the batches already under way
+// (each at most batchMaxFiles) and Close stops it, instead of working through the whole queue after
+// the push was interrupted.
+func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	tr := storeLeader(t, zerolog.Nop(), "upload", dir, storeDir, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	const n = 600
+	objs := make([]agent.Object, n)
+	for i := range objs {
+		data := testutil.RandomBytes(2000+i, uint64(5000+i))
+		path := filepath.Join(dir, fmt.Sprintf("small%03d", i))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		objs[i] = agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
+	}
+	var wg sync.WaitGroup
+	for i := range objs {
+		wg.Go(func() { tr.Upload(ctx, objs[i], nil) })
+	}
+	b := &tr.batcher
+	if !testutil.Eventually(time.Minute, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) >= n/2
+	}) {
+		t.Fatal("the uploads did not queue")
+	}
+	b.mu.Lock()
+	queued := len(b.queue) // not taken into a batch yet
+	cancel()               // Ctrl-C
+	b.mu.Unlock()
+	wg.Wait()
+	tr.Close()
+	st, err := store.Open(storeDir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stored := 0
+	for _, o := range objs {
+		if _, _, err := st.LookupSHA256(context.Background(), "", oidHash(t, o.Oid)); err == nil {
+			stored++
+		}
+	}
+	t.Logf("%d of %d small uploads stored after their callers stopped waiting", stored, n)
+	if most := n - queued + batchRunners*batchMaxFiles; stored > most {
+		t.Fatalf("%d of %d small uploads were stored, %d of them queued when their callers went: want at most %d", stored, n, queued, most)
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
+)
+
+// listeners are a run's HTTP servers: the main one (CAS, LFS, web view) and, with
+// --metrics-listen, the metrics one.
+type listeners struct {
+	main    net.Listener
+	hs      *http.Server
+	tls     bool
+	metrics net.Listener // nil: no metrics listener
+	ms      *http.Server
+}
+
+// listen binds the main address (TLS from certs when set) and the metrics address, and builds
+// their servers; nothing is served until serve.
+func listen(f serveFlags, srv *server.Server, m *server.Metrics, certs *certReloader, log zerolog.Logger) (*listeners, error) {
+	tc, err := tlsConfig(f.tlsClientCA, certs)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	ls := &listeners{main: ln, tls: certs != nil,
+		hs: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tc}}
+	if f.metricsListen == "" || m == nil {
+		return ls, nil
+	}
+	if ls.metrics, err = net.Listen("tcp", f.metricsListen); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	var h http.Handler = mux
+	if isLoopback(f.metricsListen) {
+		h = server.LoopbackHostsOnly(mux) // DNS rebinding reaches loopback too
+	}
+	ls.ms = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Info().Str("addr", ls.metrics.Addr().String()).Msg("metrics at /metrics")
+	return ls, nil
+}
+
+// serve serves both listeners on goroutines of life, until shutdown. The channel gets the main
+// server's failure (a listener that stops accepting).
+func (ls *listeners) serve(life *lifetime) <-chan error {
+	errc := make(chan error, 1)
+	life.Go(func() {
+		var err error
+		if ls.tls {
+			err = ls.hs.ServeTLS(ls.main, "", "")
+		} else {
+			err = ls.hs.Serve(ls.main)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	})
+	if ls.ms != nil {
+		life.Go(func() { _ = ls.ms.Serve(ls.metrics) })
+	}
+	return errc
+}
+
+// shutdown waits until deadline for the main server's requests in flight, then closes what is
+// left, and closes the metrics server (whose scrapes are short).
+func (ls *listeners) shutdown(deadline time.Time) error {
+	if ls.ms != nil {
+		defer ls.ms.Close()
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if err := ls.hs.Shutdown(ctx); err != nil {
+		ls.hs.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package chunkindex
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
+)
+
+// Index is the chunk index of one repository:
+//
+//	<dir>/maps/<oid>            the map of object oid (temp file, then rename)
+//	<dir>/by-xorb/<xorb>.<oid>  an empty file: the map of oid names chunks of xorb
+//
+// Concurrency: any number of processes may record and look up at once. A map appears whole (by
+// rename) before the entries naming it; an entry whose map is gone is ignored and removed, a map
+// whose object is missing or of another size is not used. Nothing in it is trusted: the download
+// hash-checks every chunk it copies.
+type Index struct {
+	dir     string
+	objects string // git-lfs's object directory: the object oid is objects/oid[0:2]/oid[2:4]/oid
+	// MaxMaps bounds the maps kept (default 4096, at most ~40 bytes per chunk each: a 1 GiB object's
+	// map is ~0.6 MB); recording past it removes the oldest.
+	MaxMaps int
+	// MaxLoad bounds the maps read by one lookup (default 8), those naming the most of the xorbs
+	// asked for first.
+	MaxLoad int
+}
+
+// MinBytes: objects smaller than this are not recorded (a small file is one or two chunks; its
+// next version shares nothing worth a map).
+const MinBytes = 1 << 20
+
+// Open returns the index at dir for the objects under objects. Nothing is created until the first
+// Record.
+func Open(dir, objects string) *Index {
+	return &Index{dir: dir, objects: objects, MaxMaps: 4096, MaxLoad: 8}
+}
+
+func (x *Index) mapPath(oid string) string { return filepath.Join(x.dir, "maps", oid) }
+
+// ObjectPath is where git-lfs keeps object oid.
+func (x *Index) ObjectPath(oid string) string {
+	return filepath.Join(x.objects, oid[0:2], oid[2:4], oid)
+}
+
+// Record writes the map of object oid (size bytes, Xet file hash file): spans say where its chunks
+// lie (their Path is ignored). It replaces an older map of the same object.
+func (x *Index) Record(oid string, size int64, file hash.Hash, spans []span.Span) error {
+	if !lfsobject.ValidOid(oid) {
+		return fmt.Errorf("chunk index: %q is not an oid", oid)
+	}
+	if size < MinBytes || len(spans) == 0 {
+		return nil
+	}
+	sorted := append([]span.Span(nil), spans...)
+	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Pos < sorted[b].Pos })
+	b := header{size: size, file: file}.append(nil)
+	xorbs := make(map[hash.Hash]bool)
+	for _, sp := range sorted {
+		if sp.Pos < 0 || sp.Pos+sp.Bytes() > size || len(sp.Chunks) == 0 {
+			return fmt.Errorf("chunk index: span at %d of %d bytes does not fit object %s", sp.Pos, sp.Bytes(), oid)
+		}
+		b = appendRecord(b, sp)
+		xorbs[sp.Xorb] = true
+	}
+	if err := writeFile(filepath.Join(x.dir, "maps"), oid, b); err != nil {
+		return fmt.Errorf("chunk index: %w", err)
+	}
+	bx := filepath.Join(x.dir, "by-xorb")
+	if err := os.MkdirAll(bx, 0o755); err != nil {
+		return fmt.Errorf("chunk index: %w", err)
+	}
+	for h := range xorbs {
+		f, err := os.OpenFile(filepath.Join(bx, h.String()+"."+oid), os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("chunk index: %w", err)
+		}
+		f.Close()
+	}
+	return x.prune()
+}
+
+// writeFile writes dir/name through a temp file and a rename (no fsync: a map lost in a crash is
+// only a delta not taken).
+func writeFile(dir, name string, b []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsretry.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		fsretry.Remove(f.Name())
+	}
+	return err
+}
+
+// prune removes the oldest maps past MaxMaps (their by-xorb entries go at the next lookup that
+// meets them).
+func (x *Index) prune() error {
+	ents, err := os.ReadDir(filepath.Join(x.dir, "maps"))
+	if err != nil || len(ents) <= x.MaxMaps {
+		return nil
+	}
+	type aged struct {
+		name string
+		t    time.Time
+	}
+	var ms []aged
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && lfsobject.ValidOid(e.Name()) {
+			ms = append(ms, aged{e.Name(), info.ModTime()})
+		}
+	}
+	sort.Slice(ms, func(a, b int) bool { return ms[a].t.Before(ms[b].t) })
+	for _, m := range ms[:max(0, len(ms)-x.MaxMaps)] {
+		fsretry.Remove(x.mapPath(m.name))
+	}
+	return nil
+}
+
+// Spans returns the spans of local objects holding chunks of xorbs (span.Local).
+func (x *Index) Spans(xorbs []hash.Hash) []span.Span {
+	want := make(map[string]bool, len(xorbs))
+	for _, h := range xorbs {
+		want[h.String()] = true
+	}
+	bx := filepath.Join(x.dir, "by-xorb")
+	ents, err := os.ReadDir(bx)
+	if err != nil {
+		return nil
+	}
+	hits := make(map[string]int) // oid → xorbs asked for that its map names
+	entries := make(map[string][]string)
+	for _, e := range ents {
+		xh, oid, ok := strings.Cut(e.Name(), ".")
+		if ok && want[xh] && lfsobject.ValidOid(oid) {
+			hits[oid]++
+			entries[oid] = append(entries[oid], e.Name())
+		}
+	}
+	oids := make([]string, 0, len(hits))
+	for oid := range hits {
+		oids = append(oids, oid)
+	}
+	sort.Slice(oids, func(a, b int) bool { return hits[oids[a]] > hits[oids[b]] })
+	var out []span.Span
+	loaded := 0
+	for _, oid := range oids {
+		if loaded >= x.MaxLoad {
+			break
+		}
+		spans, err := x.load(oid)
+		if errors.Is(err, fs.ErrNotExist) {
+			for _, name := range entries[oid] {
+				fsretry.Remove(filepath.Join(bx, name))
+			}
+			continue
+		}
+		if err != nil || len(spans) == 0 {
+			continue
+		}
+		loaded++
+		out = append(out, spans...)
+	}
+	return out
+}
+
+// load reads the map of oid and returns its spans, with Path set to the object, when the object is
+// there with the map's size.
+func (x *Index) load(oid string) ([]span.Span, error) {
+	f, err := os.Open(x.mapPath(oid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h, spans, err := readMap(f, headerSize+(maxChunks*entrySize+recHead+spanHead)*4096)
+	if err != nil {
+		return nil, err
+	}
+	obj := x.ObjectPath(oid)
+	if fi, err := os.Stat(obj); err != nil || fi.Size() != h.size {
+		return nil, errors.New("object missing or of another size")
+	}
+	for i := range spans {
+		spans[i].Path = obj
+	}
+	return spans, nil
+}

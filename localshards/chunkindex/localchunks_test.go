@@ -1,0 +1,140 @@
+package chunkindex
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
+)
+
+func testSpans(size int64, xorbs ...hash.Hash) []span.Span {
+	var out []span.Span
+	per := size / int64(len(xorbs))
+	for i, x := range xorbs {
+		sp := span.Span{Pos: int64(i) * per, Xorb: x, Start: uint32(i)}
+		for n := int64(0); n < per; n += 64 << 10 {
+			sp.Chunks = append(sp.Chunks, hash.Entry{Hash: hash.Hash{byte(i), byte(n >> 16)}, Size: 64 << 10})
+			sp.XorbEnd = uint64(n + 1)
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+func oidN(n byte) string {
+	b := make([]byte, 64)
+	for i := range b {
+		b[i] = "0123456789abcdef"[(int(n)+i)%16]
+	}
+	return string(b)
+}
+
+// A recorded object is found by its xorbs, with its spans and path, only while the object is
+// there with its size; an entry whose map is gone is dropped.
+func TestIndexRecordAndLookup(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	xa, xb, xc := hash.Hash{1}, hash.Hash{2}, hash.Hash{3}
+	const size = 2 << 20
+	oid := oidN(1)
+	in := testSpans(size, xa, xb)
+	if err := x.Record(oid, size, hash.Hash{9}, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Spans([]hash.Hash{xa}); len(got) != 0 {
+		t.Fatalf("spans of a missing object: %d", len(got))
+	}
+	obj := x.ObjectPath(oid)
+	os.MkdirAll(filepath.Dir(obj), 0o755)
+	if err := os.WriteFile(obj, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := x.Spans([]hash.Hash{xb, xc})
+	if len(got) != 2 || got[0].Path != obj || got[1].Xorb != xb || len(got[1].Chunks) != len(in[1].Chunks) || got[1].Chunks[3] != in[1].Chunks[3] {
+		t.Fatalf("lookup: %+v", got)
+	}
+	if got := x.Spans([]hash.Hash{xc}); len(got) != 0 {
+		t.Fatalf("spans for an unknown xorb: %d", len(got))
+	}
+	os.WriteFile(obj, make([]byte, size-1), 0o644)
+	if got := x.Spans([]hash.Hash{xa}); len(got) != 0 {
+		t.Fatal("spans of an object of another size")
+	}
+	os.Remove(x.mapPath(oid))
+	x.Spans([]hash.Hash{xa})
+	if ents, _ := os.ReadDir(filepath.Join(x.dir, "by-xorb")); len(ents) != 1 {
+		t.Fatalf("entries naming a missing map: %d left, want only the other xorb's", len(ents))
+	}
+	if err := x.Record("../../etc", size, hash.Hash{}, in); err == nil {
+		t.Fatal("a path as oid was accepted")
+	}
+	if err := x.Record(oidN(2), size, hash.Hash{}, testSpans(size*2, xa)); err == nil {
+		t.Fatal("a span past the object's end was accepted")
+	}
+}
+
+// The index keeps at most MaxMaps maps, dropping the oldest.
+func TestIndexBounded(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	x.MaxMaps = 3
+	for i := byte(0); i < 6; i++ {
+		if err := x.Record(oidN(i), 1<<20, hash.Hash{}, testSpans(1<<20, hash.Hash{i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(x.dir, "maps")); len(ents) != 3 {
+		t.Fatalf("%d maps kept, want 3", len(ents))
+	}
+}
+
+// A partial record survives a torn tail, is dropped for another file, and is held by one
+// process at a time.
+func TestPartial(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "part")
+	file := hash.Hash{7}
+	p, err := OpenPartial(path, file, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spans(nil)) != 0 {
+		t.Fatal("a new record has spans")
+	}
+	if _, err := OpenPartial(path, file, 4<<20); locks && !errors.Is(err, ErrBusy) {
+		t.Fatalf("second open of a held record: %v", err)
+	}
+	for _, sp := range testSpans(4<<20, hash.Hash{1}, hash.Hash{2}) {
+		if err := p.Add(sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close(false)
+	// A killed writer's torn record at the end.
+	f, _ := os.OpenFile(path+".xetmap", os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(appendRecord(nil, testSpans(4<<20, hash.Hash{3})[0])[:100])
+	f.Close()
+	p, err = OpenPartial(path, file, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Spans(nil); len(got) != 2 || got[1].Xorb != (hash.Hash{2}) || got[0].Path != path || got[1].XorbEnd == 0 {
+		t.Fatalf("spans after a torn tail: %+v", got)
+	}
+	p.Add(testSpans(4<<20, hash.Hash{3})[0]) // appended after the good part, not after the torn bytes
+	p.Close(false)
+	if p, err = OpenPartial(path, file, 4<<20); err != nil || len(p.Spans(nil)) != 3 {
+		t.Fatalf("after appending past a torn tail: %v", err)
+	}
+	p.Close(false)
+	if p, err = OpenPartial(path, hash.Hash{8}, 4<<20); err != nil || len(p.Spans(nil)) != 0 {
+		t.Fatalf("record of another file: %v", err)
+	}
+	p.Close(true)
+	if _, err := os.Stat(path + ".xetmap"); !os.IsNotExist(err) {
+		t.Fatal("a finished record was left")
+	}
+}

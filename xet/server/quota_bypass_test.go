@@ -1,0 +1,188 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+)
+
+// The quota bypasses of issue 41, item 6: each is a way to store more than a repository's quota.
+// A quota of 3 MiB; xorbs of 1,000,000 raw bytes, three of which fit.
+
+func quotaEnv(t *testing.T, q *Quotas) *env {
+	t.Helper()
+	return newEnv(t, func(c *Config) {
+		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
+		c.Now = nil // real time: tokens must outlive the pushes
+		c.Quotas = q
+	})
+}
+
+// postXorb uploads xorb n (1,000,000 raw bytes) for repo with a token; chunked hides its length.
+func postXorb(t *testing.T, e *env, repo string, n uint64, chunked bool) resp {
+	t.Helper()
+	x := randomXorb(t, 1_000_000, 1000+n)
+	var body io.Reader = bytes.NewReader(x.Body)
+	if chunked {
+		body = io.MultiReader(body) // no Len: sent chunked
+	}
+	req, err := http.NewRequest("POST", e.base+"/v1/xorbs/default/"+x.Hash.String(), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunked && req.ContentLength != 0 {
+		t.Fatal("the body's length is known: it would not be sent chunked")
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token("alice", repo, scopeWrite, time.Hour))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{status: res.StatusCode, body: b}
+}
+
+// reread makes the server read usages from the store at its next check (what a minute does).
+func reread(e *env) {
+	e.srv.quota.mu.Lock()
+	clear(e.srv.quota.m)
+	e.srv.quota.mu.Unlock()
+}
+
+// Xorbs that no shard registers count: once the usage is read again from the store, the xorbs a
+// repository uploaded are still counted (before, only registered files were, so the quota's
+// count forgot them a minute later and uploads went on).
+func TestQuotaCountsUnregisteredXorbs(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	for i := range 3 {
+		if r := postXorb(t, e, "org/x", uint64(i), false); r.status != 200 {
+			t.Fatalf("xorb %d within the quota: %v", i, r)
+		}
+	}
+	reread(e)
+	r := postXorb(t, e, "org/x", 3, false)
+	if r.status != http.StatusInsufficientStorage || !strings.Contains(string(r.body), "repository org/x is over its 3 MiB quota") {
+		t.Fatalf("a fourth xorb after three that no shard names: %v, want 507 naming the quota", r)
+	}
+}
+
+// A chunked body counts the bytes that arrived (before, it added nothing to the usage).
+func TestQuotaCountsChunkedXorbs(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	for i := range 3 {
+		if r := postXorb(t, e, "org/x", uint64(i), true); r.status != 200 {
+			t.Fatalf("chunked xorb %d within the quota: %v", i, r)
+		}
+	}
+	if r := postXorb(t, e, "org/x", 3, true); r.status != http.StatusInsufficientStorage {
+		t.Fatalf("a fourth chunked xorb: %v, want 507", r)
+	}
+}
+
+// The batch's size is the client's word: a client that announces 1 byte and then sends a xorb of
+// more than the quota is refused at the xorb route, while the bytes arrive (before, the xorb
+// route refused only a repository already at its quota).
+func TestQuotaDoesNotTrustBatchSize(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("ab", 32), Size: 1}), servertest.Basic("alice", alicePW)...)
+	if r.status != 200 {
+		t.Fatalf("batch: %v", r)
+	}
+	tok := br.Objects[0].Actions["upload"].Header[lfsbatch.HeaderAccessToken]
+	x := randomXorb(t, 4_000_000, 7)
+	res := e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, "Authorization", "Bearer "+tok)
+	if res.status != http.StatusInsufficientStorage {
+		t.Fatalf("a 4 MB xorb after a batch that said 1 byte: %v, want 507", res)
+	}
+	if ok, _ := e.st.HasXorb(t.Context(), x.Hash); ok {
+		t.Fatal("the refused xorb was stored")
+	}
+}
+
+// A shard is checked by what it adds: a repository at 2 of its 3 MiB that registers a file of
+// 2.5 MB deduplicated against another repository's xorbs (so it uploads none) is refused (before,
+// only a repository already at its quota was).
+func TestQuotaChecksWhatShardAdds(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	theirs := vectors.SplitMix(2_500_000, 21)
+	if err := e.push(t, "org/y", theirs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.push(t, "org/x", vectors.SplitMix(2_000_000, 22)); err != nil {
+		t.Fatal(err)
+	}
+	// A batch for a small object (which the pre-check lets through) gives org/x a CAS token.
+	r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("cd", 32), Size: 1}), servertest.Basic("alice", alicePW)...)
+	if r.status != 200 {
+		t.Fatalf("batch: %v", r)
+	}
+	sess := upload.NewSession(upload.Config{CAS: casClient(t, br.Objects[0].Actions["upload"], "alice", alicePW), GlobalDedupe: true})
+	defer sess.Close()
+	sum := sha256.Sum256(theirs)
+	res, err := sess.Upload(context.Background(), bytes.NewReader(theirs), &sum, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NewBytes != 0 {
+		t.Fatalf("the file was not deduplicated against org/y's xorbs (%d new bytes): the test proves nothing", res.NewBytes)
+	}
+	err = sess.Finish(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "repository org/x is over its 3 MiB quota on 127.0.0.1:") {
+		t.Fatalf("a shard adding 2.5 MB to 2 of 3 MiB: %v, want the quota's refusal", err)
+	}
+}
+
+// A user's quota counts the user's repositories of every type, as the Hub names them: models
+// (alice/m), datasets (datasets/alice/d) and spaces (spaces/alice/s). Before, datasets/alice/d
+// counted for an owner "datasets".
+func TestOwnerQuotaCountsTypedRepositories(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Owners: []QuotaRule{{"alice", 3 << 20}}})
+	if err := e.push(t, "alice/m", vectors.SplitMix(2_000_000, 31)); err != nil {
+		t.Fatal(err)
+	}
+	for _, repo := range []string{"datasets/alice/d", "spaces/alice/s"} {
+		err := e.push(t, repo, vectors.SplitMix(2_000_000, 32))
+		if err == nil || !strings.Contains(err.Error(), "the repositories of alice are over their 3 MiB quota") {
+			t.Fatalf("a push to %s beside alice/m: %v, want alice's quota's refusal", repo, err)
+		}
+	}
+	if err := e.push(t, "datasets/alice/d", vectors.SplitMix(900_000, 33)); err != nil {
+		t.Fatalf("a push within alice's quota: %v", err)
+	}
+	reread(e)
+	if err := e.push(t, "spaces/alice/s", vectors.SplitMix(500_000, 34)); err == nil {
+		t.Fatal("a push past alice's quota once her usage was read from the store (models and datasets together)")
+	}
+}
+
+// The store records every upload, quotas on or off: xorbs a repository uploaded while the server
+// ran without quotas count once it runs with them (before, only those uploaded under quotas did).
+func TestQuotaCountsUploadsFromBeforeQuotas(t *testing.T) {
+	before := quotaEnv(t, nil)
+	for i := range 3 {
+		if r := postXorb(t, before, "org/x", uint64(i), false); r.status != 200 {
+			t.Fatalf("xorb %d without quotas: %v", i, r)
+		}
+	}
+	e := newEnv(t, func(c *Config) {
+		c.Store = before.st
+		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
+		c.Now = nil
+		c.Quotas = &Quotas{Default: 3 << 20}
+	})
+	r := postXorb(t, e, "org/x", 3, false)
+	if r.status != http.StatusInsufficientStorage || !strings.Contains(string(r.body), "repository org/x is over its 3 MiB quota") {
+		t.Fatalf("a fourth xorb after three uploaded without quotas: %v, want 507 naming the quota", r)
+	}
+}

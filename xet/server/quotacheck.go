@@ -1,0 +1,209 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+)
+
+// quotaCheck is one quota an upload to a repository counts against: the repository's own, or its
+// owner's (store.Owner: the Hub's OWNER/NAME, datasets/OWNER/NAME and spaces/OWNER/NAME alike).
+type quotaCheck struct {
+	key      string // in the usage cache: the repository, or "user:" + the owner
+	subject  string // in a refusal: "repository org/x", "the repositories of alice"
+	plural   bool
+	limit    int64
+	used     uint64 // as last seen
+	arriving int64
+}
+
+// quotaChecks are the quotas that apply to uploads to ns (none: no limit).
+func (s *Server) quotaChecks(ns string) []quotaCheck {
+	if s.quota == nil {
+		return nil
+	}
+	var qs []quotaCheck
+	if l := s.cfg.Quotas.Limit(ns); l > 0 {
+		qs = append(qs, quotaCheck{key: ns, subject: "repository " + ns, limit: l})
+	}
+	if owner := store.Owner(ns); owner != "" {
+		if l := s.cfg.Quotas.ownerLimit(owner); l > 0 {
+			qs = append(qs, quotaCheck{key: "user:" + owner, subject: "the repositories of " + owner, plural: true, limit: l})
+		}
+	}
+	return qs
+}
+
+// usageKeys are the usage-cache keys of ns's usage: what an upload stored there adds to.
+func usageKeys(ns string) []string {
+	if owner := store.Owner(ns); owner != "" {
+		return []string{ns, "user:" + owner}
+	}
+	return []string{ns}
+}
+
+// quotaError is a refusal for a quota (413 or 507), with the message the user sees.
+type quotaError struct {
+	status int
+	msg    string
+}
+
+func (e *quotaError) Error() string { return e.msg }
+
+// refusal is q's refusal of adding bytes (nil: within the quota); host names the server.
+func (q *quotaCheck) refusal(host string, adding int64) *quotaError {
+	is, its, uses := "is", "its", "it uses"
+	if q.plural {
+		is, its, uses = "are", "their", "they use"
+	}
+	used := int64(q.used) + q.arriving
+	switch {
+	case adding > q.limit:
+		return &quotaError{http.StatusRequestEntityTooLarge, fmt.Sprintf("an object of %s is larger than the %s quota of %s on %s",
+			formatSize(adding), formatSize(q.limit), q.subject, host)}
+	case used >= q.limit:
+		return &quotaError{http.StatusInsufficientStorage, fmt.Sprintf("%s %s over %s %s quota on %s (%s %s)",
+			q.subject, is, its, formatSize(q.limit), host, uses, formatSize(used))}
+	case used+adding > q.limit:
+		return &quotaError{http.StatusInsufficientStorage, fmt.Sprintf("%s %s over %s %s quota on %s with this push (%s %s, the push adds up to %s)",
+			q.subject, is, its, formatSize(q.limit), host, uses, formatSize(used), formatSize(adding))}
+	}
+	return nil
+}
+
+// checkQuota reads the usage under each of checks and returns the first refusal of adding bytes
+// (nil: none).
+func (s *Server) checkQuota(ctx context.Context, host string, checks []quotaCheck, adding int64) (*quotaError, error) {
+	for i := range checks {
+		q := &checks[i]
+		used, arriving, err := s.quota.get(ctx, q.key)
+		if err != nil {
+			return nil, err
+		}
+		q.used, q.arriving = used, arriving
+		if qe := q.refusal(host, adding); qe != nil {
+			return qe, nil
+		}
+	}
+	return nil, nil
+}
+
+// withinQuota answers the refusal (507, or 413 when adding alone is over a quota) and returns false
+// when repository ns, or the repositories of its owner together, may not take adding more bytes:
+// at or over the quota, or would be with them. It is the early refusal, before an upload's bytes
+// are read; meter and chargeShard count what is actually stored.
+func (s *Server) withinQuota(w http.ResponseWriter, r *http.Request, ns string, adding int64) bool {
+	checks := s.quotaChecks(ns)
+	if len(checks) == 0 {
+		return true
+	}
+	if checks[len(checks)-1].plural && !store.NameKept(ns) {
+		s.refuseQuota(w, r, &quotaError{http.StatusBadRequest, fmt.Sprintf(
+			"repository name %.40s… is too long to count against its owner's quota (at most 150 bytes)", ns)})
+		return false
+	}
+	qe, err := s.checkQuota(r.Context(), r.Host, checks, adding)
+	switch {
+	case err != nil:
+		s.fail(w, r, "quota", err)
+		return false
+	case qe != nil:
+		s.refuseQuota(w, r, qe)
+		return false
+	}
+	return true
+}
+
+// refuseQuota answers a quota refusal on an LFS or a CAS route.
+func (s *Server) refuseQuota(w http.ResponseWriter, r *http.Request, qe *quotaError) {
+	s.metrics.quotaRefused()
+	if strings.Contains(r.URL.Path, lfsInfix) {
+		writeLFSError(w, qe.status, qe.msg)
+	} else {
+		writeError(w, qe.status, qe.msg)
+	}
+}
+
+// quotaMeter counts an upload's bytes as they arrive against the quotas of its repository: each
+// read reserves what it brought (usageCache.reserve), and the read that would take a quota over
+// fails with the refusal (507), so nothing of the upload is stored. Chunked bodies are counted as
+// any other. done gives the reservation back.
+type quotaMeter struct {
+	s      *Server
+	r      io.Reader
+	checks []quotaCheck
+	host   string
+	n      int64 // bytes received and reserved
+}
+
+// meter is body counted against ns's quotas (itself when none applies).
+func (s *Server) meter(r *http.Request, ns string, body io.Reader) *quotaMeter {
+	return &quotaMeter{s: s, r: body, checks: s.quotaChecks(ns), host: r.Host}
+}
+
+func (m *quotaMeter) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	if n > 0 && len(m.checks) > 0 {
+		if q := m.s.quota.reserve(m.checks, int64(n)); q != nil {
+			m.s.metrics.quotaRefused()
+			return 0, q.refusal(m.host, int64(n))
+		}
+		m.n += int64(n)
+	}
+	return n, err
+}
+
+// done gives back the bytes the meter reserved; what was stored is added by the caller.
+func (m *quotaMeter) done() {
+	if len(m.checks) > 0 {
+		m.s.quota.unreserve(m.checks, m.n)
+	}
+}
+
+// shardCharge is what a shard being registered adds to its repository's usage, reserved while it
+// registers (chargeShard).
+type shardCharge struct {
+	s      *Server
+	ns     string
+	checks []quotaCheck
+	adds   uint64
+}
+
+// chargeShard bounds what registering body in ns adds (store.ShardAdds: the chunk ranges it names
+// in xorbs ns did not upload) and reserves it, answering the refusal (507) or the error itself
+// when it may not (ok false). Nil charge: no quota applies.
+func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, ns string, body []byte) (*shardCharge, bool) {
+	checks := s.quotaChecks(ns)
+	if len(checks) == 0 {
+		return nil, true
+	}
+	adds, err := s.quota.store.ShardAdds(r.Context(), ns, body)
+	if err != nil {
+		s.fail(w, r, "shard upload", err)
+		return nil, false
+	}
+	if _, err := s.checkQuota(r.Context(), r.Host, checks, 0); err != nil { // fresh usage in the cache
+		s.fail(w, r, "quota", err)
+		return nil, false
+	}
+	if q := s.quota.reserve(checks, int64(adds)); q != nil {
+		s.refuseQuota(w, r, q.refusal(r.Host, int64(adds)))
+		return nil, false
+	}
+	return &shardCharge{s: s, ns: ns, checks: checks, adds: adds}, true
+}
+
+// done ends the reservation; a shard registered (ok) adds to the usage.
+func (c *shardCharge) done(ok bool) {
+	if c == nil {
+		return
+	}
+	c.s.quota.unreserve(c.checks, int64(c.adds))
+	if ok {
+		c.s.quota.add(usageKeys(c.ns), c.adds)
+	}
+}

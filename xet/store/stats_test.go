@@ -1,0 +1,177 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+)
+
+// oneXorbFile is a file of two chunks (5000 bytes) in a xorb of its own.
+func oneXorbFile(seed uint64) *testutil.OneXorbFile {
+	return testutil.NewOneXorbFile([][]byte{testutil.RandomBytes(3000, seed), testutil.RandomBytes(2000, seed+1)})
+}
+
+// termsOnly is f's shard without its xorb section: what a client sends whose xorbs were stored by
+// someone else.
+func termsOnly(t *testing.T, f *testutil.OneXorbFile) []byte {
+	t.Helper()
+	sh, _, err := shard.ParseUpload(f.Shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.Xorbs = nil
+	return sh.AppendUpload(nil)
+}
+
+func usage(t *testing.T, s *Store, ns string) Usage {
+	t.Helper()
+	u, err := s.RepoUsage(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// A xorb a repository uploaded counts whole from its upload on, registered or not, and once: the
+// file registered over it adds nothing more. Another repository that registers a file over it
+// without uploading it counts the chunk ranges its file names. A record of a xorb the store never
+// got counts nothing.
+func TestUsageCountsUploadedXorbs(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	f := oneXorbFile(1)
+	a := Access{Repo: "org/a"}
+	if up, err := s.PutXorbAs(ctx, a, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil || !up.Recorded || up.RawBytes != 5000 {
+		t.Fatalf("PutXorbAs: %+v %v, want recorded, 5000 raw bytes", up, err)
+	}
+	if up, err := s.PutXorbAs(ctx, a, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil || up.Recorded || up.Inserted {
+		t.Fatalf("PutXorbAs again: %+v %v, want neither stored nor recorded again", up, err)
+	}
+	if u := usage(t, s, "org/a"); u.Stored != 5000 || u.Files != 0 {
+		t.Fatalf("org/a with an unregistered upload: %+v, want 5000 stored", u)
+	}
+	if adds, err := s.ShardAdds(ctx, "org/a", f.Shard); err != nil || adds != 0 {
+		t.Fatalf("ShardAdds of org/a's own xorb: %d %v, want 0", adds, err)
+	}
+	if _, err := s.PutShard(ctx, "org/a", f.Shard); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, s, "org/a"); u.Stored != 5000 || u.Files != 1 {
+		t.Fatalf("org/a once registered: %+v, want 5000 stored, counted once", u)
+	}
+	if adds, err := s.ShardAdds(ctx, "org/b", termsOnly(t, f)); err != nil || adds != 5000 {
+		t.Fatalf("ShardAdds of org/b over org/a's xorb: %d %v, want 5000", adds, err)
+	}
+	if _, err := s.PutShard(ctx, "org/b", termsOnly(t, f)); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, s, "org/b"); u.Stored != 5000 {
+		t.Fatalf("org/b over org/a's xorb: %+v, want its 5000 bytes of ranges", u)
+	}
+	if _, err := s.recordUpload(ctx, Access{Repo: "org/c"}, oneXorbFile(9).Xorb, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, s, "org/c"); u.Stored != 0 {
+		t.Fatalf("a record of a xorb never stored: %+v, want nothing", u)
+	}
+	if r, err := NewMaint(s).Check(ctx); err != nil || len(r.Problems) != 0 {
+		t.Fatalf("fsck with upload records: %v %v", r, err)
+	}
+}
+
+// An uploaded xorb no file names counts while the store keeps it, in its trash too, and no longer
+// once gc has deleted it.
+func TestUsageOfUnregisteredXorbFollowsGC(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	s, err := Open(t.TempDir(), Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Over a pack's largest blob: a file of its own, which gc moves while this store is open.
+	var chunks [][]byte
+	for i := range 14 {
+		chunks = append(chunks, testutil.RandomBytes(100<<10, uint64(30+i)))
+	}
+	f := testutil.NewOneXorbFile(chunks)
+	if _, err := s.PutXorbAs(ctx, Access{Repo: "org/a"}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []uint64{1400 << 10, 0} { // the first run moves it to trash, the second deletes it
+		now = now.Add(2 * time.Hour)
+		r, err := NewMaint(s).Collect(ctx, GCOptions{Grace: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := usage(t, s, "org/a"); u.Stored != want || r.Trashed+r.Deleted != 1 {
+			t.Fatalf("after gc run %d (%s): %+v, want %d stored", i+1, r, u, want)
+		}
+	}
+}
+
+// An owner's repositories are those the Hub gives it: OWNER/NAME, datasets/OWNER/NAME and
+// spaces/OWNER/NAME, counted together, each xorb once.
+func TestOwnerCountsTypedRepositories(t *testing.T) {
+	for ns, want := range map[string]string{"alice/m": "alice", "datasets/alice/d": "alice", "spaces/alice/s": "alice",
+		"alice/group/x": "alice", "datasets/x": "datasets", "single": "", "": ""} {
+		if got := Owner(ns); got != want {
+			t.Errorf("Owner(%q) = %q, want %q", ns, got, want)
+		}
+	}
+	ctx := context.Background()
+	s := openStore(t)
+	for i, ns := range []string{"alice/m", "datasets/alice/d", "spaces/alice/s", "datasets/bob/d"} {
+		f := oneXorbFile(uint64(10 + 2*i))
+		if _, err := s.PutXorbAs(ctx, Access{Repo: ns}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PutShard(ctx, ns, f.Shard); err != nil {
+			t.Fatal(err)
+		}
+		if ns == "alice/m" { // registered in a second repository of hers: counted once
+			if _, err := s.PutShard(ctx, "datasets/alice/copy", termsOnly(t, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if b, err := s.OwnerStoredBytes(ctx, "alice"); err != nil || b != 15000 {
+		t.Fatalf("alice's repositories: %d %v, want 15000", b, err)
+	}
+	if b, err := s.OwnerStoredBytes(ctx, "bob"); err != nil || b != 5000 {
+		t.Fatalf("bob's: %d %v, want 5000", b, err)
+	}
+}
+
+// One record says that a repository uploaded a xorb: the store writes it when it accepts the body,
+// and both the access rule (UploadedBy) and the usage read it. A repository that uploads a xorb
+// another one stored first holds it whole too (it sent every byte).
+func TestUploadIsOneRecord(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	f := oneXorbFile(40)
+	a := Access{Repo: "org/a", User: "alice"}
+	if _, err := s.PutXorbAs(ctx, a, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.be.List(ctx, "ns/"+nsDir("org/a")+"/")
+	if err != nil || len(names) != 1 {
+		t.Fatalf("org/a's entries after one upload: %q %v, want one record", names, err)
+	}
+	if ok, err := s.UploadedBy(ctx, "org/a", f.Xorb); !ok || err != nil {
+		t.Fatalf("UploadedBy: %v %v", ok, err)
+	}
+	if u := usage(t, s, "org/a"); u.Stored != 5000 {
+		t.Fatalf("org/a's usage after its upload: %+v, want the xorb's 5000 bytes", u)
+	}
+	if _, err := s.PutXorbAs(ctx, Access{Repo: "org/b"}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, s, "org/b"); u.Stored != 5000 {
+		t.Fatalf("org/b's usage after uploading a stored xorb: %+v, want 5000", u)
+	}
+}
