@@ -17,8 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/git-xet-transfer/git-xet-transfer/internal/lfspointer"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfspointer"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 

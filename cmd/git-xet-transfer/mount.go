@@ -17,12 +17,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/mount"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/mount/xetfile"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gittree"
 	"github.com/git-xet-transfer/git-xet-transfer/localshards"
-	"github.com/git-xet-transfer/git-xet-transfer/mount"
-	"github.com/git-xet-transfer/git-xet-transfer/mount/chunkcache"
-	"github.com/git-xet-transfer/git-xet-transfer/mount/gittree"
-	"github.com/git-xet-transfer/git-xet-transfer/mount/xetfile"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
 )

@@ -8,8 +8,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gittree"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/scratch"
-	"github.com/git-xet-transfer/git-xet-transfer/mount/gittree"
 )
 
 // blobNode is a file that is not an LFS file: its blob's content.

@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
-	"github.com/git-xet-transfer/git-xet-transfer/mount/chunkcache"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/download"

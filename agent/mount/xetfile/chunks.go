@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/mount/chunkcache"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 

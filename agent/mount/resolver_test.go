@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/git-xet-transfer/git-xet-transfer/mount/xetfile"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/mount/xetfile"
 )
 
 // Reads that need sources at once are answered in batches of at most MaxBatch, each object asked

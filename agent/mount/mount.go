@@ -1,6 +1,6 @@
 // Package mount shows one revision of a repository as a read-only file system (FUSE, Linux): its
-// tree from git's objects (mount/gittree), files that are not LFS files with their blobs' content,
-// LFS files with their objects' sizes and content read through Xet on demand (mount/xetfile).
+// tree from git's objects (internal/gittree), files that are not LFS files with their blobs' content,
+// LFS files with their objects' sizes and content read through Xet on demand (agent/mount/xetfile).
 // Nothing is read until it is: listing the tree reads git objects only, and an LFS file's source
 // (its Xet hash and CAS, Options.Find) is asked for at its first read, in batches.
 //
@@ -17,8 +17,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/git-xet-transfer/git-xet-transfer/mount/gittree"
-	"github.com/git-xet-transfer/git-xet-transfer/mount/xetfile"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/mount/xetfile"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gittree"
 )
 
 // ErrNotSupported: this platform has no mount (FUSE on Linux only).

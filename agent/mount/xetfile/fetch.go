@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/mount/chunkcache"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/concurrency"

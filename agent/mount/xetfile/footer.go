@@ -11,7 +11,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/git-xet-transfer/git-xet-transfer/mount/chunkcache"
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"

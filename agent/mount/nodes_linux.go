@@ -12,8 +12,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/git-xet-transfer/git-xet-transfer/mount/gittree"
-	"github.com/git-xet-transfer/git-xet-transfer/mount/xetfile"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/mount/xetfile"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gittree"
 )
 
 // fsys is what every node of one mount shares.
