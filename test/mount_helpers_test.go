@@ -247,17 +247,26 @@ func (rs *recordingServer) overlapping(t *testing.T) string {
 // readRange reads n bytes at off of path.
 func readRange(t *testing.T, path string, off int64, n int) []byte {
 	t.Helper()
-	f, err := os.Open(path)
+	b, err := readRangeErr(path, off, n)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return b
+}
+
+// readRangeErr is readRange for a goroutine other than the test's (which must not call t.Fatal).
+func readRangeErr(path string, off int64, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	b := make([]byte, n)
 	got, err := f.ReadAt(b, off)
 	if err != nil && err != io.EOF {
-		t.Fatalf("reading %d bytes at %d of %s: %v", n, off, path, err)
+		return nil, fmt.Errorf("reading %d bytes at %d of %s: %w", n, off, path, err)
 	}
-	return b[:got]
+	return b[:got], nil
 }
 
 // mountRepo makes the usual world of the mount tests: big.bin (v1, tagged v1; then a 0.5 % edit,

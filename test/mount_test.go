@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -211,8 +212,9 @@ func TestMountXetServer(t *testing.T) {
 		go func() {
 			off := int64(r) * size / 4
 			for k := int64(0); k < 4<<20; k += 1 << 20 {
-				if got := readRange(t, filepath.Join(mnt, "big.bin"), off+k, 1<<20); !bytes.Equal(got, v1[off+k:off+k+1<<20]) {
-					done <- "reader " + strconv.Itoa(r) + " read wrong bytes"
+				got, err := readRangeErr(filepath.Join(mnt, "big.bin"), off+k, 1<<20)
+				if err != nil || !bytes.Equal(got, v1[off+k:off+k+1<<20]) {
+					done <- fmt.Sprintf("reader %d: wrong bytes or %v", r, err)
 					return
 				}
 			}

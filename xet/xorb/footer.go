@@ -284,6 +284,21 @@ var ErrFooterUnverifiable = errors.New("xorb footer: version 0 has no chunk leng
 // then; after it, a chunk whose bytes hash to ChunkHashes[i] is chunk i of x. It returns each
 // chunk's (hash, raw length) entry.
 func (f *Footer) Verify(x hash.Hash) ([]hash.Entry, error) {
+	ents, err := f.Entries(x)
+	if err != nil {
+		return nil, err
+	}
+	if got := hash.Merkle(ents); got != x {
+		return nil, fmt.Errorf("xorb %s: the footer's chunks aggregate to %s, not to the xorb hash", x, got)
+	}
+	return ents, nil
+}
+
+// Entries is each chunk's (hash, raw length) entry of a footer that names x and whose raw ends
+// do not go back, without Verify's aggregation: for a footer that cannot aggregate to x because
+// its server withheld the hashes of chunks the reader may not see (zero), whose remaining hashes
+// the reader must tie to something else (a file hash).
+func (f *Footer) Entries(x hash.Hash) ([]hash.Entry, error) {
 	if f.Version == 0 || len(f.RawEnds) != len(f.ChunkHashes) {
 		return nil, fmt.Errorf("xorb %s: %w", x, ErrFooterUnverifiable)
 	}
@@ -298,9 +313,6 @@ func (f *Footer) Verify(x hash.Hash) ([]hash.Entry, error) {
 		}
 		ents[i] = hash.Entry{Hash: h, Size: uint64(f.RawEnds[i] - prev)}
 		prev = f.RawEnds[i]
-	}
-	if got := hash.Merkle(ents); got != x {
-		return nil, fmt.Errorf("xorb %s: the footer's chunks aggregate to %s, not to the xorb hash", x, got)
 	}
 	return ents, nil
 }

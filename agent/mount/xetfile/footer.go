@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
@@ -23,6 +25,12 @@ type xorbInfo struct {
 	hashes []hash.Hash
 	rawEnd []int64
 	recEnd []uint32
+	// granted: the footer could not be tied to the xorb hash, because the CAS that gave the plan
+	// withheld (zeroed) the hashes of the chunks outside what its URL grants (xet-server does, so
+	// that a repository learns nothing of chunks it may not read). Its other hashes rest on that
+	// CAS, as the plan does, until the plan check ties them to the file's Xet hash; it is never
+	// kept in the disk cache, whose entries must verify on their own.
+	granted bool
 }
 
 func (x *xorbInfo) rawStart(i uint32) int64 {
@@ -47,16 +55,24 @@ func (x *xorbInfo) chunkAt(start, end uint32, r int64) uint32 {
 	return start + uint32(k)
 }
 
-// infoOf checks foot against xorb h and keeps what reads need of it.
-func infoOf(h hash.Hash, foot *xorb.Footer) (*xorbInfo, error) {
+// infoOf checks foot against xorb h and keeps what reads need of it. fromCAS: the footer came
+// from the CAS that gave the plan itself (its URL on the CAS's origin), which may withhold hashes
+// (xorbInfo.granted); a footer from anywhere else (an object store's presigned URL, a CDN) must
+// verify.
+func infoOf(h hash.Hash, foot *xorb.Footer, fromCAS bool) (*xorbInfo, error) {
 	ents, err := foot.Verify(h)
+	granted := false
+	if err != nil && fromCAS && withholds(foot) {
+		ents, err = foot.Entries(h)
+		granted = true
+	}
 	if err != nil {
 		return nil, err
 	}
 	if len(foot.BoundaryEnds) != len(ents) {
 		return nil, fmt.Errorf("xorb %s: the footer lists %d record ends for %d chunks", h, len(foot.BoundaryEnds), len(ents))
 	}
-	x := &xorbInfo{hashes: foot.ChunkHashes, rawEnd: make([]int64, len(ents)), recEnd: foot.BoundaryEnds}
+	x := &xorbInfo{hashes: foot.ChunkHashes, rawEnd: make([]int64, len(ents)), recEnd: foot.BoundaryEnds, granted: granted}
 	var end int64
 	for i, e := range ents {
 		end += int64(e.Size)
@@ -65,10 +81,35 @@ func infoOf(h hash.Hash, foot *xorb.Footer) (*xorbInfo, error) {
 	return x, nil
 }
 
+// withholds reports a footer with a zero chunk hash: one its server withheld.
+func withholds(foot *xorb.Footer) bool {
+	for _, h := range foot.ChunkHashes {
+		if h.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// sameOrigin reports whether URL u is served by the CAS at where (scheme, host and port equal).
+func sameOrigin(u, where string) bool {
+	a, err1 := url.Parse(u)
+	b, err2 := url.Parse(where)
+	return err1 == nil && err2 == nil && (a.Scheme == "http" || a.Scheme == "https") &&
+		a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host)
+}
+
 // checkTerm checks that the plan's term t is what the xorb's footer says of its chunks.
 func (x *xorbInfo) checkTerm(t term) error {
 	if int(t.end) > len(x.hashes) {
 		return fmt.Errorf("the plan names chunks [%d, %d) of xorb %s, which has %d", t.start, t.end, t.xorb, len(x.hashes))
+	}
+	if x.granted {
+		for k := t.start; k < t.end; k++ {
+			if x.hashes[k].IsZero() {
+				return fmt.Errorf("the CAS withholds the hash of chunk %d of xorb %s, which the plan names", k, t.xorb)
+			}
+		}
 	}
 	if n := x.rawEnd[t.end-1] - x.rawStart(t.start); n != t.length {
 		return fmt.Errorf("the plan says chunks [%d, %d) of xorb %s are %d bytes, its footer %d", t.start, t.end, t.xorb, t.length, n)
@@ -173,18 +214,19 @@ func (c *footerCache) load(ctx context.Context, f *File, p *plan, x hash.Hash) (
 	foot, err := c.fetch(ctx, p, x)
 	if errors.Is(err, cas.ErrNoFooter) && ctx.Err() == nil {
 		if p2, perr := f.replan(ctx, p); perr == nil && p2 != p {
-			foot, err = c.fetch(ctx, p2, x)
+			p = p2
+			foot, err = c.fetch(ctx, p, x)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	info, err := infoOf(x, foot)
+	info, err := infoOf(x, foot, sameOrigin(p.xorbs[x][0].URL, p.src.Where))
 	if err != nil {
 		c.fs.st.bad.Add(1)
 		return nil, fmt.Errorf("%s sent a footer of xorb %s that does not verify: %w", p.src.Where, x, err)
 	}
-	if cache := c.fs.cfg.Cache; cache != nil {
+	if cache := c.fs.cfg.Cache; cache != nil && !info.granted {
 		if err := cache.Put(chunkcache.Footer, x, encodeFooter(foot)); err != nil {
 			c.fs.cfg.Log.Debug().Err(err).Msg("mount: keeping a footer in the cache")
 		}
@@ -223,7 +265,7 @@ func (c *footerCache) fromDisk(x hash.Hash) (*xorbInfo, bool) {
 	foot, err := decodeFooter(b)
 	var info *xorbInfo
 	if err == nil {
-		info, err = infoOf(x, foot)
+		info, err = infoOf(x, foot, false)
 	}
 	if err != nil {
 		c.fs.st.bad.Add(1)

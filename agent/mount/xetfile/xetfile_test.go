@@ -407,3 +407,69 @@ type otherPlan struct {
 func (o *otherPlan) Reconstruct(ctx context.Context, _ hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
 	return o.Client.Reconstruct(ctx, o.other, rng)
 }
+
+// withholding is a CAS whose URLs are at origin and whose footers zero the hashes of the chunks
+// outside the URL's ranges, as xet-server serves them (a repository learns nothing of chunks it
+// may not read).
+type withholding struct {
+	cas.Client
+	origin string
+}
+
+func (c *withholding) Reconstruct(ctx context.Context, f hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
+	p, err := c.Client.Reconstruct(ctx, f, rng)
+	if err != nil {
+		return nil, err
+	}
+	for x, fs := range p.Xorbs {
+		for i := range fs {
+			fs[i].URL = c.origin + "/v1/fetch/" + x.String()
+		}
+	}
+	return p, nil
+}
+
+func (c *withholding) XorbFooter(ctx context.Context, x hash.Hash, f casapi.XorbFetch) (*xorb.Footer, error) {
+	foot, err := c.Client.XorbFooter(ctx, x, f)
+	if err != nil {
+		return nil, err
+	}
+	out := *foot
+	out.ChunkHashes = make([]hash.Hash, len(foot.ChunkHashes))
+	for _, r := range f.Ranges {
+		copy(out.ChunkHashes[r.Chunks.Start:r.Chunks.End], foot.ChunkHashes[r.Chunks.Start:r.Chunks.End])
+	}
+	return &out, nil
+}
+
+// A footer whose server withheld the hashes of other files' chunks (two files share a xorb) is read
+// when it comes from the CAS that gave the plan (its hashes of the file's chunks tied to the Xet
+// file hash by the plan check), and refused from any other origin, where it must verify against the
+// xorb hash.
+func TestWithheldFooterHashes(t *testing.T) {
+	a := testutil.RandomBytes(2<<20, 21)
+	b := testutil.RandomBytes(2<<20, 22)
+	w := newWorld(t, a, b)
+	ra := w.res[oidOf(a)]
+	for _, tc := range []struct {
+		where string
+		ok    bool
+	}{{"http://127.0.0.1:8080", true}, {"http://cas.example:8080", false}} {
+		fs := w.files2(Config{Cache: nil})
+		src := Source{CAS: &withholding{Client: w.cas, origin: "http://127.0.0.1:8080"}, File: ra.FileHash, Concurrency: 2, Where: tc.where}
+		f := fs.Open(oidOf(a), ra.Size, ra.SHA256, "", func(context.Context) (Source, error) { return src, nil })
+		buf := make([]byte, 64<<10)
+		n, err := f.ReadAt(context.Background(), buf, 1<<20)
+		if tc.ok && (err != nil || !bytes.Equal(buf[:n], a[1<<20:1<<20+len(buf)])) {
+			t.Fatalf("CAS at %s, URLs on its origin: %d bytes, %v", tc.where, n, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "does not verify")) {
+			t.Fatalf("CAS at %s, URLs on another origin: %v", tc.where, err)
+		}
+		if tc.ok {
+			if got := readAll(t, f.NewReader(), ra.Size, 256<<10); !bytes.Equal(got, a) {
+				t.Fatal("the whole read differs")
+			}
+		}
+	}
+}
