@@ -373,7 +373,12 @@ func TestSequentialReadsReadAhead(t *testing.T) {
 	if got := readAll(t, f.NewReader(), int64(len(data)), 128<<10); !bytes.Equal(got, data) {
 		t.Fatal("the stream read wrong bytes")
 	}
-	if n := w.cas.count(); n > 40 {
+	// Without read-ahead (ReadAheadMax 1) the stream makes about one fetch per read (121 of 128);
+	// with it, 20 to 45 here, more when the machine is busy and a read overtakes the read-ahead's
+	// start: half the reads tells the two apart without depending on the machine's load.
+	n := w.cas.count()
+	t.Logf("%d fetches", n)
+	if n > 64 {
 		t.Fatalf("128 reads of 128 KiB made %d fetches: no read-ahead", n)
 	}
 }
