@@ -14,8 +14,8 @@
 // Nothing in it is trusted: the reader hashes every chunk it gets from here and checks every footer
 // against its xorb hash, and Drops an entry that does not verify.
 //
-// Bounded: every entry's bytes are reserved under the lock before they are written, and when the
-// reservation would pass the limit the least recently used segments (by modification time: written
+// Bounded: every entry is accounted and written under the lock, and when its bytes would pass the
+// limit the least recently used segments (by modification time: written
 // to, or read once more than TouchAge after it was last noted) are removed first, down to the
 // low-water mark. Several processes share the directory; a segment removed while another process
 // reads it is read to its end (the file stays until closed) or missed.
@@ -194,6 +194,8 @@ func (c *Cache) Drop(k Kind, h hash.Hash) {
 }
 
 // Put stores data as entry h of kind k (nothing when it is listed already), making room first.
+// The room is made and the entry written under the accounting lock: an eviction counts the cache
+// by a scan, which would miss an entry accounted but not yet written.
 func (c *Cache) Put(k Kind, h hash.Hash, data []byte) error {
 	if len(data) > MaxEntry {
 		return fmt.Errorf("chunk cache: an entry of %d bytes is over the most, %d", len(data), MaxEntry)
@@ -201,14 +203,18 @@ func (c *Cache) Put(k Kind, h hash.Hash, data []byte) error {
 	if c.Has(k, h) {
 		return nil
 	}
-	n := int64(len(data)) + indexEntrySize
-	if err := c.reserve(n); err != nil {
-		return err
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var putErr error
+	err := c.lock.with(func(used int64, known bool) (int64, error) {
+		used, putErr = c.addLocked(key{k, h}, data, used, known)
+		return used, nil
+	})
+	if err == nil {
+		err = putErr
 	}
-	if err := c.appendEntry(key{k, h}, data); err != nil {
-		c.release(n)
-		return err
+	if err == nil {
+		c.puts.Add(1)
 	}
-	c.puts.Add(1)
-	return nil
+	return err
 }

@@ -170,15 +170,8 @@ func (c *Cache) forgetLocked(s *segment) {
 	s.close()
 }
 
-// appendEntry appends data to this process's segment (a new one when there is none, it is full, or
-// another process's eviction removed it), then its index entry.
-func (c *Cache) appendEntry(k key, data []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	s, err := c.writable(int64(len(data)))
-	if err != nil {
-		return err
-	}
+// appendEntry appends data to segment s, then its index entry. Under c.wmu.
+func (c *Cache) appendEntry(s *segment, k key, data []byte) error {
 	off := s.size
 	if _, err := s.f.WriteAt(data, off); err != nil {
 		return fmt.Errorf("chunk cache: writing %s: %w", s.seg, err)
@@ -194,15 +187,16 @@ func (c *Cache) appendEntry(k key, data []byte) error {
 	return nil
 }
 
-// writable returns the segment to append n bytes to. Under c.wmu.
-func (c *Cache) writable(n int64) (*segment, error) {
+// writable returns this process's segment when n more bytes fit in it and no eviction removed it,
+// else nil (a new one is needed). Under c.wmu and the accounting lock, so no eviction removes it
+// before the entry is written.
+func (c *Cache) writable(n int64) *segment {
 	c.mu.Lock()
 	s := c.w
 	c.mu.Unlock()
 	if s != nil && s.size+n <= c.segBytes {
-		var st os.FileInfo
-		if st, _ = s.f.Stat(); st != nil && linked(st) {
-			return s, nil
+		if st, _ := s.f.Stat(); st != nil && linked(st) {
+			return s
 		}
 	}
 	if s != nil {
@@ -212,28 +206,24 @@ func (c *Cache) writable(n int64) (*segment, error) {
 		}
 		c.mu.Unlock()
 	}
-	return c.newWritable()
+	return nil
 }
 
 // newWritable creates a segment of this process's (its index first, so that a scan sees both).
+// Under c.wmu and the accounting lock, which accounted its overhead.
 func (c *Cache) newWritable() (*segment, error) {
-	if err := c.reserve(segOverhead); err != nil {
-		return nil, err
-	}
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	name := fmt.Sprintf("%016x-%d-%s", time.Now().UnixNano(), os.Getpid(), hex.EncodeToString(r[:]))
 	s := newSegment(c.segDir, name)
 	ix, err := os.OpenFile(s.idx, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		c.release(segOverhead)
 		return nil, fmt.Errorf("chunk cache: %w", err)
 	}
 	f, err := os.OpenFile(s.seg, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
 		ix.Close()
 		os.Remove(s.idx)
-		c.release(segOverhead)
 		return nil, fmt.Errorf("chunk cache: %w", err)
 	}
 	s.f, s.ix, s.touchedAt = f, ix, time.Now()

@@ -51,23 +51,33 @@ func (l *fileLock) with(fn func(used int64, known bool) (int64, error)) error {
 	return nil
 }
 
-// reserve accounts n more bytes, evicting first when they would take the cache past its limit
-// (or when no process recorded the bytes in use yet).
-func (c *Cache) reserve(n int64) error {
-	return c.lock.with(func(used int64, known bool) (int64, error) {
-		if known && used+n <= c.limit {
-			return used + n, nil
-		}
-		total, err := c.evict(n)
-		return total + n, err
-	})
-}
-
-// release gives back n bytes reserved for an entry that was not added, or of an entry removed.
-func (c *Cache) release(n int64) {
-	if err := c.lock.with(func(used int64, known bool) (int64, error) { return used - n, nil }); err != nil {
-		c.log.Debug().Err(err).Msg("chunk cache: releasing room")
+// addLocked appends data as entry k, first making room when it (and a new segment's overhead, when
+// one is needed) would take the cache past its limit, or when no process recorded the bytes in use
+// yet. It returns the bytes in use after it. Under c.wmu and the accounting lock.
+func (c *Cache) addLocked(k key, data []byte, used int64, known bool) (int64, error) {
+	n := int64(len(data)) + indexEntrySize
+	s := c.writable(int64(len(data)))
+	if s == nil {
+		n += segOverhead
 	}
+	if !known || used+n > c.limit {
+		total, err := c.evict(n)
+		if err != nil {
+			return used, err
+		}
+		used = total
+	}
+	if s == nil {
+		var err error
+		if s, err = c.newWritable(); err != nil {
+			return used, err
+		}
+		used, n = used+segOverhead, n-segOverhead
+	}
+	if err := c.appendEntry(s, k, data); err != nil {
+		return used, err
+	}
+	return used + n, nil
 }
 
 // Usage is the bytes the cache's files and directories take now (a scan).
