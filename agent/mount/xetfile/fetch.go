@@ -181,6 +181,7 @@ func (f *File) decodeRun(r *run, body io.Reader, rng casapi.ByteRange, done []bo
 		}
 		if len(data) != r.info.size(k) || hash.Chunk(data) != r.info.hashes[k] {
 			fs.st.bad.Add(1)
+			fs.footers.forget(r.xorb, r.info)
 			return retry.Mark(fmt.Errorf("chunk %d of xorb %s does not hash to the footer's hash of it (its bytes changed on the way, or the CAS holds bad data)", k, r.xorb))
 		}
 		fs.complete(r.info.hashes[k], r.flights[k-r.a], data, nil)

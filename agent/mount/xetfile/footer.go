@@ -185,6 +185,28 @@ func (c *footerCache) peek(x hash.Hash) *xorbInfo {
 	return v
 }
 
+// forget drops the footer of x when it is info and info is granted (not tied to the xorb hash): a
+// chunk or the plan check found it wrong, and it may be the footer that changed on the way, so the
+// next read that needs it fetches it again instead of failing on it for the mount's life.
+func (c *footerCache) forget(x hash.Hash, info *xorbInfo) {
+	if !info.granted {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.slots[x]
+	if e == nil {
+		return
+	}
+	s := e.Value.(*footerSlot)
+	if v, _ := s.info.peekValue(); v != info {
+		return
+	}
+	c.order.Remove(e)
+	delete(c.slots, x)
+	c.chunks -= s.chunks
+}
+
 // counted adds a found footer's chunks to the bound, dropping the least recently used footers.
 func (c *footerCache) counted(s *footerSlot, n int) {
 	c.mu.Lock()

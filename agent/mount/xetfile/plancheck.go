@@ -38,11 +38,33 @@ func (f *File) checkPlan(p *plan) error {
 			b.Add(hash.Entry{Hash: info.hashes[k], Size: uint64(info.size(k))})
 		}
 	}
-	t.planChecked = true
-	if got := b.FileSum(); got != p.src.File {
-		f.fs.st.bad.Add(1)
-		t.err = fmt.Errorf("the plan %s gave for object %s names chunks that hash to Xet file %s, not %s: it reads another file",
-			p.src.Where, f.oid, got, p.src.File)
+	got := b.FileSum()
+	if got == p.src.File {
+		t.planChecked = true
+		return nil
 	}
-	return t.err
+	f.fs.st.bad.Add(1)
+	err := fmt.Errorf("the plan %s gave for object %s names chunks that hash to Xet file %s, not %s: it reads another file",
+		p.src.Where, f.oid, got, p.src.File)
+	if f.forgetGranted(p) {
+		// A footer not tied to its xorb hash may be the one that is wrong (changed on the way):
+		// this read fails, and the check runs again with the footers fetched again.
+		t.planNext = 0
+		return err
+	}
+	t.planChecked, t.err = true, err
+	return err
+}
+
+// forgetGranted drops the footers of p's xorbs that could not be tied to their xorb hashes, and
+// reports whether there was one.
+func (f *File) forgetGranted(p *plan) bool {
+	found := false
+	for _, tm := range p.terms {
+		if info := f.fs.footers.peek(tm.xorb); info != nil && info.granted {
+			f.fs.footers.forget(tm.xorb, info)
+			found = true
+		}
+	}
+	return found
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,6 +420,7 @@ func (o *otherPlan) Reconstruct(ctx context.Context, _ hash.Hash, rng *casapi.By
 type withholding struct {
 	cas.Client
 	origin string
+	spoil  atomic.Int32 // the next footers served get a wrong hash for the first chunk they show
 }
 
 func (c *withholding) Reconstruct(ctx context.Context, f hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
@@ -444,7 +446,36 @@ func (c *withholding) XorbFooter(ctx context.Context, x hash.Hash, f casapi.Xorb
 	for _, r := range f.Ranges {
 		copy(out.ChunkHashes[r.Chunks.Start:r.Chunks.End], foot.ChunkHashes[r.Chunks.Start:r.Chunks.End])
 	}
+	if c.spoil.Add(-1) >= 0 && len(f.Ranges) > 0 {
+		out.ChunkHashes[f.Ranges[0].Chunks.Start][0] ^= 1
+	}
 	return &out, nil
+}
+
+// A footer with withheld hashes that changed on the way (one of the file's hashes wrong) fails the
+// reads that find it wrong, and is fetched again by the next: once the CAS serves it right, the
+// file reads.
+func TestWithheldFooterDamagedOnTheWay(t *testing.T) {
+	a := testutil.RandomBytes(2<<20, 23)
+	b := testutil.RandomBytes(2<<20, 24)
+	w := newWorld(t, a, b)
+	ra := w.res[oidOf(a)]
+	fs := w.files2(Config{Cache: nil})
+	c := &withholding{Client: w.cas, origin: "http://127.0.0.1:8080"}
+	c.spoil.Store(1)
+	src := Source{CAS: c, File: ra.FileHash, Concurrency: 2, Retry: retry.Policy{Attempts: 1}, Where: "http://127.0.0.1:8080"}
+	f := fs.Open(oidOf(a), ra.Size, ra.SHA256, "", func(context.Context) (Source, error) { return src, nil })
+	buf := make([]byte, 64<<10)
+	if _, err := f.ReadAt(context.Background(), buf, 0); err == nil {
+		t.Fatal("a read through a damaged footer succeeded")
+	}
+	n, err := f.ReadAt(context.Background(), buf, 0)
+	if err != nil || !bytes.Equal(buf[:n], a[:len(buf)]) {
+		t.Fatalf("the read after the CAS served the footer right: %d bytes, %v", n, err)
+	}
+	if got := readAll(t, f.NewReader(), ra.Size, 256<<10); !bytes.Equal(got, a) {
+		t.Fatal("the whole read differs")
+	}
 }
 
 // A footer whose server withheld the hashes of other files' chunks (two files share a xorb) is read
