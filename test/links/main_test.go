@@ -76,7 +76,7 @@ func TestReadmeBudget(t *testing.T) {
 
 func TestSlug(t *testing.T) {
 	for h, want := range map[string]string{
-		"Running `xet-server` for a team":       "running-xet-server-for-a-team",
+		"Running `xet-server` for a team":        "running-xet-server-for-a-team",
 		"On emulated links (`test/netbench.sh`)": "on-emulated-links-testnetbenchsh",
 		"The Hugging Face Hub":                   "the-hugging-face-hub",
 		"Message → cause → fix":                  "message--cause--fix",
