@@ -105,7 +105,7 @@ if [ -n "$outside" ]; then
 fi
 
 # git-lfs's lfsapi and lfs run git commands in their package init: an agent process linking them pays
-# for three git runs before it reads a line (see "Start-up" in the README).
+# for three git runs before it reads a line (see "Start-up" in docs/internals.md).
 for p in cmd/git-xet-transfer cmd/xet-server; do
   if go list -deps "$mod/$p" | grep -qxE 'github.com/git-lfs/git-lfs/v3/(lfsapi|lfs)'; then
     echo "import rule broken: $p links git-lfs's lfsapi or lfs, whose init runs git in every process"
