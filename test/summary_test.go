@@ -115,6 +115,30 @@ func TestSummaryLine(t *testing.T) {
 	}
 }
 
+// A push to a local remote's embedded store uses no network: its line says what was stored new,
+// and a clone's what was copied from the store.
+func TestSummaryLineEmbedded(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	work, remote := e.localRepo(repoOpts{})
+	a := testutil.RandomBytes(4<<20, 456)
+	writeFile(t, filepath.Join(work, "a.bin"), a)
+	writeFile(t, filepath.Join(work, "b.bin"), a[:2<<20]) // its chunks are a's first ones
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "v1")
+	got := summaryOf(t, "push", e.gitPTY(work, "push", "origin", "main"))
+	wantHead(t, got, 2, 6<<20)
+	if !strings.Contains(got.line, "; stored ") || got.moved > 4.5e6 || got.share < 25 {
+		t.Errorf("push of 6 MiB holding 4 MiB of distinct data: %q, want about 4.2 MB stored new and over 25 %% already stored", got.line)
+	}
+	got = summaryOf(t, "clone", e.gitPTY("", "clone", remote, filepath.Join(e.home, "clone")))
+	wantHead(t, got, 2, 6<<20)
+	if !strings.Contains(got.line, "from the store") {
+		t.Errorf("clone from a local remote: %q, want what was copied from the store", got.line)
+	}
+}
+
 // gitPTY runs git in dir on a new pseudo-terminal that is its controlling terminal (stdin, stdout
 // and stderr), as an interactive user's is, and returns what it wrote there.
 func (e *env) gitPTY(dir string, args ...string) string {
@@ -156,7 +180,7 @@ type shown struct {
 	sizeS, movedS string
 }
 
-var summaryRE = regexp.MustCompile(`xet: (\d+) files?, ([0-9.]+ [kMGT]?B); (?:sent|received) ([0-9.]+ [kMGT]?B) \(([0-9.]+) % already (?:stored|local)\)`)
+var summaryRE = regexp.MustCompile(`xet: (\d+) files?, ([0-9.]+ [kMGT]?B); (?:sent|received|stored|copied) ([0-9.]+ [kMGT]?B)(?: new| from the store)? \(([0-9.]+) % already (?:stored|local)\)`)
 
 // summaryOf finds the one summary line in a terminal's output: exactly one, alone on its row (it
 // starts a row, and nothing but blanks follows it before the row ends).

@@ -15,7 +15,8 @@ import (
 // process that completed transfers has figures (a process whose conversation the leader served
 // has none, so one line covers the run), and none is written after an interruption or when
 // xet.summary is false (git config, read as git-lfs reads it, from the snapshot the first request
-// loaded).
+// loaded). With sharing off (GIT_XET_SHARE=0, or where agent/share has no socket: macOS) each
+// process that completed transfers has figures of its own, and prints its own line.
 func showSummary(ctx context.Context, g client.Git, t *summary.Tally, log zerolog.Logger) {
 	tot := t.Totals()
 	if tot.Files == 0 || ctx.Err() != nil {
