@@ -16,6 +16,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
+	"golang.org/x/net/http2"
 )
 
 // goawayFirst is a listener whose first connection is an HTTP/2 server that answers the first
@@ -97,7 +98,25 @@ func (l *goawayFirst) goaway(c *tls.Conn) {
 // with the answer of the server the transport retried on, at once: it does not wait for the
 // body that Go's HTTP/2 transport took from GetBody for its own retry and never closed (it
 // waited a minute for it and failed, which is what CI saw behind squid on a loaded machine).
+// Both of Go's HTTP/2 clients: net/http's own, and x/net's over a net/http transport, which is
+// what git-lfs's lfshttp (the agent's transport, internal/gitnet) sets up.
 func TestPutXorbAfterGoAway(t *testing.T) {
+	clients := map[string]func(s *httptest.Server) *http.Client{
+		"net/http": func(s *httptest.Server) *http.Client { return s.Client() },
+		"x/net/http2": func(s *httptest.Server) *http.Client {
+			tr := &http.Transport{TLSClientConfig: s.Client().Transport.(*http.Transport).TLSClientConfig.Clone()}
+			if err := http2.ConfigureTransport(tr); err != nil {
+				t.Fatal(err)
+			}
+			return &http.Client{Transport: tr}
+		},
+	}
+	for name, client := range clients {
+		t.Run(name, func(t *testing.T) { putXorbAfterGoAway(t, client) })
+	}
+}
+
+func putXorbAfterGoAway(t *testing.T, client func(*httptest.Server) *http.Client) {
 	x := &xorb.Xorb{Hash: hash.Hash{1}, Body: make([]byte, 100<<10)}
 	var got atomic.Int64
 	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +130,7 @@ func TestPutXorbAfterGoAway(t *testing.T) {
 	s.StartTLS()
 	defer ln.wg.Wait()
 	defer s.Close()
-	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: s.URL, HTTPClient: s.Client(), Retry: retry.Policy{Attempts: 1}})
+	c := cas.NewHTTP(cas.HTTPOptions{Endpoint: s.URL, HTTPClient: client(s), Retry: retry.Policy{Attempts: 1}})
 	ok, err := c.PutXorb(context.Background(), x)
 	if err != nil || !ok {
 		t.Fatalf("PutXorb after a GOAWAY = %v, %v", ok, err)
