@@ -235,10 +235,11 @@ func (h *HTTP) newRequest(ctx context.Context, c call, token string) (req *http.
 // (takeBack) before it returns instead of waiting for the transport to close them: each read runs
 // under mu, and a read after takeBack gets no byte of the body.
 type lentBodies struct {
-	reader func() io.Reader
+	reader func() io.Reader // nil once taken back
 	size   int64
 	mu     sync.Mutex
-	back   bool // taken back: reads end
+	back   bool        // taken back: reads end
+	all    []*lentBody // lent, to let go of their readers when taken back
 }
 
 // errTakenBack: the transport read a request body after its call returned (the answer was in, or
@@ -285,14 +286,29 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }
 // from any goroutine at any time.
 func (b *lentBody) Close() error { return nil }
 
-func (l *lentBodies) open() *lentBody { return &lentBody{l: l, r: l.reader()} }
+// open lends a reader of the body (one that reads nothing once taken back).
+func (l *lentBodies) open() *lentBody {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := &lentBody{l: l}
+	if !l.back {
+		b.r = l.reader()
+		l.all = append(l.all, b)
+	}
+	return b
+}
 
 // takeBack ends every reader lent, and waits only for a read in progress (a copy into the
-// transport's buffer) to end: once it returns, no reader touches the body again.
+// transport's buffer) to end: once it returns, no reader touches the body again, and a reader the
+// transport keeps no longer holds the body's memory.
 func (l *lentBodies) takeBack() {
 	l.mu.Lock()
-	l.back = true
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	l.back, l.reader = true, nil
+	for _, b := range l.all {
+		b.r = nil
+	}
+	l.all = nil
 }
 
 // statusError reads the message of an error answer (a casapi.Error body, or its text).
