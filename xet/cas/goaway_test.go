@@ -105,6 +105,7 @@ func TestPutXorbAfterGoAway(t *testing.T) {
 		"net/http": func(s *httptest.Server) *http.Client { return s.Client() },
 		"x/net/http2": func(s *httptest.Server) *http.Client {
 			tr := &http.Transport{TLSClientConfig: s.Client().Transport.(*http.Transport).TLSClientConfig.Clone()}
+			//lint:ignore SA1019 deprecated, and what git-lfs's lfshttp calls: the agent's transport
 			if err := http2.ConfigureTransport(tr); err != nil {
 				t.Fatal(err)
 			}
