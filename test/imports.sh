@@ -90,6 +90,7 @@ only internal/netem "" "the link emulator is a TCP forwarder, it knows nothing o
 only internal/lazy "" "the one find-once primitive stands alone"
 only internal/gitrepo "internal/lazy|internal/redact" "the repository's config and LFS endpoint stand alone (git-lfs's config, go-git, the find-once primitive; URLs shown through internal/redact)"
 only internal/redact "" "how a URL is shown stands alone"
+only internal/summary "" "the summary line (figures, wording, the terminal) stands alone"
 only agent/credentials "internal/gitrepo|internal/lazy|internal/redact" "credential lookup stands on the repository's config (and git-lfs's helpers) only"
 only agent/hub "agent/credentials|internal/gitrepo|internal/lazy|internal/redact|xet/casapi|xet/lfsbatch|xet/hash|xet/retry" "the Hub client knows its routes, the batch and token shapes and the credential chain, no transfer code"
 only agent "agent/share|internal/lfsobject|internal/rawio|internal/redact|protocol|xet/lfsbatch|xet/hash" "the agent package is the loop: the protocol, hand-offs, and the shape of a batch action; what a transfer is lives in agent/client"
@@ -111,7 +112,7 @@ if [ -n "$outside" ]; then
 fi
 
 # git-lfs's lfsapi and lfs run git commands in their package init: an agent process linking them pays
-# for three git runs before it reads a line (see "Start-up" in the README).
+# for three git runs before it reads a line (see "Start-up" in docs/internals.md).
 for p in cmd/git-xet-transfer cmd/xet-server; do
   if go list -deps "$mod/$p" | grep -qxE 'github.com/git-lfs/git-lfs/v3/(lfsapi|lfs)'; then
     echo "import rule broken: $p links git-lfs's lfsapi or lfs, whose init runs git in every process"

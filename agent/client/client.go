@@ -25,6 +25,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitnet"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lazy"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/summary"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	// Credentials are the credential sources the environment gives (HF_TOKEN, the token file, the
 	// environment git-lfs's credential helpers and ssh read).
 	Credentials credentials.Env
+	// Tally, when set, counts the body bytes of every HTTP request and answer of the client: what
+	// the run moved over the network, for the summary line.
+	Tally *summary.Tally
 }
 
 // CacheOptions locate and bound the shard cache.
@@ -150,6 +154,11 @@ func (o Options) storeDir() string {
 func (o Options) withDefaults() Options {
 	if o.HTTPClient == nil {
 		o.HTTPClient = newHTTPClient(o)
+	}
+	if o.Tally != nil {
+		c := *o.HTTPClient
+		c.Transport = o.Tally.Transport(c.Transport)
+		o.HTTPClient = &c
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = cas.DefaultUserAgent()

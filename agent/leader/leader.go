@@ -36,6 +36,10 @@ type Options struct {
 	// SetProcs raises GOMAXPROCS to every core once this process leads (off in tests that share a
 	// process).
 	SetProcs bool
+	// Completed, when set, is told of every transfer this process completes, its own and those it
+	// serves as the leader (the command adds them up for the run's summary line). It may be called
+	// from several goroutines at once.
+	Completed func(upload bool, obj agent.Object, res agent.Result)
 }
 
 // Client is what the leader asks of the Xet client it decorates (agent/client's *Client).
@@ -85,15 +89,15 @@ func (l *Leader) Upload(ctx context.Context, obj agent.Object, progress func(int
 	if obj.Size < client.SmallUploadBytes && l.leading.Load() && l.c.Embedded(ctx, obj) {
 		res, err := l.batcher.do(ctx, obj)
 		if !errors.Is(err, errBatch) {
-			return res, err
+			return l.tally(true, obj)(res, err)
 		}
 	}
-	return l.c.Upload(ctx, obj, progress)
+	return l.tally(true, obj)(l.c.Upload(ctx, obj, progress))
 }
 
 // Download is the client's (which asks the leader for its turn and recent downloads).
 func (l *Leader) Download(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
-	return l.c.Download(ctx, obj, progress)
+	return l.tally(false, obj)(l.c.Download(ctx, obj, progress))
 }
 
 // Close closes the group first (what it serves uses the client), then the batches' runners and
@@ -147,5 +151,16 @@ func (l *Leader) Downloaded(path, tmp, oid string, terms []span.Span) {
 	}
 	if err := l.recent.add(path, recentLink(tmp, oid), terms); err != nil {
 		l.o.Log.Debug().Err(err).Msg("download: not offered to the next ones")
+	}
+}
+
+// tally returns what tells Options.Completed of an upload (or download) of obj when it succeeded,
+// and hands its result on.
+func (l *Leader) tally(upload bool, obj agent.Object) func(agent.Result, error) (agent.Result, error) {
+	return func(res agent.Result, err error) (agent.Result, error) {
+		if err == nil && l.o.Completed != nil {
+			l.o.Completed(upload, obj, res)
+		}
+		return res, err
 	}
 }

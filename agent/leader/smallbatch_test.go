@@ -117,11 +117,15 @@ func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
 		sum := sha256.Sum256(data)
 		objs[i] = agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
 	}
+	// The batches wait at a gate until half the uploads queued behind them: on a loaded machine
+	// the runners would otherwise take the files as fast as they come, and none would be queued.
+	b := &tr.batcher
+	open := make(chan struct{})
+	b.c = gatedClient{Client: b.c, open: open}
 	var wg sync.WaitGroup
 	for i := range objs {
 		wg.Go(func() { tr.Upload(ctx, objs[i], nil) })
 	}
-	b := &tr.batcher
 	if !testutil.Eventually(time.Minute, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -132,6 +136,7 @@ func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
 	b.mu.Lock()
 	queued := len(b.queue) // not taken into a batch yet
 	cancel()               // Ctrl-C
+	close(open)            // the batches under way go on
 	b.mu.Unlock()
 	wg.Wait()
 	tr.Close()
@@ -150,4 +155,19 @@ func TestAbandonedSmallUploadsAreNotStored(t *testing.T) {
 	if most := n - queued + batchRunners*batchMaxFiles; stored > most {
 		t.Fatalf("%d of %d small uploads were stored, %d of them queued when their callers went: want at most %d", stored, n, queued, most)
 	}
+}
+
+// gatedClient holds every batch until open is closed (or its ctx ends).
+type gatedClient struct {
+	Client
+	open <-chan struct{}
+}
+
+func (g gatedClient) UploadBatch(ctx context.Context, objs []agent.Object) ([]agent.Result, []error, error) {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	return g.Client.UploadBatch(ctx, objs)
 }

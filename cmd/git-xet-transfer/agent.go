@@ -21,6 +21,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/summary"
 )
 
 // runAgent is the transfer agent git-lfs starts (no arguments, or `transfer`): the protocol on
@@ -52,11 +53,14 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Warn().Msg(p)
 	}
 
+	var tally summary.Tally // what this process did for the run: the summary line's figures
 	o := env.clientOptions()
-	o.Log, o.Git, o.SetProcs = log, g, true
+	o.Log, o.Git, o.SetProcs, o.Tally = log, g, true, &tally
 	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	in, out, pipes := agentIO(stdin, stdout)
-	open := leader.New(leader.Options{Log: log, NoShare: env.NoShare, SetProcs: true}, func(init agent.Init, co client.Coordinator) leader.Client {
+	open := leader.New(leader.Options{Log: log, NoShare: env.NoShare, SetProcs: true, Completed: func(upload bool, obj agent.Object, res agent.Result) {
+		tally.Transfer(upload, obj.Size, res.DedupedBytes, res.NewBytes)
+	}}, func(init agent.Init, co client.Coordinator) leader.Client {
 		return client.Open(o, init, co)
 	})
 	err = agent.Run(ctx, in, out, agent.Options{
@@ -74,6 +78,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "git-xet-transfer: %v\n", err)
 		return 1
 	}
+	showSummary(ctx, g, &tally, log)
 	return 0
 }
 

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,19 +150,15 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	}
 	// The request's own context: the stall guard of its answer's body cancels it.
 	rctx, cancel := context.WithCancel(ctx)
-	req, tb, err := h.newRequest(rctx, c, token)
+	req, lb, err := h.newRequest(rctx, c, token)
 	if err != nil {
 		cancel()
 		return err
 	}
-	if tb != nil {
-		// The transport may still read a request body after Do returns (an early answer); the
-		// caller may reuse c.body once we return, so wait until every body was closed.
-		defer func() {
-			if !tb.wait(bodyReleaseTimeout) {
-				err = fmt.Errorf("%s: the HTTP transport still held the request body %v after the answer", c.op, bodyReleaseTimeout)
-			}
-		}()
+	if lb != nil {
+		// The transport may still hold a request body after Do returns; the caller may reuse
+		// the body's memory once we return (see lentBodies).
+		defer lb.takeBack()
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -191,9 +186,9 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 	return c.accept(resp)
 }
 
-// newRequest is the request of call c under ctx, with token (h.o.Token's). A body given as a
-// function (bodyOf) is tracked (tb): every reader handed to the transport is counted until closed.
-func (h *HTTP) newRequest(ctx context.Context, c call, token string) (req *http.Request, tb *trackedBodies, err error) {
+// newRequest is the request of call c under ctx, with token (h.o.Token's). Its body is lent (lb):
+// the caller takes it back when the call returns.
+func (h *HTTP) newRequest(ctx context.Context, c call, token string) (req *http.Request, lb *lentBodies, err error) {
 	var body io.Reader
 	bodyOf, bodyLen := c.bodyOf, c.bodyLen
 	if bodyOf == nil && len(c.body) > 0 {
@@ -201,20 +196,17 @@ func (h *HTTP) newRequest(ctx context.Context, c call, token string) (req *http.
 	}
 	switch {
 	case bodyOf != nil:
-		tb = &trackedBodies{reader: bodyOf}
-		body = tb.open()
+		lb = &lentBodies{reader: bodyOf, size: bodyLen}
+		body = lb.open()
 	case c.body != nil:
 		body = bytes.NewReader(c.body)
 	}
 	req, err = http.NewRequestWithContext(ctx, c.method, c.url, body)
 	if err != nil {
-		if tb != nil {
-			tb.closeAll()
-		}
 		return nil, nil, fmt.Errorf("%s: %w", c.op, err)
 	}
-	if tb != nil {
-		req.GetBody = func() (io.ReadCloser, error) { return tb.open(), nil }
+	if lb != nil {
+		req.GetBody = func() (io.ReadCloser, error) { return lb.open(), nil }
 	}
 	if bodyOf != nil || c.body != nil {
 		req.ContentLength = bodyLen // 0 for an empty, non-nil body
@@ -231,92 +223,92 @@ func (h *HTTP) newRequest(ctx context.Context, c call, token string) (req *http.
 			req.Header.Set(lfsbatch.HeaderSessionID, h.o.SessionID)
 		}
 	}
-	return req, tb, nil
+	return req, lb, nil
 }
 
-// bodyReleaseTimeout bounds the wait for the transport to close a request body after the answer
-// (net/http always closes it; this only guards against a broken RoundTripper).
-const bodyReleaseTimeout = time.Minute
-
-// trackedBodies hands out readers of one request body and reports when all were closed.
-type trackedBodies struct {
-	reader func() io.Reader
+// lentBodies lends the transport readers of one request body: one per send the transport makes
+// (Body, and GetBody for its own retries), which it may go on reading, or never close, after the
+// answer (Go's HTTP/2 transport keeps writing after a 2xx answer, drops a body it took from
+// GetBody when its retry finds no usable connection, and an HTTP/1.1 write may be blocked on a
+// peer that answered early). The caller reuses the body's memory (c.body, a xorb's buffer and
+// the file its payloads are lent from) once the call returns, so the call takes every reader back
+// (takeBack) before it returns instead of waiting for the transport to close them: each read runs
+// under mu, and a read after takeBack gets no byte of the body.
+type lentBodies struct {
+	reader func() io.Reader // nil once taken back
+	size   int64
 	mu     sync.Mutex
-	all    []*trackedBody
-	nopen  int           // bodies handed out and not closed
-	idle   chan struct{} // closed when nopen falls to 0 (made by wait)
+	back   bool        // taken back: reads end
+	all    []*lentBody // lent, to let go of their readers when taken back
 }
 
-type trackedBody struct {
+// errTakenBack: the transport read a request body after its call returned (the answer was in, or
+// the call had failed); it gets none of it.
+var errTakenBack = errors.New("request body read after its call returned")
+
+type lentBody struct {
+	l    *lentBodies
 	r    io.Reader
-	once sync.Once
-	t    *trackedBodies
+	read int64
 }
 
-func (t *trackedBody) Read(p []byte) (int, error) { return t.r.Read(p) }
-
-// WriteTo lets the transport's copy use the body's own (a xorb body reads its lent payloads from
-// the file in large reads, a bytes.Reader writes itself at once).
-func (t *trackedBody) WriteTo(w io.Writer) (int64, error) {
-	if wt, ok := t.r.(io.WriterTo); ok {
-		return wt.WriteTo(w)
+// Read reads the body under the lender's lock. Taken back, it says EOF to a reader that had
+// every byte (the transport's check that nothing follows) and fails otherwise, so that the
+// transport ends the request it was still sending (and its connection).
+func (b *lentBody) Read(p []byte) (int, error) {
+	b.l.mu.Lock()
+	defer b.l.mu.Unlock()
+	if b.l.back {
+		if b.read >= b.l.size {
+			return 0, io.EOF
+		}
+		return 0, errTakenBack
 	}
-	return io.Copy(w, struct{ io.Reader }{t.r})
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
 }
 
-func (t *trackedBody) Close() error {
-	t.once.Do(t.t.closed)
-	return nil
+// WriteTo copies the body through a pooled 1 MiB buffer in large reads (a xorb body reads its
+// lent payloads from the file straight into it), each under the lock; the writes, which may block
+// on the network, are made without it, from the buffer, which is the transport's to keep no
+// longer than Write.
+func (b *lentBody) WriteTo(w io.Writer) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	// Wrapped, neither side short-cuts the buffer (w's ReadFrom, b's WriteTo).
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{b}, *bp)
 }
 
-func (t *trackedBodies) open() *trackedBody {
-	b := &trackedBody{r: t.reader(), t: t}
-	t.mu.Lock()
-	t.all = append(t.all, b)
-	t.nopen++
-	t.mu.Unlock()
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// Close does nothing: the body is the lender's (takeBack ends it), and the transport may close it
+// from any goroutine at any time.
+func (b *lentBody) Close() error { return nil }
+
+// open lends a reader of the body (one that reads nothing once taken back).
+func (l *lentBodies) open() *lentBody {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := &lentBody{l: l}
+	if !l.back {
+		b.r = l.reader()
+		l.all = append(l.all, b)
+	}
 	return b
 }
 
-// closed counts a body closed.
-func (t *trackedBodies) closed() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.nopen--; t.nopen == 0 && t.idle != nil {
-		close(t.idle)
-		t.idle = nil
+// takeBack ends every reader lent, and waits only for a read in progress (a copy into the
+// transport's buffer) to end: once it returns, no reader touches the body again, and a reader the
+// transport keeps no longer holds the body's memory.
+func (l *lentBodies) takeBack() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.back, l.reader = true, nil
+	for _, b := range l.all {
+		b.r = nil
 	}
-}
-
-func (t *trackedBodies) closeAll() {
-	t.mu.Lock()
-	all := slices.Clone(t.all)
-	t.mu.Unlock()
-	for _, b := range all {
-		b.Close()
-	}
-}
-
-// wait reports whether every body was closed within d.
-func (t *trackedBodies) wait(d time.Duration) bool {
-	t.mu.Lock()
-	if t.nopen == 0 {
-		t.mu.Unlock()
-		return true
-	}
-	if t.idle == nil {
-		t.idle = make(chan struct{})
-	}
-	idle := t.idle
-	t.mu.Unlock()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-idle:
-		return true
-	case <-timer.C:
-		return false
-	}
+	l.all = nil
 }
 
 // statusError reads the message of an error answer (a casapi.Error body, or its text).

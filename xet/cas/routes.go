@@ -45,8 +45,8 @@ func (h *HTTP) QueryChunk(ctx context.Context, chunk hash.Hash) ([]byte, error) 
 }
 
 // PutXorb uploads a xorb: POST /v1/xorbs/default/{xorb} with the records as body. Once it returns,
-// the transport has closed the request body of every attempt (each is tracked until closed), so the
-// caller may reuse x.Body (and lent payloads are no longer read from x.Src).
+// no request body of any attempt is read any more (each is taken back, lentBodies), so the caller
+// may reuse x.Body (and lent payloads are no longer read from x.Src).
 func (h *HTTP) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 	var ans casapi.PutXorbResponse
 	header := map[string]string{"Content-Type": "application/octet-stream"}

@@ -171,6 +171,8 @@ type RepoObjects struct {
 	// Entries is how many entries the repository's namespace holds. Entries are only ever added, so
 	// a count that changed means the repository did.
 	Entries int
+
+	names []string // the listing, for RepoUsageOf
 }
 
 // RepoObjects lists namespace ns once (names only: no blob is opened) and returns its history and
@@ -180,7 +182,7 @@ func (s *Store) RepoObjects(ctx context.Context, ns string) (*RepoObjects, error
 	if err != nil {
 		return nil, err
 	}
-	o := &RepoObjects{Entries: len(names)}
+	o := &RepoObjects{Entries: len(names), names: names}
 	files := map[hash.Hash]bool{}
 	oids := map[hash.Hash]bool{}
 	var mapped []hash.Hash

@@ -86,11 +86,23 @@ func (c *usageCounter) addTerm(x hash.Hash, start, end, unpacked uint32) uint64 
 // RepoUsage is what namespace ns takes (see Usage). It reads every entry of the namespace, and
 // asks the backend whether each xorb it uploaded is still kept.
 func (s *Store) RepoUsage(ctx context.Context, ns string) (Usage, error) {
-	c := newUsageCounter()
 	names, err := s.namespaceEntries(ctx, nsDir(ns))
 	if err != nil {
 		return Usage{}, err
 	}
+	return s.usageOf(ctx, names)
+}
+
+// RepoUsageOf is RepoUsage of the entries o was listed with (RepoObjects): one listing serves a
+// page's history and its usage (on the filesystem backend a listing reads every pack index), and
+// the usage is that of exactly o.Entries entries.
+func (s *Store) RepoUsageOf(ctx context.Context, o *RepoObjects) (Usage, error) {
+	return s.usageOf(ctx, o.names)
+}
+
+// usageOf is the usage of a namespace's entries names.
+func (s *Store) usageOf(ctx context.Context, names []string) (Usage, error) {
+	c := newUsageCounter()
 	if err := s.countUploads(ctx, names, c); err != nil {
 		return Usage{}, err
 	}

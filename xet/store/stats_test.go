@@ -28,11 +28,19 @@ func termsOnly(t *testing.T, f *testutil.OneXorbFile) []byte {
 	return sh.AppendUpload(nil)
 }
 
+// usage is ns's RepoUsage, checked against RepoUsageOf its RepoObjects (the web view's read).
 func usage(t *testing.T, s *Store, ns string) Usage {
 	t.Helper()
 	u, err := s.RepoUsage(context.Background(), ns)
 	if err != nil {
 		t.Fatal(err)
+	}
+	o, err := s.RepoObjects(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if of, err := s.RepoUsageOf(context.Background(), o); err != nil || of != u {
+		t.Fatalf("RepoUsageOf %s = %+v, %v; RepoUsage = %+v", ns, of, err, u)
 	}
 	return u
 }

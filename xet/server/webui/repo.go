@@ -90,7 +90,7 @@ func (v *View) repoPage(ctx context.Context, ns string, objs *store.RepoObjects,
 	if page > pages {
 		return nil, nil
 	}
-	u, err := v.usage(ctx, ns, objs.Entries)
+	u, err := v.usageOf(ctx, ns, objs)
 	if err != nil {
 		return nil, err
 	}

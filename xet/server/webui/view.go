@@ -33,6 +33,7 @@ type Source interface {
 	Repositories(ctx context.Context) ([]store.Repository, error)
 	RepoObjects(ctx context.Context, ns string) (*store.RepoObjects, error)
 	RepoUsage(ctx context.Context, ns string) (store.Usage, error)
+	RepoUsageOf(ctx context.Context, o *store.RepoObjects) (store.Usage, error)
 	OwnerStoredBytes(ctx context.Context, owner string) (uint64, error)
 	LookupSHA256(ctx context.Context, ns string, sha hash.Hash) (hash.Hash, uint64, error)
 }
@@ -125,6 +126,14 @@ func SetHeaders(w http.ResponseWriter) {
 func (v *View) usage(ctx context.Context, ns string, entries int) (store.Usage, error) {
 	return v.memo.usage(ctx, ns, entries, func(ctx context.Context) (store.Usage, error) {
 		return v.cfg.Source.RepoUsage(ctx, ns)
+	})
+}
+
+// usageOf is usage for a page that listed the repository (objs): the read counts that listing's
+// entries instead of listing them again.
+func (v *View) usageOf(ctx context.Context, ns string, objs *store.RepoObjects) (store.Usage, error) {
+	return v.memo.usage(ctx, ns, objs.Entries, func(ctx context.Context) (store.Usage, error) {
+		return v.cfg.Source.RepoUsageOf(ctx, objs)
 	})
 }
 

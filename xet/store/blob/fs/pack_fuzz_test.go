@@ -112,7 +112,7 @@ func FuzzSortedIndex(f *testing.F) {
 		defer s.f.Close()
 		_ = checkSorted(s)
 		for i := 0; i < 42; i++ {
-			e, ok, err := s.find(pf, blobName(i))
+			e, _, ok, err := s.find(pf, blobName(i))
 			if err != nil {
 				t.Fatal(err)
 			}

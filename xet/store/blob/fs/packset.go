@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -81,9 +82,10 @@ type packReader struct {
 
 // packLoc is where a packed blob's data lies.
 type packLoc struct {
-	r   *packReader
-	off int64
-	n   int64
+	r    *packReader
+	off  int64
+	n    int64
+	data []byte // the blob's bytes when the lookup read them (a small blob), else nil
 }
 
 func newPackSet(dir string) *packSet {
@@ -103,9 +105,9 @@ func (ps *packSet) get(name string) (packLoc, bool, error) {
 		if r.sorted == nil {
 			continue
 		}
-		e, ok, err := r.sorted.find(r.pack, name)
+		e, data, ok, err := r.sorted.find(r.pack, name)
 		if err != nil || ok {
-			return packLoc{r: r, off: e.off, n: e.n}, ok, err
+			return packLoc{r: r, off: e.off, n: e.n, data: data}, ok, err
 		}
 	}
 	return packLoc{}, false, nil
@@ -531,7 +533,12 @@ func (b packedBlob) Section(_ context.Context, off, n int64) (io.ReadCloser, err
 	return io.NopCloser(io.NewSectionReader(b.r, off, n)), nil
 }
 
-func (l packLoc) blob() blob.Blob { return packedBlob{io.NewSectionReader(l.r.pack, l.off, l.n)} }
+func (l packLoc) blob() blob.Blob {
+	if l.data != nil {
+		return packedBlob{io.NewSectionReader(bytes.NewReader(l.data), 0, l.n)}
+	}
+	return packedBlob{io.NewSectionReader(l.r.pack, l.off, l.n)}
+}
 
 // verify reads every indexed blob and returns the names whose bytes no longer match the checksum
 // their index entry recorded (damage on disk), with what was wrong. A sorted index that does not

@@ -301,3 +301,24 @@ func TestReadIndexInPieces(t *testing.T) {
 		}
 	}
 }
+
+// A lookup narrows its key's bucket on disk down to sortedWindow entries and searches those in
+// memory: whatever the window, every blob is found with its bytes (those of at most smallRecord
+// bytes read with their name, the others from the pack), and names not stored miss.
+func TestLookupWindows(t *testing.T) {
+	dir := t.TempDir()
+	w := newTestBackend(t, dir)
+	writeBatches(t, w, 0, 3000)
+	w.Close()
+	defer func(n int) { sortedWindow = n }(sortedWindow)
+	for _, n := range []int{1, 5, sortedWindow} {
+		sortedWindow = n
+		r := mustRead(t, dir, 0, 3000)
+		mustMiss(t, r, blobName(3000))
+		mustMiss(t, r, "files/00/blob-0000")
+		if n := r.packs.held(); n >= 3000 {
+			t.Fatalf("%d entries held in memory: the lookups did not use the sorted index", n)
+		}
+		r.Close()
+	}
+}
