@@ -3,7 +3,7 @@
 // gives each object to one of its agent processes; the processes of one push hand their
 // conversations to one of them (sharing: agent/share, share.go), which serves them all through this
 // decorator:
-//   - small uploads to the embedded store are stored in batches (smallbatch.go);
+//   - small uploads are stored in batches, per store or CAS (smallbatch.go);
 //   - related large transfers to one endpoint take turns, so that the versions of a file a push
 //     or fetch carries each find the chunks of the ones before them (turns.go, kin.go);
 //   - the large downloads it completed are offered to the next ones (recent.go).

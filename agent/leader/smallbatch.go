@@ -44,10 +44,12 @@ const (
 var errBatch = errors.New("the batch of small uploads failed")
 
 // smallBatcher does the small uploads of the agent process that leads a push's agents (its own and
-// those the others hand it, agent/share) in multi-file upload sessions: the files that arrive
-// while batches are being stored wait and form the next batch, whose files share xorbs, one shard
-// and one fsync of the store. Nothing waits for a batch to fill: with no batch running a file
-// starts one at once.
+// those the others hand it, agent/share) in multi-file upload sessions, one per store or CAS
+// (client.BatchTarget): the files that arrive while batches are being stored wait and form the
+// next batch, whose files share one shard (and one fsync of the embedded store, or the xorbs of a
+// network CAS). With no batch running a file starts one at once; to a network CAS the runner
+// first gathers the files git-lfs sends together (gather), a few milliseconds against the round
+// trips a split batch would cost.
 //
 // A file whose bytes do not match what git-lfs said (size, SHA-256) fails alone; it is registered
 // under the SHA-256 it has, which is true, not under the oid. Any other failure (reading a file,
