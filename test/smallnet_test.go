@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 )
@@ -131,6 +132,37 @@ func TestSmallFilePushToServerOverQuota(t *testing.T) {
 		t.Errorf("the second push uploaded %d files, want the %d the first did not store", again, n-stored)
 	}
 	fsckServer(t, data)
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	if got := sameTree(t, work, clone); got < n {
+		t.Fatalf("compared %d files, want %d", got, n)
+	}
+}
+
+// The same in Hub mode (`install --hub`, the agent calls the Hub's batch API itself): one batch
+// call per batch of files, not one per file, and a handful of xorb uploads and shard
+// registrations.
+func TestSmallFilePushToHubSharesXorbsAndShards(t *testing.T) {
+	needLinux(t)
+	h := startHub(t, time.Hour)
+	e := hubEnv(t, h)
+	e.vars = append(e.vars, "HF_TOKEN="+hubWriteToken)
+	e.git("", "config", "--global", "lfs.concurrenttransfers", smallPushTransfers)
+	work, remote := hubRepo(t, e, h, "org/small")
+	const n = 300
+	writeSmallFiles(t, work, n, 49)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+	e.git(work, "push", "-q", "origin", "main")
+	if n := len(e.logLines(`"op":"upload"`, `"mode":"hub"`, "transfer complete")); n != 300 {
+		t.Fatalf("%d uploads went through the Hub's xet action, want 300", n)
+	}
+	xorbs, shards := h.requests("POST", "/v1/xorbs/"), h.requests("POST", "/v1/shards")+h.requests("POST", "/v2/shards")
+	batches := h.requests("POST", "/org/small.git/info/lfs/objects/batch")
+	if xorbs > 8 || shards > 8 || batches > 8 || xorbs == 0 || shards == 0 || batches == 0 {
+		t.Errorf("a push of %d small files made %d xorb uploads, %d shard registrations and %d batch calls, want 1 to 8 of each",
+			n, xorbs, shards, batches)
+	}
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	if got := sameTree(t, work, clone); got < n {

@@ -107,9 +107,9 @@ type BatchTarget struct {
 }
 
 // SmallBatch says where obj's upload may be batched with others: the embedded store of standalone
-// mode (no action, and no network remote), or the CAS of a xet batch action. false: obj is
-// uploaded on its own (Hub mode asks the Hub for each object's action; an action that does not
-// parse fails in its own upload).
+// mode (no action, and no network remote), the Hub of Hub mode (one batch call for the batch's
+// objects), or the CAS of a xet batch action. false: obj is uploaded on its own (an action that
+// does not parse fails in its own upload).
 func (x *Client) SmallBatch(ctx context.Context, obj agent.Object) (BatchTarget, bool) {
 	if obj.Action != nil {
 		ba, err := parseBatchAction(obj.Action)
@@ -119,7 +119,7 @@ func (x *Client) SmallBatch(ctx context.Context, obj agent.Object) (BatchTarget,
 		return BatchTarget{Key: ba.CasURL, Network: true}, true
 	}
 	if x.networkRemote(ctx) {
-		return BatchTarget{}, false
+		return BatchTarget{Key: "hub", Network: true}, true
 	}
 	return BatchTarget{Key: "embedded"}, true
 }

@@ -196,10 +196,18 @@ const SmallUploadBytes = 1 << 20
 // a quota, a CAS that checks SHA-256s finding one file's wrong): nothing of it is registered then,
 // and each file is to be uploaded on its own.
 func (x *Client) UploadBatch(ctx context.Context, objs []agent.Object) (res []agent.Result, errs []error, err error) {
+	if len(objs) > 0 && objs[0].Action == nil && x.networkRemote(ctx) {
+		return x.uploadBatchHub(ctx, objs)
+	}
 	e, err := x.uploadBatchEndpoint(ctx, objs)
 	if err != nil {
 		return nil, nil, err
 	}
+	return x.uploadBatchTo(ctx, e, objs)
+}
+
+// uploadBatchTo is UploadBatch's session at e.
+func (x *Client) uploadBatchTo(ctx context.Context, e *endpoint, objs []agent.Object) (res []agent.Result, errs []error, err error) {
 	var size int64
 	for _, o := range objs {
 		size += o.Size
