@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -98,32 +99,39 @@ func TestSmallFilePushToServerAgentsKilled(t *testing.T) {
 	}
 }
 
-// A push of many small files over its repository's quota fails with the quota's message; every
-// file its batches stored before is registered, so the push again, once the quota is lifted,
-// uploads exactly the others. (The server refuses at its batch route here: git-lfs transfers each
-// batch answer's objects before it asks for the next, so the agent's own batches fit.)
+// A push of small files whose batch is refused for the repository's quota: the files of that batch
+// fail (each, sent on its own then, is stored while it fits), with the quota's message shown to
+// the user; every file stored is registered, so the push again, once the quota is lifted, uploads
+// exactly the others. The quota is the files' bytes and 4 more: the server's batch route, which
+// counts the objects' sizes, lets the push through, and the batch's xorb, whose records add 8
+// bytes a chunk, passes it.
 func TestSmallFilePushToServerOverQuota(t *testing.T) {
 	needLinux(t)
 	buildServer(t)
-	data, addr := t.TempDir(), servertest.FreeAddr(t)
-	s := startServerProcess(t, addr, data, "--repo-quota", "600KiB")
 	e := newEnv(t)
 	e.install()
 	e.git("", "config", "--global", "lfs.concurrenttransfers", smallPushTransfers)
+	data, addr := t.TempDir(), servertest.FreeAddr(t)
 	work, remote := batchRepo(t, e, "http://"+addr+"/team/q.git/info/lfs")
-	const n = 150 // about 800 KB: the first batch answer of git-lfs (at most 100 objects) fits, the next does not
+	const n = 60 // one batch answer of git-lfs (at most 100 objects)
 	writeSmallFiles(t, work, n, 48)
+	sum := dirSize(t, filepath.Join(work, "small"))
+	s := startServerProcess(t, addr, data, "--repo-quota", fmt.Sprint(sum+4))
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "small")
 	out, err := e.gitErr(work, "push", "-q", "origin", "main")
-	if err == nil || !strings.Contains(out, "team/q") || !strings.Contains(out, "600 KiB quota") {
+	if err == nil || !strings.Contains(out, "repository team/q is over its") || !strings.Contains(out, "quota on "+addr) {
 		t.Fatalf("push over the quota: %v\n%s", err, out)
+	}
+	if batches := e.logLines("a batch of small files failed", "quota"); len(batches) == 0 {
+		t.Errorf("no batch of small files was refused for the quota")
 	}
 	uploads := func() int { return len(e.logLines(`"op":"upload"`, "transfer complete")) }
 	stored := uploads()
 	if stored == 0 || stored >= n {
 		t.Fatalf("%d of %d files stored by the push over the quota, want some", stored, n)
 	}
+	t.Logf("%d of %d files stored; the user sees: %s", stored, n, out)
 	s.cmd.Process.Kill()
 	s.cmd.Wait()
 	startServerProcess(t, addr, data)
