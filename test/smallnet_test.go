@@ -4,23 +4,25 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/s3test"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 )
 
 // casCounts counts the xorb uploads and shard registrations a CAS answered.
 type casCounts struct{ xorbs, shards atomic.Int64 }
 
-// countingServer serves xet-server's handler (open mode, a store in a temp dir) on loopback and
-// counts its xorb uploads (POST …/xorbs/…) and shard registrations (POST …/shards).
-func countingServer(t *testing.T) (*httptest.Server, *casCounts) {
+// countingServer serves h (xet-server's handler, or a proxy to one) on loopback and counts its xorb
+// uploads (POST …/xorbs/…) and shard registrations (POST …/shards).
+func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *casCounts) {
 	t.Helper()
-	h := serverHandler(t, t.TempDir(), "")
 	c := &casCounts{}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -47,18 +49,41 @@ const smallPushTransfers = "100"
 // shard registrations, not one of each per file; every file clones back byte-identical.
 func TestSmallFilePushToServerSharesXorbsAndShards(t *testing.T) {
 	needLinux(t) // the agents of a push share their work through an abstract unix socket
+	hs, counts := countingServer(t, serverHandler(t, t.TempDir(), ""))
+	smallPushShares(t, hs.URL, counts)
+}
+
+// The same with xet-server's store on S3 (versitygw), the server a process of its own.
+func TestSmallFilePushToS3ServerSharesXorbsAndShards(t *testing.T) {
+	needLinux(t)
+	buildServer(t)
+	s3 := s3test.Start(t)
+	serverEnv = s3.Env()
+	t.Cleanup(func() { serverEnv = nil })
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--storage", s3.URL("cas"))
+	u, err := url.Parse("http://" + s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, counts := countingServer(t, httputil.NewSingleHostReverseProxy(u))
+	smallPushShares(t, hs.URL, counts)
+}
+
+// smallPushShares pushes 300 small files to the LFS server at base, whose CAS requests counts
+// counts, and checks the counts and the clone.
+func smallPushShares(t *testing.T, base string, counts *casCounts) {
+	t.Helper()
 	e := newEnv(t)
 	e.install()
 	e.git("", "config", "--global", "lfs.concurrenttransfers", smallPushTransfers)
-	hs, counts := countingServer(t)
-	work, remote := batchRepo(t, e, hs.URL+"/team/small.git/info/lfs")
+	work, remote := batchRepo(t, e, base+"/team/small.git/info/lfs")
 	const n = 300
 	writeSmallFiles(t, work, n, 46)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "small")
 	e.git(work, "push", "-q", "origin", "main")
-	if x, s := counts.xorbs.Load(), counts.shards.Load(); x > 8 || s > 8 {
-		t.Errorf("a push of %d small files made %d xorb uploads and %d shard registrations, want at most 8 of each; batches:\n%s",
+	if x, s := counts.xorbs.Load(), counts.shards.Load(); x > 8 || s > 8 || x == 0 || s == 0 {
+		t.Errorf("a push of %d small files made %d xorb uploads and %d shard registrations, want 1 to 8 of each; batches:\n%s",
 			n, x, s, strings.Join(e.logLines("batch of small files"), "\n"))
 	}
 	clone := filepath.Join(e.home, "clone")
