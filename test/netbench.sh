@@ -18,7 +18,8 @@
 #                   agent's progress messages, timed by a tap on its stdout) and bytes cross the link
 #   many      home  a clone of 48 unrelated files of 8 MiB (issue 42; MIB/128 MiB each, at least 1,
 #                   when NETBENCH_MIB < 1024): unrelated downloads go side by side   target ≤ 1.05×
-#   small     home, far  push, then clone, of NETBENCH_SMALL_N (1,000) files of 1–10 KB in one commit
+#   small     home, far  push, then clone, of NETBENCH_SMALL_N (1,000; 50 when NETBENCH_MIB < 1024)
+#                   files of 1–10 KB in one commit
 #                   (issue 46), both sides with lfs.concurrenttransfers NETBENCH_SMALL_TRANSFERS
 #                   (default 8, git-lfs's): target ≤ 0.5× each; the xorbs and shards xet-server
 #                   stored for the push (its metrics) are shown
@@ -47,7 +48,7 @@ PROFILES=",${NETBENCH_PROFILES:-home,far,thin},"
 LINK=${NETBENCH_LINK:-}
 PROBE_MIB=${NETBENCH_PROBE_MIB:-256}
 VN=4
-SMALL_N=${NETBENCH_SMALL_N:-1000} SMALL_T=${NETBENCH_SMALL_TRANSFERS:-8}
+SMALL_N=${NETBENCH_SMALL_N:-$((MIB >= 1024 ? 1000 : 50))} SMALL_T=${NETBENCH_SMALL_TRANSFERS:-8}
 MANY_N=48 MANY_MIB=$((MIB >= 1024 ? 8 : (MIB / 128 > 1 ? MIB / 128 : 1)))
 TOKEN=hf_netbenchWRITEtoken0123456789
 LTS_USER=bench LTS_PASS=benchpass
