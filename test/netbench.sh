@@ -26,6 +26,11 @@
 #                   peak RSS ≤ 256 MB
 #   many      home  a clone of 48 unrelated files of 8 MiB (issue 42; MIB/128 MiB each, at least 1,
 #                   when NETBENCH_MIB < 1024): unrelated downloads go side by side   target ≤ 1.05×
+#   small     home, far  push, then clone, of NETBENCH_SMALL_N (1,000; 50 when NETBENCH_MIB < 1024)
+#                   files of 1–10 KB in one commit
+#                   (issue 46), both sides with lfs.concurrenttransfers NETBENCH_SMALL_TRANSFERS
+#                   (default 8, git-lfs's): target ≤ 0.5× each; the xorbs and shards xet-server
+#                   stored for the push (its metrics) are shown
 # Set-up (pushes that are not measured, the clones a pull starts from) runs through an unshaped link.
 # Also printed: what the emulator passes at 1 Gbit/s on this machine (linkemu -probe, target ≥ 95 %),
 # the emulators' CPU during the measured transfers, and the peak RSS of every agent process (each
@@ -48,11 +53,12 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 MIB=${NETBENCH_MIB:-1024}
 MOUNT_MIB=${NETBENCH_MOUNT_MIB:-$((4 * MIB))}
-ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin,many,mount},"
+ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin,many,small,mount},"
 PROFILES=",${NETBENCH_PROFILES:-home,far,thin},"
 LINK=${NETBENCH_LINK:-}
 PROBE_MIB=${NETBENCH_PROBE_MIB:-256}
 VN=4
+SMALL_N=${NETBENCH_SMALL_N:-$((MIB >= 1024 ? 1000 : 50))} SMALL_T=${NETBENCH_SMALL_TRANSFERS:-8}
 MANY_N=48 MANY_MIB=$((MIB >= 1024 ? 8 : (MIB / 128 > 1 ? MIB / 128 : 1)))
 TOKEN=hf_netbenchWRITEtoken0123456789
 LTS_USER=bench LTS_PASS=benchpass
@@ -135,10 +141,13 @@ counted() { curl -fs "http://127.0.0.1:${count_port[$1]}/__count"; } # "<up> <do
 url() { echo "http://127.0.0.1:${emu_port[$1]}"; }
 wait_http() { for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "netbench: $1 did not answer" >&2; exit 1; }
 
+declare -A metrics_port
 start_xs() { # start_xs NAME [HUBTOKENS]: a fresh xet-server (or Hub emulator) behind its link
   local name=$1 port extra=(); port=$(freeport)
   chain "$name" "$port"
-  [ -n "${2:-}" ] && extra=(--hub-compat "$2")
+  metrics_port[$name]=$(freeport)
+  extra=(--metrics-listen "127.0.0.1:${metrics_port[$name]}")
+  [ -n "${2:-}" ] && extra+=(--hub-compat "$2")
   "$work/bin/xet-server" --listen "127.0.0.1:$port" --data "$work/$name" --public-url "$(url "$name")" "${extra[@]}" --log-level error 2>"$work/$name.log" & pids+=($!)
   wait_http "http://127.0.0.1:$port/"
 }
@@ -474,6 +483,47 @@ if on_row many && on_profile home; then
   r=$(ratio "${wall[many-xet]}" "${wall[many-plain]}")
   row "clone of $MANY_N unrelated files of $MANY_MIB MiB" home "$(fig many-xet)" "$(fig many-plain)" "${r}×" "≤ 1.05×" "$(atmost "$r" 1.05)"
   rm -rf "$work/data/many" "$work"/many-xs "$work"/many-lts
+fi
+
+stored() { # stored NAME: "<xorbs> <shards>" xet-server NAME has stored (its metrics)
+  curl -fs "http://127.0.0.1:${metrics_port[$1]}/metrics" |
+    awk '$1 == "xet_xorbs_stored_total" { x = $2 } $1 == "xet_shards_stored_total" { s = $2 } END { printf "%d %d\n", x, s }'
+}
+if on_row small; then
+  echo "set-up: $SMALL_N files of 1–10 KB (random bytes), lfs.concurrenttransfers $SMALL_T"
+  mkdir -p "$work/data/small"
+  python3 - "$work/data/small" "$SMALL_N" <<'PY'
+import os, random, sys
+r = random.Random(46)
+for i in range(int(sys.argv[2])):
+    with open(os.path.join(sys.argv[1], "s%05d.bin" % i), "wb") as f:
+        f.write(r.randbytes(r.randint(1000, 10000)))
+PY
+  for p in home far; do
+    on_profile $p || continue
+    echo "push, then clone, of $SMALL_N files of 1–10 KB, link $(link_of $p)"
+    shape xs "$(link_of $p)"; shape lts "$(link_of $p)"
+    for s in xs lts; do
+      kind=$(home_kind $s xet); side=$([ $s = xs ] && echo xet || echo plain)
+      push_repo "small-$p-$s" "$s" "$kind"
+      git config --global lfs.concurrenttransfers "$SMALL_T"
+      cd "$work/small-$p-$s-src"; cp "$work/data/small"/s*.bin .; git add .; git commit -q -m small
+      [ $s = xs ] && read -r x0 h0 < <(stored xs)
+      measure "small-push-$p-$side" "$s" git push -q origin main
+      [ $s = xs ] && read -r x1 h1 < <(stored xs)
+      use "small-$p-$s-clone" "$kind"; git config --global lfs.concurrenttransfers "$SMALL_T"; cd "$work"
+      measure "small-clone-$p-$side" "$s" git clone -q "$remote" "$work/small-$p-$s-clone"
+      for f in "$work/data/small"/s*.bin; do cmp "$f" "$work/small-$p-$s-clone/${f##*/}"; done
+      rm -rf "$work/small-$p-$s-clone" "$work/small-$p-$s-src"
+    done
+    shape xs 0/0; shape lts 0/0
+    for w in push clone; do
+      r=$(ratio "${wall[small-$w-$p-xet]}" "${wall[small-$w-$p-plain]}")
+      row "$w of $SMALL_N files of 1–10 KB ($SMALL_T transfers)" $p "$(fig small-$w-$p-xet)" "$(fig small-$w-$p-plain)" "${r}×" "≤ 0.5×" "$(atmost "$r" 0.5)"
+    done
+    row "  xorbs and shards xet-server stored for the push" $p "$((x1 - x0)) xorbs, $((h1 - h0)) shards" "-" "-" "≤ 8 each" "$([ $((x1 - x0)) -le 8 ] && [ $((h1 - h0)) -le 8 ] && echo 1 || echo 0)"
+  done
+  rm -rf "$work/data/small"
 fi
 
 # The emulators' CPU over the measured transfers (their summary lines: "... in T s; CPU U s user + S s system").

@@ -52,6 +52,8 @@ func TestNetbenchSmoke(t *testing.T) {
 		{"Hub emulator: pull", "home", 4.1},
 		{"clone of 4 MiB", "thin", 4.1},
 		{"clone of 48 unrelated files of 1 MiB", "home", 48 * 1.04},
+		{"push of 50 files of 1–10 KB", "home", 50 * 1000e-6},
+		{"clone of 50 files of 1–10 KB", "far", 50 * 1000e-6},
 	} {
 		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(r.label) + `.*?\s` + r.link + `\s+` + fig + `.*?\s` + fig)
 		m := re.FindStringSubmatch(summary)

@@ -96,11 +96,32 @@ func batchRefresher(o Options, ba *batchAction, h *hubAccess) func(ctx context.C
 	}
 }
 
-// Embedded reports whether obj goes to the embedded store of this process's remote (standalone
-// mode: no action, and no network remote), where the leader stores small uploads in batches
-// (UploadBatch).
-func (x *Client) Embedded(ctx context.Context, obj agent.Object) bool {
-	return obj.Action == nil && !x.networkRemote(ctx)
+// BatchTarget is where the leader may store an upload in a batch of small uploads (UploadBatch):
+// the uploads of one Key go to one CAS in one session.
+type BatchTarget struct {
+	Key string // the endpoint's key (the embedded store's directory is not needed: "embedded")
+	// Network: the CAS is a server (a batch action's CAS: xet-server, the Hub), where each xorb
+	// and shard costs a round trip, so the batch's files share their xorbs; the embedded store
+	// keeps each file's chunks in xorbs of its own (see UploadBatch).
+	Network bool
+}
+
+// SmallBatch says where obj's upload may be batched with others: the embedded store of standalone
+// mode (no action, and no network remote), the Hub of Hub mode (one batch call for the batch's
+// objects), or the CAS of a xet batch action. false: obj is uploaded on its own (an action that
+// does not parse fails in its own upload).
+func (x *Client) SmallBatch(ctx context.Context, obj agent.Object) (BatchTarget, bool) {
+	if obj.Action != nil {
+		ba, err := parseBatchAction(obj.Action)
+		if err != nil {
+			return BatchTarget{}, false
+		}
+		return BatchTarget{Key: ba.CasURL, Network: true}, true
+	}
+	if x.networkRemote(ctx) {
+		return BatchTarget{Key: "hub", Network: true}, true
+	}
+	return BatchTarget{Key: "embedded"}, true
 }
 
 // localRemote resolves the remote of init once.

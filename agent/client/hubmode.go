@@ -183,6 +183,17 @@ func (x *Client) hubReadEndpoint(ctx context.Context, hc *hub.Client, route stri
 
 // hubUploadAction asks the Hub's batch API for the upload of obj. A nil action: the Hub has it.
 func (x *Client) hubUploadAction(ctx context.Context, obj agent.Object) (*batchAction, error) {
+	acts, err := x.hubUploadActions(ctx, []agent.Object{obj})
+	if err != nil || acts[0] == nil {
+		return nil, err
+	}
+	return parseBatchAction(acts[0])
+}
+
+// hubUploadActions asks the Hub's batch API about objs (MaxBatch at a time) and returns the upload
+// action of each, nil for one the Hub holds already. An error of any object fails them all (its
+// own upload then reports it).
+func (x *Client) hubUploadActions(ctx context.Context, objs []agent.Object) ([]*lfsbatch.Action, error) {
 	hc, err := x.hub(ctx)
 	if err != nil {
 		return nil, err
@@ -191,22 +202,68 @@ func (x *Client) hubUploadAction(ctx context.Context, obj agent.Object) (*batchA
 	if !strings.HasPrefix(ref, "refs/") {
 		ref = "refs/heads/" + ref
 	}
-	ans, err := hc.Batch(ctx, "upload", []string{"xet"}, ref, []lfsbatch.Object{{OID: obj.Oid, Size: obj.Size}})
+	acts := make([]*lfsbatch.Action, len(objs))
+	for start := 0; start < len(objs); start += hub.MaxBatch {
+		part := objs[start:min(len(objs), start+hub.MaxBatch)]
+		los := make([]lfsbatch.Object, len(part))
+		for i, o := range part {
+			los[i] = lfsbatch.Object{OID: o.Oid, Size: o.Size}
+		}
+		ans, err := hc.Batch(ctx, "upload", []string{"xet"}, ref, los)
+		if err != nil {
+			return nil, err
+		}
+		for i, o := range part {
+			oa := ans.Objects[o.Oid]
+			if len(oa.Actions) == 0 {
+				continue
+			}
+			if ans.Transfer != "xet" {
+				return nil, fmt.Errorf("the Hub answered an upload batch for %s with transfer %q, not xet: the repository does not store new files in Xet", hc.Repo(), ans.Transfer)
+			}
+			if acts[start+i] = oa.Actions["upload"]; acts[start+i] == nil {
+				return nil, fmt.Errorf("the Hub's batch answer for %s gives object %s actions but no upload action", hc.Repo(), o.Oid)
+			}
+		}
+	}
+	return acts, nil
+}
+
+// uploadBatchHub is UploadBatch in Hub mode: one batch call to the Hub for the objects (per
+// MaxBatch); those the Hub holds are done, the others go in one session to the CAS their actions
+// name (UploadBatch's network batch).
+func (x *Client) uploadBatchHub(ctx context.Context, objs []agent.Object) (res []agent.Result, errs []error, err error) {
+	acts, err := x.hubUploadActions(ctx, objs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	oa := ans.Objects[obj.Oid]
-	if len(oa.Actions) == 0 {
-		return nil, nil
+	res, errs = make([]agent.Result, len(objs)), make([]error, len(objs))
+	var send []agent.Object
+	var at []int
+	for i, o := range objs {
+		if acts[i] == nil { // the Hub has it already
+			res[i] = agent.Result{Mode: agent.ModeHub, DedupedBytes: o.Size}
+			continue
+		}
+		o.Action = acts[i]
+		send, at = append(send, o), append(at, i)
 	}
-	if ans.Transfer != "xet" {
-		return nil, fmt.Errorf("the Hub answered an upload batch for %s with transfer %q, not xet: the repository does not store new files in Xet", hc.Repo(), ans.Transfer)
+	if len(send) == 0 {
+		return res, errs, nil
 	}
-	a := oa.Actions["upload"]
-	if a == nil {
-		return nil, fmt.Errorf("the Hub's batch answer for %s gives object %s actions but no upload action", hc.Repo(), obj.Oid)
+	e, err := x.uploadBatchEndpoint(ctx, send)
+	if err != nil {
+		return nil, nil, err
 	}
-	return parseBatchAction(a)
+	sres, serrs, err := x.uploadBatchTo(ctx, e, send)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, i := range at {
+		res[i], errs[i] = sres[k], serrs[k]
+		res[i].Mode = agent.ModeHub
+	}
+	return res, errs, nil
 }
 
 func expOf(t casapi.Token) time.Time {

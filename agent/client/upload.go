@@ -175,38 +175,56 @@ func (x *Client) uploadFile(ctx context.Context, cfg upload.Config, e *endpoint,
 }
 
 // SmallUploadBytes: an upload smaller than this is small. It keeps its session's own count of
-// xorb uploads in flight (uploadConfig); a leader of a push's agents stores the small ones to the
-// embedded store in batches (UploadBatch), which share their fsyncs, xorbs and shards, and gives
+// xorb uploads in flight (uploadConfig); a leader of a push's agents stores the small ones in
+// batches (UploadBatch), which share their xorbs (to a network CAS), shards and fsyncs, and gives
 // larger ones turns (Coordinator.UploadTurn). A larger file gains little from a batch (its fixed
 // costs are a small part of its work) and is uploaded in a session of its own.
 const SmallUploadBytes = 1 << 20
 
-// UploadBatch uploads objs to the embedded store of standalone mode (Embedded) in one session:
-// their xorbs shared, one shard, one fsync, each file registered on its own
-// (upload.Config.SeparateFiles). errs[i] is set when objs[i] is not the object git-lfs named (oid,
-// size, SHA-256: it is registered under the SHA-256 it has, which is true, not under the oid) or
-// cannot be read, and the others go on; err, when the batch failed as a whole (the store, a shard
-// naming xorbs the store lacks): nothing of it is registered then, and each file is to be uploaded
-// on its own.
+// UploadBatch uploads objs, small uploads of one BatchTarget (SmallBatch), in one session whose one
+// shard registers each of them (Finish returns once every xorb and that shard are stored). To the
+// embedded store each file's chunks keep xorbs of their own (upload.Config.SeparateFiles: what
+// uploading each on its own would have made) and the files share one fsync; to a network CAS the
+// files share xorbs, up to the xorb limits, so the batch costs one request per xorb and one for
+// the shard rather than one of each per file. Neither asks the CAS's global dedupe: the shard names
+// only xorbs this session sent and the ones the shard cache lists (a CAS that refuses those fails
+// the batch, and each file's own upload drops them, upload.StaleError).
+//
+// errs[i] is set when objs[i] is not the object git-lfs named (oid, size, SHA-256: it is
+// registered under the SHA-256 it has, which is true, not under the oid) or cannot be read, and
+// the others go on; err, when the batch failed as a whole (the CAS or the store, a refused shard:
+// a quota, a CAS that checks SHA-256s finding one file's wrong): nothing of it is registered then,
+// and each file is to be uploaded on its own.
 func (x *Client) UploadBatch(ctx context.Context, objs []agent.Object) (res []agent.Result, errs []error, err error) {
-	e, _, err := x.standaloneEndpoint(ctx, true)
+	if len(objs) > 0 && objs[0].Action == nil && x.networkRemote(ctx) {
+		return x.uploadBatchHub(ctx, objs)
+	}
+	e, err := x.uploadBatchEndpoint(ctx, objs)
 	if err != nil {
 		return nil, nil, err
 	}
+	return x.uploadBatchTo(ctx, e, objs)
+}
+
+// uploadBatchTo is UploadBatch's session at e.
+func (x *Client) uploadBatchTo(ctx context.Context, e *endpoint, objs []agent.Object) (res []agent.Result, errs []error, err error) {
 	var size int64
 	for _, o := range objs {
 		size += o.Size
 	}
 	cfg := x.uploadConfig(ctx, e, size)
 	cfg.GlobalDedupe, cfg.KeepEntries = false, false // per file: each is small (see uploadConfig)
-	cfg.SeparateFiles = true                         // the xorbs and cache entries of one-by-one uploads
+	// Lent payloads are read from their file when its xorb is sent, after addFile closed it; a
+	// small file's bytes are copied instead.
+	cfg.Lend = false
+	cfg.SeparateFiles = e.local != nil
 	sess := upload.NewSession(cfg)
 	defer sess.Close()
 	res, errs = make([]agent.Result, len(objs)), make([]error, len(objs))
 	for i, o := range objs {
-		r, jerr, err := addFile(ctx, sess, o)
+		r, jerr, err := addFile(ctx, sess, o, e.verifiesSHA256)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("uploading a batch of %d small files to %s: %w", len(objs), e.where, err)
 		}
 		if errs[i] = jerr; jerr == nil {
 			res[i] = agent.Result{Mode: e.mode, NewBytes: r.NewBytes, DedupedBytes: r.DedupedBytes}
@@ -218,10 +236,45 @@ func (x *Client) UploadBatch(ctx context.Context, objs []agent.Object) (res []ag
 	return res, errs, nil
 }
 
+// uploadBatchEndpoint is the endpoint of a batch's objects: the embedded store when none has an
+// action, else the CAS of their actions, which must all name the same one.
+func (x *Client) uploadBatchEndpoint(ctx context.Context, objs []agent.Object) (*endpoint, error) {
+	if len(objs) == 0 {
+		return nil, errors.New("an empty batch of uploads")
+	}
+	if objs[0].Action == nil {
+		for _, o := range objs {
+			if o.Action != nil {
+				return nil, errors.New("a batch of uploads mixes the embedded store and a CAS")
+			}
+		}
+		e, _, err := x.standaloneEndpoint(ctx, true)
+		return e, err
+	}
+	var first *batchAction
+	for _, o := range objs {
+		if o.Action == nil {
+			return nil, errors.New("a batch of uploads mixes the embedded store and a CAS")
+		}
+		ba, err := parseBatchAction(o.Action)
+		if err != nil {
+			return nil, err
+		}
+		if first == nil {
+			first = ba
+		} else if ba.CasURL != first.CasURL {
+			return nil, errors.New("a batch of uploads names two CAS URLs")
+		}
+	}
+	return x.batchEndpoint(ctx, first), nil
+}
+
 // addFile uploads the file of obj into sess. jerr: this file is not the object git-lfs named
 // (oid, size, SHA-256; see openUpload, checkUploaded) or cannot be read, and the others go on; err:
-// the upload into the session failed (the session is not to be finished).
-func addFile(ctx context.Context, sess *upload.Session, obj agent.Object) (res *upload.FileResult, jerr, err error) {
+// the upload into the session failed (the session is not to be finished). claimOid: the CAS checks
+// each file's SHA-256 against its content (endpoint.verifiesSHA256), so the oid is claimed rather
+// than hashed here; a wrong one fails the shard there.
+func addFile(ctx context.Context, sess *upload.Session, obj agent.Object, claimOid bool) (res *upload.FileResult, jerr, err error) {
 	sha, jerr := lfsobject.ParseOid(obj.Oid)
 	if jerr != nil {
 		return nil, jerr, nil
@@ -231,7 +284,11 @@ func addFile(ctx context.Context, sess *upload.Session, obj agent.Object) (res *
 		return nil, jerr, nil
 	}
 	defer f.Close()
-	if res, err = sess.Upload(ctx, f, nil, nil); err != nil {
+	var claim *[32]byte
+	if claimOid {
+		claim = &sha
+	}
+	if res, err = sess.Upload(ctx, f, claim, nil); err != nil {
 		return nil, nil, err
 	}
 	return res, checkUploaded(obj, sha, res), nil

@@ -3,7 +3,7 @@
 // gives each object to one of its agent processes; the processes of one push hand their
 // conversations to one of them (sharing: agent/share, share.go), which serves them all through this
 // decorator:
-//   - small uploads to the embedded store are stored in batches (smallbatch.go);
+//   - small uploads are stored in batches, per store or CAS (smallbatch.go);
 //   - related large transfers to one endpoint take turns, so that the versions of a file a push
 //     or fetch carries each find the chunks of the ones before them (turns.go, kin.go);
 //   - the large downloads it completed are offered to the next ones (recent.go).
@@ -47,10 +47,11 @@ type Client interface {
 	agent.Transferer
 	// Scope says what the processes that may share their work have in common (the group's key).
 	Scope(ctx context.Context) (client.Scope, error)
-	// Embedded reports whether obj goes to the embedded store, where small uploads are batched.
-	Embedded(ctx context.Context, obj agent.Object) bool
-	// UploadBatch stores objs to the embedded store in one session: errs[i] is objs[i]'s own
-	// failure, err the whole batch's (each is then uploaded on its own).
+	// SmallBatch says where obj's upload may be stored in a batch of small uploads (false: on its
+	// own).
+	SmallBatch(ctx context.Context, obj agent.Object) (client.BatchTarget, bool)
+	// UploadBatch stores objs, uploads of one BatchTarget, in one session: errs[i] is objs[i]'s
+	// own failure, err the whole batch's (each is then uploaded on its own).
 	UploadBatch(ctx context.Context, objs []agent.Object) (res []agent.Result, errs []error, err error)
 }
 
@@ -63,7 +64,7 @@ func New(o Options, open Opener) agent.Opener {
 	return func(ctx context.Context, init agent.Init) (agent.Transferer, error) {
 		l := &Leader{o: o, init: init}
 		l.c = open(init, l)
-		l.batcher.c, l.batcher.log = l.c, o.Log
+		l.batcher.c, l.batcher.log, l.batcher.transfers = l.c, o.Log, init.ConcurrentTransfers
 		return l, nil
 	}
 }
@@ -78,18 +79,20 @@ type Leader struct {
 	once    sync.Once
 	group   atomic.Pointer[share.Group] // nil until the first request, or when not sharing
 	leading atomic.Bool
-	batcher smallBatcher    // small uploads to the embedded store (smallbatch.go)
+	batcher smallBatcher    // small uploads in batches (smallbatch.go)
 	turns   turns           // related large transfers take turns (turns.go)
 	recent  recentDownloads // the large downloads this process completed (recent.go)
 }
 
-// Upload stores a small upload to the embedded store in the next batch while this process leads;
+// Upload stores a small upload in the next batch to its store or CAS while this process leads;
 // every other upload, and one whose batch failed, is its client's.
 func (l *Leader) Upload(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
-	if obj.Size < client.SmallUploadBytes && l.leading.Load() && l.c.Embedded(ctx, obj) {
-		res, err := l.batcher.do(ctx, obj)
-		if !errors.Is(err, errBatch) {
-			return l.tally(true, obj)(res, err)
+	if obj.Size < client.SmallUploadBytes && l.leading.Load() {
+		if t, ok := l.c.SmallBatch(ctx, obj); ok {
+			res, err := l.batcher.do(ctx, t, obj)
+			if !errors.Is(err, errBatch) {
+				return l.tally(true, obj)(res, err)
+			}
 		}
 	}
 	return l.tally(true, obj)(l.c.Upload(ctx, obj, progress))

@@ -47,7 +47,9 @@ func (c *barrierClient) Close() error { return nil }
 func (c *barrierClient) Scope(context.Context) (client.Scope, error) {
 	return client.Scope{}, fmt.Errorf("not sharing")
 }
-func (c *barrierClient) Embedded(context.Context, agent.Object) bool { return false }
+func (c *barrierClient) SmallBatch(context.Context, agent.Object) (client.BatchTarget, bool) {
+	return client.BatchTarget{}, false
+}
 func (c *barrierClient) UploadBatch(context.Context, []agent.Object) ([]agent.Result, []error, error) {
 	return nil, nil, fmt.Errorf("no batches here")
 }

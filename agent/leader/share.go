@@ -53,7 +53,7 @@ func (l *Leader) shareKey(ctx context.Context) (string, error) {
 // servePipe serves a follower's conversation in the leader (share.Handler) through this process's
 // Transferer, the leader itself, as its own (see agent.ServePipe): every upload and download of
 // the group, so that the versions of a file a push carries take turns (turns.go) and small files
-// to the embedded store share batches (smallbatch.go).
+// share batches (smallbatch.go).
 func (l *Leader) servePipe(ctx context.Context, p *share.Pipe) share.Outcome {
 	return agent.ServePipe(ctx, l, l.init, l.o.Log, p)
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
@@ -15,24 +17,39 @@ import (
 
 // Batches of the small uploads a leading agent does (smallBatcher).
 const (
+	// batchMaxFiles: a batch to the embedded store, whose files keep xorbs of their own
+	// (client.UploadBatch), shares a shard and an fsync; 32 already make the fsync a small part.
 	batchMaxFiles = 32
-	batchMaxBytes = upload.SmallSessionBytes // the session's xorbs are built in small buffers (client.UploadBatch)
+	// batchMaxFilesNet: a batch to a network CAS shares its xorbs too, and each of its requests is
+	// a round trip: as many files as come (git-lfs sends at most lfs.concurrenttransfers at once),
+	// within batchMaxBytes.
+	batchMaxFilesNet = 1024
+	batchMaxBytes    = upload.SmallSessionBytes // the session's xorbs are built in small buffers (client.UploadBatch)
 	// batchRunners: batches stored at once. A second runs only while a quarter of batchMaxBytes
 	// waits: for files of a few KB one runner keeps up with git-lfs, and the files that wait for it
 	// make the batches (two runners would halve them, and double the fsyncs); bigger files need
 	// both cores for their chunking and hashing.
 	batchRunners     = 2
 	batchSecondAfter = batchMaxBytes / 4
+	// batchQuiet, batchGather: before a batch to a network CAS is taken, the runner waits until no
+	// file joined the queue for batchQuiet, batchGather at most. git-lfs sends the next files of a
+	// push as the completes of the last batch reach it, a few at a time; a batch taken at the
+	// first would leave the others to the next, a round trip or two later (tens of milliseconds on
+	// a real link, where the wait is a few).
+	batchQuiet  = 5 * time.Millisecond
+	batchGather = 50 * time.Millisecond
 )
 
 // errBatch: the batch a file was in failed as a whole; the file is uploaded again on its own.
 var errBatch = errors.New("the batch of small uploads failed")
 
 // smallBatcher does the small uploads of the agent process that leads a push's agents (its own and
-// those the others hand it, agent/share) in multi-file upload sessions: the files that arrive
-// while batches are being stored wait and form the next batch, whose files share xorbs, one shard
-// and one fsync of the store. Nothing waits for a batch to fill: with no batch running a file
-// starts one at once.
+// those the others hand it, agent/share) in multi-file upload sessions, one per store or CAS
+// (client.BatchTarget): the files that arrive while batches are being stored wait and form the
+// next batch, whose files share one shard (and one fsync of the embedded store, or the xorbs of a
+// network CAS). With no batch running a file starts one at once; to a network CAS the runner
+// first gathers the files git-lfs sends together (gather), a few milliseconds against the round
+// trips a split batch would cost.
 //
 // A file whose bytes do not match what git-lfs said (size, SHA-256) fails alone; it is registered
 // under the SHA-256 it has, which is true, not under the oid. Any other failure (reading a file,
@@ -45,8 +62,9 @@ var errBatch = errors.New("the batch of small uploads failed")
 // Concurrency: safe for concurrent use. close stops and joins the runners (before what they use is
 // closed).
 type smallBatcher struct {
-	c   Client
-	log zerolog.Logger
+	c         Client
+	log       zerolog.Logger
+	transfers int // lfs.concurrenttransfers: how many files git-lfs has in flight at most (0: unknown)
 
 	runners sync.WaitGroup
 	mu      sync.Mutex
@@ -56,18 +74,21 @@ type smallBatcher struct {
 	stops   map[int]context.CancelFunc // of the runners, by id
 	nextID  int
 	closed  bool
+	arrived chan struct{} // a file joined the queue (gather); made by do
 }
 
 type smallJob struct {
+	to   client.BatchTarget
 	obj  agent.Object
 	done chan struct{}
 	res  agent.Result
 	err  error
 }
 
-// do uploads obj in the next batch and returns once its batch is durable (or failed), or ctx ends.
-func (b *smallBatcher) do(ctx context.Context, obj agent.Object) (agent.Result, error) {
-	j := &smallJob{obj: obj, done: make(chan struct{})}
+// do uploads obj in the next batch to to and returns once its batch is durable (or failed), or ctx
+// ends.
+func (b *smallBatcher) do(ctx context.Context, to client.BatchTarget, obj agent.Object) (agent.Result, error) {
+	j := &smallJob{to: to, obj: obj, done: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -75,7 +96,15 @@ func (b *smallBatcher) do(ctx context.Context, obj agent.Object) (agent.Result, 
 	}
 	b.queue = append(b.queue, j)
 	b.queued += obj.Size
-	if b.running == 0 || (b.running < batchRunners && b.queued >= batchSecondAfter) {
+	if b.arrived == nil {
+		b.arrived = make(chan struct{}, 1)
+	}
+	select {
+	case b.arrived <- struct{}{}:
+	default:
+	}
+	// A second runner would halve the batches to a network CAS, whose cost is their round trips.
+	if b.running == 0 || (b.running < batchRunners && b.queued >= batchSecondAfter && !to.Network) {
 		b.startLocked(ctx)
 	}
 	b.mu.Unlock()
@@ -121,12 +150,53 @@ func (b *smallBatcher) leave(j *smallJob) {
 // run stores batches until the queue is empty.
 func (b *smallBatcher) run(ctx context.Context) {
 	for {
+		b.gather(ctx)
 		jobs := b.next()
 		if jobs == nil {
 			return
 		}
 		b.store(ctx, jobs)
 	}
+}
+
+// gather waits, when the oldest file queued goes to a network CAS, until no file joined the queue
+// for batchQuiet (batchGather at most), so that the files git-lfs sends together go in one batch;
+// not once the queue holds a full batch, or a file of every transfer git-lfs runs (no more can
+// come before a batch answers some).
+func (b *smallBatcher) gather(ctx context.Context) {
+	b.mu.Lock()
+	network, arrived := len(b.queue) > 0 && b.queue[0].to.Network, b.arrived
+	b.mu.Unlock()
+	if !network {
+		return
+	}
+	most := time.NewTimer(batchGather)
+	defer most.Stop()
+	quiet := time.NewTimer(batchQuiet)
+	defer quiet.Stop()
+	for {
+		select {
+		case <-arrived:
+			if b.full() {
+				return
+			}
+			quiet.Reset(batchQuiet)
+		case <-quiet.C:
+			return
+		case <-most.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// full reports whether the queue holds a batch to a network CAS as large as one may be, or as
+// many files as git-lfs has transfers.
+func (b *smallBatcher) full() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) >= batchMaxFilesNet || b.queued >= batchMaxBytes || (b.transfers > 0 && len(b.queue) >= b.transfers)
 }
 
 // close stops the runners (a batch under way fails) and waits for them; Close calls it before
@@ -141,9 +211,10 @@ func (b *smallBatcher) close() {
 	b.runners.Wait()
 }
 
-// next takes the next batch off the queue: the oldest files, up to batchMaxFiles and batchMaxBytes
-// (at least one). nil, and the runner ends, when the queue is empty or the batcher closed (the
-// files still queued then fail).
+// next takes the next batch off the queue: the oldest file and the oldest files after it to the
+// same target, up to batchMaxFiles (batchMaxFilesNet to a network CAS) and batchMaxBytes (at least
+// one). nil, and the runner ends, when the queue is empty or the batcher closed (the files still
+// queued then fail).
 func (b *smallBatcher) next() []*smallJob {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -158,13 +229,21 @@ func (b *smallBatcher) next() []*smallJob {
 		b.running--
 		return nil
 	}
-	n, size := 0, int64(0)
-	for n < len(b.queue) && n < batchMaxFiles && (n == 0 || size+b.queue[n].obj.Size <= batchMaxBytes) {
-		size += b.queue[n].obj.Size
-		n++
+	to := b.queue[0].to
+	maxFiles := batchMaxFiles
+	if to.Network {
+		maxFiles = batchMaxFilesNet
 	}
-	jobs := append([]*smallJob(nil), b.queue[:n]...)
-	b.queue = append(b.queue[:0], b.queue[n:]...)
+	var jobs []*smallJob
+	size := int64(0)
+	b.queue = slices.DeleteFunc(b.queue, func(j *smallJob) bool {
+		if j.to != to || len(jobs) >= maxFiles || (len(jobs) > 0 && size+j.obj.Size > batchMaxBytes) {
+			return false
+		}
+		jobs = append(jobs, j)
+		size += j.obj.Size
+		return true
+	})
 	b.queued -= size
 	return jobs
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 
 	"github.com/rs/zerolog"
 
@@ -170,4 +171,81 @@ func (g gatedClient) UploadBatch(ctx context.Context, objs []agent.Object) ([]ag
 		return nil, nil, ctx.Err()
 	}
 	return g.Client.UploadBatch(ctx, objs)
+}
+
+// targetClient is a Client whose small uploads go to the target named by their file's directory
+// (a network CAS when it starts with "net"), and which records the batches it stores.
+type targetClient struct {
+	barrierClient
+	mu      sync.Mutex
+	batches [][]agent.Object
+}
+
+func (c *targetClient) SmallBatch(_ context.Context, obj agent.Object) (client.BatchTarget, bool) {
+	dir := filepath.Base(filepath.Dir(obj.Path))
+	return client.BatchTarget{Key: dir, Network: strings.HasPrefix(dir, "net")}, true
+}
+
+func (c *targetClient) UploadBatch(_ context.Context, objs []agent.Object) ([]agent.Result, []error, error) {
+	c.mu.Lock()
+	c.batches = append(c.batches, objs)
+	c.mu.Unlock()
+	res := make([]agent.Result, len(objs))
+	for i, o := range objs {
+		res[i] = agent.Result{Mode: agent.ModeBatch, NewBytes: o.Size}
+	}
+	return res, make([]error, len(objs)), nil
+}
+
+func (c *targetClient) Upload(_ context.Context, obj agent.Object, _ func(int64)) (agent.Result, error) {
+	return agent.Result{}, fmt.Errorf("%s was uploaded on its own", obj.Path)
+}
+
+// Small uploads to two network CASes and the embedded store at once are stored in batches of one
+// target each, every file in one batch, the files that come together in few batches.
+func TestSmallUploadsBatchedPerTarget(t *testing.T) {
+	const n = 60
+	c := &targetClient{}
+	open := New(Options{Log: zerolog.Nop()}, func(agent.Init, client.Coordinator) Client { return c })
+	tr, err := open(context.Background(), agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	l := tr.(*Leader)
+	l.leading.Store(true)
+	dirs := []string{"netA", "netB", "embedded"}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		obj := agent.Object{Oid: fmt.Sprintf("%064x", i+1), Size: 5000, Path: filepath.Join(dirs[i%3], fmt.Sprint(i))}
+		wg.Go(func() { _, errs[i] = l.Upload(context.Background(), obj, nil) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("file %d: %v", i, err)
+		}
+	}
+	seen := map[string]int{}
+	for _, b := range c.batches {
+		dir := filepath.Dir(b[0].Path)
+		for _, o := range b {
+			seen[o.Path]++
+			if filepath.Dir(o.Path) != dir {
+				t.Errorf("a batch mixes %s and %s", dir, o.Path)
+			}
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d files in batches, want %d", len(seen), n)
+	}
+	for p, k := range seen {
+		if k != 1 {
+			t.Errorf("%s in %d batches", p, k)
+		}
+	}
+	if len(c.batches) > 12 {
+		t.Errorf("%d batches for %d files to 3 targets", len(c.batches), n)
+	}
 }
