@@ -174,6 +174,12 @@ type Config struct {
 	// more wait their turn, shared fairly between users (slotPool: a slot that frees goes to the
 	// user holding the fewest). Default half the cores, at least 2.
 	MaxShardPuts int
+	// MaxShardBodies bounds the shard uploads whose bodies are held at once: each is read whole
+	// (up to Limits.Shard) before it is checked, and kept until its registration ends. More wait
+	// their turn before their body is read, shared fairly between users (one user holds at most
+	// MaxShardPuts of them), a slow body cut as an upload's is (slotPool). Default twice
+	// MaxShardPuts, at least 4.
+	MaxShardBodies int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
@@ -211,6 +217,9 @@ type Server struct {
 	ingest *slotPool // MaxIngest slots
 	xorbs  *slotPool // MaxXorbPuts slots
 	shards *slotPool // MaxShardPuts slots
+	// shardBodies: MaxShardBodies slots, each a shard body held from its first byte to the end
+	// of its registration
+	shardBodies *slotPool
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
@@ -251,18 +260,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxShardPuts <= 0 {
 		cfg.MaxShardPuts = max(2, runtime.GOMAXPROCS(0)/2)
 	}
+	if cfg.MaxShardBodies <= 0 {
+		cfg.MaxShardBodies = max(4, 2*cfg.MaxShardPuts)
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{
-		cfg:    cfg,
-		tokens: NewTokens(cfg.Secret, cfg.Now),
-		urls:   NewURLSigner(cfg.Secret, cfg.Now),
-		log:    cfg.Log,
-		now:    cfg.Now,
-		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
-		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
-		shards: newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
+		cfg:         cfg,
+		tokens:      NewTokens(cfg.Secret, cfg.Now),
+		urls:        NewURLSigner(cfg.Secret, cfg.Now),
+		log:         cfg.Log,
+		now:         cfg.Now,
+		ingest:      newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
+		xorbs:       newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
+		shards:      newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
+		shardBodies: newSlotPool(cfg.MaxShardBodies, cfg.Limits.SlotHold),
 	}
+	s.shardBodies.each = cfg.MaxShardPuts
 	if cfg.Quotas != nil {
 		us, ok := cfg.Store.(UsageStore)
 		if !ok {
