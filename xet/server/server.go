@@ -94,9 +94,12 @@ type Ingester interface {
 
 // Limits on request bodies. Zero fields take the defaults.
 type Limits struct {
-	Xorb   int64 // POST /v1/xorbs body; default 64 MiB of data plus one record header per chunk, plus 1 MiB
-	Shard  int64 // POST /v1|v2/shards body; default store.MaxShardBytes (64 MiB)
-	JSON   int64 // LFS batch request; default 16 MiB
+	Xorb  int64 // POST /v1/xorbs body; default 64 MiB of data plus one record header per chunk, plus 1 MiB
+	Shard int64 // POST /v1|v2/shards body; default store.MaxShardBytes (64 MiB)
+	// JSON bounds an LFS batch request; default 1 MiB. A request of maxBatchObjects objects
+	// takes about 100 KB; decoding costs about five times what is read, so the bound is what
+	// the object cap costs, not what a client sends.
+	JSON   int64
 	Object int64 // basic-transfer PUT of one LFS object; default 64 GiB
 	// A request body must arrive at BodyMinRate bytes per second or faster, measured over
 	// windows of BodyWindow: a slower one is cut (408) and its upload slot freed, so a few stalled
@@ -121,7 +124,7 @@ func (l Limits) withDefaults() Limits {
 		l.Shard = store.MaxShardBytes
 	}
 	if l.JSON <= 0 {
-		l.JSON = 16 << 20
+		l.JSON = 1 << 20
 	}
 	if l.Object <= 0 {
 		l.Object = 64 << 30
