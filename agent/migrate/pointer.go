@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 )
 
 // blobSizeCutoff is git-lfs's: a blob of this many bytes or more is never a pointer.
@@ -17,10 +19,7 @@ type lfsPointer struct {
 	Size int64
 }
 
-var (
-	pointerOidRE = regexp.MustCompile(`\A[0-9a-f]{64}\z`)
-	pointerExtRE = regexp.MustCompile(`\Aext-\d-\w+`)
-)
+var pointerExtRE = regexp.MustCompile(`\Aext-\d-\w+`)
 
 // emptyOid is the SHA-256 of no bytes.
 const emptyOid = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -103,7 +102,7 @@ func knownVersion(v string) bool {
 // sha256Oid is the hex of "sha256:<hex>".
 func sha256Oid(v string) (string, bool) {
 	typ, oid, ok := strings.Cut(v, ":")
-	return oid, ok && typ == "sha256" && pointerOidRE.MatchString(oid)
+	return oid, ok && typ == "sha256" && lfsobject.ValidOid(oid)
 }
 
 // validExtensions: each ext-<priority>-<name> with a sha256 oid, no priority twice.
