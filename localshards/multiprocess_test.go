@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 
@@ -78,20 +79,8 @@ func runHelper(dir string, id int) error {
 	}
 	seen := make([]bool, helperShards)
 	nseen := 0
-	deadline := time.Now().Add(helperTimeout)
-	for added := 0; nseen < helperShards || added < helperShards; {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("saw %d of %d sibling shards after %v", nseen, helperShards, helperTimeout)
-		}
-		if added < helperShards {
-			s := testShard(helperSeed(id, added), 1, helperChunks)
-			if err := c.AddOwn(s); err != nil {
-				return fmt.Errorf("AddOwn %d: %w", added, err)
-			}
-			added++
-		} else {
-			time.Sleep(2 * time.Millisecond)
-		}
+	// look records the sibling shards whose first and last chunks the cache now finds.
+	look := func() error {
 		for i := 0; i < helperShards; i++ {
 			if seen[i] {
 				continue
@@ -114,6 +103,18 @@ func runHelper(dir string, id int) error {
 				}
 			}
 		}
+		return nil
 	}
-	return nil
+	for added := 0; added < helperShards; added++ { // looking between the adds: reads while the sibling writes
+		if err := c.AddOwn(testShard(helperSeed(id, added), 1, helperChunks)); err != nil {
+			return fmt.Errorf("AddOwn %d: %w", added, err)
+		}
+		if err := look(); err != nil {
+			return err
+		}
+	}
+	if !testutil.Eventually(helperTimeout, func() bool { err = look(); return err != nil || nseen == helperShards }) {
+		return fmt.Errorf("saw %d of %d sibling shards after %v", nseen, helperShards, helperTimeout)
+	}
+	return err
 }

@@ -402,6 +402,39 @@ func TestAttackOpenModeHost(t *testing.T) {
 	}
 }
 
+// A web page on any site may send "simple" cross-origin POSTs (no preflight) to an open server on
+// loopback under its own name, 127.0.0.1, which the Host check takes: the browser sends the page's
+// Origin, and the open server refuses a request from a page of another host before any route
+// runs (before, such a page could upload xorbs and register shards there, blind). A page the
+// server itself served (its web view) and clients that send no Origin (git-lfs, xet-core, the
+// agent) are let through.
+func TestAttackOpenModeCrossOrigin(t *testing.T) {
+	buildServer(t)
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir())
+	for origin, refused := range map[string]bool{"": false, "http://" + s.addr: false, "http://localhost": false,
+		"https://attacker.example": true, "null": true, "http://127.0.0.1.attacker.example": true} {
+		for _, path := range []string{"/v1/shards", "/v1/xorbs/default/" + strings.Repeat("ab", 32)} {
+			req, err := http.NewRequest("POST", "http://"+s.addr+path, strings.NewReader("not a shard"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "text/plain")
+			if origin != "" {
+				req.Header.Set("Origin", origin)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if got := res.StatusCode == http.StatusForbidden; got != refused {
+				t.Errorf("POST %s from Origin %q: %d %s (refused: want %v)", path, origin, res.StatusCode, b, refused)
+			}
+		}
+	}
+}
+
 // Item 8. A $sha256$ hash with an empty salt was taken: the users file is refused with a clear error.
 func TestAttackEmptySaltRefused(t *testing.T) {
 	buildServer(t)

@@ -276,13 +276,19 @@ func TestAttackNoURLSecretsInAgentLog(t *testing.T) {
 	e := newEnv(t)
 	e.install()
 	work, _ := e.localRepo(repoOpts{})
-	secrets := []string{"remotePASSWORD", "casPASSWORD", "hrefPASSWORD", "SIGNEDquery"}
+	// A token may be the whole user info (https://TOKEN@host/…, as Azure DevOps and GitHub take
+	// them): TOKENasUSER.
+	secrets := []string{"remotePASSWORD", "casPASSWORD", "hrefPASSWORD", "SIGNEDquery", "TOKENasUSER"}
 	initWith := func(remote string) string {
 		return `{"event":"init","operation":"download","remote":"` + remote + `","concurrent":true,"concurrenttransfers":1}`
 	}
 	h := startHostile(t, "refuse") // refuses everything at once, so that nothing waits on retries
 	stdout, stderr := runAgent(t, e, work, []string{
 		initWith(strings.Replace(h.url, "://", "://alice:remotePASSWORD@", 1) + "/org/repo.git?token=SIGNEDquery"),
+		`{"event":"download","oid":"` + hostileOid + `","size":5,"action":null}`,
+	})
+	out1, err1 := runAgent(t, e, work, []string{
+		initWith(strings.Replace(h.url, "://", "://ghp_TOKENasUSER@", 1) + "/org/repo.git"),
 		`{"event":"download","oid":"` + hostileOid + `","size":5,"action":null}`,
 	})
 	out2, err2 := runAgent(t, e, work, []string{
@@ -299,7 +305,7 @@ func TestAttackNoURLSecretsInAgentLog(t *testing.T) {
 		t.Fatalf("the log has no init line or no failed transfer, so this test shows nothing:\n%s", log)
 	}
 	for _, s := range secrets {
-		for name, text := range map[string]string{"the agent log": string(log), "the answers and stderr": stdout + stderr + out2 + err2} {
+		for name, text := range map[string]string{"the agent log": string(log), "the answers and stderr": stdout + stderr + out1 + err1 + out2 + err2} {
 			if strings.Contains(text, s) {
 				t.Errorf("%s shows %s:\n%s", name, s, text)
 			}

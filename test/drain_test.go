@@ -21,10 +21,12 @@ import (
 )
 
 // throttled reads at most rate bytes per second, so that a push is still running when the test
-// restarts a server under it.
+// restarts a server under it, and counts itself in open from its first byte to its end.
 type throttled struct {
 	io.ReadCloser
-	rate int64
+	rate  int64
+	open  *atomic.Int64 // nil: not counted
+	state atomic.Int32  // 0: nothing read, 1: reading, 2: ended (Close may come from another goroutine)
 }
 
 func (t *throttled) Read(p []byte) (int, error) {
@@ -32,8 +34,25 @@ func (t *throttled) Read(p []byte) (int, error) {
 		p = p[:256<<10]
 	}
 	n, err := t.ReadCloser.Read(p)
+	if n > 0 && t.open != nil && t.state.CompareAndSwap(0, 1) {
+		t.open.Add(1)
+	}
+	if err != nil {
+		t.end()
+	}
 	time.Sleep(time.Duration(int64(n) * int64(time.Second) / t.rate))
 	return n, err
+}
+
+func (t *throttled) Close() error {
+	t.end()
+	return t.ReadCloser.Close()
+}
+
+func (t *throttled) end() {
+	if t.state.Swap(2) == 1 {
+		t.open.Add(-1)
+	}
 }
 
 // balancer is a small load balancer in front of xet-server instances, as an operator's would be:
@@ -47,6 +66,7 @@ type balancer struct {
 	proxies []*httputil.ReverseProxy
 	next    atomic.Uint64
 	sent    []atomic.Int64 // requests sent to each backend
+	open    atomic.Int64   // request bodies of 1 MiB or more being read (a xorb on its way)
 }
 
 func newBalancer(t *testing.T, backends []string, rate int64) *balancer {
@@ -64,7 +84,11 @@ func newBalancer(t *testing.T, backends []string, rate int64) *balancer {
 	go b.probe(backends, stop)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.ContentLength != 0 {
-			r.Body = &throttled{r.Body, rate}
+			open := &b.open // a xorb's body, not a batch request's JSON
+			if r.ContentLength >= 0 && r.ContentLength < 1<<20 {
+				open = nil
+			}
+			r.Body = &throttled{ReadCloser: r.Body, rate: rate, open: open}
 		}
 		i, ok := b.pick()
 		if !ok {
@@ -166,6 +190,14 @@ func pushDuring(t *testing.T, e *env, work string, size int, received func() boo
 	}
 }
 
+// waitOpenBody waits until a request body is on its way through lb (a xorb, mid-upload).
+func waitOpenBody(t *testing.T, lb *balancer) {
+	t.Helper()
+	if !testutil.Eventually(30*time.Second, func() bool { return lb.open.Load() > 0 }) {
+		t.Fatal("no request body on its way through the balancer")
+	}
+}
+
 // fsckServer runs xet-server fsck with args and fails unless the store checks clean.
 func fsckServer(t *testing.T, args ...string) {
 	t.Helper()
@@ -189,7 +221,7 @@ func TestSIGTERMDuringPush(t *testing.T) {
 	work, remote := batchRepo(t, e, lb.url+"/team/drain.git/info/lfs")
 	var atRestart int64
 	pushDuring(t, e, work, 96<<20, func() bool { return lb.sent[0].Load() >= 3 }, func() {
-		time.Sleep(500 * time.Millisecond) // a xorb is on its way
+		waitOpenBody(t, lb)
 		s = restart(t, s, "--drain-delay", "500ms")
 		atRestart = lb.sent[0].Load()
 	})
@@ -217,7 +249,7 @@ func TestSIGTERMOneOfTwoInstancesDuringPush(t *testing.T) {
 	work, remote := batchRepo(t, e, lb.url+"/team/drain2.git/info/lfs")
 	var atSIGTERM int64
 	pushDuring(t, e, work, 96<<20, func() bool { return lb.sent[0].Load()+lb.sent[1].Load() >= 4 }, func() {
-		time.Sleep(500 * time.Millisecond)
+		waitOpenBody(t, lb)
 		atSIGTERM = lb.sent[1].Load()
 		servers[0] = restart(t, servers[0], "--storage", s3.URL("cas"), "--secret-file", servers[0].secret, "--drain-delay", "1s")
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -51,12 +52,7 @@ func startLFSTestServerAs(t *testing.T, name string) *lfsTestServer {
 		}
 		t.Skip("lfs-test-server is not installed (test/install-lfs-test-server.sh builds it)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := servertest.FreeAddr(t)
 	host := addr
 	if name != "" {
 		_, port, _ := net.SplitHostPort(addr)

@@ -164,7 +164,11 @@ func New(ctx context.Context, repo *gitrepo.Repo, env Env, remote, operation str
 	if err != nil {
 		return nil, err
 	}
-	return newResolver(repo, env, ep, repo.GitURL(ctx, operation, remote)), nil
+	gitURL, err := repo.GitURL(ctx, operation, remote)
+	if err != nil {
+		return nil, err
+	}
+	return newResolver(repo, env, ep, gitURL), nil
 }
 
 func newResolver(repo *gitrepo.Repo, env Env, ep gitrepo.Endpoint, remoteURL string) *Resolver {

@@ -177,7 +177,7 @@ func installLFSFilters(ctx context.Context, g client.Git, scope string, stdout i
 	}
 	if _, err := exec.LookPath("git-lfs"); err != nil {
 		return errors.New("git-lfs is not installed (not on the PATH).\n" +
-			"Install it (e.g. `apt-get install git-lfs`, or `go install github.com/git-lfs/git-lfs/v3@v3.8.1`), then run install again.")
+			"Install it (e.g. `apt-get install git-lfs`, or `go install github.com/git-lfs/git-lfs/v3@v3.8.1`), then run install again")
 	}
 	lfsArgs := []string{"lfs", "install"}
 	if scope != "--global" { // git lfs install is global by default and has no --global flag

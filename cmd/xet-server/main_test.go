@@ -188,10 +188,8 @@ func TestServeWithUsers(t *testing.T) {
 	}
 	// Right after a wrong password the same user from the same address waits out a short window
 	// (429), then gets in.
-	s := get("alice", "alice-password")
-	for deadline := time.Now().Add(10 * time.Second); s == 429 && time.Now().Before(deadline); s = get("alice", "alice-password") {
-		time.Sleep(100 * time.Millisecond)
-	}
+	var s int
+	testutil.Eventually(10*time.Second, func() bool { s = get("alice", "alice-password"); return s != 429 })
 	if s != 200 {
 		t.Fatalf("alice: %d", s)
 	}
@@ -221,15 +219,8 @@ func TestServeCleansOldTempFiles(t *testing.T) {
 	os.Chtimes(old, past, past)
 	_, _, stop := startServer(t, "--data", data)
 	defer stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(old); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the old temp file is still there")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { _, err := os.Stat(old); return os.IsNotExist(err) }) {
+		t.Fatal("the old temp file is still there")
 	}
 	if _, err := os.Stat(young); err != nil {
 		t.Fatalf("a young temp file was removed: %v", err)

@@ -111,12 +111,8 @@ func TestTLSCertificateReload(t *testing.T) {
 	}
 	got.Write(buf[:n])
 	writeCert(t, cert, key, 2) // mid-download
-	deadline := time.Now().Add(10 * time.Second)
-	for serialOf(t, addr) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a new connection still sees the old certificate: %s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Eventually(10*time.Second, func() bool { return serialOf(t, addr) == 2 }) {
+		t.Fatalf("a new connection still sees the old certificate: %s", logs.String())
 	}
 	if _, err := io.Copy(got, res.Body); err != nil {
 		t.Fatalf("the download across the rotation: %v", err)
@@ -130,11 +126,8 @@ func TestTLSCertificateReload(t *testing.T) {
 	if err := hangUpSelf(); err != nil {
 		t.Fatal(err)
 	}
-	for serialOf(t, addr) != 3 {
-		if time.Now().After(deadline.Add(5 * time.Second)) {
-			t.Fatal("SIGHUP did not reload the certificate")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Eventually(5*time.Second, func() bool { return serialOf(t, addr) == 3 }) {
+		t.Fatal("SIGHUP did not reload the certificate")
 	}
 	if !strings.Contains(logs.String(), `"trigger":"file change"`) {
 		t.Errorf("no reload logged:\n%s", logs.String())

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
 // TestPool: a buffer put back is handed out again (only to a Get it is big enough for), at most
@@ -41,7 +43,7 @@ func TestPool(t *testing.T) {
 		t.Fatalf("Get(500) handed out a buffer of %d", cap(b))
 	}
 	p.Put(b)
-	time.Sleep(200 * time.Millisecond)
+	testutil.Eventually(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(released) == 3 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(released) != 3 {

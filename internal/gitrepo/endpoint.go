@@ -317,21 +317,21 @@ func (r *Repo) URLEndpoint(ctx context.Context, operation, raw string) (Endpoint
 
 // GitURL is remote's git URL for operation (for uploads remote.<r>.pushurl, else remote.<r>.url;
 // a remote given as a URL or path is its own) with insteadOf rules applied, as git-lfs applies
-// them; "" when the remote has none.
-func (r *Repo) GitURL(ctx context.Context, operation, remote string) string {
+// them; "" when the remote has none. The error is the configuration's, when it cannot be read.
+func (r *Repo) GitURL(ctx context.Context, operation, remote string) (string, error) {
 	if remote == "" {
 		remote = "origin"
 	}
 	f, err := r.finder(ctx, operation)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	u, _ := f.gitRemoteURL(remote)
 	if u == "" && isLocalPathRemote(remote) {
 		u = remote
 	}
 	if u == "" {
-		return ""
+		return "", nil
 	}
-	return f.replaceAlias(u)
+	return f.replaceAlias(u), nil
 }

@@ -209,3 +209,28 @@ func TestCancelledLoadNotKept(t *testing.T) {
 		t.Fatalf("location after a cancelled load: %v", err)
 	}
 }
+
+// A remote's git URL whose configuration could not be read is an error, not "the remote has no
+// URL" (which sends the user's credential search down the wrong path).
+func TestGitURLReportsUnreadConfiguration(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", dir, "remote", "add", "origin", "https://git.test/r.git").CombinedOutput(); err != nil {
+		t.Fatalf("git remote add: %v\n%s", err, out)
+	}
+	r := New(Git{Dir: dir})
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if u, err := r.GitURL(gone, "upload", "origin"); err == nil {
+		t.Errorf("GitURL with git unable to run: %q and no error", u)
+	}
+	if u, err := r.GitURL(context.Background(), "upload", "origin"); u != "https://git.test/r.git" || err != nil {
+		t.Fatalf("GitURL: %q, %v", u, err)
+	}
+	if u, err := r.GitURL(context.Background(), "upload", "nowhere"); u != "" || err != nil {
+		t.Fatalf("GitURL of a remote with no URL: %q, %v", u, err)
+	}
+}

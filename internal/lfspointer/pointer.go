@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 )
 
 // MaxSize is git-lfs's cutoff: a blob of this many bytes or more is never a pointer.
@@ -20,10 +22,7 @@ type Pointer struct {
 	Size int64
 }
 
-var (
-	pointerOidRE = regexp.MustCompile(`\A[0-9a-f]{64}\z`)
-	pointerExtRE = regexp.MustCompile(`\Aext-\d-\w+`)
-)
+var pointerExtRE = regexp.MustCompile(`\Aext-\d-\w+`)
 
 // EmptyOid is the SHA-256 of no bytes.
 const EmptyOid = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -92,7 +91,7 @@ func knownVersion(v string) bool {
 // sha256Oid is the hex of "sha256:<hex>".
 func sha256Oid(v string) (string, bool) {
 	typ, oid, ok := strings.Cut(v, ":")
-	return oid, ok && typ == "sha256" && pointerOidRE.MatchString(oid)
+	return oid, ok && typ == "sha256" && lfsobject.ValidOid(oid)
 }
 
 // validExtensions: each ext-<priority>-<name> with a sha256 oid, no priority twice.

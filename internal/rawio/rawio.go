@@ -5,9 +5,9 @@
 //
 // Every ordinary system call of a Go program tells the scheduler it is entering one, and the first
 // after the process went idle wakes the runtime's monitor thread, which then polls every 20 µs for
-// a while. An agent process that only relays one small message after another (agent/share) went
-// through that twice per object: the monitor's wake-ups and polling were about a third of such a
-// process's CPU. A read or write of a non-blocking descriptor never blocks, so it needs none of the
+// a while. An agent process that only relays one small message after another (agent/share) goes
+// through that twice per object, so the monitor's wake-ups and polling are a large part of its
+// CPU. A read or write of a non-blocking descriptor never blocks, so it needs none of the
 // bookkeeping; when it would block (EAGAIN) the goroutine waits in the poller as usual, and the
 // descriptor's deadlines apply.
 package rawio

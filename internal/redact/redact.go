@@ -1,5 +1,6 @@
 // Package redact owns how secrets are kept out of logs, errors and messages. A URL is never shown
-// with the password of its user info (https://user:password@host/...) or its query, which carries
+// with the password of its user info (https://user:password@host/...; of an http(s) URL, a user
+// name alone, which may be a token: https://TOKEN@host/...) or its query, which carries
 // the signatures of signed URLs and, on some servers, tokens: URL shows one URL; Text finds the
 // URLs in free text (an error message); Writer applies Text to every log line written through it,
 // so that a URL no call site redacted (an error of a library, a value an LFS server sent) is
@@ -23,7 +24,8 @@ import (
 const hidden = "xxxxx"
 
 // URL is s without the password of its user info (replaced by xxxxx, so that one sees there was
-// one), its query and its fragment. Of a string that does not parse as a URL only the scheme is
+// one; of an http(s) URL, a user name without a password too, which may be a token), its query
+// and its fragment. Of a string that does not parse as a URL only the scheme is
 // kept, when it holds a '@', '?' or '#' (its parts cannot be told apart).
 func URL(s string) string {
 	u, err := url.Parse(s)
@@ -37,8 +39,14 @@ func URL(s string) string {
 		return "(a URL)"
 	}
 	if u.User != nil {
-		if _, has := u.User.Password(); has {
+		_, has := u.User.Password()
+		switch scheme := strings.ToLower(u.Scheme); {
+		case has:
 			u.User = url.UserPassword(u.User.Username(), hidden)
+		case scheme == "http" || scheme == "https":
+			// A user name alone is how some hosts take a token (https://TOKEN@host/…: Azure
+			// DevOps, GitHub); ssh's user (git@) is a name.
+			u.User = url.User(hidden)
 		}
 	}
 	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""

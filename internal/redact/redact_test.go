@@ -9,7 +9,8 @@ func TestURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://user:pa55@host/x.git/info/lfs":           "https://user:xxxxx@host/x.git/info/lfs",
 		"https://host/o?X-Amz-Signature=abc&b=1#frag":     "https://host/o",
-		"https://user@host/x":                             "https://user@host/x",
+		"https://ghp_TOKEN@host/x":                        "https://xxxxx@host/x",
+		"ssh://git@host/x":                                "ssh://git@host/x",
 		"http://127.0.0.1:9/x?":                           "http://127.0.0.1:9/x",
 		"origin":                                          "origin",
 		"/srv/repos/m.git":                                "/srv/repos/m.git",

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
-	"runtime"
 	"slices"
 	"testing"
 	"testing/iotest"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
@@ -183,14 +185,17 @@ func (b *blockingReader) Read(p []byte) (int, error) {
 }
 
 func TestReaderCloseEarlyLeavesNoGoroutine(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	data := streamData(8 << 20)
 	for _, opts := range []Options{{}, {SHA256: true}} {
 		rd := NewReaderOptions(bytes.NewReader(data), opts)
 		if _, err := rd.Next(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // let the producer fill its queue and block
+		// The producer fills its queue and blocks: every batch but the consumer's is hashed and queued.
+		if !testutil.Eventually(10*time.Second, func() bool { return len(rd.out) == nBatches-1 }) {
+			t.Fatalf("the producer queued %d batches, want %d", len(rd.out), nBatches-1)
+		}
 		rd.Close()
 		rd.Close() // twice is fine
 		if _, err := rd.Next(); !errors.Is(err, ErrClosed) {
@@ -221,13 +226,7 @@ func TestReaderCloseEarlyLeavesNoGoroutine(t *testing.T) {
 	// A Reader that never started needs no Close, and Close on it is harmless.
 	NewReader(bytes.NewReader(data)).Close()
 
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines after Close, %d before", n, before)
-	}
+	goleak.VerifyNone(t, before)
 }
 
 func TestSummarize(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // Size is the length of a Hash in bytes.
@@ -122,11 +123,16 @@ func FromSHA256(digest [32]byte) Hash {
 // SHA256 is the inverse of FromSHA256: the ordinary digest bytes.
 func (h Hash) SHA256() [32]byte { return [32]byte(FromSHA256([32]byte(h))) }
 
-// ParseSHA256 reads an ordinary 64-digit SHA-256 hex string (an LFS oid) into the stored form.
+// ParseSHA256 reads an ordinary 64-digit SHA-256 hex string (an LFS oid) into the stored form. The
+// digits are lowercase, as git-lfs writes an oid (internal/lfsobject says the same): an uppercase
+// spelling would be a second name of one object.
 func ParseSHA256(oid string) (Hash, error) {
 	var d [32]byte
 	if len(oid) != 64 {
 		return Hash{}, fmt.Errorf("sha256 %q: want 64 hex digits, got %d characters", clip(oid), len(oid))
+	}
+	if strings.ToLower(oid) != oid {
+		return Hash{}, fmt.Errorf("sha256 %q: want lowercase hex digits", clip(oid))
 	}
 	if _, err := hex.Decode(d[:], []byte(oid)); err != nil {
 		return Hash{}, fmt.Errorf("sha256 %q: %w", clip(oid), err)

@@ -196,6 +196,10 @@ func TestParseErrors(t *testing.T) {
 	if hex.EncodeToString(d[:]) != oid {
 		t.Fatal("SHA256() is not the digest")
 	}
+	// An oid is lowercase hex (git-lfs writes nothing else): another spelling is another name.
+	if _, err := ParseSHA256(strings.ToUpper(oid)); err == nil {
+		t.Error("ParseSHA256 accepted an uppercase oid")
+	}
 }
 
 func BenchmarkChunkHash64K(b *testing.B) {

@@ -307,6 +307,29 @@ func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	return b, true
 }
 
+// takeShard takes a shard upload in: the early quota check, its body read whole (readShard) and
+// what it adds reserved (chargeShard), answering a refusal itself (ok false). It holds one of the
+// MaxShardBodies slots from before the body is read until done is called, after the
+// registration: bodies held whole are bounded in number, as xorb bodies are, and one user's many
+// uploads wait behind another's fair share.
+func (s *Server) takeShard(w http.ResponseWriter, r *http.Request, c Claims) (body []byte, charge *shardCharge, done func(), ok bool) {
+	if !s.withinQuota(w, r, c.Namespace, 0) {
+		return nil, nil, nil, false
+	}
+	slot, err := s.shardBodies.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Shard))
+	if err != nil {
+		return nil, nil, nil, false // the client left
+	}
+	if body, ok = s.readShard(w, r); ok {
+		charge, ok = s.chargeShard(w, r, c.Namespace, body)
+	}
+	if !ok {
+		slot.release()
+		return nil, nil, nil, false
+	}
+	return body, charge, slot.release, true
+}
+
 // shardReadStart is the buffer a shard body is first read into (most shards of small pushes fit).
 const shardReadStart = 32 << 10
 
@@ -329,17 +352,11 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 // handlePutShardV1 answers POST /v1/shards: {"result": 1} when the shard registered something new,
 // {"result": 0} when everything was known.
 func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Claims) {
-	if !s.withinQuota(w, r, c.Namespace, 0) {
-		return
-	}
-	body, ok := s.readShard(w, r)
+	body, charge, done, ok := s.takeShard(w, r, c)
 	if !ok {
 		return
 	}
-	charge, ok := s.chargeShard(w, r, c.Namespace, body)
-	if !ok {
-		return
-	}
+	defer done()
 	existed, err := s.putShard(r.Context(), c, uploader(r, c.Subject, c.Namespace), body, charge)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
@@ -359,17 +376,11 @@ func (s *Server) handlePutShardV1(w http.ResponseWriter, r *http.Request, c Clai
 // answers in one write, headers and all frames, instead of one write and one client wake-up per
 // frame.
 func (s *Server) handlePutShardV2(w http.ResponseWriter, r *http.Request, c Claims) {
-	if !s.withinQuota(w, r, c.Namespace, 0) {
-		return
-	}
-	body, ok := s.readShard(w, r)
+	body, charge, release, ok := s.takeShard(w, r, c)
 	if !ok {
 		return
 	}
-	charge, ok := s.chargeShard(w, r, c.Namespace, body)
-	if !ok {
-		return
-	}
+	defer release()
 	w.Header().Set("Content-Type", contentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)

@@ -11,8 +11,8 @@ import (
 // localHosts guards an open server (no users file, no Hub tokens) against DNS rebinding: a web page
 // whose name an attacker points at 127.0.0.1 makes the browser send its requests here, with its own
 // name as Host. Such a server answers only requests whose Host is a loopback name or address
-// (localhost, *.localhost, 127.0.0.0/8, ::1) or the host of Config.PublicURL; anything else gets 403
-// before any route runs. A request on a connection that presented a verified client certificate
+// (localhost, *.localhost, 127.0.0.0/8, ::1) or the host of Config.PublicURL, and that no web page
+// of another host sent (localOrigin); anything else gets 403 before any route runs. A request on a connection that presented a verified client certificate
 // (--tls-client-ca) is authenticated by it and not checked. Servers with credentials do not need
 // this: a rebound page does not have them.
 func (s *Server) localHosts(next http.Handler) http.Handler {
@@ -21,14 +21,31 @@ func (s *Server) localHosts(next http.Handler) http.Handler {
 		public = strings.ToLower(u.Hostname())
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.Open() || (r.TLS != nil && len(r.TLS.VerifiedChains) > 0) || localHost(r.Host, public) {
+		if !s.Open() || (r.TLS != nil && len(r.TLS.VerifiedChains) > 0) || localHost(r.Host, public) && localOrigin(r, public) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		noteRoute(r, "foreign host")
+		if localHost(r.Host, public) {
+			writeError(w, http.StatusForbidden, "xet-server without users answers no request a web page of another host sends (Origin)")
+			return
+		}
 		writeError(w, http.StatusForbidden, "xet-server without users answers only requests for a loopback name or address "+
 			"(localhost, 127.0.0.1, [::1]) or the --public-url's host: this request's Host is neither (a web page reaching the server by DNS rebinding?)")
 	})
+}
+
+// localOrigin reports whether r came from no web page (no Origin: git-lfs, xet-core, the agent)
+// or from one of a loopback name or public: a page on any site may send "simple" POSTs (no
+// preflight) to 127.0.0.1 under that name, which the Host check takes, and the browser names the
+// page in Origin ("null" for sandboxed and file pages).
+func localOrigin(r *http.Request, public string) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && localHost(u.Host, public)
 }
 
 // LoopbackHostsOnly holds a listener on a loopback address that takes no credential (the metrics

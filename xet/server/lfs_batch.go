@@ -224,7 +224,7 @@ func secondsUntil(now, exp time.Time) int64 {
 func (s *Server) answerObject(ctx context.Context, g *batchGrant, o lfsbatch.Object) (lfsbatch.Result, error) {
 	res := lfsbatch.Result{OID: o.OID, Size: o.Size}
 	sha, err := hash.ParseSHA256(o.OID)
-	if err != nil || strings.ToLower(o.OID) != o.OID || o.Size < 0 {
+	if err != nil || o.Size < 0 { // err: not a lowercase SHA-256 (hash.ParseSHA256)
 		res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
 		return res, nil
 	}

@@ -326,3 +326,24 @@ func TestBatchHashAlgoSpellings(t *testing.T) {
 		}
 	}
 }
+
+// An oid is a SHA-256 in lowercase hex, as git-lfs writes it (internal/lfsobject): the basic
+// routes refuse another spelling of the same digest instead of storing and serving it under a
+// second name.
+func TestBasicTransferRefusesUppercaseOid(t *testing.T) {
+	e := newEnv(t, nil)
+	data := vectors.SplitMix(1000, 8)
+	oid := sha256Hex(data)
+	_, br := e.batch("team/x", batchBody("upload", nil, lfsbatch.Object{OID: oid, Size: int64(len(data))}))
+	up := br.Objects[0].Actions["upload"]
+	if up == nil {
+		t.Fatalf("no upload action: %+v", br.Objects[0])
+	}
+	upper := strings.Replace(up.Href, oid, strings.ToUpper(oid), 1)
+	if res := e.do("PUT", upper, data, "Authorization", up.Header["Authorization"]); res.status != 400 {
+		t.Fatalf("PUT of an uppercase oid: %v, want 400", res)
+	}
+	if res := e.do("GET", upper, nil, "Authorization", up.Header["Authorization"]); res.status == 200 {
+		t.Fatalf("GET of an uppercase oid: %v", res)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
@@ -282,8 +283,9 @@ func TestDrain(t *testing.T) {
 	if _, err := pw.Write(r.xorbBody[:half]); err != nil {
 		t.Fatal(err)
 	}
-	for e.srv.xorbs.inUse() == 0 { // the handler holds its upload slot: the request is in flight
-		time.Sleep(time.Millisecond)
+	// The handler holds its upload slot: the request is in flight.
+	if !testutil.Eventually(10*time.Second, func() bool { return e.srv.xorbs.inUse() > 0 }) {
+		t.Fatal("the upload never took a slot")
 	}
 	e.srv.Drain()
 	res := e.do("GET", "/v1/files/"+r.fileHash.String(), nil)

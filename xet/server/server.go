@@ -94,9 +94,12 @@ type Ingester interface {
 
 // Limits on request bodies. Zero fields take the defaults.
 type Limits struct {
-	Xorb   int64 // POST /v1/xorbs body; default 64 MiB of data plus one record header per chunk, plus 1 MiB
-	Shard  int64 // POST /v1|v2/shards body; default store.MaxShardBytes (64 MiB)
-	JSON   int64 // LFS batch request; default 16 MiB
+	Xorb  int64 // POST /v1/xorbs body; default 64 MiB of data plus one record header per chunk, plus 1 MiB
+	Shard int64 // POST /v1|v2/shards body; default store.MaxShardBytes (64 MiB)
+	// JSON bounds an LFS batch request; default 1 MiB. A request of maxBatchObjects objects
+	// takes about 100 KB; decoding costs about five times what is read, so the bound is what
+	// the object cap costs, not what a client sends.
+	JSON   int64
 	Object int64 // basic-transfer PUT of one LFS object; default 64 GiB
 	// A request body must arrive at BodyMinRate bytes per second or faster, measured over
 	// windows of BodyWindow: a slower one is cut (408) and its upload slot freed, so a few stalled
@@ -121,7 +124,7 @@ func (l Limits) withDefaults() Limits {
 		l.Shard = store.MaxShardBytes
 	}
 	if l.JSON <= 0 {
-		l.JSON = 16 << 20
+		l.JSON = 1 << 20
 	}
 	if l.Object <= 0 {
 		l.Object = 64 << 30
@@ -174,6 +177,12 @@ type Config struct {
 	// more wait their turn, shared fairly between users (slotPool: a slot that frees goes to the
 	// user holding the fewest). Default half the cores, at least 2.
 	MaxShardPuts int
+	// MaxShardBodies bounds the shard uploads whose bodies are held at once: each is read whole
+	// (up to Limits.Shard) before it is checked, and kept until its registration ends. More wait
+	// their turn before their body is read, shared fairly between users (one user holds at most
+	// MaxShardPuts of them), a slow body cut as an upload's is (slotPool). Default twice
+	// MaxShardPuts, at least 4.
+	MaxShardBodies int
 	// HeartbeatInterval is how often POST /v2/shards repeats its last frame while work goes on;
 	// default 20 s.
 	HeartbeatInterval time.Duration
@@ -211,6 +220,9 @@ type Server struct {
 	ingest *slotPool // MaxIngest slots
 	xorbs  *slotPool // MaxXorbPuts slots
 	shards *slotPool // MaxShardPuts slots
+	// shardBodies: MaxShardBodies slots, each a shard body held from its first byte to the end
+	// of its registration
+	shardBodies *slotPool
 	// metrics is cfg.Metrics (nil: none); quota caches usage when cfg.Quotas is set.
 	metrics *Metrics
 	quota   *usageCache
@@ -251,18 +263,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxShardPuts <= 0 {
 		cfg.MaxShardPuts = max(2, runtime.GOMAXPROCS(0)/2)
 	}
+	if cfg.MaxShardBodies <= 0 {
+		cfg.MaxShardBodies = max(4, 2*cfg.MaxShardPuts)
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{
-		cfg:    cfg,
-		tokens: NewTokens(cfg.Secret, cfg.Now),
-		urls:   NewURLSigner(cfg.Secret, cfg.Now),
-		log:    cfg.Log,
-		now:    cfg.Now,
-		ingest: newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
-		xorbs:  newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
-		shards: newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
+		cfg:         cfg,
+		tokens:      NewTokens(cfg.Secret, cfg.Now),
+		urls:        NewURLSigner(cfg.Secret, cfg.Now),
+		log:         cfg.Log,
+		now:         cfg.Now,
+		ingest:      newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
+		xorbs:       newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
+		shards:      newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
+		shardBodies: newSlotPool(cfg.MaxShardBodies, cfg.Limits.SlotHold),
 	}
+	s.shardBodies.each = cfg.MaxShardPuts
 	if cfg.Quotas != nil {
 		us, ok := cfg.Store.(UsageStore)
 		if !ok {

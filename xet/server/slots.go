@@ -27,10 +27,15 @@ import (
 //     without a body to judge (a shard registration, whose body was read before it waits) is
 //     never cut: it is work the server does, bounded by the store's budget (store/budget.go).
 //
+// A pool may also bound what one user holds (each): the shard bodies a user holds are at most
+// the registrations that can run, so that its bodies waiting for a registration slot never keep
+// another user's body from being read and queued for one.
+//
 // The waiters themselves look for slots to cut, every slotTick while they wait: the pool has no
 // goroutine of its own.
 type slotPool struct {
 	size   int
+	each   int              // the most slots one user may hold (0: no bound but size)
 	hold   time.Duration    // Limits.SlotHold
 	now    func() time.Time // the wall clock; a test's own
 	mu     sync.Mutex
@@ -88,7 +93,7 @@ type slotWaiter struct {
 func (p *slotPool) acquire(ctx context.Context, user string, body progress, size int64) (*slot, error) {
 	sl := &slot{pool: p, user: user, body: body, size: size}
 	p.mu.Lock()
-	if p.n < p.size {
+	if p.n < p.size && p.mayHold(user) {
 		p.grant(sl)
 		p.mu.Unlock()
 		return sl, nil
@@ -147,17 +152,25 @@ func (sl *slot) release() {
 	if len(p.wait) == 0 {
 		return
 	}
-	best := 0
+	best := -1
 	for i, w := range p.wait {
-		if len(p.held[w.user]) < len(p.held[p.wait[best].user]) {
+		if p.mayHold(w.user) && (best < 0 || len(p.held[w.user]) < len(p.held[p.wait[best].user])) {
 			best = i
 		}
+	}
+	if best < 0 {
+		return // every waiter's user holds its most: the slot waits for the next to ask or free
 	}
 	w := p.wait[best]
 	p.wait = slices.Delete(p.wait, best, best+1)
 	next := &slot{pool: p, user: w.user, body: w.body, size: w.size}
 	p.grant(next)
 	w.ready <- next
+}
+
+// mayHold reports whether user may take one more slot (each). Under p.mu.
+func (p *slotPool) mayHold(user string) bool {
+	return p.each <= 0 || len(p.held[user]) < p.each
 }
 
 // inUse is the number of slots held.

@@ -192,8 +192,8 @@ func TestSlotsGrantOrderAndCancel(t *testing.T) {
 			got <- user
 			sl.release()
 		}()
-		for !waiting(p, user) {
-			time.Sleep(time.Millisecond)
+		if !testutil.Eventually(10*time.Second, func() bool { return waiting(p, user) }) {
+			t.Fatalf("%s never waited for a slot", user)
 		}
 	}
 	start(t.Context(), "alice")

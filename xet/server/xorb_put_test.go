@@ -64,10 +64,8 @@ func TestXorbPutsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The transport may take that byte before the handler runs: wait until it holds the slot.
-	for deadline := time.Now().Add(5 * time.Second); e.srv.xorbs.inUse() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the stalled upload never took a slot")
-		}
+	if !testutil.Eventually(5*time.Second, func() bool { return e.srv.xorbs.inUse() > 0 }) {
+		t.Fatal("the stalled upload never took a slot")
 	}
 
 	second := make(chan resp, 1)

@@ -107,16 +107,9 @@ func TestSHA256RunCatchesUpOutOfOrder(t *testing.T) {
 	}
 	f := r.file(seg{xa, 0, 3}, seg{xb, 0, 3}, seg{xc, 0, 2})
 	rec := recordOf(f)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, n := s.chainPrefix(rec); n == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_, n := s.chainPrefix(rec)
-			t.Fatalf("%d of the file's 3 terms hashed before registration, want all (the later xorbs caught up)", n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testutil.Eventually(30*time.Second, func() bool { _, n := s.chainPrefix(rec); return n == 3 }) {
+		_, n := s.chainPrefix(rec)
+		t.Fatalf("%d of the file's 3 terms hashed before registration, want all (the later xorbs caught up)", n)
 	}
 	if got, err := s.contentSHA256(ctx, rec); err != nil || got != f.sha {
 		t.Fatalf("SHA-256 %x (%v), want %x", got, err, f.sha)

@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
@@ -107,7 +108,7 @@ func newEndless(seed uint64) *endless { return &endless{r: rand.New(rand.NewPCG(
 // Cancelling the context of an Upload that is streaming a file makes it return promptly with the
 // context's error, and leaves no goroutine behind.
 func TestUploadCancelled(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var cancelledAt time.Time
@@ -143,7 +144,7 @@ func TestUploadCancelled(t *testing.T) {
 
 // An Upload whose context is already done returns at once (even for an endless stream).
 func TestUploadContextAlreadyDone(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	done := make(chan error, 1)
@@ -165,7 +166,7 @@ func TestUploadContextAlreadyDone(t *testing.T) {
 // Cancelling Finish while xorb uploads hang stops those uploads (their context ends) and Finish
 // returns promptly with an error; no goroutine is left behind.
 func TestFinishCancelledWhileUploading(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := goleak.IgnoreCurrent()
 	cc := &recCAS{blockPut: true}
 	s := upload.NewSession(upload.Config{CAS: cc, Concurrency: 2})
 	for i := range 3 {

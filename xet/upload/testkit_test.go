@@ -9,12 +9,12 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"go.uber.org/goleak"
+
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
@@ -388,16 +388,11 @@ func (r *sliceReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// goroutinesSettle waits until no more goroutines run than base (at most 5 s), and fails with
-// their stacks otherwise.
-func goroutinesSettle(t *testing.T, base int) {
+// goroutinesSettle waits until no goroutine runs that did not run at base (goleak.IgnoreCurrent
+// at the test's start), and fails with their stacks otherwise.
+func goroutinesSettle(t *testing.T, base goleak.Option) {
 	t.Helper()
-	if !testutil.Eventually(5*time.Second, func() bool { return runtime.NumGoroutine() <= base }) {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		stacks := string(buf[:min(n, 20000)])
-		t.Fatalf("%d goroutines still run, %d before the test:\n%s", runtime.NumGoroutine(), base, stacks)
-	}
+	goleak.VerifyNone(t, base)
 }
 
 // policyNone keeps the xorb builder cheap: test data is random anyway.
