@@ -79,6 +79,12 @@ forbid protocol "agent(/.*)?|xet/.*|localshards(/.*)?" "the protocol package onl
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only internal/fsretry "" "renames and removals that wait out another process's hold stand alone"
 only internal/buildinfo "" "what build this is comes from the Go build information alone"
+only internal/lfspointer "internal/lfsobject" "reading a pointer file needs only what an oid looks like"
+for p in agent/mount agent/mount/xetfile; do
+  forbid "$p" "agent|agent/(client|leader|share|hub|credentials|migrate|xetlog)|protocol|cmd/.*|localshards|localshards/chunkindex|xet/store(/.*)?|xet/embedded|xet/server|xet/upload" "the mount reads through a CAS client and the Local chunks it is given; which endpoint, credential and index is the command's wiring of agent/client"
+done
+only localshards/chunkcache "xet/hash" "the mount's chunk cache keeps bytes by hash, nothing else"
+only internal/gittree "internal/lfspointer|internal/lfsobject" "a revision's tree is git's objects and pointers"
 only internal/gitnet "" "how a request reaches a URL is git-lfs's lfshttp over a config the caller gives; it knows no project package"
 only internal/netem "" "the link emulator is a TCP forwarder, it knows nothing of what it carries"
 only internal/lazy "" "the one find-once primitive stands alone"

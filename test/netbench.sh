@@ -16,6 +16,14 @@
 #   hub       home  clone and pull through the Hub emulator: the ratios within 10 % of xet-server's
 #   thin      thin  a clone of MIB MiB: no failure; progress reaches git-lfs at least every 5 s (the
 #                   agent's progress messages, timed by a tap on its stdout) and bytes cross the link
+#   mount     home  `git xet-transfer mount` of a revision with 1,000 small LFS files and a file of
+#                   MOUNT_MIB MiB (v1, then a 0.5 % edit, v2), in a clone of pointers only:
+#                   mount + `ls -lR` ≤ 1 s with no byte over the link; the first 1 MiB at a random
+#                   offset ≤ 0.5 s (plain git-lfs fetches the whole file first: its time at the link's
+#                   rate, computed, not run); `cat` of v1 ≥ 80 % of the link, the mount's CPU ≤ 1.5×
+#                   that of `git lfs fetch` of the same object (the agent, same link); then v2 whole
+#                   ≤ 2 % of the file over the link; the cache ≤ --cache-size + 64 MiB; the mount's
+#                   peak RSS ≤ 256 MB
 #   many      home  a clone of 48 unrelated files of 8 MiB (issue 42; MIB/128 MiB each, at least 1,
 #                   when NETBENCH_MIB < 1024): unrelated downloads go side by side   target ≤ 1.05×
 #   small     home, far  push, then clone, of NETBENCH_SMALL_N (1,000; 50 when NETBENCH_MIB < 1024)
@@ -28,7 +36,8 @@
 # the emulators' CPU during the measured transfers, and the peak RSS of every agent process (each
 # runs under GNU time; target ≤ 256 MB).
 #
-# Knobs: NETBENCH_MIB (default 1024: the issue's sizes; 16 for a smoke run), NETBENCH_ROWS,
+# Knobs: NETBENCH_MIB (default 1024: the issue's sizes; 16 for a smoke run), NETBENCH_MOUNT_MIB (the
+# mount row's file, default 4×MIB: 4096, issue 43's size), NETBENCH_ROWS,
 # NETBENCH_PROFILES (the profiles to run, default home,far,thin: a row runs on those of its profiles
 # listed), NETBENCH_LINK (one link for every row instead of its profile: a name or MBIT/RTT_MS, e.g.
 # 400/2 for a quick run), NETBENCH_PROBE_MIB (default 256). With XET_BINDIR=DIR it runs the
@@ -43,7 +52,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 MIB=${NETBENCH_MIB:-1024}
-ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin,many,small},"
+MOUNT_MIB=${NETBENCH_MOUNT_MIB:-$((4 * MIB))}
+ROWS=",${NETBENCH_ROWS:-clone,pull,push,download,hub,thin,many,small,mount},"
 PROFILES=",${NETBENCH_PROFILES:-home,far,thin},"
 LINK=${NETBENCH_LINK:-}
 PROBE_MIB=${NETBENCH_PROBE_MIB:-256}
@@ -60,7 +70,10 @@ lts_bin=$(command -v lfs-test-server || echo "$(go env GOPATH)/bin/lfs-test-serv
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-netbench.XXXXXX")
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${NETBENCH_KEEP:-}" ] || rm -rf "$work"; }
+cleanup() {
+  [ -d "$work/mnt-point" ] && { "$work/bin/git-xet-transfer" unmount "$work/mnt-point" 2>/dev/null || fusermount3 -u -z "$work/mnt-point" 2>/dev/null || true; }
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${NETBENCH_KEEP:-}" ] || rm -rf "$work"
+}
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/data"
 . test/binaries.sh
@@ -388,6 +401,65 @@ if on_row thin && on_profile thin; then
   # Informative: the issue's target is progress; a spell without bytes at the end is local work
   # (verification, git-lfs's re-hash and checkout), plain git-lfs's too.
   row "  longest spell without a byte over the link" thin "${still[thin-xet]} s" "${still[thin-plain]} s" "-" "(shown)" "-"
+fi
+
+if on_row mount && on_profile home && { [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; }; then
+  echo "the mount row needs FUSE (/dev/fuse, fusermount3: apt-get install fuse3): skipped"
+elif on_row mount && on_profile home; then
+  msize=$((MOUNT_MIB << 20)) mcache=$(((MOUNT_MIB + MOUNT_MIB / 4) << 20)) mp="$work/mnt-point" xt="$work/bin/git-xet-transfer"
+  echo "set-up: a revision of 1,000 small LFS files and $MOUNT_MIB MiB (v1; v2, a 0.5 % edit), pushed (unshaped)"
+  python3 "$root/test/editdata.py" versions "$work/data" mount- 2 "$msize" 0.5
+  push_repo mnt xs xet
+  (cd "$work/mnt-src" && python3 -c '
+import os, random
+random.seed(43)
+for i in range(1000):
+    d = "small/d%d" % (i // 100)
+    os.makedirs(d, exist_ok=True)
+    open("%s/f%04d.bin" % (d, i), "wb").write(random.randbytes(1024 + i))
+' && cp "$work/data/mount-1" model.bin && git add . && git commit -q -m v1 && git tag v1 &&
+    cp "$work/data/mount-2" model.bin && git commit -q -am v2 && git push -q origin main v1 >>"$work/setup.log" 2>&1)
+  use mnt xet; GIT_LFS_SKIP_SMUDGE=1 git clone -q "$remote" "$work/mnt"
+  use mnt-fetch xet; GIT_LFS_SKIP_SMUDGE=1 git clone -q "$remote" "$work/mnt-fetch"
+  echo "git xet-transfer mount, link $(link_of home)"
+  mount_pid() { sed -n 's/.*(process \([0-9]*\),.*/\1/p' "$work/last.log"; }
+  proc_cpu() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
+  proc_hwm() { awk '/^VmHWM/ { print $2 * 1024 }' "/proc/$1/status"; }
+  unmount_wait() { "$xt" unmount "$mp"; while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; }
+  use mnt xet; cd "$work/mnt"
+  shape xs "$(link_of home)"
+  measure mount-ls xs sh -c "'$xt' mount --background --cache-size $mcache --rev v1 '$mp' && ls -lR '$mp' >/dev/null"
+  mpid=$(mount_pid)
+  off=$(python3 -c "import random; random.seed(7); print(random.randrange($msize - (1 << 20)))")
+  measure mount-1mib xs dd if="$mp/model.bin" of=/dev/null bs=1M count=1 skip="$off" iflag=skip_bytes
+  c0=$(proc_cpu "$mpid")
+  measure mount-cat xs sh -c "cat '$mp/model.bin' >/dev/null"
+  c1=$(proc_cpu "$mpid") rss=$(proc_hwm "$mpid")
+  unmount_wait "$mpid"
+  measure mount-v2 xs sh -c "'$xt' mount --background --cache-size $mcache '$mp' && cat '$mp/model.bin' >/dev/null"
+  mpid=$(mount_pid) rss2=$(proc_hwm "$mpid")
+  [ "$rss2" -gt "$rss" ] && rss=$rss2
+  use mnt-fetch xet; cd "$work/mnt-fetch"
+  measure mount-fetch xs /usr/bin/time -o "$work/fetch.cpu" -f "%U %S" git lfs fetch origin v1 -I model.bin
+  shape xs 0/0
+  cmp "$mp/model.bin" "$work/data/mount-2"
+  unmount_wait "$mpid"
+  cache=$(du -s -B1 "$work/mnt/.git/lfs/xet/mount-cache" | cut -f1)
+  cd "$work"
+  mcpu=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }') fcpu=$(awk '{ printf "%.2f", $1 + $2 }' "$work/fetch.cpu")
+  whole=$(awk -v b="$msize" 'BEGIN { printf "%.0f", b * 8 / 100e6 }') # plain git-lfs: the whole file at 100 Mbit/s first
+  case $(link_of home) in far) lb=1e9 ;; home) lb=100e6 ;; thin) lb=20e6 ;; *) lb=$(awk -v p="$(link_of home)" 'BEGIN { split(p, a, "/"); print a[1] * 1e6 }') ;; esac
+  # the link's use while cat ran: the bytes that crossed it (the first 1 MiB's read had fetched a
+  # little of the file already) over the time
+  pc=$(awk -v b="${bytes[mount-cat]}" -v t="${wall[mount-cat]}" -v l="$lb" 'BEGIN { printf "%.1f", 100 * b * 8 / t / l }')
+  pv=$(awk -v b="${bytes[mount-v2]}" -v s="$msize" 'BEGIN { printf "%.2f", 100 * b / s }')
+  row "mount + ls -lR: 1,000 LFS files and a $MOUNT_MIB MiB one" home "$(fig mount-ls)" "-" "-" "≤ 1 s, no byte fetched" "$([ "$(atmost "${wall[mount-ls]}" 1)" = 1 ] && [ "${bytes[mount-ls]}" = 0 ] && echo 1 || echo 0)"
+  row "first 1 MiB at a random offset of $MOUNT_MIB MiB" home "${wall[mount-1mib]} s" "~$whole s (the whole file first, computed)" "-" "≤ 0.5 s" "$(atmost "${wall[mount-1mib]}" 0.5)"
+  row "cat of $MOUNT_MIB MiB through the mount (% of link)" home "$(fig mount-cat) = $pc %" "git lfs fetch: $(fig mount-fetch)" "$(ratio "${wall[mount-cat]}" "${wall[mount-fetch]}")×" "≥ 80 % of the link" "$(atmost 80 "$pc")"
+  row "  CPU: the mount process vs git lfs fetch's" home "$mcpu s" "$fcpu s" "$(ratio "$mcpu" "$fcpu")×" "≤ 1.5×" "$(atmost "$(ratio "$mcpu" "$fcpu")" 1.5)"
+  row "v2 (0.5 % edit) whole after v1, over the link" home "$(fig mount-v2) = $pv % of the file" "-" "-" "≤ 2 % of the file" "$(atmost "$pv" 2)"
+  row "mount cache after both (du; --cache-size $(mb "$mcache"))" - "$(mb "$cache")" "-" "-" "≤ cache + 64 MiB" "$(atmost "$cache" $((mcache + (64 << 20))))"
+  row "peak RSS of the mount process" - "$(mb "$rss")" "-" "-" "≤ 256 MB" "$(atmost "$rss" 256000000)"
 fi
 
 if on_row many && on_profile home; then

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfspointer"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
@@ -47,7 +48,7 @@ type walker struct {
 	repo    *git.Repository
 	sizes   sizer
 	trees   map[plumbing.Hash]bool
-	blobs   map[plumbing.Hash]*lfsPointer // nil: not a pointer
+	blobs   map[plumbing.Hash]*lfspointer.Pointer // nil: not a pointer
 	objects map[string]*Object
 	byPath  map[string][]*Object
 	inv     *Inventory
@@ -55,7 +56,7 @@ type walker struct {
 
 // Walk finds the LFS objects of the repository at dir: every pointer in the trees of the commits
 // reachable from refs (nil or ["all"]: every branch, tag and remote-tracking ref), decoded with
-// a pointer decoder held to git-lfs's (decodePointer) under its 1024-byte cutoff, plus the objects kept in .git/lfs/objects.
+// a pointer decoder held to git-lfs's (lfspointer.Decode) under its 1024-byte cutoff, plus the objects kept in .git/lfs/objects.
 // Commits and trees are read once each (trees shared between commits are not walked again).
 func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
 	repo, closeRepo, err := openRepo(dir)
@@ -63,7 +64,7 @@ func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
 		return nil, err
 	}
 	defer closeRepo()
-	w := &walker{repo: repo, trees: map[plumbing.Hash]bool{}, blobs: map[plumbing.Hash]*lfsPointer{},
+	w := &walker{repo: repo, trees: map[plumbing.Hash]bool{}, blobs: map[plumbing.Hash]*lfspointer.Pointer{},
 		objects: map[string]*Object{}, byPath: map[string][]*Object{}, inv: &Inventory{}}
 	if s, ok := repo.Storer.(sizer); ok {
 		w.sizes = s
@@ -217,7 +218,7 @@ func (w *walker) walkTree(h plumbing.Hash, prefix, commit string, seq int) error
 
 // pointer decodes blob h as an LFS pointer, once per blob: nil when it is not one (too big, or
 // not a pointer as git-lfs reads them).
-func (w *walker) pointer(h plumbing.Hash) (*lfsPointer, error) {
+func (w *walker) pointer(h plumbing.Hash) (*lfspointer.Pointer, error) {
 	if p, ok := w.blobs[h]; ok {
 		return p, nil
 	}
@@ -227,7 +228,7 @@ func (w *walker) pointer(h plumbing.Hash) (*lfsPointer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if size >= blobSizeCutoff {
+		if size >= lfspointer.MaxSize {
 			return nil, nil
 		}
 	}
@@ -235,7 +236,7 @@ func (w *walker) pointer(h plumbing.Hash) (*lfsPointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.Size >= blobSizeCutoff {
+	if b.Size >= lfspointer.MaxSize {
 		return nil, nil
 	}
 	r, err := b.Reader()
@@ -247,7 +248,7 @@ func (w *walker) pointer(h plumbing.Hash) (*lfsPointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, ok := decodePointer(data)
+	p, ok := lfspointer.Decode(data)
 	if !ok {
 		return nil, nil // not a pointer: git-lfs leaves it alone too
 	}
@@ -255,7 +256,7 @@ func (w *walker) pointer(h plumbing.Hash) (*lfsPointer, error) {
 	return &p, nil
 }
 
-func (w *walker) add(p *lfsPointer, path, commit string, seq int) {
+func (w *walker) add(p *lfspointer.Pointer, path, commit string, seq int) {
 	if o, ok := w.objects[p.Oid]; ok {
 		if seq > o.order { // an older commit: the upload order follows the oldest sighting
 			o.order = seq

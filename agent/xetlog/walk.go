@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/git-xet-transfer/git-xet-transfer/agent/migrate"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/lfspointer"
 )
 
 // Change is one LFS path a commit changed: the version the commit gives it and, when there is one,
@@ -217,7 +217,7 @@ func readPointers(ctx context.Context, g gitrepo.Git, ids []string) (map[string]
 	for _, line := range strings.Split(strings.TrimSpace(string(checked)), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 3 && f[1] == "blob" {
-			if n, err := strconv.ParseInt(f[2], 10, 64); err == nil && n > 0 && n < migrate.PointerMaxBytes {
+			if n, err := strconv.ParseInt(f[2], 10, 64); err == nil && n > 0 && n < lfspointer.MaxSize {
 				small = append(small, f[0])
 			}
 		}
@@ -245,8 +245,8 @@ func decodeBatch(b []byte, out map[string]pointer) (map[string]pointer, error) {
 		if err != nil || n < 0 || n+1 > len(rest) {
 			return nil, fmt.Errorf("git cat-file: unexpected size in %q", clip(head))
 		}
-		if oid, size, ok := migrate.DecodePointer(rest[:n]); ok {
-			out[f[0]] = pointer{oid: oid, size: size}
+		if p, ok := lfspointer.Decode(rest[:n]); ok && n < lfspointer.MaxSize {
+			out[f[0]] = pointer{oid: p.Oid, size: p.Size}
 		}
 		b = rest[n+1:]
 	}

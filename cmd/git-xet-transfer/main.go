@@ -29,6 +29,8 @@ func commands() []command {
 		{"version", "print the version", runVersion},
 		{"hash", "print Xet file hashes (or chunk lists with --chunks) of files", runHash},
 		{"inspect", "describe a xorb or shard file as JSON", runInspect},
+		{"mount", "show a revision's files at DIR, LFS files read through Xet on demand [--rev REV] [--cache-size SIZE] [--background] DIR (Linux)", runMount},
+		{"unmount", "unmount what mount mounted at DIR (also one whose process died)", runUnmount},
 		{"log", "per commit and LFS path: the bytes shared with the previous version, and the new ones [--json] [REV-RANGE] [-- PATH…]", runLog},
 	}
 }

@@ -274,3 +274,45 @@ func (f *Footer) checkOffsets(recordsLen int) error {
 	}
 	return nil
 }
+
+// ErrFooterUnverifiable: a footer that cannot be checked against its xorb hash (version 0 keeps no
+// raw chunk lengths, and the hash is computed over them).
+var ErrFooterUnverifiable = errors.New("xorb footer: version 0 has no chunk lengths to check against the xorb hash")
+
+// Verify checks that f describes xorb x: it names x, and its chunk hashes with their raw lengths
+// (RawEnds) aggregate to x, as a xorb hash is computed. A footer read from a CAS is untrusted until
+// then; after it, a chunk whose bytes hash to ChunkHashes[i] is chunk i of x. It returns each
+// chunk's (hash, raw length) entry.
+func (f *Footer) Verify(x hash.Hash) ([]hash.Entry, error) {
+	ents, err := f.Entries(x)
+	if err != nil {
+		return nil, err
+	}
+	if got := hash.Merkle(ents); got != x {
+		return nil, fmt.Errorf("xorb %s: the footer's chunks aggregate to %s, not to the xorb hash", x, got)
+	}
+	return ents, nil
+}
+
+// Entries is each chunk's (hash, raw length) entry of a footer that names x and whose raw ends
+// do not go back, without Verify's aggregation: for a footer that cannot aggregate to x because
+// its server withheld the hashes of chunks the reader may not see (zero), whose remaining hashes
+// the reader must tie to something else (a file hash).
+func (f *Footer) Entries(x hash.Hash) ([]hash.Entry, error) {
+	if f.Version == 0 || len(f.RawEnds) != len(f.ChunkHashes) {
+		return nil, fmt.Errorf("xorb %s: %w", x, ErrFooterUnverifiable)
+	}
+	if f.Hash != x {
+		return nil, fmt.Errorf("xorb %s: the footer names xorb %s", x, f.Hash)
+	}
+	ents := make([]hash.Entry, len(f.ChunkHashes))
+	var prev uint32
+	for i, h := range f.ChunkHashes {
+		if f.RawEnds[i] < prev {
+			return nil, fmt.Errorf("xorb %s: footer chunk %d raw end %d is below the previous %d", x, i, f.RawEnds[i], prev)
+		}
+		ents[i] = hash.Entry{Hash: h, Size: uint64(f.RawEnds[i] - prev)}
+		prev = f.RawEnds[i]
+	}
+	return ents, nil
+}

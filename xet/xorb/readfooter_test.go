@@ -75,3 +75,40 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return c.ReaderAt.ReadAt(p, off)
 }
+
+// Verify accepts a footer whose chunks aggregate to its xorb, and refuses one whose chunk hash,
+// raw length or xorb is not the xorb's, and a version-0 footer (no lengths to check).
+func TestFooterVerify(t *testing.T) {
+	obj := storedObject(t, 20)
+	f, _, err := ParseFooter(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := f.Verify(f.Hash)
+	if err != nil || len(ents) != 20 || ents[3].Hash != f.ChunkHashes[3] || ents[3].Size != uint64(f.RawEnds[3]-f.RawEnds[2]) {
+		t.Fatalf("Verify of a good footer: %v (%d entries)", err, len(ents))
+	}
+	clone := func() *Footer {
+		g := *f
+		g.ChunkHashes = append([]hash.Hash(nil), f.ChunkHashes...)
+		g.RawEnds = append([]uint32(nil), f.RawEnds...)
+		return &g
+	}
+	bad := map[string]*Footer{}
+	bad["chunk hash"] = clone()
+	bad["chunk hash"].ChunkHashes[5][0] ^= 1
+	bad["raw length"] = clone()
+	bad["raw length"].RawEnds[5]++
+	bad["version 0"] = clone()
+	bad["version 0"].Version, bad["version 0"].RawEnds = 0, nil
+	for name, g := range bad {
+		if _, err := g.Verify(f.Hash); err == nil {
+			t.Errorf("%s: a wrong footer verified", name)
+		}
+	}
+	other := f.Hash
+	other[0] ^= 1
+	if _, err := f.Verify(other); err == nil {
+		t.Error("a footer verified as another xorb's")
+	}
+}

@@ -1,4 +1,4 @@
-package migrate
+package lfspointer
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 
 const pointerOid = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393"
 
-// FuzzDecodePointer holds decodePointer to git-lfs's own decoder: on every input, both accept or
+// FuzzDecodePointer holds Decode to git-lfs's own decoder: on every input, both accept or
 // both refuse, and accepted pointers have the same oid and size.
 func FuzzDecodePointer(f *testing.F) {
 	for _, s := range []string{
@@ -30,10 +30,10 @@ func FuzzDecodePointer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) >= blobSizeCutoff {
+		if len(data) >= MaxSize {
 			return // the walk never decodes such a blob
 		}
-		ours, ok := decodePointer(data)
+		ours, ok := Decode(data)
 		theirs, err := lfs.DecodePointer(strings.NewReader(string(data)))
 		theirsOK := err == nil && theirs.Oid != ""
 		if ok != theirsOK {

@@ -1,4 +1,7 @@
-package migrate
+// Package lfspointer reads git-lfs pointer files as git-lfs does (its lfs.DecodePointer, which no
+// process of this project links: that package imports lfsapi, whose init runs git). Migrate's
+// history walk and the mount's tree both find LFS files with it.
+package lfspointer
 
 import (
 	"bufio"
@@ -10,21 +13,21 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 )
 
-// blobSizeCutoff is git-lfs's: a blob of this many bytes or more is never a pointer.
-const blobSizeCutoff = 1024
+// MaxSize is git-lfs's cutoff: a blob of this many bytes or more is never a pointer.
+const MaxSize = 1024
 
-// lfsPointer is what migrate needs of an LFS pointer.
-type lfsPointer struct {
+// Pointer is what a pointer names: the object's oid (64 lowercase hex) and size.
+type Pointer struct {
 	Oid  string
 	Size int64
 }
 
 var pointerExtRE = regexp.MustCompile(`\Aext-\d-\w+`)
 
-// emptyOid is the SHA-256 of no bytes.
-const emptyOid = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+// EmptyOid is the SHA-256 of no bytes.
+const EmptyOid = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// decodePointer reads data as git-lfs reads a pointer (its lfs.DecodePointer, which this package
+// Decode reads data as git-lfs reads a pointer (its lfs.DecodePointer, which this package
 // does not import: that package links lfsapi, whose init runs git in every process): ok when
 // git-lfs decodes it without error to an object with an oid. The rules: an empty blob is the
 // empty object's pointer; surrounding whitespace is
@@ -32,14 +35,14 @@ const emptyOid = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8
 // then oid, then size, with ext-<digit>-<name> lines anywhere between; the version is one of the
 // spec's three URLs; oids are sha256:<64 lowercase hex>; the size a non-negative decimal; extension
 // priorities distinct. FuzzDecodePointer holds it to git-lfs's decoder.
-func decodePointer(data []byte) (lfsPointer, bool) {
+func Decode(data []byte) (Pointer, bool) {
 	if len(data) == 0 { // git-lfs reads an empty blob as the pointer of the empty object
-		return lfsPointer{Oid: emptyOid, Size: 0}, true
+		return Pointer{Oid: EmptyOid, Size: 0}, true
 	}
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || !(bytes.Contains(data, []byte("git-media")) || bytes.Contains(data, []byte("hawser")) ||
 		bytes.Contains(data, []byte("git-lfs"))) {
-		return lfsPointer{}, false
+		return Pointer{}, false
 	}
 	want := []string{"version", "oid", "size"}
 	vals := map[string]string{}
@@ -52,7 +55,7 @@ func decodePointer(data []byte) (lfsPointer, bool) {
 		}
 		key, value, found := strings.Cut(line, " ")
 		if !found || len(vals) == len(want) {
-			return lfsPointer{}, false
+			return Pointer{}, false
 		}
 		switch {
 		case key == want[len(vals)]:
@@ -60,36 +63,22 @@ func decodePointer(data []byte) (lfsPointer, bool) {
 		case pointerExtRE.MatchString(key):
 			exts[key] = value
 		default:
-			return lfsPointer{}, false
+			return Pointer{}, false
 		}
 	}
 	if sc.Err() != nil || !knownVersion(vals["version"]) {
-		return lfsPointer{}, false
+		return Pointer{}, false
 	}
 	oid, ok := sha256Oid(vals["oid"])
 	if !ok {
-		return lfsPointer{}, false
+		return Pointer{}, false
 	}
 	size, err := strconv.ParseInt(vals["size"], 10, 64)
 	if err != nil || size < 0 || !validExtensions(exts) {
-		return lfsPointer{}, false
+		return Pointer{}, false
 	}
-	return lfsPointer{Oid: oid, Size: size}, true
+	return Pointer{Oid: oid, Size: size}, true
 }
-
-// DecodePointer reads data as git-lfs reads a pointer (decodePointer's rules): the object's oid
-// and size, ok false when git-lfs would not take data for a pointer. Blobs of PointerMaxBytes or
-// more are never pointers; the caller need not read them.
-func DecodePointer(data []byte) (oid string, size int64, ok bool) {
-	if len(data) >= blobSizeCutoff {
-		return "", 0, false
-	}
-	p, ok := decodePointer(data)
-	return p.Oid, p.Size, ok
-}
-
-// PointerMaxBytes is git-lfs's cutoff: a blob of this many bytes or more is never a pointer.
-const PointerMaxBytes = blobSizeCutoff
 
 func knownVersion(v string) bool {
 	switch v {

@@ -1,0 +1,145 @@
+package xetfile
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+)
+
+// flight is a chunk being found; done is closed once data (verified) or err is set.
+type flight struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// chunks returns the verified bytes of refs, in order: from memory, else from the flight already
+// finding them, else from flights this call starts (in the background: disk cache, local objects,
+// the CAS). With wait false it returns nil once the flights are started (read-ahead).
+func (f *File) chunks(ctx context.Context, p *plan, refs []chunkRef, wait bool) ([][]byte, error) {
+	fs := f.fs
+	out := make([][]byte, len(refs))
+	waits := make([]*flight, len(refs))
+	var mine []chunkRef
+	var started []*flight
+	fs.mu.Lock()
+	for i, r := range refs {
+		if d, ok := fs.mem.get(r.hash); ok {
+			out[i] = d
+			continue
+		}
+		fl := fs.flights[r.hash]
+		if fl == nil {
+			fl = &flight{done: make(chan struct{})}
+			fs.flights[r.hash] = fl
+			mine, started = append(mine, r), append(started, fl)
+		}
+		waits[i] = fl
+	}
+	fs.mu.Unlock()
+	if len(mine) > 0 && !fs.goBackground(func(ctx context.Context) { f.find(ctx, p, mine, started) }) {
+		for i, fl := range started {
+			fs.complete(mine[i].hash, fl, nil, ErrClosed)
+		}
+	}
+	if !wait {
+		return nil, nil
+	}
+	return out, fs.await(ctx, out, waits)
+}
+
+// await fills out[i] from waits[i] (where not nil), waiting at most Config.Wait in all.
+func (fs *Files) await(ctx context.Context, out [][]byte, waits []*flight) error {
+	var timeout <-chan time.Time
+	for i, fl := range waits {
+		if fl == nil {
+			continue
+		}
+		select {
+		case <-fl.done:
+		default:
+			if timeout == nil {
+				t := time.NewTimer(fs.cfg.Wait)
+				defer t.Stop()
+				timeout = t.C
+			}
+			select {
+			case <-fl.done:
+			case <-ctx.Done():
+				return fs.waitErr(ctx, "a chunk")
+			case <-timeout:
+				return fs.waitErr(ctx, "a chunk")
+			case <-fs.closing:
+				return ErrClosed
+			}
+		}
+		if fl.err != nil {
+			return fl.err
+		}
+		out[i] = fl.data
+	}
+	return nil
+}
+
+// complete ends the flight of chunk h: its verified bytes go to memory first, so that no reader
+// misses them between the two.
+func (fs *Files) complete(h hash.Hash, fl *flight, data []byte, err error) {
+	fs.mu.Lock()
+	if err == nil {
+		fs.mem.put(h, data)
+	}
+	if fs.flights[h] == fl {
+		delete(fs.flights, h)
+	}
+	fs.mu.Unlock()
+	fl.data, fl.err = data, err
+	close(fl.done)
+}
+
+// find finds the chunks refs for their flights: each from the disk cache or a local object when
+// one there verifies, the rest fetched from the CAS. Every flight is completed on return.
+func (f *File) find(ctx context.Context, p *plan, refs []chunkRef, flights []*flight) {
+	fs := f.fs
+	var rest []chunkRef
+	var restFl []*flight
+	for i, r := range refs {
+		if d, ok := fs.fromDisk(r); ok {
+			fs.complete(r.hash, flights[i], d, nil)
+			continue
+		}
+		if d, ok := fs.fromLocal(r); ok {
+			fs.complete(r.hash, flights[i], d, nil)
+			continue
+		}
+		rest, restFl = append(rest, r), append(restFl, flights[i])
+	}
+	if len(rest) > 0 {
+		f.fetch(ctx, p, rest, restFl)
+	}
+}
+
+// fromDisk reads chunk r from the disk cache; an entry that does not hash to r is dropped.
+func (fs *Files) fromDisk(r chunkRef) ([]byte, bool) {
+	c := fs.cfg.Cache
+	if c == nil {
+		return nil, false
+	}
+	d, err := c.Get(chunkcache.Chunk, r.hash)
+	if err != nil {
+		if !errors.Is(err, chunkcache.ErrMiss) {
+			fs.cfg.Log.Debug().Err(err).Msg("mount: reading the chunk cache")
+		}
+		return nil, false
+	}
+	if len(d) != r.size || hash.Chunk(d) != r.hash {
+		fs.st.bad.Add(1)
+		fs.cfg.Log.Warn().Str("chunk", r.hash.String()).Msg("mount: a cached chunk does not verify; dropped")
+		c.Drop(chunkcache.Chunk, r.hash)
+		return nil, false
+	}
+	fs.st.fromDisk.Add(int64(len(d)))
+	return d, true
+}
