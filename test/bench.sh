@@ -21,8 +21,7 @@ MB=${BENCH_MB:-1024}
 FILES=4
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-bench.XXXXXX")
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 mkdir -p "$work/bin" "$work/home"
@@ -41,7 +40,7 @@ if [ -n "$S3" ]; then # a real S3 server on loopback, one bucket
   command -v versitygw >/dev/null || { echo "--s3 needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"; exit 1; }
   s3port=$(freeport)
   mkdir -p "$work/s3/bench"
-  versitygw --access benchkey --secret benchsecret --port "127.0.0.1:$s3port" posix "$work/s3" >"$work/s3.log" 2>&1 & pids+=($!)
+  versitygw --access benchkey --secret benchsecret --port "127.0.0.1:$s3port" posix "$work/s3" >"$work/s3.log" 2>&1 &
   export AWS_ENDPOINT_URL="http://127.0.0.1:$s3port" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=benchkey AWS_SECRET_ACCESS_KEY=benchsecret
   for _ in $(seq 100); do curl -s -o /dev/null "$AWS_ENDPOINT_URL" && break; sleep 0.1; done
 fi
@@ -51,8 +50,8 @@ start_server() { # start_server NAME: a fresh xet-server (data in $work/server-N
   proxy="http://127.0.0.1:$pport" server_data="$work/server-$1" store_dir="$work/server-$1/cas"
   local storage=()
   if [ "$1" = s3 ]; then storage=(--storage "s3://bench/$1"); store_dir="$work/s3/bench/$1"; fi
-  xet-server --listen "127.0.0.1:$sport" --data "$server_data" "${storage[@]}" --public-url "$proxy" --log-level error 2>"$work/server-$1.log" & pids+=($!)
-  countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy-$1.log" & pids+=($!)
+  xet-server --listen "127.0.0.1:$sport" --data "$server_data" "${storage[@]}" --public-url "$proxy" --log-level error 2>"$work/server-$1.log" &
+  countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy-$1.log" &
   for _ in $(seq 100); do curl -fs "$proxy/__count" >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "xet-server for $1 did not start"; cat "$work/server-$1.log"; exit 1
 }

@@ -16,9 +16,8 @@ MB=${HUB_MB:-1024}
 TOKEN=hf_benchWRITEtoken0123456789
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-hub-bench.XXXXXX")
-pids=()
 KEEP=${HUB_KEEP:-}
-cleanup() { [ -n "$KEEP" ] && return; for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { [ -n "$KEEP" ] && return; for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 echo "building into $work/bin"
@@ -33,8 +32,8 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
 sport=$(freeport); pport=$(freeport)
 hub="http://127.0.0.1:$pport"
 echo "$TOKEN:bench:write" > "$work/tokens"
-xet-server --listen "127.0.0.1:$sport" --data "$work/server" --public-url "$hub" --hub-compat "$work/tokens" --log-level error 2>"$work/server.log" & pids+=($!)
-countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy.log" & pids+=($!)
+xet-server --listen "127.0.0.1:$sport" --data "$work/server" --public-url "$hub" --hub-compat "$work/tokens" --log-level error 2>"$work/server.log" &
+countproxy -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy.log" &
 for _ in $(seq 100); do curl -fs "$hub/__count" >/dev/null 2>&1 && break; sleep 0.1; done
 count() { curl -fs "$hub/__count"; }
 

@@ -13,8 +13,7 @@ cd "$(dirname "$0")/.."
 C=${MIG_COMMITS:-20}
 MB=${MIG_MB:-64}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-migrate-bench.XXXXXX")
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 bash test/install-lfs-test-server.sh >/dev/null
 mkdir -p "$work/bin" "$work/home" "$work/lts"
@@ -28,7 +27,7 @@ git lfs install >/dev/null
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 LFS_LISTEN="tcp://127.0.0.1:$port" LFS_HOST="127.0.0.1:$port" LFS_SCHEME=http LFS_ADMINUSER=admin LFS_ADMINPASS=adminpass \
-  LFS_CONTENTPATH="$work/lts/content" LFS_METADB="$work/lts/lfs.db" "$lts" >"$work/lts.log" 2>&1 & pids+=($!)
+  LFS_CONTENTPATH="$work/lts/content" LFS_METADB="$work/lts/lfs.db" "$lts" >"$work/lts.log" 2>&1 &
 for _ in $(seq 50); do curl -fs -o /dev/null -u admin:adminpass -d 'name=u&password=p' "http://127.0.0.1:$port/mgmt/add" && break; sleep 0.2; done
 git config --global credential.helper store
 echo "http://u:p@127.0.0.1:$port" > "$HOME/.git-credentials"

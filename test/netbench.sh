@@ -69,10 +69,9 @@ lts_bin=$(command -v lfs-test-server || echo "$(go env GOPATH)/bin/lfs-test-serv
 [ "$MIB" -ge 4 ] || { echo "netbench: NETBENCH_MIB must be at least 4" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-netbench.XXXXXX")
-pids=()
 cleanup() {
   [ -d "$work/mnt-point" ] && { "$work/bin/git-xet-transfer" unmount "$work/mnt-point" 2>/dev/null || fusermount3 -u -z "$work/mnt-point" 2>/dev/null || true; }
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${NETBENCH_KEEP:-}" ] || rm -rf "$work"
+  for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${NETBENCH_KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/data"
@@ -120,14 +119,14 @@ declare -A emu_port count_port emu_pid emu_profile
 chain() { # chain NAME BACKEND_PORT: the proxy and the emulator (unshaped) in front of a server
   local name=$1 cport eport; cport=$(freeport); eport=$(freeport)
   count_port[$name]=$cport emu_port[$name]=$eport
-  "$work/bin/countproxy" -listen "127.0.0.1:$cport" -backend "http://127.0.0.1:$2" 2>"$work/$name-count.log" & pids+=($!)
+  "$work/bin/countproxy" -listen "127.0.0.1:$cport" -backend "http://127.0.0.1:$2" 2>"$work/$name-count.log" &
   shape "$name" 0/0
 }
 shape() { # shape NAME PROFILE: restart NAME's emulator on its port with PROFILE; wait until it answers
   local name=$1 p=$2
   [ -n "${emu_pid[$name]:-}" ] && stop_emu "$name"
   "$work/bin/linkemu" -listen "127.0.0.1:${emu_port[$name]}" -backend "127.0.0.1:${count_port[$name]}" -profile "$p" 2>>"$work/$name-emu.log" &
-  emu_pid[$name]=$! emu_profile[$name]=$p; pids+=($!)
+  emu_pid[$name]=$! emu_profile[$name]=$p
   for _ in $(seq 200); do curl -fs "http://127.0.0.1:${emu_port[$name]}/__count" >/dev/null 2>&1 && return 0; sleep 0.05; done
   echo "netbench: the link emulator of $name did not start" >&2; cat "$work/$name-emu.log" >&2; exit 1
 }
@@ -148,14 +147,14 @@ start_xs() { # start_xs NAME [HUBTOKENS]: a fresh xet-server (or Hub emulator) b
   metrics_port[$name]=$(freeport)
   extra=(--metrics-listen "127.0.0.1:${metrics_port[$name]}")
   [ -n "${2:-}" ] && extra+=(--hub-compat "$2")
-  "$work/bin/xet-server" --listen "127.0.0.1:$port" --data "$work/$name" --public-url "$(url "$name")" "${extra[@]}" --log-level error 2>"$work/$name.log" & pids+=($!)
+  "$work/bin/xet-server" --listen "127.0.0.1:$port" --data "$work/$name" --public-url "$(url "$name")" "${extra[@]}" --log-level error 2>"$work/$name.log" &
   wait_http "http://127.0.0.1:$port/"
 }
 start_lts() { # lfs-test-server behind its link, its URLs naming the link, one user
   local port; port=$(freeport)
   chain lts "$port"
   LFS_LISTEN="tcp://127.0.0.1:$port" LFS_HOST="127.0.0.1:${emu_port[lts]}" LFS_SCHEME=http LFS_ADMINUSER=admin LFS_ADMINPASS=adminpass \
-    LFS_CONTENTPATH="$work/lts/content" LFS_METADB="$work/lts/lfs.db" "$lts_bin" >"$work/lts.log" 2>&1 & pids+=($!)
+    LFS_CONTENTPATH="$work/lts/content" LFS_METADB="$work/lts/lfs.db" "$lts_bin" >"$work/lts.log" 2>&1 &
   mkdir -p "$work/lts"
   for _ in $(seq 200); do
     curl -fs -u admin:adminpass -d "name=$LTS_USER&password=$LTS_PASS" "http://127.0.0.1:$port/mgmt/add" -o /dev/null && return 0

@@ -10,8 +10,7 @@ cd "$(dirname "$0")/.."
 MB=${PUSH_MB:-1024}
 RUNS=${RUNS:-2}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-pushcpu.XXXXXX")
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/home" "$work/data"
 go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
@@ -28,7 +27,7 @@ push() { # push MODE RUN: prints "wall client-cpu server-cpu"
   local mode=$1 run=$2 port spid gitc=()
   [ "$mode" = basic ] && gitc=(-c lfs.basictransfersonly=true)
   port=$(freeport)
-  xet-server --listen "127.0.0.1:$port" --data "$work/srv-$mode-$run" --log-level error 2>"$work/srv.log" & spid=$!; pids+=($spid)
+  xet-server --listen "127.0.0.1:$port" --data "$work/srv-$mode-$run" --log-level error 2>"$work/srv.log" & spid=$!
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
   local repo="$work/$mode-$run"
   git init -q --bare "$repo-remote.git"; git init -q "$repo"; cd "$repo"

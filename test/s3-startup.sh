@@ -9,8 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${S3_N:-100000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-s3start.XXXXXX")
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 command -v versitygw >/dev/null || { echo "needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"; exit 1; }
 go build -o "$work/xet-server" ./cmd/xet-server
@@ -18,7 +17,7 @@ go build -o "$work/s3fill" ./test/s3fill
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(freeport)
 mkdir -p "$work/s3/empty" "$work/s3/full"
-versitygw --access startkey --secret startsecret --port "127.0.0.1:$port" posix "$work/s3" >"$work/s3.log" 2>&1 & pids+=($!)
+versitygw --access startkey --secret startsecret --port "127.0.0.1:$port" posix "$work/s3" >"$work/s3.log" 2>&1 &
 export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=startkey AWS_SECRET_ACCESS_KEY=startsecret
 for _ in $(seq 100); do curl -s -o /dev/null "$AWS_ENDPOINT_URL" && break; sleep 0.1; done
 

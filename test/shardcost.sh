@@ -13,9 +13,8 @@ BASE=${BASE:-main}
 TIMEOUT=${TIMEOUT:-60s}
 TERMS=${TERMS:-4096} # 256: 2^21 references, the most one file may name now (item 5 within the caps)
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-shardcost.XXXXXX")
-pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   git worktree remove --force "$work/base" 2>/dev/null || true
   rm -rf "$work"
@@ -33,7 +32,6 @@ measure() { # measure WHICH: prints the shard's answer and the server's CPU seco
   local which=$1 port spid
   port=$(freeport)
   "$work/xet-server-$which" --listen "127.0.0.1:$port" --data "$work/data-$which" --log-level error 2>"$work/$which.log" & spid=$!
-  pids+=("$spid")
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
   local c0="" line
   while IFS= read -r line; do

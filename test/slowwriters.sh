@@ -24,8 +24,7 @@ RATE=${SLOWWRITERS_RATE:-17000}
 TIMEOUT=${SLOWWRITERS_TIMEOUT:-120}
 command -v git-lfs >/dev/null || { echo "slowwriters: git-lfs is missing" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-slowwriters.XXXXXX")
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/home"
 . test/binaries.sh
@@ -37,7 +36,6 @@ user() { printf '%s:$sha256$73616c74$%s:write:%s\n' "$1" "$(printf 'salt%s' "$2"
 port=$(freeport) mport=$(freeport)
 addr=127.0.0.1:$port metrics=http://127.0.0.1:$mport/metrics
 "$work/bin/xet-server" --listen "$addr" --data "$work/data" --users "$work/users" --metrics-listen "127.0.0.1:$mport" --log-level error 2>"$work/server.log" &
-pids+=($!)
 for _ in $(seq 200); do curl -fs "http://$addr/healthz" >/dev/null 2>&1 && break; sleep 0.05; done
 
 export HOME="$work/home" PATH="$work/bin:$PATH" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
@@ -67,7 +65,6 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 alone=()
 for i in $(seq "$RUNS"); do alone+=("$(push alone$i)"); done
 "$work/bin/slowwriters" -lfs "http://alice:pw-alice@$addr/alice/r.git/info/lfs" -n "$N" -rate "$RATE" -reopen >"$work/writers.log" 2>&1 &
-pids+=($!)
 attacked=()
 for i in $(seq "$RUNS"); do
   for _ in $(seq 600); do [ "$(slots)" = "$N" ] && break; sleep 0.05; done # alice holds every slot again

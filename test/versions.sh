@@ -38,8 +38,7 @@ command -v git-lfs >/dev/null || { echo "versions: git-lfs is missing" >&2; exit
 [ "$VN" -ge 2 ] && [ "$CN" -ge 2 ] || { echo "versions: VERSIONS_N and CHECKPOINTS_N must be at least 2" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-versions.XXXXXX")
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/data"
 . test/binaries.sh
@@ -83,8 +82,8 @@ start_server() { # start_server NAME [HUBTOKENS]: a fresh xet-server (data in $w
   local sport pport extra=(); sport=$(freeport); pport=$(freeport)
   proxy="http://127.0.0.1:$pport" data="$work/$1"
   [ -n "${2:-}" ] && extra=(--hub-compat "$2")
-  "$work/bin/xet-server" --listen "127.0.0.1:$sport" --data "$data" --public-url "$proxy" "${extra[@]}" --log-level error 2>"$work/$1.log" & pids+=($!)
-  "$work/bin/countproxy" -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/$1-proxy.log" & pids+=($!)
+  "$work/bin/xet-server" --listen "127.0.0.1:$sport" --data "$data" --public-url "$proxy" "${extra[@]}" --log-level error 2>"$work/$1.log" &
+  "$work/bin/countproxy" -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/$1-proxy.log" &
   for _ in $(seq 100); do curl -fs "$proxy/__count" >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "versions: xet-server $1 did not start" >&2; cat "$work/$1.log" >&2; exit 1
 }
