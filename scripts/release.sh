@@ -7,7 +7,8 @@
 # xet-server; .exe on Windows) built with
 # -trimpath, CGO_ENABLED=0, the commit recorded (-buildvcs=true) and VERSION stamped into
 # internal/buildinfo, then dist/git-xet-transfer_VERSION_OS_ARCH.tar.gz (.zip on Windows) holding a
-# folder of that name with the README, the licence and the binaries; then dist/SHA256SUMS.
+# folder of that name with the README and the documents it links to (docs/), the licence and the
+# binaries; then dist/SHA256SUMS.
 #
 # Reproducible: the same commit, Go release and VERSION give the same bytes (entries sorted, owner
 # 0/0, every mtime the commit's time, gzip without name or time, zip without extra fields). DIST
@@ -47,6 +48,8 @@ for t in "${targets[@]}"; do
       -o "$stage/$cmd$ext" "./cmd/$cmd"
   done
   cp README.md "$stage/"
+  git ls-files -z docs | xargs -0 -I{} install -D -m 644 {} "$stage/{}" # tracked files only, whatever the umask
+  find "$stage/docs" -type d -exec chmod 755 {} +
   [ -z "$licence" ] || cp "$licence" "$stage/"
   chmod 755 "$stage"/*"$ext" "$stage"; chmod 644 "$stage"/*.md
   [ -z "$licence" ] || chmod 644 "$stage/$licence"

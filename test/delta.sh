@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Delta downloads, resumed transfers and download speed, in one run on this machine:
+# Delta downloads and resumed transfers, in one run on this machine:
 #   1. a DELTA_MB-MiB file (default 1024) of random data is pushed; a second version with ten
 #      1 MiB edits scattered over it is pushed; `git lfs pull` of it in a clone holding the first
 #      version (the delta; its commits pulled with GIT_LFS_SKIP_SMUDGE=1) is set against the same in a
@@ -8,10 +8,8 @@
 #   2. `git lfs pull` of a new random file killed when half of it is written, then run again:
 #      bytes the second attempt fetched. A push of another one killed when half of it was sent,
 #      then run again: bytes the second push sent. (xet-server.)
-#   3. `git lfs fetch` of DELTA_MB as 4 files from the embedded store against `cp` of the same
-#      files on the same disk (each followed by sync; best of 2), with the agents' CPU per byte (and
-#      the floor under it: BenchmarkVerifyFloor, the chunk hashes and SHA-256 every download computes) and
-#      peak RSS.
+# (The download speed from the embedded store against cp, with the agents' CPU against the floor of
+# verification, is test/fetchspeed.sh.)
 # Runs in a temp HOME; touches nothing else. Needs go, git, git-lfs, python3, curl, GNU time.
 #
 #   test/delta.sh          DELTA_MB=256 test/delta.sh
@@ -28,9 +26,6 @@ mkdir -p "$work/bin" "$work/home"
 go build -o "$work/bin/git-xet-transfer" ./cmd/git-xet-transfer
 go build -o "$work/bin/xet-server" ./cmd/xet-server
 go build -o "$work/bin/countproxy" ./test/countproxy
-# The floor under any verified download's CPU per byte: chunk hashes (keyed BLAKE3) and SHA-256 of
-# every byte, on one core, no I/O (measured before HOME moves, with the user's build cache).
-floor=$(GOMAXPROCS=1 go test ./xet/download -run '^$' -bench '^BenchmarkVerifyFloor$' -benchtime 10x | awk '$NF == "ns/B" { print $(NF-1) }')
 export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 XDG_CACHE_HOME="$work/home/.cache"
 unset GIT_DIR GIT_WORK_TREE GIT_TRACE GIT_XET_CPUPROFILE
 export GIT_XET_LOG="$work/agent.log" GIT_XET_LOG_LEVEL=info
@@ -147,30 +142,6 @@ u0=$(up); (git push -q origin main >/dev/null 2>&1) & p=$!
 kill_agents_when half_sent "$u0"; wait $p || true
 u1=$(up); git push -q origin main; u2=$(up)
 row "server: upload killed at $(ratio $((u1 - u0)) "$size") sent, second push" "$(printf '%10.1f MB sent       %s of the file' "$(awk -v b=$((u2 - u1)) 'BEGIN{print b/1e6}')" "$(ratio $((u2 - u1)) "$size")")"
-cd "$work"
-
-echo "download speed: git lfs fetch of $MB MiB (4 files) from the embedded store vs cp"
-repo="$work/speed"; git init -q "$repo"; cd "$repo"; git lfs track '*.bin' >/dev/null
-for i in 1 2 3 4; do head -c $((size / 4)) /dev/urandom >f$i.bin; done
-git add .; git commit -q -m speed
-git init -q --bare "$repo.git"; git remote add origin "$repo.git"; git push -q origin main
-best_fetch="" best_cp="" cpu="" rss=""
-for round in 1 2; do
-  rm -rf "$repo-clone" "$work/cp"; GIT_LFS_SKIP_SMUDGE=1 git clone -q "$repo.git" "$repo-clone"; sync
-  : >"$work/agent.times"; t0=$(now)
-  (cd "$repo-clone" && git lfs fetch >/dev/null && sync); t1=$(now)
-  tf=$(secs "$t0" "$t1")
-  c=$(awk '{ u += $1; s += $2 } END { printf "%.2f", u + s }' "$work/agent.times")
-  r=$(awk '$3 > m { m = $3 } END { printf "%d", m / 1024 }' "$work/agent.times")
-  mkdir -p "$work/cp"; sync; t0=$(now)
-  cp f1.bin f2.bin f3.bin f4.bin "$work/cp/" && sync; t1=$(now)
-  tc=$(secs "$t0" "$t1")
-  if [ -z "$best_fetch" ] || awk -v a="$tf" -v b="$best_fetch" 'BEGIN { exit !(a < b) }'; then best_fetch=$tf cpu=$c rss=$r; fi
-  if [ -z "$best_cp" ] || awk -v a="$tc" -v b="$best_cp" 'BEGIN { exit !(a < b) }'; then best_cp=$tc; fi
-done
-row "embedded: git lfs fetch, best of 2" "$(printf '%8s s   %s × cp (%s s)   agents %s s CPU = %s ns/B, peak RSS %s MiB' "$best_fetch" \
-  "$(ratio "$best_fetch" "$best_cp")" "$best_cp" "$cpu" "$(awk -v c="$cpu" -v b="$size" 'BEGIN { printf "%.2f", c * 1e9 / b }')" "$rss")"
-row "verification alone (BLAKE3 + SHA-256, 1 core)" "$(printf '%s ns/B, no I/O: the floor under the agents'"'"' CPU per byte' "$floor")"
 cd "$work"
 
 echo

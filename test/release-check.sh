@@ -23,10 +23,16 @@ win="git-xet-transfer_${v}_windows_amd64" mac="git-xet-transfer_${v}_darwin_arm6
 unzip -q -d "$out/x" "$out/a/$win.zip"
 tar -C "$out/x" -xzf "$out/a/$mac.tar.gz"
 for d in "$win" "$mac"; do
-  want="LICENSE README.md git-xet-transfer git-xet-transfer-agent xet-server"
-  [ "$d" = "$win" ] && want="LICENSE README.md git-xet-transfer-agent.exe git-xet-transfer.exe xet-server.exe"
+  want="LICENSE README.md docs git-xet-transfer git-xet-transfer-agent xet-server"
+  [ "$d" = "$win" ] && want="LICENSE README.md docs git-xet-transfer-agent.exe git-xet-transfer.exe xet-server.exe"
   got="$(cd "$out/x/$d" && ls | tr '\n' ' ')"
   [ "$got" = "$want " ] || { echo "release-check: $d holds $got, want $want"; exit 1; }
+  # The README and the documents it links to are read from the archive: every relative link resolves there.
+  for md in "$out/x/$d/README.md" "$out/x/$d"/docs/*.md; do
+    for l in $(grep -o '](\([^)#]*\)' "$md" | sed 's/^](//' | grep -v '^[a-z]*:' | sort -u); do
+      [ -e "$(dirname "$md")/$l" ] || { echo "release-check: ${md#"$out"/x/} links to $l, which $d lacks"; exit 1; }
+    done
+  done
 done
 rev="$(git rev-parse HEAD)"
 for b in "$out/x/$win/"*.exe "$out/x/$mac/git-xet-transfer" "$out/x/$mac/git-xet-transfer-agent" "$out/x/$mac/xet-server"; do

@@ -176,17 +176,17 @@ func (l *CAS) Reconstruct(ctx context.Context, file hash.Hash, rng *casapi.ByteR
 	return p, nil
 }
 
-// Fetch reads bytes r of xorb's records region from the store.
+// Fetch reads bytes r of xorb's records region from the store, as one stream (Store.XorbSection:
+// a long range without filling the page cache).
 func (l *CAS) Fetch(ctx context.Context, x hash.Hash, _ casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
-	f, recordsLen, err := l.s.OpenXorb(ctx, x)
+	if r.End < r.Start {
+		return nil, fmt.Errorf("fetch xorb %s: range %d-%d ends before it starts", x, r.Start, r.End)
+	}
+	rc, err := l.s.XorbSection(ctx, x, int64(r.Start), int64(r.Len()))
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("open xorb %s: %w", x, err))
+		return nil, mapErr(fmt.Errorf("fetch xorb %s: %w", x, err))
 	}
-	if r.End < r.Start || r.End >= uint64(recordsLen) {
-		f.Close()
-		return nil, fmt.Errorf("fetch xorb %s: range %d-%d outside its %d record bytes", x, r.Start, r.End, recordsLen)
-	}
-	return &sectionCloser{SectionReader: io.NewSectionReader(f, int64(r.Start), int64(r.Len())), c: f}, nil
+	return rc, nil
 }
 
 // XorbFooter returns the footer the store keeps after x's records (from its cache of parsed
@@ -208,12 +208,5 @@ func (l *CAS) LookupSHA256(ctx context.Context, sha hash.Hash) (file hash.Hash, 
 	}
 	return file, size, nil
 }
-
-type sectionCloser struct {
-	*io.SectionReader
-	c io.Closer
-}
-
-func (s *sectionCloser) Close() error { return s.c.Close() }
 
 var _ cas.Client = (*CAS)(nil)

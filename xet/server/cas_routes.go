@@ -218,7 +218,7 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("xorb body of %d bytes exceeds %d", r.ContentLength, s.cfg.Limits.Xorb))
 		return
 	}
-	if !s.withinQuota(w, r, c.Namespace, 0) {
+	if !s.withinQuota(w, r, c.Namespace, 0, 0) {
 		return
 	}
 	// Bound the bodies held at once: with the size hint below the store allocates a whole body
@@ -313,7 +313,7 @@ func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // registration: bodies held whole are bounded in number, as xorb bodies are, and one user's many
 // uploads wait behind another's fair share.
 func (s *Server) takeShard(w http.ResponseWriter, r *http.Request, c Claims) (body []byte, charge *shardCharge, done func(), ok bool) {
-	if !s.withinQuota(w, r, c.Namespace, 0) {
+	if !s.withinQuota(w, r, c.Namespace, 0, 0) {
 		return nil, nil, nil, false
 	}
 	slot, err := s.shardBodies.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Shard))

@@ -129,7 +129,7 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		w.WriteHeader(http.StatusOK) // already stored
 		return
 	}
-	if !s.withinQuota(w, r, ns, max(r.ContentLength, 0)) {
+	if n := max(r.ContentLength, 0); !s.withinQuota(w, r, ns, n, n) {
 		return
 	}
 	s.metrics.bridged("upload")

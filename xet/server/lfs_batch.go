@@ -98,7 +98,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 		}
 		resp.Objects = append(resp.Objects, res)
 	}
-	if write && !s.withinQuota(w, r, ns, uploadBytes(resp.Objects)) {
+	if total, largest := uploadBytes(resp.Objects); write && !s.withinQuota(w, r, ns, total, largest) {
 		return
 	}
 	w.Header().Set("Content-Type", contentTypeLFS)
@@ -153,15 +153,16 @@ type batchGrant struct {
 	hub          bool                // Hub mode: bridge and CDN URLs for downloads
 }
 
-// uploadBytes is the size of the objects a batch answer asks the client to upload.
-func uploadBytes(objs []lfsbatch.Result) int64 {
-	var n int64
+// uploadBytes is the size of the objects a batch answer asks the client to upload, and of the
+// largest of them.
+func uploadBytes(objs []lfsbatch.Result) (total, largest int64) {
 	for _, o := range objs {
 		if o.Actions["upload"] != nil {
-			n += max(o.Size, 0)
+			total += max(o.Size, 0)
+			largest = max(largest, o.Size)
 		}
 	}
-	return n
+	return total, largest
 }
 
 // grant issues the batch's tokens for who: a CAS token for ns and the operation's scope, and for

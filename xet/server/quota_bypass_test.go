@@ -186,3 +186,20 @@ func TestQuotaCountsUploadsFromBeforeQuotas(t *testing.T) {
 		t.Fatalf("a fourth xorb after three uploaded without quotas: %v, want 507 naming the quota", r)
 	}
 }
+
+// A push's batch of objects that each fit the quota but together do not is refused as a push over
+// the quota (507, "with this push"), not as one object larger than the quota (413: git-lfs shows
+// the message, which then named the batch's total as "an object of" that size). One object over
+// the quota alone is still the 413.
+func TestQuotaBatchTotalIsNotAnObject(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	objs := []lfsbatch.Object{{OID: strings.Repeat("ab", 32), Size: 2 << 20}, {OID: strings.Repeat("cd", 32), Size: 2 << 20}}
+	r, _ := e.batch("org/x", batchBody("upload", []string{"xet"}, objs...), servertest.Basic("alice", alicePW)...)
+	if r.status != http.StatusInsufficientStorage || !strings.Contains(string(r.body), "with this push") || strings.Contains(string(r.body), "an object of") {
+		t.Fatalf("two objects of 2 MiB against a quota of 3 MiB: %v, want 507 over the quota with this push", r)
+	}
+	r, _ = e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("ef", 32), Size: 4 << 20}), servertest.Basic("alice", alicePW)...)
+	if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.body), "an object of 4 MiB is larger than the 3 MiB quota") {
+		t.Fatalf("one object of 4 MiB against a quota of 3 MiB: %v, want 413 naming the object", r)
+	}
+}

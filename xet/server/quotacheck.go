@@ -54,17 +54,18 @@ type quotaError struct {
 
 func (e *quotaError) Error() string { return e.msg }
 
-// refusal is q's refusal of adding bytes (nil: within the quota); host names the server.
-func (q *quotaCheck) refusal(host string, adding int64) *quotaError {
+// refusal is q's refusal of adding bytes (nil: within the quota), of which largest is the largest
+// object (a batch's objects; a single upload is its own largest); host names the server.
+func (q *quotaCheck) refusal(host string, adding, largest int64) *quotaError {
 	is, its, uses := "is", "its", "it uses"
 	if q.plural {
 		is, its, uses = "are", "their", "they use"
 	}
 	used := int64(q.used) + q.arriving
 	switch {
-	case adding > q.limit:
+	case largest > q.limit:
 		return &quotaError{http.StatusRequestEntityTooLarge, fmt.Sprintf("an object of %s is larger than the %s quota of %s on %s",
-			formatSize(adding), formatSize(q.limit), q.subject, host)}
+			formatSize(largest), formatSize(q.limit), q.subject, host)}
 	case used >= q.limit:
 		return &quotaError{http.StatusInsufficientStorage, fmt.Sprintf("%s %s over %s %s quota on %s (%s %s)",
 			q.subject, is, its, formatSize(q.limit), host, uses, formatSize(used))}
@@ -75,9 +76,9 @@ func (q *quotaCheck) refusal(host string, adding int64) *quotaError {
 	return nil
 }
 
-// checkQuota reads the usage under each of checks and returns the first refusal of adding bytes
-// (nil: none).
-func (s *Server) checkQuota(ctx context.Context, host string, checks []quotaCheck, adding int64) (*quotaError, error) {
+// checkQuota reads the usage under each of checks and returns the first refusal of adding bytes,
+// largest the largest object of them (nil: none).
+func (s *Server) checkQuota(ctx context.Context, host string, checks []quotaCheck, adding, largest int64) (*quotaError, error) {
 	for i := range checks {
 		q := &checks[i]
 		used, arriving, err := s.quota.get(ctx, q.key)
@@ -85,18 +86,18 @@ func (s *Server) checkQuota(ctx context.Context, host string, checks []quotaChec
 			return nil, err
 		}
 		q.used, q.arriving = used, arriving
-		if qe := q.refusal(host, adding); qe != nil {
+		if qe := q.refusal(host, adding, largest); qe != nil {
 			return qe, nil
 		}
 	}
 	return nil, nil
 }
 
-// withinQuota answers the refusal (507, or 413 when adding alone is over a quota) and returns false
+// withinQuota answers the refusal (507, or 413 when the largest object alone is over a quota) and returns false
 // when repository ns, or the repositories of its owner together, may not take adding more bytes:
 // at or over the quota, or would be with them. It is the early refusal, before an upload's bytes
 // are read; meter and chargeShard count what is actually stored.
-func (s *Server) withinQuota(w http.ResponseWriter, r *http.Request, ns string, adding int64) bool {
+func (s *Server) withinQuota(w http.ResponseWriter, r *http.Request, ns string, adding, largest int64) bool {
 	checks := s.quotaChecks(ns)
 	if len(checks) == 0 {
 		return true
@@ -106,7 +107,7 @@ func (s *Server) withinQuota(w http.ResponseWriter, r *http.Request, ns string, 
 			"repository name %.40s… is too long to count against its owner's quota (at most 150 bytes)", ns)})
 		return false
 	}
-	qe, err := s.checkQuota(r.Context(), r.Host, checks, adding)
+	qe, err := s.checkQuota(r.Context(), r.Host, checks, adding, largest)
 	switch {
 	case err != nil:
 		s.fail(w, r, "quota", err)
@@ -150,7 +151,7 @@ func (m *quotaMeter) Read(p []byte) (int, error) {
 	if n > 0 && len(m.checks) > 0 {
 		if q := m.s.quota.reserve(m.checks, int64(n)); q != nil {
 			m.s.metrics.quotaRefused()
-			return 0, q.refusal(m.host, int64(n))
+			return 0, q.refusal(m.host, int64(n), int64(n))
 		}
 		m.n += int64(n)
 	}
@@ -186,12 +187,12 @@ func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, ns string, 
 		s.fail(w, r, "shard upload", err)
 		return nil, false
 	}
-	if _, err := s.checkQuota(r.Context(), r.Host, checks, 0); err != nil { // fresh usage in the cache
+	if _, err := s.checkQuota(r.Context(), r.Host, checks, 0, 0); err != nil { // fresh usage in the cache
 		s.fail(w, r, "quota", err)
 		return nil, false
 	}
 	if q := s.quota.reserve(checks, int64(adds)); q != nil {
-		s.refuseQuota(w, r, q.refusal(r.Host, int64(adds)))
+		s.refuseQuota(w, r, q.refusal(r.Host, int64(adds), int64(adds)))
 		return nil, false
 	}
 	return &shardCharge{s: s, ns: ns, checks: checks, adds: adds}, true

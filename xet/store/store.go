@@ -263,6 +263,47 @@ func (s *Store) OpenXorb(ctx context.Context, h hash.Hash) (ReadAtCloser, int64,
 	}{blob.ReaderAt(ctx, b), b}, int64(m.recordsLen()), nil
 }
 
+// XorbSection streams bytes [off, off+n) of stored xorb h's records region, as one sequential
+// reader wants them (blob.Blob.Section): a long range of a xorb that is a file of its own is read
+// with O_DIRECT, straight into an aligned buffer. Xorbs are written with O_DIRECT, so a download
+// soon after a push would otherwise fill the page cache page by page, several times the CPU of the
+// read itself (the embedded store's downloads). A range outside the records is refused.
+func (s *Store) XorbSection(ctx context.Context, h hash.Hash, off, n int64) (io.ReadCloser, error) {
+	b, err := s.openXorbBlob(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.xorbMetaFrom(ctx, h, b)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	if off < 0 || n < 0 || off+n > int64(m.recordsLen()) {
+		b.Close()
+		return nil, fmt.Errorf("xorb %s: range %d+%d outside its %d record bytes", h, off, n, m.recordsLen())
+	}
+	rc, err := b.Section(ctx, off, n)
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("xorb %s: %w", h, err)
+	}
+	return &sectionBlob{ReadCloser: rc, b: b}, nil
+}
+
+// sectionBlob is a section reader that closes its blob too.
+type sectionBlob struct {
+	io.ReadCloser
+	b blob.Blob
+}
+
+func (s *sectionBlob) Close() error {
+	err := s.ReadCloser.Close()
+	if berr := s.b.Close(); err == nil {
+		err = berr
+	}
+	return err
+}
+
 // XorbFooter returns the footer of stored xorb h (chunk hashes, record ends, raw ends) as the store
 // keeps it after the records, from the cache of parsed footers when there. ErrNotFound when missing.
 // The slices are shared with the cache: the caller does not change them.

@@ -3,6 +3,7 @@ package xetfile
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/localshards/chunkcache"
@@ -19,9 +20,23 @@ type flight struct {
 // chunks returns the verified bytes of refs, in order: from memory, else from the flight already
 // finding them, else from flights this call starts (in the background: disk cache, local objects,
 // the CAS). With wait false it returns nil once the flights are started (read-ahead).
+//
+// A flight another read started can fail for a cause that has passed since (a footer found damaged
+// and dropped while the fetch was in flight): when one this call joined fails, it tries once more
+// with flights of its own, so a read is never failed by what it only shared.
 func (f *File) chunks(ctx context.Context, p *plan, refs []chunkRef, wait bool) ([][]byte, error) {
+	out, joinedFailed, err := f.chunksOnce(ctx, p, refs, wait)
+	if err != nil && joinedFailed {
+		f.fs.cfg.Log.Debug().Err(err).Msg("mount: a fetch this read joined failed; fetching again")
+		out, _, err = f.chunksOnce(ctx, p, refs, wait)
+	}
+	return out, err
+}
+
+// chunksOnce is one try of chunks; joinedFailed: the error is that of a flight another call started.
+func (f *File) chunksOnce(ctx context.Context, p *plan, refs []chunkRef, wait bool) (out [][]byte, joinedFailed bool, err error) {
 	fs := f.fs
-	out := make([][]byte, len(refs))
+	out = make([][]byte, len(refs))
 	waits := make([]*flight, len(refs))
 	var mine []chunkRef
 	var started []*flight
@@ -46,13 +61,15 @@ func (f *File) chunks(ctx context.Context, p *plan, refs []chunkRef, wait bool) 
 		}
 	}
 	if !wait {
-		return nil, nil
+		return nil, false, nil
 	}
-	return out, fs.await(ctx, out, waits)
+	failed, err := fs.await(ctx, out, waits)
+	return out, failed != nil && !slices.Contains(started, failed), err
 }
 
-// await fills out[i] from waits[i] (where not nil), waiting at most Config.Wait in all.
-func (fs *Files) await(ctx context.Context, out [][]byte, waits []*flight) error {
+// await fills out[i] from waits[i] (where not nil), waiting at most Config.Wait in all. failed is
+// the flight whose error it returns (nil when the wait itself ended: timeout, ctx, close).
+func (fs *Files) await(ctx context.Context, out [][]byte, waits []*flight) (failed *flight, err error) {
 	var timeout <-chan time.Time
 	for i, fl := range waits {
 		if fl == nil {
@@ -69,19 +86,19 @@ func (fs *Files) await(ctx context.Context, out [][]byte, waits []*flight) error
 			select {
 			case <-fl.done:
 			case <-ctx.Done():
-				return fs.waitErr(ctx, "a chunk")
+				return nil, fs.waitErr(ctx, "a chunk")
 			case <-timeout:
-				return fs.waitErr(ctx, "a chunk")
+				return nil, fs.waitErr(ctx, "a chunk")
 			case <-fs.closing:
-				return ErrClosed
+				return nil, ErrClosed
 			}
 		}
 		if fl.err != nil {
-			return fl.err
+			return fl, fl.err
 		}
 		out[i] = fl.data
 	}
-	return nil
+	return nil, nil
 }
 
 // complete ends the flight of chunk h: its verified bytes go to memory first, so that no reader
