@@ -101,6 +101,23 @@ func FromV1(v1 *ReconstructionV1) *ReconstructionV2 {
 	return out
 }
 
+// BatchListing is the body of GET /v1/batches/{id}, our server's extension (lfsbatch.HeaderBatchURL):
+// the objects one LFS batch answer gave actions to, for the operation it answered ("upload" or
+// "download"). Listed objects are at most the batch's; a client checks each one it uses (the
+// SHA-256 of what it reads or reconstructs) as it would the object git-lfs hands it.
+type BatchListing struct {
+	Operation string        `json:"operation"`
+	Objects   []BatchObject `json:"objects"`
+}
+
+// BatchObject is one object of a BatchListing: its LFS oid and size, and for downloads its Xet
+// file hash.
+type BatchObject struct {
+	OID     string `json:"oid"`
+	Size    int64  `json:"size"`
+	XetHash string `json:"xet_hash,omitempty"`
+}
+
 // PutXorbResponse is the body answering POST /v1/xorbs/{prefix}/{hash}.
 type PutXorbResponse struct {
 	WasInserted bool `json:"was_inserted"`
