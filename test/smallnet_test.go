@@ -93,6 +93,57 @@ func smallPushShares(t *testing.T, base string, counts *casCounts) {
 	}
 }
 
+// A push of 1,000 small files at git-lfs's defaults (8 transfers, batch answers of 100 objects)
+// makes at most 10 xorb uploads and 10 shard registrations: git-lfs hands the agents 8 objects at a
+// time, but each batch answer's actions name the server's listing of its 100 objects, which the
+// leader reads and stores at once, so each batch answer costs one xorb and one shard (its 100
+// files of at most 10 KB fit one xorb, and one batch's byte bound). Every file clones back
+// byte-identical.
+func TestSmallFilePushToServerOneBatchPerBatchAnswer(t *testing.T) {
+	needLinux(t)
+	hs, counts := countingServer(t, serverHandler(t, t.TempDir(), ""))
+	smallPushPerBatchAnswer(t, hs.URL, counts)
+}
+
+// The same with xet-server's store on S3 (versitygw), the server a process of its own.
+func TestSmallFilePushToS3ServerOneBatchPerBatchAnswer(t *testing.T) {
+	needLinux(t)
+	buildServer(t)
+	s3 := s3test.Start(t)
+	serverEnv = s3.Env()
+	t.Cleanup(func() { serverEnv = nil })
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--storage", s3.URL("cas"))
+	u, err := url.Parse("http://" + s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, counts := countingServer(t, httputil.NewSingleHostReverseProxy(u))
+	smallPushPerBatchAnswer(t, hs.URL, counts)
+}
+
+func smallPushPerBatchAnswer(t *testing.T, base string, counts *casCounts) {
+	t.Helper()
+	e := newEnv(t)
+	e.install()
+	work, remote := batchRepo(t, e, base+"/team/small.git/info/lfs")
+	const n, answers = 1000, 10 // git-lfs's lfs.transfer.batchSize is 100
+	writeSmallFiles(t, work, n, 50)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+	e.git(work, "push", "-q", "origin", "main")
+	x, s := counts.xorbs.Load(), counts.shards.Load()
+	t.Logf("%d xorb uploads, %d shard registrations for %d files", x, s, n)
+	if x > answers || s > answers || x == 0 || s == 0 {
+		t.Errorf("a push of %d small files made %d xorb uploads and %d shard registrations, want 1 to %d of each; batches:\n%s",
+			n, x, s, answers, strings.Join(e.logLines("batch of small files"), "\n"))
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	if got := sameTree(t, work, clone); got < n {
+		t.Fatalf("compared %d files, want %d", got, n)
+	}
+}
+
 // The agents of a push of many small files to xet-server killed with -9 half-way, then the push
 // again: every file clones back byte-identical and the server's fsck is clean.
 func TestSmallFilePushToServerAgentsKilled(t *testing.T) {
