@@ -1,12 +1,17 @@
 package server
 
 import (
+	"cmp"
+	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
 // Bounds of the batch listings a server holds (batchListings): a listing is a hint that saves the
@@ -15,6 +20,15 @@ const (
 	maxListings       = 4096    // listings held at once, the oldest dropped first
 	maxListedObjects  = 200_000 // objects of all listings held (about 150 bytes each)
 	batchListingRoute = "/v1/batches/"
+)
+
+// Bounds of the plans a download listing's answer carries (listingPlans): the files over
+// listedPlanBytes, past the first listedPlanFiles, or of more than listedPlanTerms terms are
+// left to the per-file route.
+const (
+	listedPlanBytes = 1 << 20
+	listedPlanFiles = 256
+	listedPlanTerms = 64
 )
 
 // batchListings remembers, for the lifetime of their CAS token, the objects each xet batch answer
@@ -108,5 +122,80 @@ func (s *Server) handleBatchListing(w http.ResponseWriter, r *http.Request, c Cl
 		writeError(w, http.StatusNotFound, "no such batch listing")
 		return
 	}
-	writeJSON(w, http.StatusOK, &l.body)
+	out := l.body
+	if out.Operation == "download" {
+		var err error
+		if out.Plans, out.Fetches, err = s.listingPlans(r, c, out.Objects); err != nil {
+			s.fail(w, r, "batch listing", err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, &out)
+}
+
+// listingPlans is the plans of the small files of a download listing, in c's repository as GET
+// /v2/reconstructions plans them, and per xorb the ranges of all of them merged where they touch
+// (no byte outside a plan's range is granted), signed as the per-file route signs them.
+func (s *Server) listingPlans(r *http.Request, c Claims, objs []casapi.BatchObject) (map[string]*casapi.ReconstructionV2, map[hash.Hash][]casapi.XorbFetch, error) {
+	plans := map[string]*casapi.ReconstructionV2{}
+	ranges := map[hash.Hash][]casapi.XorbRange{}
+	for _, o := range objs {
+		if len(plans) == listedPlanFiles {
+			break
+		}
+		file, err := hash.Parse(o.XetHash)
+		if err != nil || o.Size > listedPlanBytes || plans[o.XetHash] != nil {
+			continue
+		}
+		p, err := s.cfg.Store.ReconstructIn(r.Context(), c.Namespace, file, nil, listedPlanTerms)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		var n int64
+		for _, t := range p.Terms {
+			n += int64(t.UnpackedLength)
+		}
+		if n != o.Size || p.OffsetIntoFirstRange != 0 {
+			continue // more terms than listed plans carry
+		}
+		plans[o.XetHash] = s.signedPlan(r, c, p)
+		for h, fetches := range p.Xorbs {
+			for _, f := range fetches {
+				ranges[h] = append(ranges[h], f.Ranges...)
+			}
+		}
+	}
+	if len(plans) == 0 {
+		return nil, nil, nil
+	}
+	base := s.baseURL(r)
+	fetches := make(map[hash.Hash][]casapi.XorbFetch, len(ranges))
+	for h, rs := range ranges {
+		rs = mergeRanges(rs)
+		if url, ok := s.directURL(r, c, h); ok {
+			fetches[h] = []casapi.XorbFetch{{URL: url, Ranges: rs}}
+			continue
+		}
+		fetches[h] = s.signRanges(base, h, rs)
+	}
+	return plans, fetches, nil
+}
+
+// mergeRanges sorts the ranges of one xorb and merges those that overlap or touch: chunk records
+// lie end to end, so touching bytes are touching chunks.
+func mergeRanges(rs []casapi.XorbRange) []casapi.XorbRange {
+	slices.SortFunc(rs, func(a, b casapi.XorbRange) int { return cmp.Compare(a.Bytes.Start, b.Bytes.Start) })
+	var out []casapi.XorbRange
+	for _, x := range rs {
+		if k := len(out) - 1; k >= 0 && x.Bytes.Start <= out[k].Bytes.End+1 {
+			out[k].Bytes.End = max(out[k].Bytes.End, x.Bytes.End)
+			out[k].Chunks.End = max(out[k].Chunks.End, x.Chunks.End)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }

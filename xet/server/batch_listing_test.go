@@ -2,14 +2,20 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"encoding/hex"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // listingUsers: alice and bob write everywhere.
@@ -135,5 +141,66 @@ func TestBatchListingsBounded(t *testing.T) {
 	b.add("late", one(), now.Add(2*time.Hour))
 	if len(b.byID) != 1 {
 		t.Fatalf("%d listings held after every other expired, want 1", len(b.byID))
+	}
+}
+
+// A download listing carries the plans of its small files, each as GET /v2/reconstructions plans
+// it, and per xorb their ranges merged: the files registered together in one xorb are one range,
+// one request, and the merged fetches alone reconstruct every file.
+func TestBatchListingDownloadPlans(t *testing.T) {
+	e := listingEnv(t)
+	const n, size = 20, 3000
+	a := store.Access{Repo: "org/repo", User: "alice"}
+	var objs []lfsbatch.Object
+	for _, b := range testutil.SmallFiles(n, size, n, 7) {
+		if _, err := e.st.PutXorbAs(context.Background(), a, b.Xorb, bytes.NewReader(b.Body), xorb.Follows{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.PutShardAs(context.Background(), a, b.Shard); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range b.SHA256 {
+			objs = append(objs, lfsbatch.Object{OID: hex.EncodeToString(s[:]), Size: size})
+		}
+	}
+	url, tok := listingOf(t, e, "bob", "org/repo", "download", objs...)
+	res := e.do("GET", url, nil, servertest.Bearer(tok)...)
+	if res.status != 200 {
+		t.Fatalf("listing: %v", res)
+	}
+	got := decodeJSON[casapi.BatchListing](t, res.body)
+	if len(got.Plans) != n || len(got.Fetches) != 1 {
+		t.Fatalf("%d plans and fetches of %d xorbs, want %d and 1", len(got.Plans), len(got.Fetches), n)
+	}
+	for h, fs := range got.Fetches {
+		if len(fs) != 1 || len(fs[0].Ranges) != 1 {
+			t.Errorf("xorb %s: %d fetches, the first of %d ranges; want one range", h, len(fs), len(fs[0].Ranges))
+		}
+	}
+	for _, o := range got.Objects {
+		p := got.Plans[o.XetHash]
+		one := e.do("GET", "/v2/reconstructions/"+o.XetHash, nil, servertest.Bearer(tok)...)
+		if p == nil || one.status != 200 || !reflect.DeepEqual(p.Terms, decodeJSON[casapi.ReconstructionV2](t, one.body).Terms) {
+			t.Fatalf("%s: listed plan %+v, per-file route %v", o.OID, p, one)
+		}
+		merged := *p
+		merged.Xorbs = got.Fetches
+		for name, plan := range map[string]*casapi.ReconstructionV2{"its own URLs": p, "the merged fetches": &merged} {
+			if b := e.fetchPlan(plan, size); sha256Hex(b) != o.OID {
+				t.Fatalf("%s through %s: %d bytes, not the object", o.OID, name, len(b))
+			}
+		}
+	}
+}
+
+// Merged ranges are the union of the ranges, never more: touching ones join, others stay apart.
+func TestMergeRanges(t *testing.T) {
+	r := func(c0, c1 uint32, b0, b1 uint64) casapi.XorbRange {
+		return casapi.XorbRange{Chunks: casapi.ChunkRange{Start: c0, End: c1}, Bytes: casapi.ByteRange{Start: b0, End: b1}}
+	}
+	got := mergeRanges([]casapi.XorbRange{r(2, 3, 200, 299), r(0, 1, 0, 99), r(1, 2, 100, 199), r(5, 6, 500, 599), r(5, 6, 500, 599)})
+	want := []casapi.XorbRange{r(0, 3, 0, 299), r(5, 6, 500, 599)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("merged %+v, want %+v", got, want)
 	}
 }
