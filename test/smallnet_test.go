@@ -16,8 +16,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 )
 
-// casCounts counts the xorb uploads and shard registrations a CAS answered.
-type casCounts struct{ xorbs, shards atomic.Int64 }
+// casCounts counts the xorb uploads and shard registrations a CAS answered, and the
+// reconstructions and xorb range fetches (GET) it served.
+type casCounts struct{ xorbs, shards, plans, fetches atomic.Int64 }
 
 // countingServer serves h (xet-server's handler, or a proxy to one) on loopback and counts its xorb
 // uploads (POST …/xorbs/…) and shard registrations (POST …/shards).
@@ -25,13 +26,15 @@ func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *casCounts)
 	t.Helper()
 	c := &casCounts{}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			switch {
-			case strings.Contains(r.URL.Path, "/xorbs/"):
-				c.xorbs.Add(1)
-			case strings.HasSuffix(r.URL.Path, "/shards"):
-				c.shards.Add(1)
-			}
+		switch {
+		case r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/xorbs/"):
+			c.xorbs.Add(1)
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/shards"):
+			c.shards.Add(1)
+		case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/reconstructions/"):
+			c.plans.Add(1)
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/xorbs/"):
+			c.fetches.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -97,8 +100,10 @@ func smallPushShares(t *testing.T, base string, counts *casCounts) {
 // makes at most 10 xorb uploads and 10 shard registrations: git-lfs hands the agents 8 objects at a
 // time, but each batch answer's actions name the server's listing of its 100 objects, which the
 // leader reads and stores at once, so each batch answer costs one xorb and one shard (its 100
-// files of at most 10 KB fit one xorb, and one batch's byte bound). Every file clones back
-// byte-identical.
+// files of at most 10 KB fit one xorb, and one batch's byte bound). The clone makes at most 2
+// reconstruction and xorb requests per batch answer (one per file each before): the download
+// listing carries the files' plans and their ranges merged per xorb, and the leader stages the
+// whole answer's files from them. Every file clones back byte-identical.
 func TestSmallFilePushToServerOneBatchPerBatchAnswer(t *testing.T) {
 	needLinux(t)
 	hs, counts := countingServer(t, serverHandler(t, t.TempDir(), ""))
@@ -137,8 +142,14 @@ func smallPushPerBatchAnswer(t *testing.T, base string, counts *casCounts) {
 		t.Errorf("a push of %d small files made %d xorb uploads and %d shard registrations, want 1 to %d of each; batches:\n%s",
 			n, x, s, answers, strings.Join(e.logLines("batch of small files"), "\n"))
 	}
+	plans, fetches := counts.plans.Load(), counts.fetches.Load()
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
+	plans, fetches = counts.plans.Load()-plans, counts.fetches.Load()-fetches
+	t.Logf("the clone: %d reconstructions, %d xorb fetches", plans, fetches)
+	if plans+fetches > 2*answers {
+		t.Errorf("a clone of %d small files made %d reconstructions and %d xorb fetches, want at most %d together", n, plans, fetches, 2*answers)
+	}
 	if got := sameTree(t, work, clone); got < n {
 		t.Fatalf("compared %d files, want %d", got, n)
 	}

@@ -39,32 +39,45 @@ func ListingKey(obj agent.Object) string {
 // listing as the operation of this process. An error when there is none or it cannot be read: the
 // caller goes on without it.
 func (x *Client) BatchListing(ctx context.Context, obj agent.Object) ([]agent.Object, error) {
+	objs, _, _, err := x.readListing(ctx, obj)
+	return objs, err
+}
+
+// readListing is BatchListing, with the listing as the server sent it and the endpoint it came from.
+func (x *Client) readListing(ctx context.Context, obj agent.Object) ([]agent.Object, *casapi.BatchListing, *endpoint, error) {
 	key := ListingKey(obj)
 	if key == "" {
-		return nil, errors.New("the action names no batch listing")
+		return nil, nil, nil, errors.New("the action names no batch listing")
 	}
 	ba, err := parseBatchAction(obj.Action)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	id, ok := strings.CutPrefix(key, strings.TrimRight(ba.CasURL, "/")+"/v1/batches/")
 	if !ok || id == "" || strings.ContainsAny(id, "/?#") {
-		return nil, errors.New("the batch listing is not at the action's CAS")
+		return nil, nil, nil, errors.New("the batch listing is not at the action's CAS")
 	}
-	lister, ok := x.batchEndpoint(ctx, ba).cas.(batchLister)
+	e := x.batchEndpoint(ctx, ba)
+	lister, ok := e.cas.(batchLister)
 	if !ok {
-		return nil, errors.New("the CAS client reads no batch listings")
+		return nil, nil, nil, errors.New("the CAS client reads no batch listings")
 	}
 	l, err := lister.BatchListing(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if l.Operation != x.init.Operation {
-		return nil, fmt.Errorf("a batch listing of a %s, not a %s", l.Operation, x.init.Operation)
+		return nil, nil, nil, fmt.Errorf("a batch listing of a %s, not a %s", l.Operation, x.init.Operation)
 	}
 	if len(l.Objects) > maxListedObjects {
-		return nil, fmt.Errorf("a batch listing of %d objects, at most %d", len(l.Objects), maxListedObjects)
+		return nil, nil, nil, fmt.Errorf("a batch listing of %d objects, at most %d", len(l.Objects), maxListedObjects)
 	}
+	objs, err := listedObjects(obj, l)
+	return objs, l, e, err
+}
+
+// listedObjects is the objects of listing l, each with obj's action and its own Xet hash.
+func listedObjects(obj agent.Object, l *casapi.BatchListing) ([]agent.Object, error) {
 	objs := make([]agent.Object, 0, len(l.Objects))
 	for _, o := range l.Objects {
 		if _, err := lfsobject.ParseOid(o.OID); err != nil || o.Size < 0 {

@@ -56,6 +56,10 @@ type Client interface {
 	// BatchListing returns the objects of the LFS batch answer obj's action belongs to, each with
 	// its own action, when the server lists them (client.ListingKey); an error when it does not.
 	BatchListing(ctx context.Context, obj agent.Object) ([]agent.Object, error)
+	// DownloadListed downloads the small files of the LFS batch answer obj's action belongs to
+	// from the plans the server's listing carries: res[i] is objs[i]'s, verified in git-lfs's temp
+	// dir, when errs[i] is nil; err when there is no listing.
+	DownloadListed(ctx context.Context, obj agent.Object) (objs []agent.Object, res []agent.Result, errs []error, err error)
 }
 
 // Opener opens the client of a process after init; co is the process's Leader, which the client
@@ -69,6 +73,7 @@ func New(o Options, open Opener) agent.Opener {
 		l.c = open(init, l)
 		l.batcher.c, l.batcher.log, l.batcher.transfers = l.c, o.Log, init.ConcurrentTransfers
 		l.ahead.c, l.ahead.log = l.c, o.Log
+		l.staged.c, l.staged.log = l.c, o.Log
 		return l, nil
 	}
 }
@@ -85,6 +90,7 @@ type Leader struct {
 	leading atomic.Bool
 	batcher smallBatcher    // small uploads in batches (smallbatch.go)
 	ahead   lookahead       // small uploads of a whole batch answer at once (lookahead.go)
+	staged  staged          // small downloads of a whole batch answer at once (staged.go)
 	turns   turns           // related large transfers take turns (turns.go)
 	recent  recentDownloads // the large downloads this process completed (recent.go)
 }
@@ -107,8 +113,15 @@ func (l *Leader) Upload(ctx context.Context, obj agent.Object, progress func(int
 	return l.tally(true, obj)(l.c.Upload(ctx, obj, progress))
 }
 
-// Download is the client's (which asks the leader for its turn and recent downloads).
+// Download hands over a small download, while this process leads, staged with the other files
+// of its LFS batch answer when the server lists them (staged.go); every other download is the
+// client's (which asks the leader for its turn and recent downloads).
 func (l *Leader) Download(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
+	if obj.Size < client.SmallUploadBytes && l.leading.Load() {
+		if res, ok, err := l.staged.take(ctx, obj); ok || err != nil {
+			return l.tally(false, obj)(res, err)
+		}
+	}
 	return l.tally(false, obj)(l.c.Download(ctx, obj, progress))
 }
 
@@ -120,6 +133,7 @@ func (l *Leader) Close() error {
 		errs = append(errs, g.Close())
 	}
 	l.ahead.close()
+	l.staged.close()
 	l.batcher.close()
 	errs = append(errs, l.recent.close())
 	errs = append(errs, l.c.Close())
