@@ -1,0 +1,90 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/agent"
+)
+
+// stagingClient lists objs; DownloadListed writes each to dir but fails the one named bad, and
+// Download (a file's own way) counts the files.
+type stagingClient struct {
+	barrierClient
+	dir   string
+	objs  []agent.Object
+	bad   string
+	reads atomic.Int32
+	mu    sync.Mutex
+	own   []string
+}
+
+func (c *stagingClient) DownloadListed(context.Context, agent.Object) ([]agent.Object, []agent.Result, []error, error) {
+	c.reads.Add(1)
+	res, errs := make([]agent.Result, len(c.objs)), make([]error, len(c.objs))
+	for i, o := range c.objs {
+		if o.Oid == c.bad {
+			errs[i] = errors.New("a chunk did not hash to its name")
+			continue
+		}
+		res[i].Path = filepath.Join(c.dir, o.Oid)
+		if err := os.WriteFile(res[i].Path, []byte("x"), 0o644); err != nil {
+			errs[i] = err
+		}
+	}
+	return c.objs, res, errs, nil
+}
+
+func (c *stagingClient) Download(_ context.Context, obj agent.Object, _ func(int64)) (agent.Result, error) {
+	c.mu.Lock()
+	c.own = append(c.own, obj.Oid)
+	c.mu.Unlock()
+	return agent.Result{Path: "own"}, nil
+}
+
+// The small downloads of a listed batch answer are staged once and handed over as git-lfs asks;
+// one that failed goes its own way; staged files nobody asked for are removed at Close.
+func TestStagedDownloads(t *testing.T) {
+	dir := t.TempDir()
+	objs := lfsObjects(t, t.TempDir(), 30)
+	c := &stagingClient{dir: dir, objs: objs, bad: objs[3].Oid}
+	l := leadingOver(t, c)
+	asked := objs[:20]
+	var wg sync.WaitGroup
+	got := make([]agent.Result, len(asked))
+	errs := make([]error, len(asked))
+	for i, o := range asked {
+		wg.Go(func() { got[i], errs[i] = l.Download(context.Background(), o, nil) })
+	}
+	wg.Wait()
+	for i, o := range asked {
+		want := filepath.Join(dir, o.Oid)
+		if o.Oid == c.bad {
+			want = "own"
+		}
+		if errs[i] != nil || got[i].Path != want {
+			t.Errorf("object %d: %+v %v, want %s", i, got[i], errs[i], want)
+		}
+	}
+	if n := c.reads.Load(); n != 1 {
+		t.Errorf("the listing was read %d times", n)
+	}
+	if len(c.own) != 1 || c.own[0] != c.bad {
+		t.Errorf("downloaded their own way: %v, want only the failed one", c.own)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != len(asked)-1 {
+		t.Errorf("%d files left after Close, want the %d handed over (the other %d staged removed)", len(left), len(asked)-1, len(objs)-len(asked))
+	}
+}
