@@ -22,9 +22,9 @@ const (
 	batchListingRoute = "/v1/batches/"
 )
 
-// Bounds of the plans a download listing's answer carries (listingPlans): the files over
-// listedPlanBytes, past the first listedPlanFiles, or of more than listedPlanTerms terms are
-// left to the per-file route.
+// Bounds of the plans a download listing's answer carries (listingPlans): files of listedPlanBytes
+// or more (the agent's small files are smaller, agent/client.SmallUploadBytes), past the first
+// listedPlanFiles, or of more than listedPlanTerms terms are left to the per-file route.
 const (
 	listedPlanBytes = 1 << 20
 	listedPlanFiles = 256
@@ -144,7 +144,7 @@ func (s *Server) listingPlans(r *http.Request, c Claims, objs []casapi.BatchObje
 			break
 		}
 		file, err := hash.Parse(o.XetHash)
-		if err != nil || o.Size > listedPlanBytes || plans[o.XetHash] != nil {
+		if err != nil || o.Size >= listedPlanBytes || plans[o.XetHash] != nil {
 			continue
 		}
 		p, err := s.cfg.Store.ReconstructIn(r.Context(), c.Namespace, file, nil, listedPlanTerms)
