@@ -144,15 +144,13 @@ func TestBatchListingsBounded(t *testing.T) {
 	}
 }
 
-// A download listing carries the plans of its small files, each as GET /v2/reconstructions plans
-// it, and per xorb their ranges merged: the files registered together in one xorb are one range,
-// one request, and the merged fetches alone reconstruct every file.
-func TestBatchListingDownloadPlans(t *testing.T) {
-	e := listingEnv(t)
-	const n, size = 20, 3000
+// listedFiles registers n small files of size bytes in org/repo, perXorb to a xorb, and returns
+// them as batch objects.
+func listedFiles(t *testing.T, e *env, n, size, perXorb int) []lfsbatch.Object {
+	t.Helper()
 	a := store.Access{Repo: "org/repo", User: "alice"}
 	var objs []lfsbatch.Object
-	for _, b := range testutil.SmallFiles(n, size, n, 7) {
+	for _, b := range testutil.SmallFiles(n, size, perXorb, 7) {
 		if _, err := e.st.PutXorbAs(context.Background(), a, b.Xorb, bytes.NewReader(b.Body), xorb.Follows{}); err != nil {
 			t.Fatal(err)
 		}
@@ -160,9 +158,30 @@ func TestBatchListingDownloadPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range b.SHA256 {
-			objs = append(objs, lfsbatch.Object{OID: hex.EncodeToString(s[:]), Size: size})
+			objs = append(objs, lfsbatch.Object{OID: hex.EncodeToString(s[:]), Size: int64(size)})
 		}
 	}
+	return objs
+}
+
+// A listing's answer plans at most listedPlanFiles files; the rest are listed without a plan.
+func TestBatchListingPlansBounded(t *testing.T) {
+	e := listingEnv(t)
+	objs := listedFiles(t, e, listedPlanFiles+20, 100, 64)
+	url, tok := listingOf(t, e, "bob", "org/repo", "download", objs...)
+	got := decodeJSON[casapi.BatchListing](t, e.do("GET", url, nil, servertest.Bearer(tok)...).body)
+	if len(got.Objects) != len(objs) || len(got.Plans) != listedPlanFiles {
+		t.Fatalf("%d objects listed, %d planned; want %d and %d", len(got.Objects), len(got.Plans), len(objs), listedPlanFiles)
+	}
+}
+
+// A download listing carries the plans of its small files, each as GET /v2/reconstructions plans
+// it, and per xorb their ranges merged: the files registered together in one xorb are one range,
+// one request, and the merged fetches alone reconstruct every file.
+func TestBatchListingDownloadPlans(t *testing.T) {
+	e := listingEnv(t)
+	const n, size = 20, 3000
+	objs := listedFiles(t, e, n, size, n)
 	url, tok := listingOf(t, e, "bob", "org/repo", "download", objs...)
 	res := e.do("GET", url, nil, servertest.Bearer(tok)...)
 	if res.status != 200 {
