@@ -108,10 +108,12 @@ func (s *staged) run(ctx context.Context, obj agent.Object) {
 	defer s.mu.Unlock()
 	n := 0
 	for i, o := range objs {
+		had, dup := s.files[o.Oid]
 		switch {
 		case errs[i] != nil:
 			s.log.Debug().Err(errs[i]).Str("oid", o.Oid).Msg("download: a listed object left to its own download")
-		case s.closed || s.bytes+o.Size > stagedMaxBytes || s.sizes[o.Oid] != 0:
+		case dup && had.Path == res[i].Path: // staged already, by another listing: written again, the same bytes
+		case s.closed || s.bytes+o.Size > stagedMaxBytes || dup:
 			_ = os.Remove(res[i].Path)
 		default:
 			s.files[o.Oid], s.sizes[o.Oid] = res[i], o.Size
