@@ -100,10 +100,12 @@ func smallPushShares(t *testing.T, base string, counts *casCounts) {
 // makes at most 10 xorb uploads and 10 shard registrations: git-lfs hands the agents 8 objects at a
 // time, but each batch answer's actions name the server's listing of its 100 objects, which the
 // leader reads and stores at once, so each batch answer costs one xorb and one shard (its 100
-// files of at most 10 KB fit one xorb, and one batch's byte bound). The clone makes at most 2
-// reconstruction and xorb requests per batch answer (one per file each before): the download
-// listing carries the files' plans and their ranges merged per xorb, and the leader stages the
-// whole answer's files from them. Every file clones back byte-identical.
+// files of at most 10 KB fit one xorb, and one batch's byte bound). The clone makes at most 3
+// reconstruction and xorb requests per batch answer (one of each per file before): the download
+// listing carries the files' plans and their ranges merged per xorb, one fetch, and the leader
+// stages the whole answer's files from them, while the download that started it goes its own
+// way (a plan and a fetch: a process git-lfs gives a single object waits for no other). Every
+// file clones back byte-identical.
 func TestSmallFilePushToServerOneBatchPerBatchAnswer(t *testing.T) {
 	needLinux(t)
 	hs, counts := countingServer(t, serverHandler(t, t.TempDir(), ""))
@@ -147,8 +149,8 @@ func smallPushPerBatchAnswer(t *testing.T, base string, counts *casCounts) {
 	e.git("", "clone", "-q", remote, clone)
 	plans, fetches = counts.plans.Load()-plans, counts.fetches.Load()-fetches
 	t.Logf("the clone: %d reconstructions, %d xorb fetches", plans, fetches)
-	if plans+fetches > 2*answers {
-		t.Errorf("a clone of %d small files made %d reconstructions and %d xorb fetches, want at most %d together", n, plans, fetches, 2*answers)
+	if plans+fetches > 3*answers {
+		t.Errorf("a clone of %d small files made %d reconstructions and %d xorb fetches, want at most %d together", n, plans, fetches, 3*answers)
 	}
 	if got := sameTree(t, work, clone); got < n {
 		t.Fatalf("compared %d files, want %d", got, n)

@@ -32,8 +32,8 @@ const (
 // xorb are fetched (listedFetches at once, listedFetchBytes at most), and each planned file is
 // reconstructed from them into git-lfs's temp dir as Download does, every chunk and the file
 // verified (xet/download). objs are the listed objects, res[i] the download of objs[i] (its Path
-// set) when errs[i] is nil; a file the listing gave no plan, or whose ranges did not come, has an
-// error and goes its own way. err: no listing.
+// set) when errs[i] is nil; obj itself (its caller downloads it), a file the listing gave no plan,
+// or whose ranges did not come, has an error and goes its own way. err: no listing.
 func (x *Client) DownloadListed(ctx context.Context, obj agent.Object) (objs []agent.Object, res []agent.Result, errs []error, err error) {
 	objs, l, e, err := x.readListing(ctx, obj)
 	if err != nil {
@@ -49,6 +49,10 @@ func (x *Client) DownloadListed(ctx context.Context, obj agent.Object) (objs []a
 	}
 	res, errs = make([]agent.Result, len(objs)), make([]error, len(objs))
 	for i, o := range objs {
+		if o.Oid == obj.Oid {
+			errs[i] = errors.New("downloaded on its own") // by the caller, meanwhile
+			continue
+		}
 		res[i], errs[i] = x.downloadPlanned(ctx, mem, e, o, l.Plans[l.Objects[i].XetHash], tmp)
 	}
 	return objs, res, errs, nil
@@ -73,7 +77,8 @@ func (x *Client) downloadPlanned(ctx context.Context, mem *listedCAS, e *endpoin
 	}
 	var st download.Stats
 	req := download.Request{File: file, Plan: p, SHA256: &sha, Size: o.Size, PrivatePath: true, NoSync: true, Stats: &st,
-		Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", o.Oid, os.Getpid()))}
+		// A name of its own: the object's own download, should it come to one, writes another.
+		Path: filepath.Join(tmp, fmt.Sprintf("xet-listed-%s-%d", o.Oid, os.Getpid()))}
 	if err := download.Download(ctx, download.Config{CAS: mem, Concurrency: 1, Log: x.o.Log, BufferedIO: true}, req); err != nil {
 		return agent.Result{}, err
 	}

@@ -16,8 +16,8 @@ import (
 const stagedMaxBytes = 256 << 20
 
 // staged downloads the small files of a whole LFS batch answer at once: the first download whose
-// action names a listing (client.ListingKey) the leader has not read makes it download every file
-// the listing plans (client.DownloadListed: their ranges merged per xorb, a request or two for a
+// action names a listing (client.ListingKey) the leader has not read makes it download, while that
+// first one goes its own way, every file the listing plans (client.DownloadListed: their ranges merged per xorb, a request or two for a
 // batch answer, each file verified into git-lfs's temp dir), and the listed files' own downloads
 // are handed those files at once. A file the listing did not plan, or that failed, or past
 // stagedMaxBytes, goes its own way; staged files nobody asked for are removed by close.
@@ -44,8 +44,11 @@ func (s *staged) take(ctx context.Context, obj agent.Object) (res agent.Result, 
 	if key == "" {
 		return res, false, nil
 	}
-	ready := s.start(ctx, key, obj)
-	if ready == nil {
+	ready, started := s.start(ctx, key, obj)
+	if ready == nil || started {
+		// The download that starts the run goes its own way meanwhile: a process given only it
+		// (git-lfs's smudge filter starts one for a single object) waits for no other file, and
+		// its Close stops the run.
 		return res, false, nil
 	}
 	select {
@@ -71,20 +74,20 @@ func (s *staged) take(ctx context.Context, obj agent.Object) (res agent.Result, 
 }
 
 // start returns the channel closed once listing key's files are staged, starting the run that
-// stages them when key is new; nil when no run may start.
-func (s *staged) start(ctx context.Context, key string, obj agent.Object) chan struct{} {
+// stages them when key is new (started); nil when no run may start.
+func (s *staged) start(ctx context.Context, key string, obj agent.Object) (ready chan struct{}, started bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ready, ok := s.listings[key]; ok {
-		return ready
+		return ready, false
 	}
 	if s.closed || len(s.listings) >= aheadMaxListings {
-		return nil
+		return nil, false
 	}
 	if s.listings == nil {
 		s.listings, s.files, s.sizes = map[string]chan struct{}{}, map[string]agent.Result{}, map[string]int64{}
 	}
-	ready := make(chan struct{})
+	ready = make(chan struct{})
 	s.listings[key] = ready
 	// The run keeps ctx's values, and ends with close, not with the object that started it.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -94,7 +97,7 @@ func (s *staged) start(ctx context.Context, key string, obj agent.Object) chan s
 		defer close(ready)
 		s.run(ctx, obj)
 	})
-	return ready
+	return ready, true
 }
 
 // run downloads the files listing obj's action names and stages them.
