@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
@@ -64,6 +66,28 @@ func TestBatchListingChecked(t *testing.T) {
 		answer.Store(l)
 		if _, err := x.BatchListing(context.Background(), action(cas.URL+"/v1/batches/b1")); err == nil {
 			t.Errorf("%s taken", name)
+		}
+	}
+}
+
+// A listed download is served only from the merged ranges fetched: a range inside one is its
+// bytes, any other (partly outside, another xorb) an error, so the file goes its own way.
+func TestListedCASServesOnlyWhatWasFetched(t *testing.T) {
+	x1, x2 := hash.Hash{1}, hash.Hash{2}
+	m := &listedCAS{ranges: map[hash.Hash][]fetchedRange{x1: {{r: casapi.ByteRange{Start: 100, End: 109}, data: []byte("0123456789")}}}}
+	body, err := m.Fetch(context.Background(), x1, casapi.XorbFetch{}, casapi.ByteRange{Start: 102, End: 104})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(body); string(b) != "234" {
+		t.Fatalf("bytes 102-104: %q", b)
+	}
+	for _, c := range []struct {
+		x hash.Hash
+		r casapi.ByteRange
+	}{{x1, casapi.ByteRange{Start: 99, End: 101}}, {x1, casapi.ByteRange{Start: 108, End: 110}}, {x2, casapi.ByteRange{Start: 100, End: 101}}} {
+		if _, err := m.Fetch(context.Background(), c.x, casapi.XorbFetch{}, c.r); err == nil {
+			t.Errorf("%v of %v served", c.r, c.x)
 		}
 	}
 }
