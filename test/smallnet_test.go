@@ -16,8 +16,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 )
 
-// casCounts counts the xorb uploads and shard registrations a CAS answered.
-type casCounts struct{ xorbs, shards atomic.Int64 }
+// casCounts counts the xorb uploads and shard registrations a CAS answered, and the
+// reconstructions and xorb range fetches (GET) it served.
+type casCounts struct{ xorbs, shards, plans, fetches atomic.Int64 }
 
 // countingServer serves h (xet-server's handler, or a proxy to one) on loopback and counts its xorb
 // uploads (POST …/xorbs/…) and shard registrations (POST …/shards).
@@ -25,13 +26,15 @@ func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *casCounts)
 	t.Helper()
 	c := &casCounts{}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			switch {
-			case strings.Contains(r.URL.Path, "/xorbs/"):
-				c.xorbs.Add(1)
-			case strings.HasSuffix(r.URL.Path, "/shards"):
-				c.shards.Add(1)
-			}
+		switch {
+		case r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/xorbs/"):
+			c.xorbs.Add(1)
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/shards"):
+			c.shards.Add(1)
+		case r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/reconstructions/"):
+			c.plans.Add(1)
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/xorbs/"):
+			c.fetches.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -88,6 +91,67 @@ func smallPushShares(t *testing.T, base string, counts *casCounts) {
 	}
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
+	if got := sameTree(t, work, clone); got < n {
+		t.Fatalf("compared %d files, want %d", got, n)
+	}
+}
+
+// A push of 1,000 small files at git-lfs's defaults (8 transfers, batch answers of 100 objects)
+// makes at most 10 xorb uploads and 10 shard registrations: git-lfs hands the agents 8 objects at a
+// time, but each batch answer's actions name the server's listing of its 100 objects, which the
+// leader reads and stores at once, so each batch answer costs one xorb and one shard (its 100
+// files of at most 10 KB fit one xorb, and one batch's byte bound). The clone makes at most 3
+// reconstruction and xorb requests per batch answer (one of each per file before): the download
+// listing carries the files' plans and their ranges merged per xorb, one fetch, and the leader
+// stages the whole answer's files from them, while the download that started it goes its own
+// way (a plan and a fetch: a process git-lfs gives a single object waits for no other). Every
+// file clones back byte-identical.
+func TestSmallFilePushToServerOneBatchPerBatchAnswer(t *testing.T) {
+	needLinux(t)
+	hs, counts := countingServer(t, serverHandler(t, t.TempDir(), ""))
+	smallPushPerBatchAnswer(t, hs.URL, counts)
+}
+
+// The same with xet-server's store on S3 (versitygw), the server a process of its own.
+func TestSmallFilePushToS3ServerOneBatchPerBatchAnswer(t *testing.T) {
+	needLinux(t)
+	buildServer(t)
+	s3 := s3test.Start(t)
+	serverEnv = s3.Env()
+	t.Cleanup(func() { serverEnv = nil })
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--storage", s3.URL("cas"))
+	u, err := url.Parse("http://" + s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, counts := countingServer(t, httputil.NewSingleHostReverseProxy(u))
+	smallPushPerBatchAnswer(t, hs.URL, counts)
+}
+
+func smallPushPerBatchAnswer(t *testing.T, base string, counts *casCounts) {
+	t.Helper()
+	e := newEnv(t)
+	e.install()
+	work, remote := batchRepo(t, e, base+"/team/small.git/info/lfs")
+	const n, answers = 1000, 10 // git-lfs's lfs.transfer.batchSize is 100
+	writeSmallFiles(t, work, n, 50)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+	e.git(work, "push", "-q", "origin", "main")
+	x, s := counts.xorbs.Load(), counts.shards.Load()
+	t.Logf("%d xorb uploads, %d shard registrations for %d files", x, s, n)
+	if x > answers || s > answers || x == 0 || s == 0 {
+		t.Errorf("a push of %d small files made %d xorb uploads and %d shard registrations, want 1 to %d of each; batches:\n%s",
+			n, x, s, answers, strings.Join(e.logLines("batch of small files"), "\n"))
+	}
+	plans, fetches := counts.plans.Load(), counts.fetches.Load()
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	plans, fetches = counts.plans.Load()-plans, counts.fetches.Load()-fetches
+	t.Logf("the clone: %d reconstructions, %d xorb fetches", plans, fetches)
+	if plans+fetches > 3*answers {
+		t.Errorf("a clone of %d small files made %d reconstructions and %d xorb fetches, want at most %d together", n, plans, fetches, 3*answers)
+	}
 	if got := sameTree(t, work, clone); got < n {
 		t.Fatalf("compared %d files, want %d", got, n)
 	}

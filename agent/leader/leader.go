@@ -53,6 +53,13 @@ type Client interface {
 	// UploadBatch stores objs, uploads of one BatchTarget, in one session: errs[i] is objs[i]'s
 	// own failure, err the whole batch's (each is then uploaded on its own).
 	UploadBatch(ctx context.Context, objs []agent.Object) (res []agent.Result, errs []error, err error)
+	// BatchListing returns the objects of the LFS batch answer obj's action belongs to, each with
+	// its own action, when the server lists them (client.ListingKey); an error when it does not.
+	BatchListing(ctx context.Context, obj agent.Object) ([]agent.Object, error)
+	// DownloadListed downloads the small files of the LFS batch answer obj's action belongs to
+	// from the plans the server's listing carries: res[i] is objs[i]'s, verified in git-lfs's temp
+	// dir, when errs[i] is nil; err when there is no listing.
+	DownloadListed(ctx context.Context, obj agent.Object) (objs []agent.Object, res []agent.Result, errs []error, err error)
 }
 
 // Opener opens the client of a process after init; co is the process's Leader, which the client
@@ -65,6 +72,8 @@ func New(o Options, open Opener) agent.Opener {
 		l := &Leader{o: o, init: init}
 		l.c = open(init, l)
 		l.batcher.c, l.batcher.log, l.batcher.transfers = l.c, o.Log, init.ConcurrentTransfers
+		l.ahead.c, l.ahead.log = l.c, o.Log
+		l.staged.c, l.staged.log = l.c, o.Log
 		return l, nil
 	}
 }
@@ -80,14 +89,20 @@ type Leader struct {
 	group   atomic.Pointer[share.Group] // nil until the first request, or when not sharing
 	leading atomic.Bool
 	batcher smallBatcher    // small uploads in batches (smallbatch.go)
+	ahead   lookahead       // small uploads of a whole batch answer at once (lookahead.go)
+	staged  staged          // small downloads of a whole batch answer at once (staged.go)
 	turns   turns           // related large transfers take turns (turns.go)
 	recent  recentDownloads // the large downloads this process completed (recent.go)
 }
 
-// Upload stores a small upload in the next batch to its store or CAS while this process leads;
+// Upload stores a small upload, while this process leads, with the other objects of its LFS batch
+// answer when the server lists them (lookahead.go), else in the next batch to its store or CAS;
 // every other upload, and one whose batch failed, is its client's.
 func (l *Leader) Upload(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
 	if obj.Size < client.SmallUploadBytes && l.leading.Load() {
+		if res, ok, err := l.ahead.take(ctx, obj); ok || err != nil {
+			return l.tally(true, obj)(res, err)
+		}
 		if t, ok := l.c.SmallBatch(ctx, obj); ok {
 			res, err := l.batcher.do(ctx, t, obj)
 			if !errors.Is(err, errBatch) {
@@ -98,18 +113,27 @@ func (l *Leader) Upload(ctx context.Context, obj agent.Object, progress func(int
 	return l.tally(true, obj)(l.c.Upload(ctx, obj, progress))
 }
 
-// Download is the client's (which asks the leader for its turn and recent downloads).
+// Download hands over a small download, while this process leads, staged with the other files
+// of its LFS batch answer when the server lists them (staged.go); every other download is the
+// client's (which asks the leader for its turn and recent downloads).
 func (l *Leader) Download(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
+	if obj.Size < client.SmallUploadBytes && l.leading.Load() {
+		if res, ok, err := l.staged.take(ctx, obj); ok || err != nil {
+			return l.tally(false, obj)(res, err)
+		}
+	}
 	return l.tally(false, obj)(l.c.Download(ctx, obj, progress))
 }
 
-// Close closes the group first (what it serves uses the client), then the batches' runners and
-// the recent downloads' links, then the client.
+// Close closes the group first (what it serves uses the client), then the lookahead's and the
+// batches' runners and the recent downloads' links, then the client.
 func (l *Leader) Close() error {
 	var errs []error
 	if g := l.group.Load(); g != nil {
 		errs = append(errs, g.Close())
 	}
+	l.ahead.close()
+	l.staged.close()
 	l.batcher.close()
 	errs = append(errs, l.recent.close())
 	errs = append(errs, l.c.Close())

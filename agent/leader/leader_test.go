@@ -53,6 +53,12 @@ func (c *barrierClient) SmallBatch(context.Context, agent.Object) (client.BatchT
 func (c *barrierClient) UploadBatch(context.Context, []agent.Object) ([]agent.Result, []error, error) {
 	return nil, nil, fmt.Errorf("no batches here")
 }
+func (c *barrierClient) BatchListing(context.Context, agent.Object) ([]agent.Object, error) {
+	return nil, fmt.Errorf("no listings here")
+}
+func (c *barrierClient) DownloadListed(context.Context, agent.Object) ([]agent.Object, []agent.Result, []error, error) {
+	return nil, nil, nil, fmt.Errorf("no listings here")
+}
 
 // A leader serves the conversations handed to it side by side: 8 conversations whose uploads each
 // wait until all 8 are under way all complete.

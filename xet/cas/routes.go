@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -292,3 +293,25 @@ func (b *exactBody) Close() error {
 }
 
 var _ Client = (*HTTP)(nil)
+
+// MaxBatchListing bounds a batch listing's answer (GET /v1/batches/{id}).
+const MaxBatchListing = 16 << 20
+
+// BatchListing asks GET /v1/batches/{id}, our server's listing of one LFS batch answer
+// (lfsbatch.HeaderBatchURL). Any failure is the caller's to ignore: the listing is a hint, and the
+// objects go their own way without it; 404 and 403 are not retried.
+func (h *HTTP) BatchListing(ctx context.Context, id string) (*casapi.BatchListing, error) {
+	var out casapi.BatchListing
+	err := h.do(ctx, call{
+		op: "batch listing", method: http.MethodGet, auth: true,
+		url:     h.o.Endpoint + "/v1/batches/" + url.PathEscape(id),
+		noRetry: func(code int) bool { return code == http.StatusNotFound || code == http.StatusForbidden },
+		accept: func(resp *http.Response) error {
+			return decodeJSON("batch listing", resp.Body, MaxBatchListing, &out)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -101,6 +101,30 @@ func FromV1(v1 *ReconstructionV1) *ReconstructionV2 {
 	return out
 }
 
+// BatchListing is the body of GET /v1/batches/{id}, our server's extension (lfsbatch.HeaderBatchURL):
+// the objects one LFS batch answer gave actions to, for the operation it answered ("upload" or
+// "download"). Listed objects are at most the batch's; a client checks each one it uses (the
+// SHA-256 of what it reads or reconstructs) as it would the object git-lfs hands it.
+//
+// A download listing also carries the plans of its small files, by Xet hash (as GET
+// /v2/reconstructions answers them; a file left out is asked for on its own), and Fetches: per
+// xorb, the ranges of all those plans merged where they touch, each with a URL that may fetch it,
+// so that the small files of one batch answer, stored side by side, cost a request or two.
+type BatchListing struct {
+	Operation string                       `json:"operation"`
+	Objects   []BatchObject                `json:"objects"`
+	Plans     map[string]*ReconstructionV2 `json:"plans,omitempty"`
+	Fetches   map[hash.Hash][]XorbFetch    `json:"fetches,omitempty"`
+}
+
+// BatchObject is one object of a BatchListing: its LFS oid and size, and for downloads its Xet
+// file hash.
+type BatchObject struct {
+	OID     string `json:"oid"`
+	Size    int64  `json:"size"`
+	XetHash string `json:"xet_hash,omitempty"`
+}
+
 // PutXorbResponse is the body answering POST /v1/xorbs/{prefix}/{hash}.
 type PutXorbResponse struct {
 	WasInserted bool `json:"was_inserted"`

@@ -18,6 +18,11 @@ const (
 	// chunk of both, in order). Our server uses it to hash files' SHA-256 as their xorbs arrive;
 	// other servers ignore it.
 	HeaderXorbFollows = "X-Xet-Follows"
+	// HeaderBatchURL, in our server's xet batch actions (not the Hub's), names the listing of the
+	// batch answer the action belongs to: {cas}/v1/batches/{id}, read with the answer's CAS token
+	// (casapi.BatchListing). An agent given one object of the answer may fetch the listing and
+	// work on every object in it at once (agent/leader); a client that ignores it loses nothing.
+	HeaderBatchURL = "X-Xet-Batch-Url"
 
 	// headerPrefix begins every X-Xet-* name; an action's other headers are credentials for href.
 	headerPrefix = "x-xet-"

@@ -25,13 +25,16 @@ type XetAction struct {
 	// VerifiesSHA256: the server promises to refuse a shard whose files do not hash to the SHA-256
 	// it claims (HeaderVerifiesSHA256), so uploads may claim the oid without hashing.
 	VerifiesSHA256 bool
+	// BatchURL names the listing of the batch answer (HeaderBatchURL); "" when the server offers
+	// none (the Hub, older servers).
+	BatchURL string
 }
 
 // Action returns the batch action carrying x: href x.Href, the X-Xet-* headers of the fields that
 // are set (the expiry in unix seconds, HeaderVerifiesSHA256 only when true) and x.Auth's headers.
 // expiresIn is the action's own lifetime in seconds (0: none given).
 func (x *XetAction) Action(expiresIn int64) *Action {
-	h := make(map[string]string, 6+len(x.Auth))
+	h := make(map[string]string, 7+len(x.Auth))
 	for k, v := range x.Auth {
 		h[k] = v
 	}
@@ -47,6 +50,7 @@ func (x *XetAction) Action(expiresIn int64) *Action {
 	}
 	set(HeaderSessionID, x.SessionID)
 	set(HeaderXetHash, x.XetHash)
+	set(HeaderBatchURL, x.BatchURL)
 	if x.VerifiesSHA256 {
 		h[HeaderVerifiesSHA256] = "true"
 	}
@@ -67,6 +71,7 @@ func ParseXetAction(a *Action) (*XetAction, error) {
 		Token:          Header(a.Header, HeaderAccessToken),
 		SessionID:      Header(a.Header, HeaderSessionID),
 		XetHash:        Header(a.Header, HeaderXetHash),
+		BatchURL:       Header(a.Header, HeaderBatchURL),
 		VerifiesSHA256: strings.EqualFold(Header(a.Header, HeaderVerifiesSHA256), "true"),
 		Href:           a.Href,
 		Auth:           map[string]string{},

@@ -14,7 +14,8 @@ func TestXetActionRoundTrip(t *testing.T) {
 	for name, x := range map[string]*XetAction{
 		"upload, our server": {CasURL: "https://cas.example:8443/base", Token: "tok", Exp: time.Unix(1900000000, 0),
 			SessionID: "sess", Href: "https://lfs.example/api/models/o/r/xet-write-token/main",
-			Auth: map[string]string{"Authorization": "Bearer refresh"}, VerifiesSHA256: true},
+			Auth: map[string]string{"Authorization": "Bearer refresh"}, VerifiesSHA256: true,
+			BatchURL: "https://cas.example:8443/base/v1/batches/0123"},
 		"download, Hub style": {CasURL: "http://127.0.0.1:1234", Token: "tok", Exp: time.Unix(1, 0), SessionID: "s",
 			Href: "http://127.0.0.1/refresh", Auth: map[string]string{}, XetHash: strings.Repeat("ab", 32)},
 		"only the CAS": {CasURL: "http://h", Auth: map[string]string{}},

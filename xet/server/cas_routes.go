@@ -76,6 +76,12 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	s.metrics.reconstruction("v2")
+	writeJSON(w, http.StatusOK, s.signedPlan(r, c, p))
+}
+
+// signedPlan is the v2 answer of the store's plan p for c: its terms and, per xorb, the URLs that
+// may fetch its ranges (directURL, else the server's signed route).
+func (s *Server) signedPlan(r *http.Request, c Claims, p *casapi.ReconstructionV2) *casapi.ReconstructionV2 {
 	base := s.baseURL(r)
 	out := &casapi.ReconstructionV2{
 		OffsetIntoFirstRange: p.OffsetIntoFirstRange,
@@ -92,22 +98,27 @@ func (s *Server) handleReconstructionV2(w http.ResponseWriter, r *http.Request, 
 			continue
 		}
 		for _, f := range fetches {
-			for len(f.Ranges) > 0 {
-				n := min(len(f.Ranges), maxSignedRanges)
-				group := f.Ranges[:n:n]
-				f.Ranges = f.Ranges[n:]
-				bytes := make([]casapi.ByteRange, len(group))
-				for i, g := range group {
-					bytes[i] = g.Bytes
-				}
-				out.Xorbs[h] = append(out.Xorbs[h], casapi.XorbFetch{
-					URL:    s.urls.Sign(base, h, bytes, s.cfg.URLTTL),
-					Ranges: group,
-				})
-			}
+			out.Xorbs[h] = append(out.Xorbs[h], s.signRanges(base, h, f.Ranges)...)
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
+}
+
+// signRanges is the fetches of ranges of xorb h through the server's signed route, at most
+// maxSignedRanges a URL.
+func (s *Server) signRanges(base string, h hash.Hash, ranges []casapi.XorbRange) []casapi.XorbFetch {
+	var out []casapi.XorbFetch
+	for len(ranges) > 0 {
+		n := min(len(ranges), maxSignedRanges)
+		group := ranges[:n:n]
+		ranges = ranges[n:]
+		bytes := make([]casapi.ByteRange, len(group))
+		for i, g := range group {
+			bytes[i] = g.Bytes
+		}
+		out = append(out, casapi.XorbFetch{URL: s.urls.Sign(base, h, bytes, s.cfg.URLTTL), Ranges: group})
+	}
+	return out
 }
 
 // directURL is the URL of xorb h at its storage (Config.Direct), when there is one and the token's

@@ -101,6 +101,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 	if total, largest := uploadBytes(resp.Objects); write && !s.withinQuota(w, r, ns, total, largest) {
 		return
 	}
+	s.listBatch(g, g.listingID, resp.Objects)
 	w.Header().Set("Content-Type", contentTypeLFS)
 	w.WriteHeader(http.StatusOK)
 	_ = casapi.Encode(w, resp)
@@ -151,6 +152,8 @@ type batchGrant struct {
 	expiresIn    int64               // basic actions: their bearer token's lifetime
 	xetExpiresIn int64               // xet actions: the refresh credential's lifetime
 	hub          bool                // Hub mode: bridge and CDN URLs for downloads
+	user         string              // who asked (the tokens' Subject)
+	listingID    string              // the batch listing the xet actions name (batch_listing.go); "" for none
 }
 
 // uploadBytes is the size of the objects a batch answer asks the client to upload, and of the
@@ -181,7 +184,7 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *lfsbatch.
 		rev = strings.TrimPrefix(req.Ref.Name, "refs/heads/")
 	}
 	hub := s.cfg.Hub != nil
-	g := &batchGrant{ns: ns, write: write, hub: hub, tok: tok, base: s.baseURL(r),
+	g := &batchGrant{ns: ns, write: write, hub: hub, tok: tok, base: s.baseURL(r), user: who.name,
 		// The Hub answers downloads with basic even to clients that offer xet.
 		useXet:    slices.Contains(req.Transfers, "xet") && (write || !hub),
 		expiresIn: secondsUntil(s.now(), exp),
@@ -198,6 +201,9 @@ func (s *Server) grant(r *http.Request, ns string, who principal, req *lfsbatch.
 	// Every shard is checked against its files' content (store.PutShard), so the agent need not
 	// hash them too.
 	g.xet.VerifiesSHA256 = true
+	// Our extension: the answer's objects can be listed at once (batch_listing.go).
+	g.listingID = newSessionID()
+	g.xet.BatchURL = g.base + batchListingRoute + g.listingID
 	// A xet action stays usable while its token can be renewed at href (the agent does it itself),
 	// so git-lfs must not drop the action when the first CAS token expires.
 	g.xetExpiresIn = int64(s.cfg.RefreshTTL / time.Second)

@@ -228,6 +228,8 @@ type Server struct {
 	quota   *usageCache
 	ui      *webui.View // nil: no web view
 	drain   atomic.Bool // Drain was called
+	// listings: the objects of recent xet batch answers (batch_listing.go)
+	listings batchListings
 }
 
 // New builds a Server. It fails when the configuration cannot be served safely (no store, short
@@ -352,6 +354,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/shards", s.cas(scopeWrite, s.handlePutShardV1))
 	m.HandleFunc("POST /v2/shards", s.cas(scopeWrite, s.handlePutShardV2))
 	m.HandleFunc("HEAD /v1/files/{file}", s.cas(scopeRead, s.handleHeadFile))
+	m.HandleFunc("GET "+batchListingRoute+"{id}", s.cas(scopeRead, s.handleBatchListing))
 	m.HandleFunc("GET /xorbs/{prefix}/{xorb}", s.handleSignedXorb)
 	m.HandleFunc("GET /api/", s.handleTokenRoute)
 	m.HandleFunc("GET /healthz", handleHealth)
