@@ -9,7 +9,9 @@
 # compared with the pushed ones (a clone not byte-exact fails the script). Per N and server:
 # aggregate MB/s (N × content / wall time of the slowest), the server's peak RSS during the round
 # (VmHWM, reset before each round through /proc/PID/clear_refs) and its CPU seconds per GB served
-# (utime+stime of /proc/PID/stat before and after).
+# (utime+stime of /proc/PID/stat before and after), and the CPU seconds per GB of all the round's
+# client processes (git, git-lfs, agents: GNU time's user+sys of the waited-for tree). The two
+# servers run side by side and the rounds alternate (N clones of one, then of the other).
 #
 # Row 5, a large global index ("index"): test/scaleindex writes a store with SCALE_INDEX_ENTRIES
 # (default 10^7) global-dedupe entries and SCALE_INDEX_FILES (default a tenth of them) files
@@ -20,6 +22,8 @@
 # reconstructions (GET /v2/reconstructions/{file}) are asked one at a time, and `xet-server gc` is
 # timed on the store. Disk bytes per entry: the store's bytes (du) over the entries.
 #
+# SCALE_PROFILE=DIR: CPU profiles of xet-server (DIR/xet-server.pprof) and of the agents of each
+# round (DIR/agents-SIDE-N/, GIT_XET_CPUPROFILE), to name a missed target's cause.
 # SCALE_QUICK=1 or --quick: 1 and 4 clients of 16 MiB, 10^5 entries of 5·10^4 files (CI; under a
 # minute).
 # SCALE_SERVER_ROWS: "clients index" (default), or one of them.
@@ -77,22 +81,23 @@ export PATH="$work/bin:$PATH"
 unset GIT_DIR GIT_WORK_TREE GIT_XET_LOG GIT_TRACE GIT_XET_CPUPROFILE
 
 # --- row 4 -------------------------------------------------------------------------------------
-srv_pid=""
-start_xet() { # a fresh open xet-server on loopback; sets srv_pid and lfs_url
+declare -A srv_pid=() lfs_url=()
+start_xet() { # a fresh open xet-server on loopback
   local port; port=$(freeport)
-  xet-server --listen "127.0.0.1:$port" --data "$work/xet-data" --log-level error --ui=false 2>"$work/xet.log" &
-  srv_pid=$!
-  lfs_url="http://127.0.0.1:$port/team/scale.git/info/lfs"
+  local prof=(); [ -n "${SCALE_PROFILE:-}" ] && prof=(XET_SERVER_CPUPROFILE="$SCALE_PROFILE/xet-server.pprof")
+  env "${prof[@]}" xet-server --listen "127.0.0.1:$port" --data "$work/xet-data" --log-level error --ui=false 2>"$work/xet.log" &
+  srv_pid[xet-server]=$!
+  lfs_url[xet-server]="http://127.0.0.1:$port/team/scale.git/info/lfs"
   for _ in $(seq 200); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && return 0; sleep 0.05; done
   echo "scale-server: xet-server did not start" >&2; cat "$work/xet.log" >&2; exit 1
 }
-start_lts() { # lfs-test-server on loopback with one user; sets srv_pid and lfs_url
+start_lts() { # lfs-test-server on loopback with one user
   local port; port=$(freeport)
   mkdir -p "$work/lts-data"
   LFS_LISTEN="tcp://127.0.0.1:$port" LFS_HOST="127.0.0.1:$port" LFS_SCHEME=http LFS_ADMINUSER=admin LFS_ADMINPASS=adminpass \
     LFS_CONTENTPATH="$work/lts-data/content" LFS_METADB="$work/lts-data/lfs.db" "$lts_bin" >"$work/lts.log" 2>&1 &
-  srv_pid=$!
-  lfs_url="http://127.0.0.1:$port/"
+  srv_pid[lfs-test-server]=$!
+  lfs_url[lfs-test-server]="http://127.0.0.1:$port/"
   printf 'http://scale:scalepass@127.0.0.1:%s\n' "$port" >"$HOME/.git-credentials"
   for _ in $(seq 200); do
     curl -fs -u admin:adminpass -d "name=scale&password=scalepass" "http://127.0.0.1:$port/mgmt/add" -o /dev/null && return 0
@@ -112,55 +117,62 @@ clients_setup() {
   (cd "$work/data" && sha256sum f*.bin >"$work/sums")
 }
 
-# push_repo SIDE: a repository with the content, its LFS objects pushed to the running server
+# gitc SIDE: git's options for a side (plain git-lfs for lfs-test-server)
+gitc() { [ "$1" = lfs-test-server ] && echo "-c lfs.basictransfersonly=true"; true; }
+
+# push_repo SIDE: a repository with the content, its LFS objects pushed to the side's server
 push_repo() {
-  local side=$1 gitc=()
-  [ "$side" = lfs-test-server ] && gitc=(-c lfs.basictransfersonly=true)
+  local side=$1
   git init -q --bare "$work/$side.git"
   git init -q "$work/$side-src"
-  (cd "$work/$side-src" && git lfs track '*.bin' >/dev/null && printf '[lfs]\n\turl = %s\n' "$lfs_url" >.lfsconfig &&
+  # shellcheck disable=SC2046
+  (cd "$work/$side-src" && git lfs track '*.bin' >/dev/null && printf '[lfs]\n\turl = %s\n' "${lfs_url[$side]}" >.lfsconfig &&
     cp "$work"/data/*.bin . && git add . && git commit -q -m content && git remote add origin "$work/$side.git" &&
-    git "${gitc[@]}" push -q origin main) >"$work/push.log" 2>&1 || { echo "scale-server: push to $side failed" >&2; cat "$work/push.log" >&2; exit 1; }
+    git $(gitc "$side") push -q origin main) >"$work/push.log" 2>&1 || { echo "scale-server: push to $side failed" >&2; cat "$work/push.log" >&2; exit 1; }
   rm -rf "$work/$side-src"
 }
 
-# clone_round SIDE N: N clones at once, checked, measured, removed
+# clone_round SIDE N: N clones at once, each its own directory, git-lfs, agents and cache, timed
+# together (GNU time: the wall time of the slowest, and the CPU of every client process), checked,
+# measured, removed
 clone_round() {
-  local side=$1 n=$2 gitc=() pids=() k
-  [ "$side" = lfs-test-server ] && gitc=(-c lfs.basictransfersonly=true)
-  echo 5 >"/proc/$srv_pid/clear_refs" # resets VmHWM: the round's own peak
-  local c0 t0 t1 c1 failed=0
-  c0=$(cpu_s "$srv_pid"); t0=$(now)
-  for k in $(seq "$n"); do
-    XDG_CACHE_HOME="$work/c$k/cache" git "${gitc[@]}" clone -q "$work/$side.git" "$work/c$k/repo" >"$work/c$k.log" 2>&1 &
-    pids+=($!)
-  done
-  for k in "${!pids[@]}"; do wait "${pids[$k]}" || { echo "scale-server: clone $((k + 1)) of $n from $side failed" >&2; cat "$work/c$((k + 1)).log" >&2; failed=1; }; done
-  t1=$(now); c1=$(cpu_s "$srv_pid")
-  [ "$failed" = 0 ] || exit 1
+  local side=$1 n=$2 pid=${srv_pid[$1]} k
+  local prof=""; [ -n "${SCALE_PROFILE:-}" ] && prof="$SCALE_PROFILE/agents-$side-$n" && mkdir -p "$prof"
+  echo 5 >"/proc/$pid/clear_refs" # resets VmHWM: the round's own peak
+  local c0 c1
+  c0=$(cpu_s "$pid")
+  # shellcheck disable=SC2016
+  /usr/bin/time -f '%e %U %S' -o "$work/time" env GIT_XET_CPUPROFILE="$prof" bash -c '
+    for k in $(seq "$1"); do XDG_CACHE_HOME="$2/c$k/cache" git $3 clone -q "$2/$4.git" "$2/c$k/repo" >"$2/c$k.log" 2>&1 & done
+    failed=0; for p in $(jobs -p); do wait "$p" || failed=1; done; exit $failed' _ "$n" "$work" "$(gitc "$side")" "$side" ||
+    { echo "scale-server: a clone of $n from $side failed:" >&2; cat "$work"/c*.log >&2; exit 1; }
+  c1=$(cpu_s "$pid")
   for k in $(seq "$n"); do
     (cd "$work/c$k/repo" && sha256sum --quiet -c "$work/sums") || { echo "scale-server: clone $k of $n from $side is not byte-exact" >&2; exit 1; }
   done
-  local bytes=$((n * MIB * 1024 * 1024)) wall; wall=$(secs "$t0" "$t1")
+  local bytes=$((n * MIB * 1024 * 1024)) wall ucpu
+  read -r wall ucpu < <(awk '{ print $1, $2 + $3 }' "$work/time")
   point clients "$n-clones" "$side" "$n" clients aggregate_mb_s "$(awk -v b=$bytes -v w="$wall" 'BEGIN { printf "%.1f", b / 1e6 / w }')" MB/s
   point clients "$n-clones" "$side" "$n" clients wall_s "$wall" s
-  point clients "$n-clones" "$side" "$n" clients server_peak_rss_mb "$(hwm_mb "$srv_pid")" MB
+  point clients "$n-clones" "$side" "$n" clients server_peak_rss_mb "$(hwm_mb "$pid")" MB
   point clients "$n-clones" "$side" "$n" clients server_cpu_s_per_gb "$(awk -v a="$c0" -v b="$c1" -v g=$bytes 'BEGIN { printf "%.2f", (b - a) / (g / 1e9) }')" s/GB
+  point clients "$n-clones" "$side" "$n" clients clients_cpu_s_per_gb "$(awk -v c="$ucpu" -v g=$bytes 'BEGIN { printf "%.2f", c / (g / 1e9) }')" s/GB
   for k in $(seq "$n"); do rm -rf "$work/c$k" "$work/c$k.log"; done
 }
 
+# row_clients: both servers up, each with the content; then for each N a round of each, in turn
+# (xet-server first, then lfs-test-server), so that load from elsewhere falls on both alike
 row_clients() {
   clients_setup
+  echo "row 4: pushing $MIB MiB to xet-server and to lfs-test-server, then $CLIENTS concurrent clones of each, in turn" >&2
+  start_xet; push_repo xet-server
+  start_lts; push_repo lfs-test-server
   local side n
-  for side in xet-server lfs-test-server; do
-    echo "row 4: $side: pushing $MIB MiB, then $CLIENTS concurrent clones" >&2
-    if [ "$side" = xet-server ]; then start_xet; else start_lts; fi
-    push_repo "$side"
-    for n in $CLIENTS; do clone_round "$side" "$n"; done
-    kill "$srv_pid"; wait "$srv_pid" 2>/dev/null || true
-    rm -rf "$work/$side.git" "$work/xet-data" "$work/lts-data"
+  for n in $CLIENTS; do
+    for side in xet-server lfs-test-server; do clone_round "$side" "$n"; done
   done
-  rm -rf "$work/data"
+  for side in xet-server lfs-test-server; do kill "${srv_pid[$side]}"; wait "${srv_pid[$side]}" 2>/dev/null || true; done
+  rm -rf "$work/data" "$work"/*.git "$work/xet-data" "$work/lts-data"
 }
 
 # --- row 5 -------------------------------------------------------------------------------------
