@@ -18,7 +18,8 @@
 // hashes each) to make the store index exactly ENTRIES chunks. Mining is most of fill's CPU.
 //
 // serve prints one "name value" line per figure: start_s, query_p50_ms, query_p99_ms,
-// miss_p50_ms, miss_p99_ms (chunks not indexed), recon_p50_ms, recon_p99_ms, server_peak_rss_mb.
+// miss_p50_ms, miss_p99_ms (chunks not indexed), recon_p50_ms, recon_p99_ms, health_p50_ms,
+// health_p99_ms (GET /healthz, which reads nothing: the same run's baseline), server_peak_rss_mb.
 package main
 
 import (
