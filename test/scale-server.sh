@@ -22,8 +22,9 @@
 # reconstructions (GET /v2/reconstructions/{file}) are asked one at a time, and `xet-server gc` is
 # timed on the store. Disk bytes per entry: the store's bytes (du) over the entries.
 #
-# SCALE_PROFILE=DIR: CPU profiles of xet-server (DIR/xet-server.pprof) and of the agents of each
-# round (DIR/agents-SIDE-N/, GIT_XET_CPUPROFILE), to name a missed target's cause.
+# SCALE_PROFILE=DIR: CPU profiles of xet-server (row 4: DIR/xet-server.pprof; row 5:
+# DIR/xet-server-index.pprof) and of the agents of each round (DIR/agents-SIDE-N/,
+# GIT_XET_CPUPROFILE), to name a missed target's cause.
 # SCALE_QUICK=1 or --quick: 1 and 4 clients of 16 MiB, 10^5 entries of 5·10^4 files (CI; under a
 # minute).
 # SCALE_SERVER_ROWS: "clients index" (default), or one of them.
@@ -185,7 +186,8 @@ row_index() {
   t1=$(now)
   point index "$ENTRIES-entries" store "$ENTRIES" entries fill_s "$(secs "$t0" "$t1")" s
   point index "$ENTRIES-entries" store "$ENTRIES" entries disk_bytes_per_entry "$(du -sb "$data/cas" | awk -v n="$ENTRIES" '{ printf "%.1f", $1 / n }')" B
-  scaleindex serve "$work/bin/xet-server" "$data" "$work/samples" "$QUERIES" >"$work/serve.out"
+  local prof=(); [ -n "${SCALE_PROFILE:-}" ] && prof=(XET_SERVER_CPUPROFILE="$SCALE_PROFILE/xet-server-index.pprof")
+  env "${prof[@]}" scaleindex serve "$work/bin/xet-server" "$data" "$work/samples" "$QUERIES" >"$work/serve.out"
   while read -r metric value; do
     case $metric in
       start_s) unit=s ;; *_ms) unit=ms ;; *_mb) unit=MB ;; *) unit="" ;;
