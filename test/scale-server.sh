@@ -32,7 +32,7 @@
 # table. SCALE_WORK=DIR: where the work directory goes (removed at exit). XET_BINDIR=DIR: take the
 # binaries from DIR (test/binaries.sh). Exits nonzero only when something failed (a clone not
 # byte-exact, a server that did not start), never on a missed target. Needs go, git, git-lfs,
-# lfs-test-server (test/install-lfs-test-server.sh), curl.
+# lfs-test-server (test/install-lfs-test-server.sh), curl, GNU time.
 #
 #   bash test/scale-server.sh [--quick]     SCALE_CLIENTS="16" SCALE_SERVER_ROWS=clients bash test/scale-server.sh
 set -euo pipefail
@@ -52,8 +52,9 @@ fi
 if [ "$QUICK" = 1 ]; then FILES=${SCALE_INDEX_FILES:-$((ENTRIES / 2))}; else FILES=${SCALE_INDEX_FILES:-$((ENTRIES / 10))}; fi
 ROWS=${SCALE_SERVER_ROWS:-clients index}
 lts_bin=$(command -v lfs-test-server || echo "$(go env GOPATH)/bin/lfs-test-server")
-if [[ " $ROWS " == *" clients "* ]] && [ ! -x "$lts_bin" ]; then
-  echo "scale-server: lfs-test-server is missing (test/install-lfs-test-server.sh builds it)" >&2; exit 1
+if [[ " $ROWS " == *" clients "* ]]; then
+  [ -x "$lts_bin" ] || { echo "scale-server: lfs-test-server is missing (test/install-lfs-test-server.sh builds it)" >&2; exit 1; }
+  [ -x /usr/bin/time ] || { echo "scale-server: GNU time (/usr/bin/time) is missing" >&2; exit 1; }
 fi
 
 mkdir -p "${SCALE_WORK:-${TMPDIR:-/tmp}}"
