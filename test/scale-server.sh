@@ -19,14 +19,14 @@
 # session: shards of 1000 files, their xorbs in the same batch); then xet-server is started on it
 # and timed until its first answer, SCALE_INDEX_QUERIES (default 2000) global-dedupe queries
 # (GET /v1/chunks/default-merkledb/{chunk}: indexed chunks, and as many chunks not indexed) and
-# reconstructions (GET /v2/reconstructions/{file}) are asked one at a time, and `xet-server gc` is
-# timed on the store. Disk bytes per entry: the store's bytes (du) over the entries.
+# reconstructions (GET /v2/reconstructions/{file}) are asked one at a time, with GET /healthz (which
+# reads nothing) as the same run's baseline, and `xet-server gc` is timed on the store. Disk bytes per entry: the store's bytes (du) over the entries.
 #
 # SCALE_PROFILE=DIR: CPU profiles of xet-server (row 4: DIR/xet-server.pprof; row 5:
 # DIR/xet-server-index.pprof) and of the agents of each round (DIR/agents-SIDE-N/,
 # GIT_XET_CPUPROFILE), to name a missed target's cause.
-# SCALE_QUICK=1 or --quick: 1 and 4 clients of 16 MiB, 10^5 entries of 5·10^4 files (CI; under a
-# minute).
+# SCALE_QUICK=1 or --quick: 1 and 4 clients of 16 MiB, 10^5 entries of 5·10^4 files (CI; about a
+# minute, and 40 s more for the builds).
 # SCALE_SERVER_ROWS: "clients index" (default), or one of them.
 # SCALE_POINTS=FILE: append one JSON object per figure (test/scale.sh's contract); unset: print a
 # table. SCALE_WORK=DIR: where the work directory goes (removed at exit). XET_BINDIR=DIR: take the
@@ -38,7 +38,6 @@
 set -euo pipefail
 [ "${1:-}" = --quick ] && SCALE_QUICK=1
 cd "$(dirname "$0")/.."
-root=$(pwd)
 QUICK=${SCALE_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
   CLIENTS=${SCALE_CLIENTS:-1 4} MIB=${SCALE_CLIENT_MIB:-16}
