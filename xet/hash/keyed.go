@@ -110,6 +110,26 @@ func Keyed(key Hash, h Hash) Hash {
 	return keyedSum(&k, h[:])
 }
 
+// Keyer computes Keyed(key, h) for one key over many hashes, reusing one BLAKE3 state (kilobytes,
+// which Keyed allocates afresh for each call): a global-dedupe answer keys every chunk of a xorb.
+// A Keyer is not safe for concurrent use.
+type Keyer struct{ h *blake3.Hasher }
+
+// NewKeyer returns a Keyer for key.
+func NewKeyer(key Hash) *Keyer {
+	k := [32]byte(key)
+	return &Keyer{h: newKeyed(&k)}
+}
+
+// Sum returns Keyed(key, h).
+func (k *Keyer) Sum(h Hash) Hash {
+	k.h.Reset()
+	_, _ = k.h.Write(h[:])
+	var out Hash
+	k.h.Sum(out[:0])
+	return out
+}
+
 // Verification returns a term's verification hash: blake3_keyed(VerificationKey, the raw chunk hashes
 // of the term's chunks, concatenated).
 func Verification(chunks []Hash) Hash {

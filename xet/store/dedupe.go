@@ -70,8 +70,9 @@ func dedupeShard(m *xorbMeta, key hash.Hash, created, expires time.Time) []byte 
 		BytesInXorb: m.rawEnds[m.n()-1],
 		Chunks:      make([]shard.XorbChunk, m.n()),
 	}
+	keyer := hash.NewKeyer(key)
 	for i := range x.Chunks {
-		x.Chunks[i] = shard.XorbChunk{Hash: hash.Keyed(key, m.hashes[i]), RawStart: m.rawStart(i), RawLen: m.rawLen(i)}
+		x.Chunks[i] = shard.XorbChunk{Hash: keyer.Sum(m.hashes[i]), RawStart: m.rawStart(i), RawLen: m.rawLen(i)}
 	}
 	const xorbInfo = shard.HeaderSize + shard.EntrySize // after the header and the file bookend
 	footerOff := uint64(xorbInfo + shard.EntrySize*(len(x.Chunks)+2))

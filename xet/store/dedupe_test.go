@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash/hashtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 func TestGlobalDedupe(t *testing.T) {
@@ -95,5 +98,49 @@ func TestDedupeShardGolden(t *testing.T) {
 	got := dedupeShard(m, sh.Footer.HMACKey, time.Unix(int64(sh.Footer.CreatedAt), 0), time.Unix(int64(sh.Footer.ExpiresAt), 0))
 	if !bytes.Equal(got, ref) {
 		t.Fatalf("dedupe shard differs from the reference (%d vs %d bytes)", len(got), len(ref))
+	}
+}
+
+// TestGlobalDedupeAnswerCostsNoAllocationPerChunk: a global-dedupe answer keys every chunk hash of
+// the xorb (about 1024 in a full one), and each query of a busy server pays for it. Keying them must
+// not allocate per chunk (a BLAKE3 state is kilobytes: a fresh one per chunk made the answer's
+// allocation, and the GC it brings, most of a query's time at 1024 chunks).
+func TestGlobalDedupeAnswerCostsNoAllocationPerChunk(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	const chunks = 1024
+	b := xorb.NewBuilder(xorb.PolicyNone)
+	var entries []hash.Entry
+	var hashes []hash.Hash
+	content := make([]byte, 0, chunks*8)
+	for i := range chunks {
+		data := binary.LittleEndian.AppendUint64(nil, uint64(i))
+		h := hash.Chunk(data)
+		b.Add(data, h)
+		entries, hashes = append(entries, hash.Entry{Hash: h, Size: 8}), append(hashes, h)
+		content = append(content, data...)
+	}
+	x := b.Finish()
+	if _, err := s.PutBuiltXorb(ctx, "", x); err != nil {
+		t.Fatal(err)
+	}
+	term := shard.Term{Xorb: x.Hash, UnpackedBytes: uint32(len(content)), ChunkStart: 0, ChunkEnd: chunks}
+	f, err := shard.UploadFile(hash.File(entries), []shard.Term{term}, []hash.Hash{hash.Verification(hashes)}, sha256.Sum256(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutShardTrusted(ctx, "", rawShard([]shard.File{f}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GlobalDedupe(ctx, hashes[0]); err != nil { // the xorb's footer is cached from here on
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := s.GlobalDedupe(ctx, hashes[0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs >= chunks/4 {
+		t.Errorf("a global-dedupe answer for a xorb of %d chunks made %.0f allocations, want fewer than %d", chunks, allocs, chunks/4)
 	}
 }
