@@ -38,6 +38,11 @@ const (
 	// a real link, where the wait is a few).
 	batchQuiet  = 5 * time.Millisecond
 	batchGather = 50 * time.Millisecond
+	// batchQuietLocal, batchGatherLocal: the same for the embedded store, whose batch costs an
+	// fdatasync (a few milliseconds) rather than round trips: a batch taken at the first file left
+	// the other workers' files, a moment behind it, to the next batch and its fdatasync.
+	batchQuietLocal  = 2 * time.Millisecond
+	batchGatherLocal = 10 * time.Millisecond
 )
 
 // errBatch: the batch a file was in failed as a whole; the file is uploaded again on its own.
@@ -75,6 +80,9 @@ type smallBatcher struct {
 	nextID  int
 	closed  bool
 	arrived chan struct{} // a file joined the queue (gather); made by do
+	// lastLocal: how long the last batch to the embedded store took to store (its commit); a
+	// gather for the next one waits no longer, since a batch more costs no more than that.
+	lastLocal time.Duration
 }
 
 type smallJob struct {
@@ -159,28 +167,42 @@ func (b *smallBatcher) run(ctx context.Context) {
 	}
 }
 
-// gather waits, when the oldest file queued goes to a network CAS, until no file joined the queue
-// for batchQuiet (batchGather at most), so that the files git-lfs sends together go in one batch;
-// not once the queue holds a full batch, or a file of every transfer git-lfs runs (no more can
-// come before a batch answers some).
+// gather waits until no file joined the queue for batchQuiet (batchGather at most; to the
+// embedded store batchQuietLocal and batchGatherLocal, and never longer than its last batch took:
+// waiting longer would cost more than the batch it saves), so that the files git-lfs sends together
+// go in one batch; not once the queue holds a full batch, or a file of every transfer git-lfs runs
+// (no more can come before a batch answers some).
 func (b *smallBatcher) gather(ctx context.Context) {
 	b.mu.Lock()
-	network, arrived := len(b.queue) > 0 && b.queue[0].to.Network, b.arrived
-	b.mu.Unlock()
-	if !network {
+	if len(b.queue) == 0 {
+		b.mu.Unlock()
 		return
 	}
-	most := time.NewTimer(batchGather)
+	network, arrived := b.queue[0].to.Network, b.arrived
+	b.mu.Unlock()
+	quietFor, longest := batchQuiet, batchGather
+	if !network {
+		b.mu.Lock()
+		quietFor, longest = min(batchQuietLocal, b.lastLocal), min(batchGatherLocal, b.lastLocal)
+		b.mu.Unlock()
+		if longest <= 0 {
+			return
+		}
+	}
+	most := time.NewTimer(longest)
 	defer most.Stop()
-	quiet := time.NewTimer(batchQuiet)
+	if b.full(network) {
+		return
+	}
+	quiet := time.NewTimer(quietFor)
 	defer quiet.Stop()
 	for {
 		select {
 		case <-arrived:
-			if b.full() {
+			if b.full(network) {
 				return
 			}
-			quiet.Reset(batchQuiet)
+			quiet.Reset(quietFor)
 		case <-quiet.C:
 			return
 		case <-most.C:
@@ -191,12 +213,16 @@ func (b *smallBatcher) gather(ctx context.Context) {
 	}
 }
 
-// full reports whether the queue holds a batch to a network CAS as large as one may be, or as
-// many files as git-lfs has transfers.
-func (b *smallBatcher) full() bool {
+// full reports whether the queue holds a batch as large as one may be (to a network CAS, or the
+// embedded store), or as many files as git-lfs has transfers.
+func (b *smallBatcher) full(network bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.queue) >= batchMaxFilesNet || b.queued >= batchMaxBytes || (b.transfers > 0 && len(b.queue) >= b.transfers)
+	maxFiles := batchMaxFiles
+	if network {
+		maxFiles = batchMaxFilesNet
+	}
+	return len(b.queue) >= maxFiles || b.queued >= batchMaxBytes || (b.transfers > 0 && len(b.queue) >= b.transfers)
 }
 
 // close stops the runners (a batch under way fails) and waits for them; Close calls it before
@@ -250,7 +276,13 @@ func (b *smallBatcher) next() []*smallJob {
 
 // store uploads jobs in one session and answers each.
 func (b *smallBatcher) store(ctx context.Context, jobs []*smallJob) {
+	start := time.Now()
 	err := b.storeBatch(ctx, jobs)
+	if !jobs[0].to.Network {
+		b.mu.Lock()
+		b.lastLocal = time.Since(start)
+		b.mu.Unlock()
+	}
 	if err != nil {
 		b.log.Warn().Err(err).Int("files", len(jobs)).Msg("upload: a batch of small files failed; uploading each on its own")
 	} else {
