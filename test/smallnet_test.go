@@ -157,6 +157,31 @@ func smallPushPerBatchAnswer(t *testing.T, base string, counts *casCounts) {
 	}
 }
 
+// With git-lfs's batch size raised (lfs.transfer.batchSize, a user's choice), a push of 1,000
+// small files is one batch answer, and so one xorb upload and one shard registration: the
+// requests of a push follow its batch answers, not its files.
+func TestSmallFilePushOneBatchAnswerOneShard(t *testing.T) {
+	needLinux(t)
+	hs, counts := countingServer(t, serverHandler(t, t.TempDir(), ""))
+	e := newEnv(t)
+	e.install()
+	e.git("", "config", "--global", "lfs.transfer.batchSize", "1000")
+	work, remote := batchRepo(t, e, hs.URL+"/team/small.git/info/lfs")
+	const n = 1000
+	writeSmallFiles(t, work, n, 51)
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small")
+	e.git(work, "push", "-q", "origin", "main")
+	if x, s := counts.xorbs.Load(), counts.shards.Load(); x != 1 || s != 1 {
+		t.Errorf("a push of %d small files in one batch answer made %d xorb uploads and %d shard registrations, want 1 and 1", n, x, s)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	if got := sameTree(t, work, clone); got < n {
+		t.Fatalf("compared %d files, want %d", got, n)
+	}
+}
+
 // The agents of a push of many small files to xet-server killed with -9 half-way, then the push
 // again: every file clones back byte-identical and the server's fsck is clean.
 func TestSmallFilePushToServerAgentsKilled(t *testing.T) {

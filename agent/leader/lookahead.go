@@ -122,6 +122,12 @@ func (a *lookahead) start(ctx context.Context, key string, obj agent.Object, obj
 	return ready
 }
 
+// aheadBatchBytes bounds a batch of a listing's files. The small batcher's bound (batchMaxBytes)
+// keeps its sessions in small buffers for the few files git-lfs hands over at once; a listing's
+// files, up to git-lfs's whole batch answer, are known together, and in batches this large each is
+// one xorb (of 64 MiB at most) and one shard whatever the answer's size.
+const aheadBatchBytes = 16 << 20
+
 // run reads the listing obj's action names, makes its small objects known (then closes ready) and
 // stores them in batches.
 func (a *lookahead) run(ctx context.Context, obj agent.Object, objects string, ready chan struct{}) {
@@ -135,7 +141,7 @@ func (a *lookahead) run(ctx context.Context, obj agent.Object, objects string, r
 	close(ready)
 	for len(mine) > 0 {
 		n, size := 0, int64(0)
-		for n < len(mine) && n < batchMaxFilesNet && (n == 0 || size+mine[n].obj.Size <= batchMaxBytes) {
+		for n < len(mine) && n < batchMaxFilesNet && (n == 0 || size+mine[n].obj.Size <= aheadBatchBytes) {
 			size += mine[n].obj.Size
 			n++
 		}
