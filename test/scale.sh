@@ -31,12 +31,18 @@
 #   SCALE_ROWS         rows to run, comma-separated (many-files,big-file,history,server)
 #   SCALE_FILES        row 1's sizes, files        (1000 10000 50000)       [200 1000]
 #   SCALE_SERVER_CASE  1: row 1 also on xet-server / lfs-test-server (1)
+#   SCALE_SERVER_FILES row 1's sizes on the servers (SCALE_FILES)
 #   SCALE_BIG_MIB      row 2's sizes, MiB          (1024 4096 8192; 16384 is the issue's knob) [16 64]
 #   SCALE_HIST_MIB     row 3's file, MiB           (256)                    [8]
 #   SCALE_HIST_N       row 3's versions            (50)                     [5]
 #   SCALE_HIST_AT      versions shown in the table (1 10 25 50)             [1 2 5]
 #   SCALE_RUNS         runs of each side at row 1's largest size; the medians are kept (3) [1]
 #   SCALE_RUNS_OTHER   runs at every other size and row (1)
+#   SCALE_PAUSE        seconds of rest after a step deletes its files (0; ext4 scans recently deleted
+#                      inodes for about 30 s after a mass delete, taxing whatever creates files next:
+#                      test/small-files.sh rests 35 s)
+#   SCALE_PROFILE      DIR: the agent's measured pushes, clones and fetches of rows 1–2 write CPU
+#                      profiles (GIT_XET_CPUPROFILE) to DIR/ROW-CASE-SIZE-OP (go tool pprof -top)
 #   SCALE_WORK         scratch dir (default: a new temp dir, deleted at the end unless SCALE_KEEP=1)
 #   SCALE_POINTS       the JSON Lines file (default: points.jsonl in the scratch dir)
 #   XET_BINDIR         run the binaries in DIR instead of building them (test/binaries.sh)
@@ -63,6 +69,8 @@ pick() { if [ "$Q" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 ROWS=,${SCALE_ROWS:-many-files,big-file,history,server},
 FILES=${SCALE_FILES:-$(pick "1000 10000 50000" "200 1000")}
 SERVER_CASE=${SCALE_SERVER_CASE:-1}
+SERVER_FILES=${SCALE_SERVER_FILES:-$FILES}
+PAUSE=${SCALE_PAUSE:-0}
 BIG=${SCALE_BIG_MIB:-$(pick "1024 4096 8192" "16 64")}
 HMIB=${SCALE_HIST_MIB:-$(pick 256 8)}
 HN=${SCALE_HIST_N:-$(pick 50 5)}
@@ -209,6 +217,11 @@ run() { # run PROXY|- DU_DIR|- COMMAND...: run COMMAND: its wall time (T_WALL), 
   T_RSS=$(awk '/^[0-9]+$/ { m = $1 } END { printf "%.1f", m * 1024 / 1e6 }' "$work/cmd.rss")
   T_AGENT=$(awk '/^[0-9]+$/ && $1 + 0 > m { m = $1 + 0 } END { printf "%.1f", m * 1024 / 1e6 }' "$SCALE_AGENT_TIMES")
 }
+profile() { # profile SIDE LABEL: the next agent processes write CPU profiles to $SCALE_PROFILE/LABEL
+  unset GIT_XET_CPUPROFILE
+  if [ -n "${SCALE_PROFILE:-}" ] && [ "$1" = agent ]; then mkdir -p "$SCALE_PROFILE/$2"; export GIT_XET_CPUPROFILE="$SCALE_PROFILE/$2"; fi
+}
+rest() { rm -rf "$@"; [ "$PAUSE" = 0 ] || sleep "$PAUSE"; }
 rss_of() { if [ "$1" = agent ]; then echo "$T_AGENT"; else echo "$T_RSS"; fi; }
 storefiles() { find "$1" -type f | wc -l; }
 storebytes() { du -sb "$1" | cut -f1; }
@@ -235,6 +248,7 @@ many_files_step() { # many_files_step N CASE SIDE DATA: push and clone DATA's fi
   embedded/agent) store=$d/remote.git/xet ;;
   embedded/git-lfs) store=$d/remote.git/lfs ;;
   esac
+  profile "$side" "many-files-$case-$n-push"
   run "$proxy" - git push -q origin main
   keep many-files "$case" "$side" "$n" push_s "$T_WALL"
   keep many-files "$case" "$side" "$n" push_peak_rss_mb "$(rss_of "$side")"
@@ -242,15 +256,17 @@ many_files_step() { # many_files_step N CASE SIDE DATA: push and clone DATA's fi
   keep many-files "$case" "$side" "$n" store_files "$(storefiles "$store")"
   keep many-files "$case" "$side" "$n" store_bytes "$(storebytes "$store")"
   cd "$d"
+  profile "$side" "many-files-$case-$n-clone"
   run "$proxy" - git clone -q remote.git clone
+  unset GIT_XET_CPUPROFILE
   keep many-files "$case" "$side" "$n" clone_s "$T_WALL"
   keep many-files "$case" "$side" "$n" clone_peak_rss_mb "$(rss_of "$side")"
   same_tree "$d/repo" "$d/clone"
-  cd "$work"; stop_servers; rm -rf "$d"
+  cd "$work"; stop_servers; rest "$d"
 }
 row_many_files() {
-  local n largest=${FILES##* } runs r case side
-  for n in $FILES; do
+  local n runs r case side sizes largest
+  for n in $(printf '%s\n' $FILES $([ "$SERVER_CASE" = 1 ] && echo "$SERVER_FILES") | sort -n -u); do
     echo "many-files: $n files of 1–64 KiB"
     python3 - "$work/mf-data" "$n" <<'PY'
 import os, random, sys
@@ -262,8 +278,11 @@ for i in range(n):
     with open(os.path.join(d, "f%06d.dat" % i), "wb") as f:
         f.write(rnd.randbytes(rnd.randint(1 << 10, 64 << 10)))
 PY
-    runs=$RUNS_OTHER; [ "$n" = "$largest" ] && runs=$RUNS
     for case in embedded $([ "$SERVER_CASE" = 1 ] && echo server); do
+      sizes=$FILES; [ "$case" = server ] && sizes=$SERVER_FILES
+      case " $sizes " in *" $n "*) ;; *) continue ;; esac
+      largest=$(printf '%s\n' $sizes | sort -n | tail -n1)
+      runs=$RUNS_OTHER; [ "$n" = "$largest" ] && runs=$RUNS
       for r in $(seq "$runs"); do
         for side in agent git-lfs; do
           many_files_step "$n" "$case" "$side" "$work/mf-data"
@@ -272,7 +291,7 @@ PY
       done
     done
     flush files
-    rm -rf "$work/mf-data"
+    rest "$work/mf-data"
   done
 }
 last_of() { printf '%s' "${V[$1]}" | tail -n1; }
@@ -288,11 +307,13 @@ big_file_step() { # big_file_step MIB SIDE DATA
   cp "$data" big.bin
   git add . && git commit -q -m big
   git remote add origin ../remote.git
+  profile "$side" "big-file-$mib-push"
   run - "$d" git push -q origin main
   keep big-file embedded "$side" "$mib" push_s "$T_WALL"
   keep big-file embedded "$side" "$mib" push_peak_rss_mb "$(rss_of "$side")"
   keep big-file embedded "$side" "$mib" push_tmp_disk_mb "$T_TMP"
   cd "$d"
+  profile "$side" "big-file-$mib-clone"
   run - "$d" git clone -q remote.git clone
   keep big-file embedded "$side" "$mib" clone_s "$T_WALL"
   keep big-file embedded "$side" "$mib" clone_peak_rss_mb "$(rss_of "$side")"
@@ -301,10 +322,12 @@ big_file_step() { # big_file_step MIB SIDE DATA
   rm -rf clone
   GIT_LFS_SKIP_SMUDGE=1 git clone -q remote.git pointers
   cd pointers
+  profile "$side" "big-file-$mib-fetch"
   run - "$d" git lfs fetch
+  unset GIT_XET_CPUPROFILE
   keep big-file embedded "$side" "$mib" fetch_s "$T_WALL"
   keep big-file embedded "$side" "$mib" fetch_peak_rss_mb "$(rss_of "$side")"
-  cd "$work"; rm -rf "$d"
+  cd "$work"; rest "$d"
 }
 row_big_file() {
   local mib r side
@@ -408,6 +431,6 @@ case $ROWS in *,server,*)
 esac
 
 cd "$root"
-knobs=$(printf '{"quick":%s,"rows":"%s","files":"%s","server_case":%s,"big_mib":"%s","hist_mib":%s,"hist_n":%s,"hist_at":"%s","runs":%s,"runs_other":%s,"seconds":%s}' \
-  "$([ "$Q" = 1 ] && echo true || echo false)" "${ROWS:1:-1}" "$FILES" "$SERVER_CASE" "$BIG" "$HMIB" "$HN" "$HAT" "$RUNS" "$RUNS_OTHER" $((SECONDS - started)))
+knobs=$(printf '{"quick":%s,"rows":"%s","files":"%s","server_case":%s,"server_files":"%s","big_mib":"%s","hist_mib":%s,"hist_n":%s,"hist_at":"%s","runs":%s,"runs_other":%s,"seconds":%s}' \
+  "$([ "$Q" = 1 ] && echo true || echo false)" "${ROWS:1:-1}" "$FILES" "$SERVER_CASE" "$SERVER_FILES" "$BIG" "$HMIB" "$HN" "$HAT" "$RUNS" "$RUNS_OTHER" $((SECONDS - started)))
 python3 test/scale-report.py "$SCALE_POINTS" "$OUT" "$knobs" "$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)"
