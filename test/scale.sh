@@ -97,6 +97,8 @@ cleanup() {
   return 0
 }
 trap cleanup EXIT
+trap "exit 130" INT
+trap "exit 143" TERM
 mkdir -p "$work/bin"
 . test/binaries.sh
 xet_binaries "$work/bin" >/dev/null
