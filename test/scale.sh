@@ -29,7 +29,7 @@
 #
 # Knobs (environment; --quick sets SCALE_QUICK=1, whose defaults are in brackets):
 #   SCALE_ROWS         rows to run, comma-separated (many-files,big-file,history,server)
-#   SCALE_FILES        row 1's sizes, files        (1000 10000 50000)       [200 1000]
+#   SCALE_FILES        row 1's sizes, files        (1000 10000 50000)       [100 500]
 #   SCALE_SERVER_CASE  1: row 1 also on xet-server / lfs-test-server (1)
 #   SCALE_SERVER_FILES row 1's sizes on the servers (SCALE_FILES)
 #   SCALE_BIG_MIB      row 2's sizes, MiB          (1024 4096 8192; 16384 is the issue's knob) [16 64]
@@ -41,7 +41,7 @@
 #   SCALE_PAUSE        seconds of rest after a step deletes its files (0; ext4 scans recently deleted
 #                      inodes for about 30 s after a mass delete, taxing whatever creates files next:
 #                      test/small-files.sh rests 35 s)
-#   SCALE_PROFILE      DIR: the agent's measured pushes, clones and fetches of rows 1–2 write CPU
+#   SCALE_PROFILE      DIR: the agent's measured pushes, clones and fetches of rows 1–3 write CPU
 #                      profiles (GIT_XET_CPUPROFILE) to DIR/ROW-CASE-SIZE-OP (go tool pprof -top)
 #   SCALE_WORK         scratch dir (default: a new temp dir, deleted at the end unless SCALE_KEEP=1)
 #   SCALE_POINTS       the JSON Lines file (default: points.jsonl in the scratch dir)
@@ -67,7 +67,7 @@ done
 Q=${SCALE_QUICK:-0}
 pick() { if [ "$Q" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 ROWS=,${SCALE_ROWS:-many-files,big-file,history,server},
-FILES=${SCALE_FILES:-$(pick "1000 10000 50000" "200 1000")}
+FILES=${SCALE_FILES:-$(pick "1000 10000 50000" "100 500")}
 SERVER_CASE=${SCALE_SERVER_CASE:-1}
 SERVER_FILES=${SCALE_SERVER_FILES:-$FILES}
 PAUSE=${SCALE_PAUSE:-0}
@@ -371,7 +371,9 @@ history_side() { # history_side SIDE: push HN versions one at a time with prune,
     fi
     cp "$d/data/v$v" model.bin
     git add model.bin && git commit -q -m "version $v"
+    profile "$side" "history-$v-push"
     run "$proxy" - git push -q origin main
+    unset GIT_XET_CPUPROFILE
     point history server "$side" "$v" versions push_s "$T_WALL" s
     point history server "$side" "$v" versions push_bytes_sent "$T_UP" bytes
     point history server "$side" "$v" versions push_peak_rss_mb "$(rss_of "$side")" MB
