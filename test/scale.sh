@@ -17,8 +17,10 @@
 #               --all` (bytes received against what the server stores).
 #   server      rows 4–5 (many clients, a large index): `test/scale-server.sh`, when it exists, with
 #               the same SCALE_POINTS, SCALE_WORK and --quick.
-# Peak RSS (peak_rss_mb): the agent's is the largest of its processes (each runs under GNU time);
-# plain git-lfs's is the largest process of the command (GNU time of git: git-lfs is the largest).
+# Peak RSS (*_peak_rss_mb): the agent's is the largest of its processes (each runs under GNU time);
+# plain git-lfs's is the largest process of the command (GNU time of git): git-lfs in a push or a
+# fetch, but git itself in a clone of a big file (git holds a smudged file whole in memory on both
+# sides: 4.3 GB at 4 GiB), so that figure is git's, not git-lfs's.
 # Each measured value is a JSON line in $SCALE_POINTS (row, case, side, x, x_unit, metric, value,
 # unit); at the end they are gathered into one JSON document (--out FILE, default scale.json in the
 # scratch dir: {"run": {...}, "points": [...], "targets": [...]}) and a table is printed: each
