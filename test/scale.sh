@@ -176,6 +176,10 @@ use() { # use DIR agent|git-lfs: a HOME in DIR (made on first use) for that side
   git config --global user.name scale; git config --global user.email scale@example.test
   git config --global init.defaultBranch main
   git config --global credential.helper store
+  # git's automatic gc after a commit of more than 6,700 objects runs in the background by default and
+  # packs the loose objects while the push that follows reads them: git-lfs's pre-push then failed with
+  # 'missing object' (10,000 files). In the foreground, it is part of the commit, not of the push.
+  git config --global gc.autoDetach false
   [ -n "$lts_proxy" ] && echo "http://$LTS_USER:$LTS_PASS@${lts_proxy#http://}" >"$h/.git-credentials"
   if [ "$2" = agent ]; then
     (cd "$h" && "$work/bin/git-xet-transfer" install >/dev/null)
