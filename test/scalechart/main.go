@@ -214,14 +214,19 @@ func (c Chart) extent() ([]float64, float64) {
 	return xs, niceCeil(ymax * 1.05)
 }
 
-// axes draws both axes: x ticks at the measured sizes (at most 12), y ticks at fifths of the top.
+// axes draws both axes: x ticks at the measured sizes (those at least 32 units from the last one),
+// y ticks at fifths of the top.
 func (c Chart) axes(b *strings.Builder, xs []float64, ymax float64, sx, sy func(float64) float64) {
 	x0, y0 := left, height-foot
 	fmt.Fprintf(b, `<g stroke="black"><line x1="%g" y1="%g" x2="%g" y2="%g"/><line x1="%g" y1="%g" x2="%g" y2="%g"/></g>`+"\n",
 		x0, y0, width-right, y0, x0, y0, x0, top)
-	step := (len(xs) + 11) / 12
-	for i := 0; i < len(xs); i += step {
+	last := math.Inf(-1)
+	for i := range xs {
 		x := sx(xs[i])
+		if x-last < 32 { // labels closer than that overlap (the high end of a log axis)
+			continue
+		}
+		last = x
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="black"/><text x="%.1f" y="%g" text-anchor="middle">%s</text>`+"\n",
 			x, y0, x, y0+5, x, y0+18, esc(fmt.Sprintf("%g", xs[i])))
 	}
