@@ -31,13 +31,13 @@
 #
 # Knobs (environment; --quick sets SCALE_QUICK=1, whose defaults are in brackets):
 #   SCALE_ROWS         rows to run, comma-separated (many-files,big-file,history,server)
-#   SCALE_FILES        row 1's sizes, files        (1000 10000 50000)       [100 500]
+#   SCALE_FILES        row 1's sizes, files        (1000 10000 50000)       [100 300]
 #   SCALE_SERVER_CASE  1: row 1 also on xet-server / lfs-test-server (1)
 #   SCALE_SERVER_FILES row 1's sizes on the servers (SCALE_FILES)
-#   SCALE_BIG_MIB      row 2's sizes, MiB          (1024 4096 8192; 16384 is the issue's knob) [16 64]
+#   SCALE_BIG_MIB      row 2's sizes, MiB          (1024 4096 8192; 16384 is the issue's knob) [16 48]
 #   SCALE_HIST_MIB     row 3's file, MiB           (256)                    [8]
-#   SCALE_HIST_N       row 3's versions            (50)                     [5]
-#   SCALE_HIST_AT      versions shown in the table (1 10 25 50)             [1 2 5]
+#   SCALE_HIST_N       row 3's versions            (50)                     [4]
+#   SCALE_HIST_AT      versions shown in the table (1 10 25 50)             [1 2 4]
 #   SCALE_RUNS         runs of each side at row 1's largest size; the medians are kept (3) [1]
 #   SCALE_RUNS_OTHER   runs at every other size and row (1)
 #   SCALE_PAUSE        seconds of rest after a step deletes its files (0; ext4 scans recently deleted
@@ -49,8 +49,11 @@
 #   SCALE_POINTS       the JSON Lines file (default: points.jsonl in the scratch dir)
 #   XET_BINDIR         run the binaries in DIR instead of building them (test/binaries.sh)
 # Flags: --quick, --out FILE. Needs go, git, git-lfs, lfs-test-server (test/install-lfs-test-server.sh),
-# python3, curl, GNU time. The default run takes about 40 minutes and at most 40 GiB of disk on an
-# idle 2-core machine: every step deletes what it made before the next.
+# python3, curl, GNU time. Disk: at most about 40 GiB (the 8 GiB row: the file, the repository's copy,
+# the store, the clone); every step deletes what it made before the next. Time: on a shared 2-core
+# machine one run of both sides at 50,000 files (embedded) took 20 minutes with its commits, so the
+# default run (3 runs at 50,000 files in both cases) takes 2–3 hours there; SCALE_RUNS=1
+# SCALE_SERVER_FILES="1000 10000" SCALE_BIG_MIB="1024 4096" brings it to about 40 minutes.
 #
 #   test/scale.sh --quick          SCALE_ROWS=many-files SCALE_FILES="1000 5000" test/scale.sh --out /tmp/s.json
 set -euo pipefail
@@ -69,14 +72,14 @@ done
 Q=${SCALE_QUICK:-0}
 pick() { if [ "$Q" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 ROWS=,${SCALE_ROWS:-many-files,big-file,history,server},
-FILES=${SCALE_FILES:-$(pick "1000 10000 50000" "100 500")}
+FILES=${SCALE_FILES:-$(pick "1000 10000 50000" "100 300")}
 SERVER_CASE=${SCALE_SERVER_CASE:-1}
 SERVER_FILES=${SCALE_SERVER_FILES:-$FILES}
 PAUSE=${SCALE_PAUSE:-0}
-BIG=${SCALE_BIG_MIB:-$(pick "1024 4096 8192" "16 64")}
+BIG=${SCALE_BIG_MIB:-$(pick "1024 4096 8192" "16 48")}
 HMIB=${SCALE_HIST_MIB:-$(pick 256 8)}
-HN=${SCALE_HIST_N:-$(pick 50 5)}
-HAT=${SCALE_HIST_AT:-$(pick "1 10 25 50" "1 2 5")}
+HN=${SCALE_HIST_N:-$(pick 50 4)}
+HAT=${SCALE_HIST_AT:-$(pick "1 10 25 50" "1 2 4")}
 RUNS=${SCALE_RUNS:-$(pick 3 1)}
 RUNS_OTHER=${SCALE_RUNS_OTHER:-1}
 [ -x /usr/bin/time ] || { echo "scale: needs GNU time at /usr/bin/time" >&2; exit 1; }
