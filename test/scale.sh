@@ -87,6 +87,9 @@ for t in git git-lfs python3 curl; do command -v $t >/dev/null || { echo "scale:
 lts_bin=$(command -v lfs-test-server || echo "$(go env GOPATH)/bin/lfs-test-server")
 [ -x "$lts_bin" ] || { echo "scale: lfs-test-server is missing (test/install-lfs-test-server.sh builds it)" >&2; exit 1; }
 
+# The caller's HOME, caches and TMPDIR: each side's steps export their own (use), and
+# test/scale-server.sh starts from the caller's (its go builds use the caller's build cache).
+orig_env=(HOME="$HOME" XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" TMPDIR="${TMPDIR:-/tmp}")
 made_work=""
 if [ -z "${SCALE_WORK:-}" ]; then SCALE_WORK=$(mktemp -d "${TMPDIR:-/tmp}/xet-scale.XXXXXX"); made_work=1; fi
 mkdir -p "$SCALE_WORK"
@@ -436,7 +439,8 @@ case $ROWS in *,server,*)
   cd "$root"
   if [ -f test/scale-server.sh ]; then
     echo "server rows: test/scale-server.sh"
-    (export SCALE_WORK="$work/server"; mkdir -p "$SCALE_WORK"; bash test/scale-server.sh $([ "$Q" = 1 ] && echo --quick))
+    (export SCALE_WORK="$work/server" "${orig_env[@]}"; unset GIT_XET_CPUPROFILE SCALE_AGENT_TIMES; mkdir -p "$SCALE_WORK"
+      bash test/scale-server.sh $([ "$Q" = 1 ] && echo --quick))
     rm -rf "$work/server"
   else
     echo "server rows: test/scale-server.sh is not in this checkout; skipped"
