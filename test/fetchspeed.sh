@@ -62,7 +62,7 @@ for round in $(seq "$ROUNDS"); do
   rm -rf "$repo-clone" "$work/copy"; GIT_LFS_SKIP_SMUDGE=1 git clone -q "$repo.git" "$repo-clone"; sync
   : >"$work/agent.times"; t0=$(now)
   (cd "$repo-clone" && GIT_XET_CPUPROFILE="${FETCH_PROFILE:-}" /usr/bin/time -o "$work/whole.time" -f "%U %S" git lfs fetch >/dev/null && sync); t1=$(now)
-  secs "$t0" "$t1" >>"$work/fetch"
+  echo "$(secs "$t0" "$t1")" >>"$work/fetch"
   awk '{ u += $1; s += $2 } END { printf "%.3f\n", u + s }' "$work/agent.times" >>"$work/agents"
   awk '{ printf "%.3f\n", $1 + $2 }' "$work/whole.time" >>"$work/whole"
   awk '$3 > m { m = $3 } END { printf "%d\n", m / 1024 }' "$work/agent.times" >>"$work/rss"
@@ -72,7 +72,7 @@ for round in $(seq "$ROUNDS"); do
   # from the page cache too (dd iflag=nocache), so both read the disk.
   mkdir -p "$work/copy"; sync; for f in f*.bin; do dd if="$f" iflag=nocache count=0 status=none; done; t0=$(now)
   cp f*.bin "$work/copy/" && sync; t1=$(now)
-  secs "$t0" "$t1" >>"$work/cp"
+  echo "$(secs "$t0" "$t1")" >>"$work/cp"
 done
 tf=$(median <"$work/fetch") tc=$(median <"$work/cp") ca=$(median <"$work/agents") cw=$(median <"$work/whole")
 nsb() { awk -v c="$1" -v b="$size" 'BEGIN { printf "%.3f", c * 1e9 / b }'; }
@@ -86,3 +86,4 @@ printf '%-44s %s s = %s ns/B = %s× the floor   target ≤ 1.5×\n' "the agents'
 printf '%-44s %s s = %s ns/B = %s× the floor + SHA-256 (git-lfs hashes again)\n' "the whole fetch's CPU (git-lfs + agents)" "$cw" "$(nsb "$cw")" \
   "$(ratio "$(nsb "$cw")" "$(awk -v a="$f_both" -v b="$f_sha" 'BEGIN { print a + b }')")"
 printf '%-44s %s MiB\n' "the agents' peak RSS" "$(sort -n "$work/rss" | tail -1)"
+printf '%-44s %s\n' "the agents' CPU per round (s)" "$(paste -sd' ' "$work/agents")"
