@@ -82,17 +82,7 @@ func TestSmallUploadsAreBatched(t *testing.T) {
 			}
 		}
 	}
-	batches, most := 0, 0
-	for _, l := range strings.Split(log.String(), "\n") {
-		var m struct {
-			Msg   string `json:"message"`
-			Files int    `json:"files"`
-		}
-		if json.Unmarshal([]byte(l), &m) == nil && m.Msg == "upload: batch of small files stored" {
-			batches++
-			most = max(most, m.Files)
-		}
-	}
+	batches, _, most := loggedBatches(log.String())
 	if batches == 0 || most < 2 {
 		t.Fatalf("%d batches, the largest of %d files: the uploads were not batched", batches, most)
 	}
@@ -283,17 +273,7 @@ func TestSmallUploadsOfEveryWorkerShareABatch(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	batches, files := 0, 0
-	for _, l := range strings.Split(log.String(), "\n") {
-		var m struct {
-			Msg   string `json:"message"`
-			Files int    `json:"files"`
-		}
-		if json.Unmarshal([]byte(l), &m) == nil && m.Msg == "upload: batch of small files stored" {
-			batches++
-			files += m.Files
-		}
-	}
+	batches, files, _ := loggedBatches(log.String())
 	if files != workers*each {
 		t.Fatalf("%d files in batches, want %d", files, workers*each)
 	}
@@ -301,4 +281,21 @@ func TestSmallUploadsOfEveryWorkerShareABatch(t *testing.T) {
 	if batches > each*3/2 {
 		t.Fatalf("%d files of %d workers took %d batches (%.1f files each): the workers' files did not share batches", files, workers, batches, float64(files)/float64(batches))
 	}
+}
+
+// loggedBatches counts the batches of small files a leader's log says it stored, the files in them
+// and the most in one.
+func loggedBatches(log string) (batches, files, most int) {
+	for _, l := range strings.Split(log, "\n") {
+		var m struct {
+			Msg   string `json:"message"`
+			Files int    `json:"files"`
+		}
+		if json.Unmarshal([]byte(l), &m) == nil && m.Msg == "upload: batch of small files stored" {
+			batches++
+			files += m.Files
+			most = max(most, m.Files)
+		}
+	}
+	return batches, files, most
 }
