@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +203,20 @@ func TestQuotaBatchTotalIsNotAnObject(t *testing.T) {
 	r, _ = e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("ef", 32), Size: 4 << 20}), servertest.Basic("alice", alicePW)...)
 	if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.body), "an object of 4 MiB is larger than the 3 MiB quota") {
 		t.Fatalf("one object of 4 MiB against a quota of 3 MiB: %v, want 413 naming the object", r)
+	}
+}
+
+// A body counted as it arrives is refused as "over its quota" (507) however its bytes are split
+// into reads: the size of one read is not the size of an object (CI saw a 413 "an object of
+// 3.1 MiB" when the whole xorb had arrived before the server's first read).
+func TestQuotaMeterRefusalDoesNotDependOnReadSize(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	req := httptest.NewRequest("POST", e.base+"/v1/xorbs/default/x", nil)
+	m := e.srv.meter(req, "org/x", bytes.NewReader(make([]byte, 4_000_000)))
+	defer m.done()
+	_, err := m.Read(make([]byte, 4_000_000)) // the whole body in one read
+	var qe *quotaError
+	if !errors.As(err, &qe) || qe.status != http.StatusInsufficientStorage {
+		t.Fatalf("one read of 4 MB over a 3 MiB quota: %v, want 507", err)
 	}
 }

@@ -151,7 +151,8 @@ func (m *quotaMeter) Read(p []byte) (int, error) {
 	if n > 0 && len(m.checks) > 0 {
 		if q := m.s.quota.reserve(m.checks, int64(n)); q != nil {
 			m.s.metrics.quotaRefused()
-			return 0, q.refusal(m.host, int64(n), int64(n))
+			// largest 0: a read's size is not an object's, and one read may hold a whole body.
+			return 0, q.refusal(m.host, int64(n), 0)
 		}
 		m.n += int64(n)
 	}
