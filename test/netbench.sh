@@ -29,7 +29,7 @@
 #   small     home, far  push, then clone, of NETBENCH_SMALL_N (1,000; 50 when NETBENCH_MIB < 1024)
 #                   files of 1–10 KB in one commit
 #                   (issue 46), both sides with lfs.concurrenttransfers NETBENCH_SMALL_TRANSFERS
-#                   (default 8, git-lfs's): target ≤ 0.5× each; the xorbs and shards xet-server
+#                   (default 8, git-lfs's): target ≤ 0.5× each (a far clone ≤ 0.3×); the xorbs and shards xet-server
 #                   stored for the push (its metrics) are shown
 # Set-up (pushes that are not measured, the clones a pull starts from) runs through an unshaped link.
 # Also printed: what the emulator passes at 1 Gbit/s on this machine (linkemu -probe, target ≥ 95 %),
@@ -176,6 +176,10 @@ use() { # use NAME [xet|hub|plain]: a fresh HOME for NAME (made on first use), e
   mkdir -p "$h"
   git config --global user.name netbench; git config --global user.email netbench@example.test
   git config --global init.defaultBranch main
+  # a commit of 10,000 files starts git's automatic gc, in the background by default, which packs
+  # the loose objects while the push reads them (git-lfs's pre-push: 'missing object'); in the
+  # foreground it is part of the commit, which is not measured
+  git config --global gc.autoDetach false
   # git-lfs authenticates its batch calls to lfs-test-server and the Hub with git's credential helper
   git config --global credential.helper store
   printf 'http://%s:%s@127.0.0.1:%s\nhttp://hf_user:%s@127.0.0.1:%s\n' "$LTS_USER" "$LTS_PASS" "${emu_port[lts]}" "$TOKEN" "${emu_port[hub]}" >"$h/.git-credentials"
@@ -489,17 +493,17 @@ stored() { # stored NAME: "<xorbs> <shards>" xet-server NAME has stored (its met
     awk '$1 == "xet_xorbs_stored_total" { x = $2 } $1 == "xet_shards_stored_total" { s = $2 } END { printf "%d %d\n", x, s }'
 }
 if on_row small; then
-  echo "set-up: $SMALL_N files of 1–10 KB (random bytes), lfs.concurrenttransfers $SMALL_T"
-  mkdir -p "$work/data/small"
-  python3 - "$work/data/small" "$SMALL_N" <<'PY'
+  echo "set-up: $SMALL_N files of 1–10 KB (random bytes, new ones for each profile: the servers must not have them), lfs.concurrenttransfers $SMALL_T"
+  for p in home far; do
+    on_profile $p || continue
+    rm -rf "$work/data/small"; mkdir -p "$work/data/small"
+    python3 - "$work/data/small" "$SMALL_N" "46-$p" <<'PY'
 import os, random, sys
-r = random.Random(46)
+r = random.Random(sys.argv[3])
 for i in range(int(sys.argv[2])):
     with open(os.path.join(sys.argv[1], "s%05d.bin" % i), "wb") as f:
         f.write(r.randbytes(r.randint(1000, 10000)))
 PY
-  for p in home far; do
-    on_profile $p || continue
     echo "push, then clone, of $SMALL_N files of 1–10 KB, link $(link_of $p)"
     shape xs "$(link_of $p)"; shape lts "$(link_of $p)"
     for s in xs lts; do
@@ -518,7 +522,8 @@ PY
     shape xs 0/0; shape lts 0/0
     for w in push clone; do
       r=$(ratio "${wall[small-$w-$p-xet]}" "${wall[small-$w-$p-plain]}")
-      row "$w of $SMALL_N files of 1–10 KB ($SMALL_T transfers)" $p "$(fig small-$w-$p-xet)" "$(fig small-$w-$p-plain)" "${r}×" "≤ 0.5×" "$(atmost "$r" 0.5)"
+      tgt=0.5; [ $w = clone ] && [ $p = far ] && tgt=0.3 # issue 46: round trips cost more far away
+      row "$w of $SMALL_N files of 1–10 KB ($SMALL_T transfers)" $p "$(fig small-$w-$p-xet)" "$(fig small-$w-$p-plain)" "${r}×" "≤ ${tgt}×" "$(atmost "$r" $tgt)"
     done
     row "  xorbs and shards xet-server stored for the push" $p "$((x1 - x0)) xorbs, $((h1 - h0)) shards" "-" "-" "≤ 8 each" "$([ $((x1 - x0)) -le 8 ] && [ $((h1 - h0)) -le 8 ] && echo 1 || echo 0)"
   done
