@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -111,8 +110,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 // answering the client itself when it is refused (ok false). write: an upload.
 func (s *Server) decodeBatch(w http.ResponseWriter, r *http.Request) (req *lfsbatch.Request, write, ok bool) {
 	req = &lfsbatch.Request{}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.Limits.JSON))
-	if err := dec.Decode(req); err != nil {
+	if err := decodeJSONBody(w, r, s.cfg.Limits.JSON, req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeLFSError(w, http.StatusRequestEntityTooLarge, "batch request too large")
