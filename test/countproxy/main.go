@@ -59,6 +59,14 @@ func main() {
 	mux.HandleFunc("/__count", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%d %d\n", up.Load(), down.Load())
 	})
-	mux.Handle("/", rp)
+	// Full duplex: the request body goes on being forwarded after the answer's header has come back.
+	// Without it Go's server stops reading a request body once the handler writes its header, and
+	// the transport then cuts the answer: a server that answers before reading a JSON body's
+	// trailing newline (lfs-test-server's batch; xet-server's before it read its bodies to the end)
+	// got git-lfs an "unexpected EOF" now and then.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	})
 	log.Fatal(http.ListenAndServe(*listen, mux))
 }
