@@ -70,6 +70,14 @@ lts_bin=$(command -v lfs-test-server || echo "$(go env GOPATH)/bin/lfs-test-serv
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-netbench.XXXXXX")
 cleanup() {
+  local rc=$?
+  # the set-up's pushes write to setup.log: a failed one would otherwise end the script unexplained
+  if [ "$rc" != 0 ] && [ -s "$work/setup.log" ]; then
+    echo "netbench: exit $rc; the set-up's log (setup.log), last 40 lines:" >&2; tail -n 40 "$work/setup.log" >&2
+  fi
+  if [ "$rc" != 0 ] && [ -s "$work/agent.log" ]; then
+    echo "netbench: the agents' last warnings and errors (agent.log):" >&2; grep -E '"level":"(warn|error)"' "$work/agent.log" | tail -n 20 >&2 || true
+  fi
   [ -d "$work/mnt-point" ] && { "$work/bin/git-xet-transfer" unmount "$work/mnt-point" 2>/dev/null || fusermount3 -u -z "$work/mnt-point" 2>/dev/null || true; }
   for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${NETBENCH_KEEP:-}" ] || rm -rf "$work"
 }
