@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -157,7 +158,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, ns string)
 		return
 	}
 	var o lfsbatch.Object
-	if err := decodeJSONBody(w, r, 64<<10, &o); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&o); err != nil {
 		writeLFSError(w, http.StatusBadRequest, "malformed verify request: "+err.Error())
 		return
 	}

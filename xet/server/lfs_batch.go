@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -110,7 +111,8 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 // answering the client itself when it is refused (ok false). write: an upload.
 func (s *Server) decodeBatch(w http.ResponseWriter, r *http.Request) (req *lfsbatch.Request, write, ok bool) {
 	req = &lfsbatch.Request{}
-	if err := decodeJSONBody(w, r, s.cfg.Limits.JSON, req); err != nil {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.Limits.JSON))
+	if err := dec.Decode(req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeLFSError(w, http.StatusRequestEntityTooLarge, "batch request too large")
