@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ func xorbBytesProxy(t *testing.T, backend string) (string, *atomic.Int64) {
 		}
 		return nil
 	}
-	hs := httptest.NewServer(p)
+	hs := httptest.NewServer(servertest.FullDuplex(p))
 	t.Cleanup(hs.Close)
 	return hs.URL, &n
 }

@@ -82,7 +82,7 @@ func newBalancer(t *testing.T, backends []string, rate int64) *balancer {
 	}
 	stop := make(chan struct{})
 	go b.probe(backends, stop)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := httptest.NewServer(servertest.FullDuplex(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.ContentLength != 0 {
 			open := &b.open // a xorb's body, not a batch request's JSON
 			if r.ContentLength >= 0 && r.ContentLength < 1<<20 {
@@ -98,7 +98,7 @@ func newBalancer(t *testing.T, backends []string, rate int64) *balancer {
 		}
 		b.sent[i].Add(1)
 		b.proxies[i].ServeHTTP(w, r)
-	}))
+	})))
 	t.Cleanup(func() { close(stop); hs.Close() })
 	b.url = hs.URL
 	if !testutil.Eventually(time.Minute, b.allReady) {

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/logbuf"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/server"
 )
@@ -379,7 +380,7 @@ func TestHubBadAnswers(t *testing.T) {
 	var variant atomic.Value
 	emu, _ := url.Parse(h.url)
 	proxy := httputil.NewSingleHostReverseProxy(emu)
-	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	bad := httptest.NewServer(servertest.FullDuplex(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := variant.Load().(string)
 		isBatch := strings.HasSuffix(r.URL.Path, "/objects/batch")
 		switch {
@@ -405,7 +406,7 @@ func TestHubBadAnswers(t *testing.T) {
 		default:
 			proxy.ServeHTTP(w, r)
 		}
-	}))
+	})))
 	defer bad.Close()
 	badHost := strings.TrimPrefix(bad.URL, "http://")
 	e.git("", "config", "--global", "lfs."+bad.URL+"/.standalonetransferagent", "xet")

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
@@ -48,7 +49,7 @@ func newHoldProxy(t *testing.T, backend string, match func(*http.Request) bool, 
 		}
 		return nil
 	}
-	hs := httptest.NewServer(p)
+	hs := httptest.NewServer(servertest.FullDuplex(p))
 	t.Cleanup(func() { p.letGo(); hs.Close() })
 	return p, hs.URL
 }

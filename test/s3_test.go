@@ -56,12 +56,12 @@ func roundRobin(t *testing.T, backends []string, ranges *atomic.Int64) string {
 		}
 		proxies = append(proxies, httputil.NewSingleHostReverseProxy(u))
 	}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := httptest.NewServer(servertest.FullDuplex(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/xorbs/") {
 			ranges.Add(1)
 		}
 		proxies[n.Add(1)%uint64(len(proxies))].ServeHTTP(w, r)
-	}))
+	})))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }

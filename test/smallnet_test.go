@@ -25,7 +25,7 @@ type casCounts struct{ xorbs, shards, plans, fetches atomic.Int64 }
 func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *casCounts) {
 	t.Helper()
 	c := &casCounts{}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := httptest.NewServer(servertest.FullDuplex(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/xorbs/"):
 			c.xorbs.Add(1)
@@ -37,7 +37,7 @@ func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *casCounts)
 			c.fetches.Add(1)
 		}
 		h.ServeHTTP(w, r)
-	}))
+	})))
 	t.Cleanup(hs.Close)
 	return hs, c
 }

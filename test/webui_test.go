@@ -173,7 +173,7 @@ func basicAuthProxy(t *testing.T, target, user, password string) string {
 		r.SetURL(to)
 		r.Out.Header.Set("Authorization", cred)
 	}}
-	srv := httptest.NewServer(p)
+	srv := httptest.NewServer(servertest.FullDuplex(p))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -148,3 +148,17 @@ func Get(t testing.TB, url string, hdr ...string) (int, string) {
 	code, b := do(t, req)
 	return code, string(b)
 }
+
+// FullDuplex serves h, a reverse proxy of a test (httputil.ReverseProxy), in full duplex: the
+// request body goes on being forwarded after the answer's header has come back. Without it Go's
+// server, once the proxy writes the answer's header, reads what is left of the request body and
+// closes it; when that races the proxy transport's last read of the body (a server that answers
+// as soon as it has the JSON it needs), the transport fails its write and closes the connection in
+// the middle of the answer, and git-lfs reports "Unable to parse HTTP response ... unexpected
+// EOF". It happened in 1 to 2 of 10 pushes on a loaded machine (test/netbench.sh's countproxy).
+func FullDuplex(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		h.ServeHTTP(w, r)
+	})
+}

@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"os"
 	"sync/atomic"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 )
 
 type counter struct {
@@ -59,15 +61,7 @@ func main() {
 	mux.HandleFunc("/__count", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%d %d\n", up.Load(), down.Load())
 	})
-	// Full duplex: the request body goes on being forwarded after the answer's header has come back.
-	// Without it Go's server, once the handler writes its header, reads what is left of the request
-	// body and closes it, and when that races the transport's last read of the body (a server that
-	// answers as soon as it has the JSON), the transport fails its write and closes the connection
-	// in the middle of the answer: git-lfs saw "Unable to parse HTTP response for POST
-	// .../objects/batch: unexpected EOF" in 1 to 2 of 10 set-up pushes on a loaded machine.
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).EnableFullDuplex()
-		rp.ServeHTTP(w, r)
-	})
+	// Full duplex (servertest.FullDuplex says why): otherwise an answer is cut now and then.
+	mux.Handle("/", servertest.FullDuplex(rp))
 	log.Fatal(http.ListenAndServe(*listen, mux))
 }
