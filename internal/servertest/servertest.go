@@ -155,7 +155,7 @@ func Get(t testing.TB, url string, hdr ...string) (int, string) {
 // closes it; when that races the proxy transport's last read of the body (a server that answers
 // as soon as it has the JSON it needs), the transport fails its write and closes the connection in
 // the middle of the answer, and git-lfs reports "Unable to parse HTTP response ... unexpected
-// EOF". It happened in 1 to 2 of 10 pushes on a loaded machine (test/netbench.sh's countproxy).
+// EOF", now and then, more often on a loaded machine.
 func FullDuplex(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).EnableFullDuplex()
