@@ -13,6 +13,12 @@ const (
 	// one the shard claims. A client may then claim the LFS oid without hashing the file itself: a
 	// wrong oid still fails the upload, on the server. The Hub does not send it.
 	HeaderVerifiesSHA256 = "X-Xet-Verifies-Sha256"
+	// HeaderSHA256Verified, "true" in our server's download actions, says that the Xet file the
+	// action names (HeaderXetHash) was hashed to the object's oid when it was registered: not a
+	// mapping an older store wrote without checking. The agent then leaves the SHA-256 of the
+	// download to git-lfs, which hashes every file a custom adapter hands it anyway; a server that
+	// says it falsely still cannot get a wrong file past git-lfs. The Hub does not send it.
+	HeaderSHA256Verified = "X-Xet-Sha256-Verified"
 	// HeaderXorbFollows, on a xorb upload, is a hint from our client: "first" when the xorb's raw
 	// bytes begin a file, or the hash of the xorb whose raw bytes they continue in a file (every
 	// chunk of both, in order). Our server uses it to hash files' SHA-256 as their xorbs arrive;

@@ -25,13 +25,17 @@ type XetAction struct {
 	// VerifiesSHA256: the server promises to refuse a shard whose files do not hash to the SHA-256
 	// it claims (HeaderVerifiesSHA256), so uploads may claim the oid without hashing.
 	VerifiesSHA256 bool
+	// SHA256Verified, on a download: the server hashed XetHash's file to the oid when it was
+	// registered (HeaderSHA256Verified).
+	SHA256Verified bool
 	// BatchURL names the listing of the batch answer (HeaderBatchURL); "" when the server offers
 	// none (the Hub, older servers).
 	BatchURL string
 }
 
 // Action returns the batch action carrying x: href x.Href, the X-Xet-* headers of the fields that
-// are set (the expiry in unix seconds, HeaderVerifiesSHA256 only when true) and x.Auth's headers.
+// are set (the expiry in unix seconds, HeaderVerifiesSHA256 and HeaderSHA256Verified only when
+// true) and x.Auth's headers.
 // expiresIn is the action's own lifetime in seconds (0: none given).
 func (x *XetAction) Action(expiresIn int64) *Action {
 	h := make(map[string]string, 7+len(x.Auth))
@@ -54,14 +58,17 @@ func (x *XetAction) Action(expiresIn int64) *Action {
 	if x.VerifiesSHA256 {
 		h[HeaderVerifiesSHA256] = "true"
 	}
+	if x.SHA256Verified {
+		h[HeaderSHA256Verified] = "true"
+	}
 	return &Action{Href: x.Href, Header: h, ExpiresIn: expiresIn}
 }
 
 // ParseXetAction reads the xet action a. Header names match case-insensitively; headers that are
 // not X-Xet-* are kept in Auth. A CAS URL is required and must be http(s); a token expiration, when
-// present, must be unix seconds; anything but "true" (in any case) for HeaderVerifiesSHA256 is
-// false, so a server that does not know the promise is not taken to make it. The errors say what
-// the LFS server left out or got wrong, never a header's secret value.
+// present, must be unix seconds; anything but "true" (in any case) for HeaderVerifiesSHA256 or
+// HeaderSHA256Verified is false, so a server that does not know the promise is not taken to make
+// it. The errors say what the LFS server left out or got wrong, never a header's secret value.
 func ParseXetAction(a *Action) (*XetAction, error) {
 	if a == nil {
 		return nil, errors.New("the LFS server's answer has no action for the xet transfer")
@@ -73,6 +80,7 @@ func ParseXetAction(a *Action) (*XetAction, error) {
 		XetHash:        Header(a.Header, HeaderXetHash),
 		BatchURL:       Header(a.Header, HeaderBatchURL),
 		VerifiesSHA256: strings.EqualFold(Header(a.Header, HeaderVerifiesSHA256), "true"),
+		SHA256Verified: strings.EqualFold(Header(a.Header, HeaderSHA256Verified), "true"),
 		Href:           a.Href,
 		Auth:           map[string]string{},
 	}

@@ -18,6 +18,8 @@ func TestXetActionRoundTrip(t *testing.T) {
 			BatchURL: "https://cas.example:8443/base/v1/batches/0123"},
 		"download, Hub style": {CasURL: "http://127.0.0.1:1234", Token: "tok", Exp: time.Unix(1, 0), SessionID: "s",
 			Href: "http://127.0.0.1/refresh", Auth: map[string]string{}, XetHash: strings.Repeat("ab", 32)},
+		"download, our server": {CasURL: "http://127.0.0.1:1234", Token: "tok", SessionID: "s", Href: "http://127.0.0.1/refresh",
+			Auth: map[string]string{}, XetHash: strings.Repeat("cd", 32), VerifiesSHA256: true, SHA256Verified: true},
 		"only the CAS": {CasURL: "http://h", Auth: map[string]string{}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -94,12 +96,16 @@ func TestParseOtherServersActions(t *testing.T) {
 	}
 }
 
-// Only an explicit "true" lets uploads skip hashing the file.
+// Only an explicit "true" lets uploads skip hashing the file, or downloads leave its hash to git-lfs.
 func TestVerifiesSHA256OnlyOnTrue(t *testing.T) {
 	for v, want := range map[string]bool{"true": true, "True": true, "TRUE": true, "1": false, "yes": false, "false": false, "": false, " true": false} {
 		a := &Action{Header: map[string]string{HeaderCasURL: "http://h", HeaderVerifiesSHA256: v}}
-		if x, err := ParseXetAction(a); err != nil || x.VerifiesSHA256 != want {
+		if x, err := ParseXetAction(a); err != nil || x.VerifiesSHA256 != want || x.SHA256Verified {
 			t.Errorf("%s %q: %+v, %v; want %v", HeaderVerifiesSHA256, v, x, err, want)
+		}
+		a = &Action{Header: map[string]string{HeaderCasURL: "http://h", HeaderSHA256Verified: v}}
+		if x, err := ParseXetAction(a); err != nil || x.SHA256Verified != want || x.VerifiesSHA256 {
+			t.Errorf("%s %q: %+v, %v; want %v", HeaderSHA256Verified, v, x, err, want)
 		}
 	}
 }

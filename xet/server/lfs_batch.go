@@ -235,13 +235,14 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o lfsbatch.Obj
 		res.Error = &lfsbatch.ObjectError{Code: http.StatusUnprocessableEntity, Message: "invalid oid or size"}
 		return res, nil
 	}
-	lookup := s.cfg.Store.LookupSHA256
-	if g.write {
-		// An upload is skipped only for a verified mapping: an unverified one (written by an older
-		// store, possibly wrong) is repaired by letting the upload through.
-		lookup = s.cfg.Store.LookupVerifiedSHA256
+	// An upload is skipped only for a verified mapping: an unverified one (written by an older
+	// store, possibly wrong) is repaired by letting the upload through. A download takes either,
+	// and says which (lfsbatch.HeaderSHA256Verified).
+	file, size, err := s.cfg.Store.LookupVerifiedSHA256(ctx, g.ns, sha)
+	verified := err == nil
+	if !g.write && errors.Is(err, store.ErrNotFound) {
+		file, size, err = s.cfg.Store.LookupSHA256(ctx, g.ns, sha)
 	}
-	file, size, err := lookup(ctx, g.ns, sha)
 	known := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return res, err
@@ -279,6 +280,7 @@ func (s *Server) answerObject(ctx context.Context, g *batchGrant, o lfsbatch.Obj
 	case g.useXet:
 		x := *g.xet
 		x.XetHash = file.String()
+		x.SHA256Verified = verified
 		res.Size = int64(size)
 		res.Authenticated = true
 		res.Actions = map[string]*lfsbatch.Action{"download": x.Action(g.xetExpiresIn)}

@@ -2,13 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
@@ -83,6 +86,11 @@ func TestBatchXet(t *testing.T) {
 	}
 	if c, err := e.srv.tokens.Verify(dl.Header[lfsbatch.HeaderAccessToken]); err != nil || c.Scope != ScopeRead {
 		t.Fatalf("download token %+v %v", c, err)
+	}
+	// The uploaded file was hashed to its oid when its shard was registered: the agent may leave the
+	// download's SHA-256 to git-lfs.
+	if dl.Header[lfsbatch.HeaderSHA256Verified] != "true" {
+		t.Fatalf("download of a verified mapping without %s: %v", lfsbatch.HeaderSHA256Verified, dl.Header)
 	}
 	if er := br.Objects[1].Error; er == nil || er.Code != 404 || br.Objects[1].Actions != nil {
 		t.Fatalf("unknown object %+v", br.Objects[1])
@@ -345,5 +353,66 @@ func TestBasicTransferRefusesUppercaseOid(t *testing.T) {
 	}
 	if res := e.do("GET", upper, nil, "Authorization", up.Header["Authorization"]); res.status == 200 {
 		t.Fatalf("GET of an uppercase oid: %v", res)
+	}
+}
+
+// A mapping an older store wrote without hashing the file (it may be wrong) is still served, but
+// its download action does not say it was verified: the agent then checks the SHA-256 itself and
+// names the Xet file when it is wrong.
+func TestBatchDownloadSaysWhetherTheMappingWasVerified(t *testing.T) {
+	e := newEnv(t, nil)
+	r := loadRef(t)
+	e.uploadRef(r, servertest.Bearer(e.token("alice", "org/repo", ScopeWrite, time.Minute))...)
+
+	// The legacy mapping: another oid, recorded (unverified) for the same file.
+	ctx := context.Background()
+	names, err := e.st.Backend().List(ctx, "ns/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verifiedName string
+	for _, n := range names {
+		if path.Base(path.Dir(n)) == "sha256v" && path.Base(n) == hex.EncodeToString(r.sha[:]) {
+			verifiedName = n
+		}
+	}
+	if verifiedName == "" {
+		t.Fatalf("no verified mapping of the uploaded file among %v", names)
+	}
+	b, err := e.st.Backend().Open(ctx, verifiedName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := make([]byte, b.Size())
+	_, err = b.ReadAt(ctx, rec, 0)
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacyOID := strings.Repeat("5e", 32)
+	legacyName := path.Join(path.Dir(path.Dir(verifiedName)), "sha256", legacyOID)
+	if _, err := e.st.Backend().Create(ctx, legacyName, bytes.NewReader(rec)); err != nil {
+		t.Fatal(err)
+	}
+
+	size := int64(len(r.content))
+	_, br := e.batch("org/repo", batchBody("download", []string{"xet"},
+		lfsbatch.Object{OID: hex.EncodeToString(r.sha[:]), Size: size}, lfsbatch.Object{OID: legacyOID, Size: size}))
+	if len(br.Objects) != 2 {
+		t.Fatalf("download batch %+v", br)
+	}
+	for i, want := range []string{"true", ""} {
+		dl := br.Objects[i].Actions["download"]
+		if dl == nil || dl.Header[lfsbatch.HeaderXetHash] != r.fileHash.String() {
+			t.Fatalf("object %d: download action %+v", i, dl)
+		}
+		if got := dl.Header[lfsbatch.HeaderSHA256Verified]; got != want {
+			t.Errorf("object %d (%s): %s %q, want %q", i, br.Objects[i].OID, lfsbatch.HeaderSHA256Verified, got, want)
+		}
+	}
+	// An upload of the legacy oid is not skipped: it repairs the mapping.
+	_, br = e.batch("org/repo", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: legacyOID, Size: size}))
+	if br.Objects[0].Actions["upload"] == nil {
+		t.Fatalf("upload of an unverified mapping skipped: %+v", br.Objects[0])
 	}
 }
