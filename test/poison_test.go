@@ -19,26 +19,34 @@ import (
 // before mappings were verified) fails a clone with an error naming the oid and the Xet file; a
 // normal push of the real content repairs the mapping, and the clone then succeeds.
 func TestPoisonedOidIsRepairedByAPush(t *testing.T) {
+	onBothStores(t, testPoisonRepair)
+}
+
+// onBothStores runs test on a repository whose remote is xet-server and on one whose remote holds
+// an embedded store; data is the directory the remote's store lies in.
+func onBothStores(t *testing.T, test func(t *testing.T, e *env, work, remote, data string)) {
 	t.Run("xet-server", func(t *testing.T) {
 		e := newEnv(t)
 		e.install()
 		s := startServer(t, "")
 		work, remote := batchRepo(t, e, s.url+"/team/repo.git/info/lfs")
-		testPoisonRepair(t, e, work, remote, s.data)
+		test(t, e, work, remote, s.data)
 	})
 	t.Run("embedded", func(t *testing.T) {
 		e := newEnv(t)
 		e.install()
 		work, remote := e.localRepo(repoOpts{})
-		testPoisonRepair(t, e, work, remote, filepath.Join(remote, "xet"))
+		test(t, e, work, remote, filepath.Join(remote, "xet"))
 	})
 }
 
-// testPoisonRepair runs the poisoning scenario on a repository whose LFS data ends up in the store
-// directory data.
-func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
-	// b.bin is pushed normally: its verified mapping names the file of B.
-	b := testutil.RandomBytes(2<<20, 31)
+// mapToWrongFile pushes b.bin normally, then writes into the store under data a mapping of a.bin's
+// oid to b.bin's file, as an older store recorded mappings (kind "sha256", unverified) or as if it
+// had been verified ("sha256v"), and pushes a.bin's commit without its LFS object. a.bin has
+// b.bin's size: only the SHA-256 tells them apart. It returns both files' bytes and a.bin's oid.
+func mapToWrongFile(t *testing.T, e *env, work, data, kind string) (a, b []byte, oidA string) {
+	t.Helper()
+	b = testutil.RandomBytes(2<<20, 31)
 	writeFile(t, filepath.Join(work, "b.bin"), b)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "b")
@@ -46,23 +54,25 @@ func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
 	oidB := sha256.Sum256(b)
 	root, verifiedB, rec := findEntry(t, data, "sha256v", hex.EncodeToString(oidB[:]))
 
-	// a.bin's oid X is mapped to B's file the way an old store recorded mappings (unverified), and
-	// its commit reaches the remote without its LFS object.
-	a := testutil.RandomBytes(3<<20, 32)
-	oidA := sha256.Sum256(a)
-	x := hex.EncodeToString(oidA[:])
-	legacy := filepath.Join(root, filepath.FromSlash(path.Dir(path.Dir(verifiedB))), "sha256", x)
-	if err := os.MkdirAll(filepath.Dir(legacy), 0o755); err != nil {
+	a = testutil.RandomBytes(len(b), 32)
+	sum := sha256.Sum256(a)
+	oidA = hex.EncodeToString(sum[:])
+	wrong := filepath.Join(root, filepath.FromSlash(path.Dir(path.Dir(verifiedB))), kind, oidA)
+	if err := os.MkdirAll(filepath.Dir(wrong), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(legacy, rec, 0o644); err != nil {
+	if err := os.WriteFile(wrong, rec, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(work, "a.bin"), a)
 	e.git(work, "add", ".")
 	e.git(work, "commit", "-q", "-m", "a")
 	e.pushWithoutLFS(work)
+	return a, b, oidA
+}
 
+func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
+	a, _, x := mapToWrongFile(t, e, work, data, "sha256")
 	clone := filepath.Join(e.home, "clone1")
 	out, err := e.gitErr("", "clone", "-q", remote, clone)
 	if err == nil {
@@ -83,6 +93,31 @@ func testPoisonRepair(t *testing.T, e *env, work, remote, data string) {
 	if got, err := os.ReadFile(filepath.Join(clone2, "a.bin")); err != nil || string(got) != string(a) {
 		t.Fatalf("after the repair push, a.bin in a clone: %d bytes, %v", len(got), err)
 	}
+}
+
+// A store that claims a verified mapping it does not have (a corrupt or hostile store; our own
+// stores write one only after hashing the file) cannot get the wrong bytes into a clone: the agent
+// leaves the SHA-256 of such a download to git-lfs, which checks every file a custom adapter hands
+// it. The clone fails, and neither the working tree nor git-lfs's object store holds the wrong file.
+func TestLyingVerifiedMappingIsRefused(t *testing.T) {
+	onBothStores(t, func(t *testing.T, e *env, work, remote, data string) {
+		_, b, x := mapToWrongFile(t, e, work, data, "sha256v")
+		clone := filepath.Join(e.home, "clone")
+		out, err := e.gitErr("", "clone", "-q", remote, clone)
+		if err == nil {
+			t.Fatalf("the clone succeeded although a.bin's oid maps to b.bin's file:\n%s", out)
+		}
+		if !strings.Contains(out, x) {
+			t.Errorf("the failed clone does not name the object %s:\n%s", x, out)
+		}
+		if got, err := os.ReadFile(filepath.Join(clone, "a.bin")); err == nil && string(got) == string(b) {
+			t.Fatal("a.bin in the clone holds b.bin's bytes")
+		}
+		stored := filepath.Join(clone, ".git", "lfs", "objects", x[:2], x[2:4], x)
+		if _, err := os.Stat(stored); err == nil {
+			t.Fatalf("git-lfs stored %s although its bytes are another file's", x)
+		}
+	})
 }
 
 // findEntry finds, in the store under root (a directory holding "packs"), the entry named name in a

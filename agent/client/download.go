@@ -20,8 +20,9 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
-// Download reconstructs one file from Xet into git-lfs's temp dir, verified (chunk hashes, size,
-// SHA-256 = oid) before its path is returned.
+// Download reconstructs one file from Xet into git-lfs's temp dir, verified before its path is
+// returned: its chunk hashes, its Xet file hash and its size always, and its SHA-256 = oid unless
+// the mapping of the oid to the Xet file was verified when it was stored (see xetDownload).
 func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(int64)) (agent.Result, error) {
 	sha, err := lfsobject.ParseOid(obj.Oid)
 	if err != nil {
@@ -34,6 +35,7 @@ func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(i
 	}
 	var e *endpoint
 	var file hash.Hash
+	var verified bool
 	if obj.Action != nil {
 		ba, err := parseBatchAction(obj.Action)
 		if err != nil {
@@ -42,7 +44,7 @@ func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(i
 		if file, err = ba.File(); err != nil {
 			return agent.Result{}, err
 		}
-		e = x.batchEndpoint(ctx, ba)
+		e, verified = x.batchEndpoint(ctx, ba), ba.SHA256Verified
 	} else if x.networkRemote(ctx) {
 		return x.hubDownload(ctx, obj, sha, tmp, progress)
 	} else {
@@ -53,7 +55,11 @@ func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(i
 		var size uint64
 		found := false
 		if e != nil {
-			file, size, err = e.local.LookupSHA256(ctx, hash.FromSHA256(sha))
+			file, size, err = e.local.LookupVerifiedSHA256(ctx, hash.FromSHA256(sha))
+			verified = err == nil
+			if errors.Is(err, cas.ErrNotFound) {
+				file, size, err = e.local.LookupSHA256(ctx, hash.FromSHA256(sha)) // an older store's
+			}
 			switch {
 			case err == nil:
 				found = true
@@ -73,7 +79,7 @@ func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(i
 			return x.lfsFallback(ctx, *r, obj, tmp, progress)
 		}
 	}
-	return x.xetDownload(ctx, e, file, obj, sha, tmp, progress)
+	return x.xetDownload(ctx, e, file, verified, obj, sha, tmp, progress)
 }
 
 // xetDownload reconstructs file into git-lfs's temp dir tmp, verified against the oid. A file of
@@ -83,10 +89,21 @@ func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(i
 // chunk index once complete. In the leader of a fetch's agents, such files that share xorbs take
 // turns (Coordinator.DownloadTurn): the versions of a file fetched together each find the chunks
 // of the ones before them, and unrelated files go side by side.
-func (x *Client) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
+//
+// verified says the store hashed file to the oid when it registered the mapping. The agent then
+// does not hash the download's SHA-256: git-lfs hashes every file a custom adapter hands it and
+// refuses one that is not its oid before it stores it (tq/custom.go), so a second pass
+// here cost a third of the agent's CPU for nothing. Every chunk hash and the Xet file hash are
+// still checked here, so the bytes are the file the server named. Where the mapping is not known
+// to be verified (an older store's, the Hub's), a wrong one is likely enough that the agent hashes
+// too and its error names the Xet file and the repair.
+func (x *Client) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, verified bool, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	var st download.Stats
-	req := download.Request{File: file, SHA256: &sha, Size: obj.Size, PrivatePath: true, NoSync: true,
+	req := download.Request{File: file, Size: obj.Size, PrivatePath: true, NoSync: true,
 		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
+	if !verified {
+		req.SHA256 = &sha
+	}
 	if obj.Size >= chunkindex.MinBytes && x.co.Leading() {
 		done, err := x.downloadTurn(ctx, e, &req)
 		if err != nil {
@@ -189,8 +206,9 @@ func (x *Client) downloadTurn(ctx context.Context, e *endpoint, req *download.Re
 // downloadConcurrency is how many ranges one download from e fetches at once: the tuned count
 // for a CAS across a network, which hides its latency; one for the store on this machine
 // (xet/embedded), where a second range only splits the decoding and hashing that one range does
-// between two goroutines, writes past the SHA-256's in-order frontier (bytes then read back from
-// the file to be hashed), and takes the core git-lfs needs to re-hash the file before. A
+// between two goroutines, writes past the SHA-256's in-order frontier when the agent hashes one
+// (bytes then read back from the file to be hashed), and takes the core git-lfs needs to re-hash
+// the file before. A
 // concurrency the user set (Options.Concurrency, GIT_XET_CONCURRENCY) is used everywhere.
 func (x *Client) downloadConcurrency(e *endpoint) int {
 	if e.local != nil && x.o.Concurrency <= 0 {

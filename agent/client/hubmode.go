@@ -167,7 +167,7 @@ func (x *Client) hubDownload(ctx context.Context, obj agent.Object, sha [32]byte
 	if err != nil {
 		return agent.Result{}, err
 	}
-	return x.xetDownload(ctx, e, file, obj, sha, tmp, progress)
+	return x.xetDownload(ctx, e, file, false, obj, sha, tmp, progress)
 }
 
 // hubReadEndpoint gets the read token of route once per process and returns its CAS endpoint.

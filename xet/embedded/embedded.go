@@ -209,4 +209,14 @@ func (l *CAS) LookupSHA256(ctx context.Context, sha hash.Hash) (file hash.Hash, 
 	return file, size, nil
 }
 
+// LookupVerifiedSHA256 is LookupSHA256 for mappings whose file the store hashed to the SHA-256
+// when it was registered (store.LookupVerifiedSHA256); not an older store's unchecked ones.
+func (l *CAS) LookupVerifiedSHA256(ctx context.Context, sha hash.Hash) (file hash.Hash, size uint64, err error) {
+	file, size, err = l.s.LookupVerifiedSHA256(ctx, l.ns, sha)
+	if err != nil {
+		return hash.Zero, 0, mapErr(err)
+	}
+	return file, size, nil
+}
+
 var _ cas.Client = (*CAS)(nil)
