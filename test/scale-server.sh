@@ -23,8 +23,9 @@
 # reads nothing) as the same run's baseline, and `xet-server gc` is timed on the store. Disk bytes per entry: the store's bytes (du) over the entries.
 #
 # SCALE_PROFILE=DIR: CPU profiles of xet-server (row 4: DIR/xet-server.pprof; row 5:
-# DIR/xet-server-index.pprof) and of the agents of each round (DIR/agents-SIDE-N/,
-# GIT_XET_CPUPROFILE), to name a missed target's cause.
+# DIR/xet-server-index.pprof), its heap profiles (the same names with .mem.pprof:
+# XET_SERVER_MEMPROFILE, written at its exit) and the agents' CPU profiles of each round
+# (DIR/agents-SIDE-N/, GIT_XET_CPUPROFILE), to name a missed target's cause.
 # SCALE_QUICK=1 or --quick: 1 and 4 clients of 16 MiB, 10^5 entries of 5·10^4 files (CI; about a
 # minute, and 40 s more for the builds).
 # SCALE_SERVER_ROWS: "clients index" (default), or one of them.
@@ -85,7 +86,7 @@ unset GIT_DIR GIT_WORK_TREE GIT_XET_LOG GIT_TRACE GIT_XET_CPUPROFILE
 declare -A srv_pid=() lfs_url=()
 start_xet() { # a fresh open xet-server on loopback
   local port; port=$(freeport)
-  local prof=(); [ -n "${SCALE_PROFILE:-}" ] && prof=(XET_SERVER_CPUPROFILE="$SCALE_PROFILE/xet-server.pprof")
+  local prof=(); [ -n "${SCALE_PROFILE:-}" ] && prof=(XET_SERVER_CPUPROFILE="$SCALE_PROFILE/xet-server.pprof" XET_SERVER_MEMPROFILE="$SCALE_PROFILE/xet-server.mem.pprof")
   env "${prof[@]}" xet-server --listen "127.0.0.1:$port" --data "$work/xet-data" --log-level error --ui=false 2>"$work/xet.log" &
   srv_pid[xet-server]=$!
   lfs_url[xet-server]="http://127.0.0.1:$port/team/scale.git/info/lfs"
@@ -186,7 +187,7 @@ row_index() {
   t1=$(now)
   point index "$ENTRIES-entries" store "$ENTRIES" entries fill_s "$(secs "$t0" "$t1")" s
   point index "$ENTRIES-entries" store "$ENTRIES" entries disk_bytes_per_entry "$(du -sb "$data/cas" | awk -v n="$ENTRIES" '{ printf "%.1f", $1 / n }')" B
-  local prof=(); [ -n "${SCALE_PROFILE:-}" ] && prof=(XET_SERVER_CPUPROFILE="$SCALE_PROFILE/xet-server-index.pprof")
+  local prof=(); [ -n "${SCALE_PROFILE:-}" ] && prof=(XET_SERVER_CPUPROFILE="$SCALE_PROFILE/xet-server-index.pprof" XET_SERVER_MEMPROFILE="$SCALE_PROFILE/xet-server-index.mem.pprof")
   env "${prof[@]}" scaleindex serve "$work/bin/xet-server" "$data" "$work/samples" "$QUERIES" >"$work/serve.out"
   while read -r metric value; do
     case $metric in
