@@ -73,11 +73,11 @@ type packReader struct {
 	pack *os.File
 	idx  *os.File
 
-	sorted  *sortedIndex         // nil: none yet; covers the .idx up to sorted.idxEnd
-	tail    map[string]packEntry // the entries of the .idx from sorted.idxEnd to idxOff
-	idxOff  int64                // of the .idx, read
-	dataEnd int64                // of the records indexed so far
-	sorting atomic.Bool          // a sortIfLarge of this pack is running
+	sorted  *sortedIndex // nil: none yet; covers the .idx up to sorted.idxEnd
+	tail    packTail     // the entries of the .idx from sorted.idxEnd to idxOff
+	idxOff  int64        // of the .idx, read
+	dataEnd int64        // of the records indexed so far
+	sorting atomic.Bool  // a sortIfLarge of this pack is running
 }
 
 // packLoc is where a packed blob's data lies.
@@ -97,8 +97,9 @@ func (ps *packSet) get(name string) (packLoc, bool, error) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	for _, r := range ps.packs {
-		if e, ok := r.tail[name]; ok {
-			return packLoc{r: r, off: e.off, n: e.n}, true, nil
+		e, data, ok, err := r.tail.find(r.pack, name)
+		if err != nil || ok {
+			return packLoc{r: r, off: e.off, n: e.n, data: data}, ok, err
 		}
 	}
 	for _, r := range ps.packs {
@@ -299,7 +300,7 @@ func openPackFiles(dir, id string) (*packReader, error) {
 		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
 	}
 	sorted := openSortedIndex(filepath.Join(dir, id+sortedExt))
-	r := &packReader{id: id, pack: pack, idx: idx, tail: map[string]packEntry{}, idxOff: int64(len(idxMagic)), dataEnd: int64(len(packMagic))}
+	r := &packReader{id: id, pack: pack, idx: idx, idxOff: int64(len(idxMagic)), dataEnd: int64(len(packMagic))}
 	if sorted != nil {
 		r.sorted, r.idxOff, r.dataEnd = sorted, sorted.idxEnd, sorted.dataEnd
 	}
@@ -330,8 +331,8 @@ func (ps *packSet) tail(r *packReader) error {
 		return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
 	}
 	es, used := parseIndex(buf[:n])
-	if len(r.tail) == 0 && len(es) > 64 {
-		r.tail = make(map[string]packEntry, len(es))
+	if r.tail.len() == 0 && len(es) > 64 {
+		r.tail = newPackTail(len(es))
 	}
 	r.add(es)
 	r.idxOff += int64(used)
@@ -341,9 +342,7 @@ func (ps *packSet) tail(r *packReader) error {
 // add puts es in r's tail. ps.mu is held.
 func (r *packReader) add(es []packEntry) {
 	for _, e := range es {
-		if _, ok := r.tail[e.name]; !ok {
-			r.tail[e.name] = e
-		}
+		r.tail.add(e)
 		r.dataEnd = max(r.dataEnd, e.off+e.n)
 	}
 }
@@ -351,7 +350,7 @@ func (r *packReader) add(es []packEntry) {
 // tailLarge reports whether r's tail is due to be sorted: minTail entries, and a 32nd of the sorted
 // ones (sortMinTail). ps.mu is held.
 func (r *packReader) tailLarge(minTail int) bool {
-	n := len(r.tail)
+	n := r.tail.len()
 	return n >= minTail && (r.sorted == nil || n >= r.sorted.count/32)
 }
 
@@ -388,15 +387,12 @@ func (ps *packSet) sortIfLarge(r *packReader) error {
 
 // snapshot returns whether r's tail is large, its sorted index, and with entries its tail's
 // entries and ends.
-func (ps *packSet) snapshot(r *packReader, entries bool) (large bool, old *sortedIndex, tail []packEntry, idxEnd, dataEnd int64) {
+func (ps *packSet) snapshot(r *packReader, entries bool) (large bool, old *sortedIndex, tail []sortedKey, idxEnd, dataEnd int64) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	large, old, idxEnd, dataEnd = r.tailLarge(ps.minTail), r.sorted, r.idxOff, r.dataEnd
 	if large && entries {
-		tail = make([]packEntry, 0, len(r.tail))
-		for _, e := range r.tail {
-			tail = append(tail, e)
-		}
+		tail = r.tail.keys()
 	}
 	return large, old, tail, idxEnd, dataEnd
 }
@@ -410,7 +406,7 @@ func (ps *packSet) takeSorted(r *packReader, s *sortedIndex) error {
 		return nil
 	}
 	old := r.sorted
-	r.sorted, r.tail, r.idxOff = s, map[string]packEntry{}, s.idxEnd
+	r.sorted, r.tail, r.idxOff = s, packTail{}, s.idxEnd
 	r.dataEnd = max(r.dataEnd, s.dataEnd)
 	if old != nil {
 		time.AfterFunc(time.Minute, func() { old.f.Close() }) // after lookups in flight
@@ -577,7 +573,7 @@ func (ps *packSet) dropBadSorted() {
 		}
 		_ = fsretry.Remove(filepath.Join(ps.dir, r.id+sortedExt))
 		r.sorted.f.Close()
-		r.sorted, r.tail, r.idxOff = nil, map[string]packEntry{}, int64(len(idxMagic))
+		r.sorted, r.tail, r.idxOff = nil, packTail{}, int64(len(idxMagic))
 		_ = ps.tail(r)
 	}
 }

@@ -233,7 +233,7 @@ func recordNamed(pack *os.File, e sortedKey, name string) (data []byte, ok bool,
 // it), through a temp file in tmpDir. idx is synced first, so that what a durable sorted index
 // covers is durable in the .idx too (recovery reads the .idx from where the sorted index ends). It
 // returns the new index, open.
-func writeSortedIndex(dir, tmpDir, id string, idx *os.File, old *sortedIndex, tail []packEntry, idxEnd, dataEnd int64) (*sortedIndex, error) {
+func writeSortedIndex(dir, tmpDir, id string, idx *os.File, old *sortedIndex, tail []sortedKey, idxEnd, dataEnd int64) (*sortedIndex, error) {
 	fail := func(err error) (*sortedIndex, error) {
 		return nil, fmt.Errorf("store: writing the sorted index of pack %s: %w", id, err)
 	}
@@ -288,14 +288,12 @@ func writeSortedIndex(dir, tmpDir, id string, idx *os.File, old *sortedIndex, ta
 	return s, nil
 }
 
-// sortedKeys are the keys of entries, sorted.
-func sortedKeys(entries []packEntry) ([]sortedKey, error) {
-	keys := make([]sortedKey, len(entries))
-	for i, e := range entries {
-		if e.off+e.n > math.MaxUint32 {
-			return nil, fmt.Errorf("%s lies past 4 GiB", e.name)
+// sortedKeys sorts keys (in place) and returns them.
+func sortedKeys(keys []sortedKey) ([]sortedKey, error) {
+	for _, k := range keys {
+		if k.off+k.n > math.MaxUint32 {
+			return nil, fmt.Errorf("the entry at %d lies past 4 GiB", k.off)
 		}
-		keys[i] = sortedKey{key: nameKey(e.name), off: e.off, n: e.n}
 	}
 	slices.SortFunc(keys, func(a, b sortedKey) int { return cmpKey(a.key, b.key) })
 	return keys, nil

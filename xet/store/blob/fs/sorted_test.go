@@ -219,7 +219,7 @@ func (ps *packSet) held() int {
 	defer ps.mu.RUnlock()
 	n := 0
 	for _, r := range ps.packs {
-		n += len(r.tail)
+		n += r.tail.len()
 	}
 	return n
 }
