@@ -208,8 +208,8 @@ func (x *Client) downloadTurn(ctx context.Context, e *endpoint, req *download.Re
 // (xet/embedded), where a second range only splits the decoding and hashing that one range does
 // between two goroutines, writes past the SHA-256's in-order frontier when the agent hashes one
 // (bytes then read back from the file to be hashed), and takes the core git-lfs needs to re-hash
-// the file before. A
-// concurrency the user set (Options.Concurrency, GIT_XET_CONCURRENCY) is used everywhere.
+// the file before. A concurrency the user set (Options.Concurrency, GIT_XET_CONCURRENCY) is used
+// everywhere.
 func (x *Client) downloadConcurrency(e *endpoint) int {
 	if e.local != nil && x.o.Concurrency <= 0 {
 		return 1
