@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -178,8 +177,11 @@ func logOutput(cfg func(env, key string) string, stderr io.Writer) (io.Writer, z
 }
 
 // profile starts a CPU profile of this agent process when dir (GIT_XET_CPUPROFILE) is set
-// (test/small-files.sh uses it): dir/cpu.<pid>.pprof, and an allocation profile dir/mem.<pid>.pprof
-// (one sample per 4 KiB allocated), written when the returned function runs.
+// (test/small-files.sh uses it): dir/cpu.<pid>.pprof, and an allocation profile dir/mem.<pid>.pprof,
+// written when the returned function runs. The allocation profile keeps Go's default sampling
+// (one sample per 512 KiB allocated): a finer rate puts a stack walk on most small allocations,
+// and the CPU profile beside it then shows that walk (17 % of a 50,000-file push at 4 KiB)
+// instead of the work.
 func profile(dir string, log zerolog.Logger) func() {
 	if dir == "" {
 		return func() {}
@@ -194,7 +196,6 @@ func profile(dir string, log zerolog.Logger) func() {
 		log.Warn().Err(err).Msg("cpu profile not written")
 		return func() {}
 	}
-	runtime.MemProfileRate = 4096
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
