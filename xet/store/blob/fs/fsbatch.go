@@ -56,7 +56,7 @@ func (b *Backend) CreateBatch(ctx context.Context, blobs []blob.NewBlob) ([]bool
 // createPacked writes small blobs not stored yet (packed or as files) to the pack and waits until
 // they, and any of them another caller is writing, are durable.
 func (b *Backend) createPacked(blobs []blob.NewBlob) ([]bool, error) {
-	stored, err := b.existing(blobs)
+	stored, gen, err := b.existing(blobs)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (b *Backend) createPacked(blobs []blob.NewBlob) ([]bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		created, seq, err := w.append(blobs, stored)
+		created, seq, err := w.append(blobs, stored, gen)
 		if err == nil {
 			err = w.sync(seq)
 		}
@@ -143,17 +143,19 @@ func (b *Backend) releaseIdle() {
 }
 
 // existing reports which blobs are stored, packed or as files, reading the packs' new index entries
-// at most once.
-func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, error) {
+// at most once, and the packSet.gen its answer is as of: a blob another caller indexes after that
+// moves gen on (appendRecords looks again then).
+func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, uint64, error) {
 	if err := b.packs.fresh(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	gen := b.packs.gen.Load()
 	stored := make([]bool, len(blobs))
 	missing := 0
 	for i, nb := range blobs {
 		if _, ok, err := b.packs.get(nb.Name); ok || err != nil {
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			stored[i] = true
 			continue
@@ -162,34 +164,40 @@ func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, error) {
 		if _, err := os.Lstat(p); err == nil {
 			stored[i] = true
 		} else if !os.IsNotExist(err) {
-			return nil, fmt.Errorf("store: checking %s: %w", nb.Name, err)
+			return nil, 0, fmt.Errorf("store: checking %s: %w", nb.Name, err)
 		} else {
 			missing++
 		}
 	}
 	if missing == 0 {
-		return stored, nil
+		return stored, gen, nil
 	}
 	if err := b.packs.refreshIfStale(); err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	again := b.packs.gen.Load()
+	if again == gen {
+		return stored, gen, nil
 	}
 	for i, nb := range blobs {
 		if !stored[i] {
 			var err error
 			if _, stored[i], err = b.packs.get(nb.Name); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 	}
-	return stored, nil
+	return stored, again, nil
 }
 
 // exists reports whether name is stored, packed or as a file.
 func (b *Backend) exists(name string) (bool, error) {
+	var gen uint64
 	if b.packs != nil {
 		if err := b.packs.fresh(); err != nil {
 			return false, err
 		}
+		gen = b.packs.gen.Load()
 		if _, ok, err := b.packs.get(name); ok || err != nil {
 			return ok, err
 		}
@@ -206,7 +214,7 @@ func (b *Backend) exists(name string) (bool, error) {
 	if b.packs == nil {
 		return false, nil
 	}
-	return b.packs.lookupForWrite(name)
+	return b.packs.missAgain(name, gen)
 }
 
 // strayPacks returns the pack files no writer will finish, with their modification times: an index

@@ -116,7 +116,7 @@ func FuzzSortedIndex(f *testing.F) {
 		defer s.f.Close()
 		_ = checkSorted(s)
 		for i := 0; i < 42; i++ {
-			e, _, ok, err := s.find(pf, blobName(i))
+			e, _, ok, err := s.find(pf, blobName(i), nameKey(blobName(i)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,6 +38,11 @@ type packSet struct {
 	scratch  []byte // tail's read buffer (ps.mu held)
 
 	refreshedAt atomic.Int64 // unix nanos of the last refresh
+
+	// gen moves on whenever the set gains or loses entries (with ps.mu held, before the change
+	// is seen): a lookup that missed needs no second pass while gen is what it was when its
+	// first pass started.
+	gen atomic.Uint64
 }
 
 // existsRefreshInterval: a miss of an existence check (before a write, or HasXorb) reads the other
@@ -45,14 +50,15 @@ type packSet struct {
 // costs a duplicate write of the same content.
 const existsRefreshInterval = 100 * time.Millisecond
 
-// lookupForWrite is lookup for an existence check: it may miss a blob another process indexed in
-// the last existsRefreshInterval.
-func (ps *packSet) lookupForWrite(name string) (bool, error) {
-	if _, ok, err := ps.get(name); ok || err != nil {
-		return ok, err
-	}
+// missAgain ends a lookup for an existence check (before a write, or HasXorb) whose pass, started
+// at gen, missed: it refreshes when stale and looks again only when the set changed since. It may
+// miss a blob another process indexed in the last existsRefreshInterval.
+func (ps *packSet) missAgain(name string, gen uint64) (bool, error) {
 	if err := ps.refreshIfStale(); err != nil {
 		return false, err
+	}
+	if ps.gen.Load() == gen {
+		return false, nil
 	}
 	_, ok, err := ps.get(name)
 	return ok, err
@@ -94,10 +100,11 @@ func newPackSet(dir string) *packSet {
 
 // get looks name up in what is already indexed: the tails in memory, then the sorted indexes.
 func (ps *packSet) get(name string) (packLoc, bool, error) {
+	key := nameKey(name)
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	for _, r := range ps.packs {
-		e, data, ok, err := r.tail.find(r.pack, name)
+		e, data, ok, err := r.tail.find(r.pack, name, key)
 		if err != nil || ok {
 			return packLoc{r: r, off: e.off, n: e.n, data: data}, ok, err
 		}
@@ -106,7 +113,7 @@ func (ps *packSet) get(name string) (packLoc, bool, error) {
 		if r.sorted == nil {
 			continue
 		}
-		e, data, ok, err := r.sorted.find(r.pack, name)
+		e, data, ok, err := r.sorted.find(r.pack, name, key)
 		if err != nil || ok {
 			return packLoc{r: r, off: e.off, n: e.n, data: data}, ok, err
 		}
@@ -201,6 +208,7 @@ func (ps *packSet) openNew() error {
 		if err != nil {
 			return err
 		}
+		ps.gen.Add(1)
 		ps.packs[id] = r
 	}
 	return nil
@@ -219,6 +227,7 @@ func (ps *packSet) dropLocked(ids []string) {
 	if len(old) == 0 {
 		return
 	}
+	ps.gen.Add(1)
 	time.AfterFunc(time.Minute, func() {
 		for _, r := range old {
 			r.close()
@@ -334,6 +343,9 @@ func (ps *packSet) tail(r *packReader) error {
 	if r.tail.len() == 0 && len(es) > 64 {
 		r.tail = newPackTail(len(es))
 	}
+	if len(es) > 0 {
+		ps.gen.Add(1)
+	}
 	r.add(es)
 	r.idxOff += int64(used)
 	return nil
@@ -406,6 +418,7 @@ func (ps *packSet) takeSorted(r *packReader, s *sortedIndex) error {
 		return nil
 	}
 	old := r.sorted
+	ps.gen.Add(1) // s may cover entries of another process's that the tail had not read
 	r.sorted, r.tail, r.idxOff = s, packTail{}, s.idxEnd
 	r.dataEnd = max(r.dataEnd, s.dataEnd)
 	if old != nil {
@@ -420,10 +433,12 @@ func (ps *packSet) publish(r *packReader, es []packEntry, idxStart, idxEnd int64
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.packs[r.id] == nil {
+		ps.gen.Add(1)
 		ps.packs[r.id] = r
 	}
 	switch {
 	case r.idxOff == idxStart:
+		ps.gen.Add(1)
 		r.add(es)
 		r.idxOff = idxEnd
 	case r.idxOff < idxEnd: // entries before them (a recovery's) not read yet, or a read that saw part of them
@@ -443,6 +458,7 @@ func (ps *packSet) reader(id string) (*packReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	ps.gen.Add(1)
 	ps.packs[id] = r
 	return r, nil
 }

@@ -160,7 +160,7 @@ func (b *Backend) writeForced(ctx context.Context, blobs []blob.NewBlob) error {
 	if err != nil {
 		return err
 	}
-	_, seq, err := w.appendRecords(blobs, make([]bool, len(blobs)), true)
+	_, seq, err := w.appendRecords(blobs, make([]bool, len(blobs)), 0, true)
 	if err == nil {
 		err = w.sync(seq)
 	}

@@ -158,14 +158,15 @@ func newPack(set *packSet) (*packWriter, error) {
 
 // append writes the records of the blobs not marked stored (nor being written by another caller)
 // and returns, per blob, whether this call wrote it, and the sequence number to sync up to before
-// any of them may be reported.
-func (w *packWriter) append(blobs []blob.NewBlob, stored []bool) ([]bool, uint64, error) {
-	return w.appendRecords(blobs, stored, false)
+// any of them may be reported. stored is as of the set's generation gen (Backend.existing): when
+// the set changed since, a blob another caller published meanwhile is looked for again.
+func (w *packWriter) append(blobs []blob.NewBlob, stored []bool, gen uint64) ([]bool, uint64, error) {
+	return w.appendRecords(blobs, stored, gen, false)
 }
 
 // appendRecords is append; with force it also writes blobs indexed already (gc moving them out of
 // a pack it rewrites), but still not a name another caller is writing.
-func (w *packWriter) appendRecords(blobs []blob.NewBlob, stored []bool, force bool) ([]bool, uint64, error) {
+func (w *packWriter) appendRecords(blobs []blob.NewBlob, stored []bool, gen uint64, force bool) ([]bool, uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -175,12 +176,13 @@ func (w *packWriter) appendRecords(blobs []blob.NewBlob, stored []bool, force bo
 	buf := w.buf[:0]
 	var wait uint64
 	var mine []packEntry
+	recheck := !force && w.set.gen.Load() != gen
 	for i, b := range blobs {
 		if seq, ok := w.inflight[b.Name]; ok {
 			wait = max(wait, seq)
 			continue
 		}
-		if !force && !stored[i] {
+		if recheck && !stored[i] {
 			_, ok, err := w.set.get(b.Name) // another caller's batch may just have published it
 			if err != nil {
 				return nil, 0, err

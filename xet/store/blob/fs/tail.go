@@ -51,10 +51,9 @@ func (t *packTail) addKey(key uint64, p tailPlace) {
 // len is the number of entries held.
 func (t *packTail) len() int { return t.n }
 
-// find looks name up in the tail, reading candidates' records from pack: the entry, and the blob's
-// bytes when it is small (smallRecord).
-func (t *packTail) find(pack *os.File, name string) (e packEntry, data []byte, ok bool, err error) {
-	key := nameKey(name)
+// find looks name (whose nameKey is key) up in the tail, reading candidates' records from pack: the
+// entry, and the blob's bytes when it is small (smallRecord).
+func (t *packTail) find(pack *os.File, name string, key uint64) (e packEntry, data []byte, ok bool, err error) {
 	p, hit := t.first[key]
 	if !hit {
 		return packEntry{}, nil, false, nil

@@ -80,7 +80,7 @@ func TestTailKeysThatCollide(t *testing.T) {
 		t.Fatal("no pack")
 	}
 	place := func(i int) tailPlace {
-		e, _, ok, err := pr.tail.find(pr.pack, blobName(i))
+		e, _, ok, err := pr.tail.find(pr.pack, blobName(i), nameKey(blobName(i)))
 		if !ok || err != nil {
 			t.Fatalf("%s not in the tail: %v", blobName(i), err)
 		}
@@ -92,11 +92,11 @@ func TestTailKeysThatCollide(t *testing.T) {
 	tail.addKey(nameKey(blobName(3)), p3)
 	tail.addKey(nameKey(blobName(3)), p4) // and again after it
 	tail.addKey(nameKey(blobName(5)), p4) // 5's key, only 4's record
-	e, data, ok, err := tail.find(pr.pack, blobName(3))
+	e, data, ok, err := tail.find(pr.pack, blobName(3), nameKey(blobName(3)))
 	if !ok || err != nil || e.off != p3.off || string(data) != string(blobData(3)) {
 		t.Fatalf("3 under a shared key: %+v %q %v %v", e, data, ok, err)
 	}
-	if _, _, ok, err := tail.find(pr.pack, blobName(5)); ok || err != nil {
+	if _, _, ok, err := tail.find(pr.pack, blobName(5), nameKey(blobName(5))); ok || err != nil {
 		t.Fatalf("5 found at another name's record: %v %v", ok, err)
 	}
 	if tail.len() != 4 || len(tail.keys()) != 4 {
@@ -106,7 +106,7 @@ func TestTailKeysThatCollide(t *testing.T) {
 	var dup packTail
 	dup.addKey(nameKey(blobName(3)), p3)
 	dup.addKey(nameKey(blobName(3)), tailPlace{p3.off, p3.n}) // the same name written twice
-	if e, _, ok, _ := dup.find(pr.pack, blobName(3)); !ok || e.off != p3.off {
+	if e, _, ok, _ := dup.find(pr.pack, blobName(3), nameKey(blobName(3))); !ok || e.off != p3.off {
 		t.Fatalf("a name written twice: %+v %v", e, ok)
 	}
 }
