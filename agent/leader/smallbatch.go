@@ -25,10 +25,14 @@ const (
 	// within batchMaxBytes.
 	batchMaxFilesNet = 1024
 	batchMaxBytes    = upload.SmallSessionBytes // the session's xorbs are built in small buffers (client.UploadBatch)
-	// batchRunners: batches stored at once. A second runs only while a quarter of batchMaxBytes
-	// waits: for files of a few KB one runner keeps up with git-lfs, and the files that wait for it
-	// make the batches (two runners would halve them, and double the fsyncs); bigger files need
-	// both cores for their chunking and hashing.
+	// batchRunners: batches stored at once. To the embedded store the second runs whenever files
+	// wait, and a batch takes at most half of git-lfs's transfers (maxFiles): the two halves
+	// overlap, one chunked, packed and committed while the other's completes reach git-lfs and its
+	// workers' next files arrive (one batch of every worker's file left each side idle while the
+	// other worked: 50,000 files of 1–64 KiB pushed in 35–36 s against 29–32 s in halves, though
+	// the halves make twice the fdatasyncs). To a network CAS, whose batch is round trips, a second
+	// runs only while a quarter of batchMaxBytes waits: bigger files need both cores for their
+	// chunking and hashing.
 	batchRunners     = 2
 	batchSecondAfter = batchMaxBytes / 4
 	// batchQuiet, batchGather: before a batch to a network CAS is taken, the runner waits until no
@@ -112,7 +116,7 @@ func (b *smallBatcher) do(ctx context.Context, to client.BatchTarget, obj agent.
 	default:
 	}
 	// A second runner would halve the batches to a network CAS, whose cost is their round trips.
-	if b.running == 0 || (b.running < batchRunners && b.queued >= batchSecondAfter && !to.Network) {
+	if b.running == 0 || (b.running < batchRunners && !to.Network && (b.queued >= batchSecondAfter || b.halves())) {
 		b.startLocked(ctx)
 	}
 	b.mu.Unlock()
@@ -218,12 +222,25 @@ func (b *smallBatcher) gather(ctx context.Context) {
 func (b *smallBatcher) full(network bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	maxFiles := batchMaxFiles
-	if network {
-		maxFiles = batchMaxFilesNet
-	}
+	maxFiles := b.maxFiles(network)
 	return len(b.queue) >= maxFiles || b.queued >= batchMaxBytes || (b.transfers > 0 && len(b.queue) >= b.transfers)
 }
+
+// maxFiles is the most files a batch takes (b.mu held): batchMaxFilesNet to a network CAS; to
+// the embedded store batchMaxFiles, and half of git-lfs's transfers when they are known (halves).
+func (b *smallBatcher) maxFiles(network bool) int {
+	switch {
+	case network:
+		return batchMaxFilesNet
+	case b.halves():
+		return min(batchMaxFiles, b.transfers/2)
+	}
+	return batchMaxFiles
+}
+
+// halves reports whether batches to the embedded store take half of git-lfs's transfers each, two
+// runners overlapping: when git-lfs has two transfers or more and says how many.
+func (b *smallBatcher) halves() bool { return b.transfers >= 2 }
 
 // close stops the runners (a batch under way fails) and waits for them; Close calls it before
 // closing the client they use. No batch starts after it.
@@ -256,10 +273,7 @@ func (b *smallBatcher) next() []*smallJob {
 		return nil
 	}
 	to := b.queue[0].to
-	maxFiles := batchMaxFiles
-	if to.Network {
-		maxFiles = batchMaxFilesNet
-	}
+	maxFiles := b.maxFiles(to.Network)
 	var jobs []*smallJob
 	size := int64(0)
 	b.queue = slices.DeleteFunc(b.queue, func(j *smallJob) bool {
