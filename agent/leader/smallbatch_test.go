@@ -261,31 +261,11 @@ func TestSmallUploadsOfEveryWorkerShareABatch(t *testing.T) {
 	objs := make([][]agent.Object, workers)
 	for w := range workers {
 		for k := range each {
-			data := testutil.RandomBytes(2000+31*k, uint64(1000*w+k))
-			path := filepath.Join(dir, fmt.Sprintf("w%d-%02d", w, k))
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			sum := sha256.Sum256(data)
-			objs[w] = append(objs[w], agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path})
+			objs[w] = append(objs[w], writeObject(t, filepath.Join(dir, fmt.Sprintf("w%d-%02d", w, k)),
+				testutil.RandomBytes(2000+31*k, uint64(1000*w+k))))
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers*each)
-	for w := range workers {
-		wg.Go(func() {
-			for _, o := range objs[w] {
-				if _, err := tr.Upload(context.Background(), o, nil); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	uploadByWorkers(t, tr, objs)
 	batches, files, _ := loggedBatches(log.String())
 	if files != workers*each {
 		t.Fatalf("%d files in batches, want %d", files, workers*each)
@@ -337,27 +317,11 @@ func TestSmallUploadsToTheStoreOverlapInTwoBatches(t *testing.T) {
 	overlap := &overlapping{Client: tr.c, both: make(chan struct{})}
 	tr.batcher.c = overlap
 	const workers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	objs := make([][]agent.Object, workers)
 	for w := range workers {
-		data := testutil.RandomBytes(3000+w, uint64(500+w))
-		path := filepath.Join(dir, fmt.Sprintf("f%d", w))
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(data)
-		o := agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
-		wg.Go(func() {
-			if _, err := tr.Upload(context.Background(), o, nil); err != nil {
-				errs <- err
-			}
-		})
+		objs[w] = []agent.Object{writeObject(t, filepath.Join(dir, fmt.Sprintf("f%d", w)), testutil.RandomBytes(3000+w, uint64(500+w)))}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	uploadByWorkers(t, tr, objs)
 	if !overlap.met.Load() {
 		t.Fatalf("the files of %d workers were stored one batch at a time (most files in a batch: %d)", workers, overlap.most.Load())
 	}
@@ -398,4 +362,37 @@ func (c *overlapping) UploadBatch(ctx context.Context, objs []agent.Object) ([]a
 	}
 	defer func() { c.mu.Lock(); c.inflight--; c.mu.Unlock() }()
 	return c.Client.UploadBatch(ctx, objs)
+}
+
+// writeObject writes data to path and returns it as the object git-lfs would name.
+func writeObject(t *testing.T, path string, data []byte) agent.Object {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return agent.Object{Oid: hex.EncodeToString(sum[:]), Size: int64(len(data)), Path: path}
+}
+
+// uploadByWorkers uploads through tr as git-lfs's workers do: one goroutine per list, each
+// uploading its objects one after the other; any failure fails the test.
+func uploadByWorkers(t *testing.T, tr *Leader, objs [][]agent.Object) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(objs))
+	for _, list := range objs {
+		wg.Go(func() {
+			for _, o := range list {
+				if _, err := tr.Upload(context.Background(), o, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
