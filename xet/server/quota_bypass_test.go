@@ -220,3 +220,50 @@ func TestQuotaMeterRefusalDoesNotDependOnReadSize(t *testing.T) {
 		t.Fatalf("one read of 4 MB over a 3 MiB quota: %v, want 507", err)
 	}
 }
+
+// A shard of several files whose registration passes the quota is over it "with this push" (507),
+// not "an object of" the shard's total (413): that named the sum of a batch of small files as one
+// object too large for the quota, which no single file of it was. A shard whose one file alone is
+// larger than the quota is still that file's 413.
+func TestShardOfManyFilesOverQuotaIsNotOneObject(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20, Repos: []QuotaRule{{"org/y", 64 << 20}}})
+	files := [][]byte{vectors.SplitMix(900_000, 41), vectors.SplitMix(900_000, 42), vectors.SplitMix(900_000, 43), vectors.SplitMix(900_000, 46)}
+	big := vectors.SplitMix(3_500_000, 44)
+	for _, f := range append(files, big) {
+		if err := e.push(t, "org/y", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.push(t, "org/x", vectors.SplitMix(1_000_000, 45)); err != nil {
+		t.Fatal(err)
+	}
+	register := func(what string, data ...[]byte) error {
+		t.Helper()
+		r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("ef", 32), Size: 1}), servertest.Basic("alice", alicePW)...)
+		if r.status != 200 {
+			t.Fatalf("batch: %v", r)
+		}
+		sess := upload.NewSession(upload.Config{CAS: casClient(t, br.Objects[0].Actions["upload"], "alice", alicePW), GlobalDedupe: true})
+		defer sess.Close()
+		for _, d := range data {
+			sum := sha256.Sum256(d)
+			res, err := sess.Upload(t.Context(), bytes.NewReader(d), &sum, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.NewBytes != 0 {
+				t.Fatalf("%s: a file was not deduplicated against org/y's xorbs (%d new bytes): the test proves nothing", what, res.NewBytes)
+			}
+		}
+		return sess.Finish(t.Context())
+	}
+	// 1.0 MB used; the shard adds 3.6 MB, more than the 3 MiB quota, but each file is 0.9 MB.
+	err := register("four files", files...)
+	if err == nil || !strings.Contains(err.Error(), "with this push") || strings.Contains(err.Error(), "an object of") {
+		t.Fatalf("a shard of four files of 0.9 MB passing a 3 MiB quota: %v, want the quota's 507 with this push", err)
+	}
+	err = register("one big file", big)
+	if err == nil || !strings.Contains(err.Error(), "register the file: an object of 3.3 MiB is larger than the 3 MiB quota") {
+		t.Fatalf("a shard of one file of 3.5 MB against a 3 MiB quota: %v, want its 413", err)
+	}
+}

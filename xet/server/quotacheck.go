@@ -176,14 +176,15 @@ type shardCharge struct {
 }
 
 // chargeShard bounds what registering body in ns adds (store.ShardAdds: the chunk ranges it names
-// in xorbs ns did not upload) and reserves it, answering the refusal (507) or the error itself
+// in xorbs ns did not upload) and reserves it, answering the refusal (507; 413 when its largest
+// file alone is larger than a quota, never the whole shard: it names a batch) or the error itself
 // when it may not (ok false). Nil charge: no quota applies.
 func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, ns string, body []byte) (*shardCharge, bool) {
 	checks := s.quotaChecks(ns)
 	if len(checks) == 0 {
 		return nil, true
 	}
-	adds, err := s.quota.store.ShardAdds(r.Context(), ns, body)
+	adds, largest, err := s.quota.store.ShardAdds(r.Context(), ns, body)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return nil, false
@@ -193,7 +194,7 @@ func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, ns string, 
 		return nil, false
 	}
 	if q := s.quota.reserve(checks, int64(adds)); q != nil {
-		s.refuseQuota(w, r, q.refusal(r.Host, int64(adds), int64(adds)))
+		s.refuseQuota(w, r, q.refusal(r.Host, int64(adds), int64(largest)))
 		return nil, false
 	}
 	return &shardCharge{s: s, ns: ns, checks: checks, adds: adds}, true

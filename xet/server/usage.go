@@ -13,8 +13,9 @@ type UsageStore interface {
 	RepoStoredBytes(ctx context.Context, ns string) (uint64, error)
 	// OwnerStoredBytes is what the repositories of owner (store.Owner) take together.
 	OwnerStoredBytes(ctx context.Context, owner string) (uint64, error)
-	// ShardAdds bounds what registering an upload shard in ns adds to ns's usage.
-	ShardAdds(ctx context.Context, ns string, body []byte) (uint64, error)
+	// ShardAdds bounds what registering an upload shard in ns adds to ns's usage, and what its
+	// largest file adds alone.
+	ShardAdds(ctx context.Context, ns string, body []byte) (adds, largest uint64, err error)
 }
 
 // usageCache keeps each repository's and owner's usage for usageTTL, adding what uploads store

@@ -27,7 +27,9 @@ func (g *gatedUsage) OwnerStoredBytes(ctx context.Context, owner string) (uint64
 	return g.RepoStoredBytes(ctx, owner)
 }
 
-func (g *gatedUsage) ShardAdds(context.Context, string, []byte) (uint64, error) { return 0, nil }
+func (g *gatedUsage) ShardAdds(context.Context, string, []byte) (uint64, uint64, error) {
+	return 0, 0, nil
+}
 
 // An upload stored while the usage is being read is not lost: the read began before it, so what
 // it adds is kept on top of the read's answer. And the gets that arrive while one read is in

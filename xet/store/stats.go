@@ -152,28 +152,37 @@ func (s *Store) countFiles(ctx context.Context, names []string, c *usageCounter)
 // distinct chunk ranges its files name in xorbs ns did not upload (those it uploaded count whole
 // already). Ranges the repository's files already reference are counted again (the bound errs on
 // the side of the quota). The term sizes are the shard's own claims, which registration checks.
-func (s *Store) ShardAdds(ctx context.Context, ns string, body []byte) (uint64, error) {
+// largest is what the shard's largest file would add alone: a quota refuses that one file as too
+// large for it, and the shard's total as over it, since a shard names a batch of files.
+func (s *Store) ShardAdds(ctx context.Context, ns string, body []byte) (adds, largest uint64, err error) {
 	sh, err := parseUploadShard(body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	c := newUsageCounter()
 	asked := map[hash.Hash]bool{}
-	var adds uint64
+	own := map[termKey]bool{} // the ranges of one file, counted once for it
 	for _, f := range sh.Files {
+		clear(own)
+		var alone uint64
 		for _, t := range f.Terms {
 			if !asked[t.Xorb] {
 				asked[t.Xorb] = true
 				if mine, err := s.be.Exists(ctx, uploadName(ns, t.Xorb)); err != nil {
-					return 0, fmt.Errorf("usage: %w", err)
+					return 0, 0, fmt.Errorf("usage: %w", err)
 				} else if mine {
 					c.uploads[t.Xorb] = true
 				}
 			}
 			adds += c.addTerm(t.Xorb, t.ChunkStart, t.ChunkEnd, t.UnpackedBytes)
+			if k := (termKey{t.Xorb, t.ChunkStart, t.ChunkEnd}); !c.uploads[t.Xorb] && !own[k] {
+				own[k] = true
+				alone += uint64(t.UnpackedBytes)
+			}
 		}
+		largest = max(largest, alone)
 	}
-	return adds, nil
+	return adds, largest, nil
 }
 
 // Stats is what a store holds: the whole of it, and each repository's part.

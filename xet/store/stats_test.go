@@ -63,8 +63,8 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 	if u := usage(t, s, "org/a"); u.Stored != 5000 || u.Files != 0 {
 		t.Fatalf("org/a with an unregistered upload: %+v, want 5000 stored", u)
 	}
-	if adds, err := s.ShardAdds(ctx, "org/a", f.Shard); err != nil || adds != 0 {
-		t.Fatalf("ShardAdds of org/a's own xorb: %d %v, want 0", adds, err)
+	if adds, largest, err := s.ShardAdds(ctx, "org/a", f.Shard); err != nil || adds != 0 || largest != 0 {
+		t.Fatalf("ShardAdds of org/a's own xorb: %d (largest file %d) %v, want 0", adds, largest, err)
 	}
 	if _, err := s.PutShard(ctx, "org/a", f.Shard); err != nil {
 		t.Fatal(err)
@@ -72,8 +72,8 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 	if u := usage(t, s, "org/a"); u.Stored != 5000 || u.Files != 1 {
 		t.Fatalf("org/a once registered: %+v, want 5000 stored, counted once", u)
 	}
-	if adds, err := s.ShardAdds(ctx, "org/b", termsOnly(t, f)); err != nil || adds != 5000 {
-		t.Fatalf("ShardAdds of org/b over org/a's xorb: %d %v, want 5000", adds, err)
+	if adds, largest, err := s.ShardAdds(ctx, "org/b", termsOnly(t, f)); err != nil || adds != 5000 || largest != 5000 {
+		t.Fatalf("ShardAdds of org/b over org/a's xorb: %d (largest file %d) %v, want 5000", adds, largest, err)
 	}
 	if _, err := s.PutShard(ctx, "org/b", termsOnly(t, f)); err != nil {
 		t.Fatal(err)

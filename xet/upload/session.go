@@ -509,8 +509,11 @@ func (s *Session) register(ctx context.Context, sh *shard.Shard) error {
 		if serr := s.stale(ctx, sh, err); serr != nil {
 			return serr
 		}
-		if len(sh.Files) == 0 {
+		switch len(sh.Files) {
+		case 0:
 			return fmt.Errorf("upload: register %d xorbs: %w", len(sh.Xorbs), err)
+		case 1:
+			return fmt.Errorf("upload: register the file: %w", err)
 		}
 		return fmt.Errorf("upload: register %d files: %w", len(sh.Files), err)
 	}
