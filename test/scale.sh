@@ -40,9 +40,12 @@
 #   SCALE_HIST_AT      versions shown in the table (1 10 25 50)             [1 2 4]
 #   SCALE_RUNS         runs of each side at row 1's largest size; the medians are kept (3) [1]
 #   SCALE_RUNS_OTHER   runs at every other size and row (1)
-#   SCALE_PAUSE        seconds of rest after a step deletes its files (0; ext4 scans recently deleted
-#                      inodes for about 30 s after a mass delete, taxing whatever creates files next:
-#                      test/small-files.sh rests 35 s)
+#   SCALE_PAUSE        seconds of rest after a step deletes its files (0)
+#   SCALE_DEFER_DELETE 1: steps move what they made aside, deleted only when the script ends (0).
+#                      After a mass delete, creating files here (ext4 without a journal, mounted with
+#                      discard) took up to 4x as long, and a 30 s pause did not help: each run of a
+#                      step measured slower than the last, on both sides. The disk then holds every
+#                      step (many files: about 1.7 GB a step at 10,000); not for 50,000 or big files.
 #   SCALE_PROFILE      DIR: the agent's measured pushes, clones and fetches of rows 1–3 write CPU
 #                      profiles (GIT_XET_CPUPROFILE) to DIR/ROW-CASE-SIZE-OP (go tool pprof -top)
 #   SCALE_WORK         scratch dir (default: a new temp dir, deleted at the end unless SCALE_KEEP=1)
@@ -101,6 +104,7 @@ export SCALE_POINTS=${SCALE_POINTS:-$work/points.jsonl}
 cleanup() {
   for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [ "${SCALE_KEEP:-0}" = 1 ] || rm -rf "$work/deferred"
   [ -n "$made_work" ] && [ "${SCALE_KEEP:-0}" != 1 ] && rm -rf "$work"
   return 0
 }
@@ -235,7 +239,15 @@ profile() { # profile SIDE LABEL: the next agent processes write CPU profiles to
   unset GIT_XET_CPUPROFILE
   if [ -n "${SCALE_PROFILE:-}" ] && [ "$1" = agent ]; then mkdir -p "$SCALE_PROFILE/$2"; export GIT_XET_CPUPROFILE="$SCALE_PROFILE/$2"; fi
 }
-rest() { rm -rf "$@"; [ "$PAUSE" = 0 ] || sleep "$PAUSE"; }
+rest() { # rest PATH...: a step's files go (SCALE_DEFER_DELETE: aside, until the end)
+  if [ "${SCALE_DEFER_DELETE:-0}" = 1 ]; then
+    local p; mkdir -p "$work/deferred"
+    for p in "$@"; do [ ! -e "$p" ] || mv "$p" "$(mktemp -u -p "$work/deferred")"; done
+  else
+    rm -rf "$@"
+  fi
+  [ "$PAUSE" = 0 ] || sleep "$PAUSE"
+}
 rss_of() { if [ "$1" = agent ]; then echo "$T_AGENT"; else echo "$T_RSS"; fi; }
 storefiles() { find "$1" -type f | wc -l; }
 storebytes() { du -sb "$1" | cut -f1; }
