@@ -12,8 +12,11 @@
 # agents of the embedded push write CPU and allocation profiles (GIT_XET_CPUPROFILE) and the script
 # prints the merged top functions (SMALL_PROFILE_NODES, SMALL_PROFILE_FLAT=1 for flat order). Runs
 # in a temp HOME; touches nothing else. Needs go, git, git-lfs, python3, curl, GNU time. Each way
-# starts after a pause (SMALL_PAUSE, default 35 s): ext4 scans for recently deleted inodes when it
-# creates a file, for about 30 s after a mass delete, which otherwise taxes whichever way runs next.
+# starts after a pause (SMALL_PAUSE, default 35 s): ext4 without a journal checks the deletion time
+# of free inodes when it creates a file (recently_deleted), which taxes whichever way runs next after
+# a mass delete. The pause eases it but does not end it: in a probe on this machine, creating 5,000
+# files still took 4x as long 30 s after deleting 10,000 (docs/performance.md, test/scale.sh's
+# SCALE_DEFER_DELETE).
 # Each push starts after a sync and a pause (SMALL_SETTLE, default 10 s) once its repository is
 # committed: without them the push ran into the writeback of the 10,000 files the commit had just
 # written, which taxed the way that syncs per object (the embedded store) most: on one run its
