@@ -52,11 +52,14 @@
 #   SCALE_POINTS       the JSON Lines file (default: points.jsonl in the scratch dir)
 #   XET_BINDIR         run the binaries in DIR instead of building them (test/binaries.sh)
 # Flags: --quick, --out FILE. Needs go, git, git-lfs, lfs-test-server (test/install-lfs-test-server.sh),
-# python3, curl, GNU time. Disk: at most about 40 GiB (the 8 GiB row: the file, the repository's copy,
-# the store, the clone); every step deletes what it made before the next. Time: on a shared 2-core
-# machine one run of both sides at 50,000 files (embedded) took 20 minutes with its commits, so the
-# default run (3 runs at 50,000 files in both cases) takes 2–3 hours there; SCALE_RUNS=1
-# SCALE_SERVER_FILES="1000 10000" SCALE_BIG_MIB="1024 4096" brings it to about 40 minutes.
+# python3, curl, GNU time. Each size's data is committed once (`template`); every step pushes and
+# clones a copy of that repository made of hard links. Disk: at most about 4 S at the big file's
+# size S (the committed file, one inode for the work tree and git-lfs's object; the store; the
+# clone's file and object): 32 GiB at 8 GiB; every step deletes what it made before the next.
+# Time, on a quiet 2-core machine: 3 runs of both sides at 50,000 files (embedded) took 15 minutes;
+# one run of each at 1,000 and 10,000 files in both cases 4 minutes (5 before the template). The
+# default run, not timed whole, is more than an hour; SCALE_RUNS=1 SCALE_SERVER_FILES="1000 10000"
+# SCALE_BIG_MIB="1024 4096" is a shorter one.
 #
 #   test/scale.sh --quick          SCALE_ROWS=many-files SCALE_FILES="1000 5000" test/scale.sh --out /tmp/s.json
 set -euo pipefail
@@ -256,17 +259,38 @@ same_tree() { # same_tree A B: the work trees hold the same files, byte for byte
 }
 
 # --- row 1: many files ---
-many_files_step() { # many_files_step N CASE SIDE DATA: push and clone DATA's files, keep the figures
-  local n=$1 case=$2 side=$3 data=$4 d="$work/mf" proxy=- store
+template() { # template DIR PATTERN: DIR/repo's files committed once, git-lfs tracking PATTERN
+  # Every step's repository is a copy of it in hard links (step_repo): one `git add` per size
+  # instead of one per step (at 50,000 files about a minute each through git-lfs's clean filter),
+  # and a step's deletion then frees no inode of the source side. Nothing a step runs writes into
+  # a file of the copy in place (git replaces its files by rename; the reflog, which git appends to,
+  # is off).
+  local t=$1
+  use "$t" git-lfs
+  cd "$t/repo"
+  git init -q
+  git config core.logAllRefUpdates false
+  git lfs track "$2" >/dev/null
+  git add . && git commit -q -m files
+  rm -f .git/COMMIT_EDITMSG
+  cd "$work"
+}
+step_repo() { # step_repo TEMPLATE DEST: the template's repository, committed, at DEST (hard links)
+  cp -al "$1/repo" "$2"
+}
+many_files_step() { # many_files_step N CASE SIDE TEMPLATE: push and clone the template's files, keep the figures
+  local n=$1 case=$2 side=$3 tpl=$4 d="$work/mf" proxy=- store
   rm -rf "$d"; mkdir -p "$d"
   [ "$case" = server ] && start_servers "$d"
   use "$d" "$side"
   git init -q --bare "$d/remote.git"
-  git init -q "$d/repo"; cd "$d/repo"
-  git lfs track '*.dat' >/dev/null
-  if [ "$case" = server ]; then lfs_config "$side" >.lfsconfig; fi
-  cp -r "$data/." .
-  git add . && git commit -q -m files
+  step_repo "$tpl" "$d/repo"; cd "$d/repo"
+  if [ "$case" = server ]; then
+    # The servers' ports are this step's. Linking changed the ctime of every file, which git would
+    # take for a change and filter the file again: trustctime off for this one commit.
+    lfs_config "$side" >.lfsconfig
+    git add .lfsconfig && git -c core.trustctime=false commit -q -m "this step's servers"
+  fi
   git remote add origin ../remote.git
   case $case/$side in
   server/agent) proxy=$xs_proxy store=$xs_data ;;
@@ -294,7 +318,8 @@ row_many_files() {
   local n runs r case side sizes largest
   for n in $(printf '%s\n' $FILES $([ "$SERVER_CASE" = 1 ] && echo "$SERVER_FILES") | sort -n -u); do
     echo "many-files: $n files of 1–64 KiB"
-    python3 - "$work/mf-data" "$n" <<'PY'
+    rm -rf "$work/mf-tpl"; mkdir -p "$work/mf-tpl/repo"
+    python3 - "$work/mf-tpl/repo" "$n" <<'PY'
 import os, random, sys
 root, n = sys.argv[1], int(sys.argv[2])
 rnd = random.Random(44)
@@ -304,6 +329,7 @@ for i in range(n):
     with open(os.path.join(d, "f%06d.dat" % i), "wb") as f:
         f.write(rnd.randbytes(rnd.randint(1 << 10, 64 << 10)))
 PY
+    template "$work/mf-tpl" '*.dat'
     for case in embedded $([ "$SERVER_CASE" = 1 ] && echo server); do
       sizes=$FILES; [ "$case" = server ] && sizes=$SERVER_FILES
       case " $sizes " in *" $n "*) ;; *) continue ;; esac
@@ -311,27 +337,24 @@ PY
       runs=$RUNS_OTHER; [ "$n" = "$largest" ] && runs=$RUNS
       for r in $(seq "$runs"); do
         for side in agent git-lfs; do
-          many_files_step "$n" "$case" "$side" "$work/mf-data"
+          many_files_step "$n" "$case" "$side" "$work/mf-tpl"
           echo "  $case $side run $r: push $(last_of "many-files|$case|$side|$n|push_s") s, clone $(last_of "many-files|$case|$side|$n|clone_s") s"
         done
       done
     done
     flush files
-    rest "$work/mf-data"
+    rest "$work/mf-tpl"
   done
 }
 last_of() { printf '%s' "${V[$1]}" | tail -n1; }
 
 # --- row 2: one big file ---
-big_file_step() { # big_file_step MIB SIDE DATA
-  local mib=$1 side=$2 data=$3 d="$work/bf"
+big_file_step() { # big_file_step MIB SIDE TEMPLATE
+  local mib=$1 side=$2 data=$3/repo/big.bin d="$work/bf"
   rm -rf "$d"; mkdir -p "$d"
   use "$d" "$side"
   git init -q --bare "$d/remote.git"
-  git init -q "$d/repo"; cd "$d/repo"
-  git lfs track '*.bin' >/dev/null
-  cp "$data" big.bin
-  git add . && git commit -q -m big
+  step_repo "$3" "$d/repo"; cd "$d/repo"
   git remote add origin ../remote.git
   profile "$side" "big-file-$mib-push"
   run - "$d" git push -q origin main
@@ -359,15 +382,20 @@ row_big_file() {
   local mib r side
   for mib in $BIG; do
     echo "big-file: one file of $mib MiB"
-    head -c $((mib << 20)) /dev/urandom >"$work/big.bin"
+    rm -rf "$work/bf-tpl"; mkdir -p "$work/bf-tpl/repo"
+    head -c $((mib << 20)) /dev/urandom >"$work/bf-tpl/repo/big.bin"
+    template "$work/bf-tpl" '*.bin'
+    # The work tree's file is then the same bytes as git-lfs's copy of it: one inode for both saves
+    # S of disk (the push reads the object, and the clone is compared with this file).
+    ln -f "$(find "$work/bf-tpl/repo/.git/lfs/objects" -type f)" "$work/bf-tpl/repo/big.bin"
     for r in $(seq "$RUNS_OTHER"); do
       for side in agent git-lfs; do
-        big_file_step "$mib" "$side" "$work/big.bin"
+        big_file_step "$mib" "$side" "$work/bf-tpl"
         echo "  $side run $r: push $(last_of "big-file|embedded|$side|$mib|push_s") s, clone $(last_of "big-file|embedded|$side|$mib|clone_s") s, fetch $(last_of "big-file|embedded|$side|$mib|fetch_s") s"
       done
     done
     flush MiB
-    rm -f "$work/big.bin"
+    rest "$work/bf-tpl"
   done
 }
 
