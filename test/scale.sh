@@ -40,22 +40,28 @@
 #   SCALE_HIST_AT      versions shown in the table (1 10 25 50)             [1 2 4]
 #   SCALE_RUNS         runs of each side at row 1's largest size; the medians are kept (3) [1]
 #   SCALE_RUNS_OTHER   runs at every other size and row (1)
+#   SCALE_FS           where the steps run: image (the default), an ext4 image with a journal on
+#                      this disk through a loop device (test/scratchfs.sh; needs root), or dir, the
+#                      scratch dir itself. On ext4 without a journal (this project's VMs) the inode
+#                      allocator skips recently deleted inodes one lookup at a time, so a step run
+#                      after another's delete measured up to 3x slower, whichever side it was; in
+#                      the image a delete costs the next step nothing. Without root, dir.
 #   SCALE_PAUSE        seconds of rest after a step deletes its files (0)
-#   SCALE_DEFER_DELETE 1: steps move what they made aside, deleted only when the script ends (0).
-#                      After a mass delete, creating files here (ext4 without a journal, mounted with
-#                      discard) took up to 4x as long, and a 30 s pause did not help: each run of a
-#                      step measured slower than the last, on both sides. The disk then holds every
-#                      step (many files: about 1.7 GB a step at 10,000); not for 50,000 or big files.
+#   SCALE_DEFER_DELETE 1: steps move what they made aside, deleted only when the script ends (0):
+#                      the older remedy for SCALE_FS=dir (the disk then holds every step: about
+#                      1.7 GB a step at 10,000 files; not for 50,000 or big files).
 #   SCALE_PROFILE      DIR: the agent's measured pushes, clones and fetches of rows 1–3 write CPU
 #                      profiles (GIT_XET_CPUPROFILE) to DIR/ROW-CASE-SIZE-OP (go tool pprof -top)
 #   SCALE_WORK         scratch dir (default: a new temp dir, deleted at the end unless SCALE_KEEP=1)
 #   SCALE_POINTS       the JSON Lines file (default: points.jsonl in the scratch dir)
 #   XET_BINDIR         run the binaries in DIR instead of building them (test/binaries.sh)
 # Flags: --quick, --out FILE. Needs go, git, git-lfs, lfs-test-server (test/install-lfs-test-server.sh),
-# python3, curl, GNU time. Each size's data is committed once (`template`); every step pushes and
+# python3, curl, GNU time; for SCALE_FS=image root, mkfs.ext4, losetup and fstrim (util-linux, e2fsprogs).
+# Each size's data is committed once (`template`); every step pushes and
 # clones a copy of that repository made of hard links. Disk: at most about 4 S at the big file's
 # size S (the committed file, one inode for the work tree and git-lfs's object; the store; the
-# clone's file and object): 32 GiB at 8 GiB; every step deletes what it made before the next.
+# clone's file and object): 32 GiB at 8 GiB; every step deletes what it made before the next
+# (in the image, SCALE_FS, the freed blocks are trimmed: the disk holds what the steps hold).
 # Time, on a quiet 2-core machine: 3 runs of both sides at 50,000 files (embedded) took 15 minutes;
 # one run of each at 1,000 and 10,000 files in both cases 4 minutes (5 before the template). The
 # default run, not timed whole, is more than an hour; SCALE_RUNS=1 SCALE_SERVER_FILES="1000 10000"
@@ -104,16 +110,24 @@ export SCALE_WORK=$work SCALE_QUICK=$Q
 export SCALE_POINTS=${SCALE_POINTS:-$work/points.jsonl}
 : >"$SCALE_POINTS"
 [ -n "$OUT" ] || OUT=$work/scale.json
+. test/scratchfs.sh
+steps=""
 cleanup() {
   for p in $(jobs -p); do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  [ "${SCALE_KEEP:-0}" = 1 ] || rm -rf "$work/deferred"
+  [ -z "$steps" ] || [ "${SCALE_KEEP:-0}" = 1 ] || rm -rf "$steps/deferred"
+  scratch_fs_unmount "$([ "${SCALE_KEEP:-0}" = 1 ] && echo keep)"
   [ -n "$made_work" ] && [ "${SCALE_KEEP:-0}" != 1 ] && rm -rf "$work"
   return 0
 }
 trap cleanup EXIT
 trap "exit 130" INT
 trap "exit 143" TERM
+# Every step runs in $steps: an ext4 image with a journal on this disk (test/scratchfs.sh: why), or
+# $work itself with SCALE_FS=dir.
+SCRATCH_FS=${SCALE_FS:-image}
+scratch_fs_mount "$work"
+steps=$SCRATCH_DIR
 mkdir -p "$work/bin"
 . test/binaries.sh
 xet_binaries "$work/bin" >/dev/null
@@ -244,10 +258,11 @@ profile() { # profile SIDE LABEL: the next agent processes write CPU profiles to
 }
 rest() { # rest PATH...: a step's files go (SCALE_DEFER_DELETE: aside, until the end)
   if [ "${SCALE_DEFER_DELETE:-0}" = 1 ]; then
-    local p; mkdir -p "$work/deferred"
-    for p in "$@"; do [ ! -e "$p" ] || mv "$p" "$(mktemp -u -p "$work/deferred")"; done
+    local p; mkdir -p "$steps/deferred"
+    for p in "$@"; do [ ! -e "$p" ] || mv "$p" "$(mktemp -u -p "$steps/deferred")"; done
   else
     rm -rf "$@"
+    scratch_fs_trim
   fi
   [ "$PAUSE" = 0 ] || sleep "$PAUSE"
 }
@@ -279,7 +294,7 @@ step_repo() { # step_repo TEMPLATE DEST: the template's repository, committed, a
   cp -al "$1/repo" "$2"
 }
 many_files_step() { # many_files_step N CASE SIDE TEMPLATE: push and clone the template's files, keep the figures
-  local n=$1 case=$2 side=$3 tpl=$4 d="$work/mf" proxy=- store
+  local n=$1 case=$2 side=$3 tpl=$4 d="$steps/mf" proxy=- store
   rm -rf "$d"; mkdir -p "$d"
   [ "$case" = server ] && start_servers "$d"
   use "$d" "$side"
@@ -318,8 +333,8 @@ row_many_files() {
   local n runs r case side sizes largest
   for n in $(printf '%s\n' $FILES $([ "$SERVER_CASE" = 1 ] && echo "$SERVER_FILES") | sort -n -u); do
     echo "many-files: $n files of 1–64 KiB"
-    rm -rf "$work/mf-tpl"; mkdir -p "$work/mf-tpl/repo"
-    python3 - "$work/mf-tpl/repo" "$n" <<'PY'
+    rm -rf "$steps/mf-tpl"; mkdir -p "$steps/mf-tpl/repo"
+    python3 - "$steps/mf-tpl/repo" "$n" <<'PY'
 import os, random, sys
 root, n = sys.argv[1], int(sys.argv[2])
 rnd = random.Random(44)
@@ -329,7 +344,7 @@ for i in range(n):
     with open(os.path.join(d, "f%06d.dat" % i), "wb") as f:
         f.write(rnd.randbytes(rnd.randint(1 << 10, 64 << 10)))
 PY
-    template "$work/mf-tpl" '*.dat'
+    template "$steps/mf-tpl" '*.dat'
     for case in embedded $([ "$SERVER_CASE" = 1 ] && echo server); do
       sizes=$FILES; [ "$case" = server ] && sizes=$SERVER_FILES
       case " $sizes " in *" $n "*) ;; *) continue ;; esac
@@ -337,20 +352,20 @@ PY
       runs=$RUNS_OTHER; [ "$n" = "$largest" ] && runs=$RUNS
       for r in $(seq "$runs"); do
         for side in agent git-lfs; do
-          many_files_step "$n" "$case" "$side" "$work/mf-tpl"
+          many_files_step "$n" "$case" "$side" "$steps/mf-tpl"
           echo "  $case $side run $r: push $(last_of "many-files|$case|$side|$n|push_s") s, clone $(last_of "many-files|$case|$side|$n|clone_s") s"
         done
       done
     done
     flush files
-    rest "$work/mf-tpl"
+    rest "$steps/mf-tpl"
   done
 }
 last_of() { printf '%s' "${V[$1]}" | tail -n1; }
 
 # --- row 2: one big file ---
 big_file_step() { # big_file_step MIB SIDE TEMPLATE
-  local mib=$1 side=$2 data=$3/repo/big.bin d="$work/bf"
+  local mib=$1 side=$2 data=$3/repo/big.bin d="$steps/bf"
   rm -rf "$d"; mkdir -p "$d"
   use "$d" "$side"
   git init -q --bare "$d/remote.git"
@@ -382,27 +397,27 @@ row_big_file() {
   local mib r side
   for mib in $BIG; do
     echo "big-file: one file of $mib MiB"
-    rm -rf "$work/bf-tpl"; mkdir -p "$work/bf-tpl/repo"
-    head -c $((mib << 20)) /dev/urandom >"$work/bf-tpl/repo/big.bin"
-    template "$work/bf-tpl" '*.bin'
+    rm -rf "$steps/bf-tpl"; mkdir -p "$steps/bf-tpl/repo"
+    head -c $((mib << 20)) /dev/urandom >"$steps/bf-tpl/repo/big.bin"
+    template "$steps/bf-tpl" '*.bin'
     # The work tree's file is then the same bytes as git-lfs's copy of it: one inode for both saves
     # S of disk (the push reads the object, and the clone is compared with this file).
-    ln -f "$(find "$work/bf-tpl/repo/.git/lfs/objects" -type f)" "$work/bf-tpl/repo/big.bin"
+    ln -f "$(find "$steps/bf-tpl/repo/.git/lfs/objects" -type f)" "$steps/bf-tpl/repo/big.bin"
     for r in $(seq "$RUNS_OTHER"); do
       for side in agent git-lfs; do
-        big_file_step "$mib" "$side" "$work/bf-tpl"
+        big_file_step "$mib" "$side" "$steps/bf-tpl"
         echo "  $side run $r: push $(last_of "big-file|embedded|$side|$mib|push_s") s, clone $(last_of "big-file|embedded|$side|$mib|clone_s") s, fetch $(last_of "big-file|embedded|$side|$mib|fetch_s") s"
       done
     done
     flush MiB
-    rest "$work/bf-tpl"
+    rest "$steps/bf-tpl"
   done
 }
 
 # --- row 3: long history ---
 shows() { case " $HAT $HN " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 history_side() { # history_side SIDE: push HN versions one at a time with prune, then pull and fetch --all
-  local side=$1 d="$work/hist" proxy store v prev
+  local side=$1 d="$steps/hist" proxy store v prev
   rm -rf "$d"; mkdir -p "$d/data"
   start_servers "$d"
   if [ "$side" = agent ]; then proxy=$xs_proxy store=$xs_data; else proxy=$lts_proxy store=$lts_data; fi
@@ -460,7 +475,7 @@ history_side() { # history_side SIDE: push HN versions one at a time with prune,
   done
   [ "$n" = "$HN" ] || { echo "scale: FAILED: fetch --all got $n versions, want $HN" >&2; exit 1; }
   echo "  $side: pull of version $HN $(last_point pull_s) s; fetch --all $T_DOWN bytes received"
-  cd "$work"; stop_servers; rm -rf "$d"
+  cd "$work"; stop_servers; rm -rf "$d"; scratch_fs_trim
 }
 last_point() { tail -n 20 "$SCALE_POINTS" | grep "\"metric\":\"$1\"" | tail -n1 | sed 's/.*"value":\([^,]*\),.*/\1/'; }
 row_history() {
@@ -471,7 +486,7 @@ row_history() {
 }
 
 t_build=$((SECONDS - started))
-echo "scale: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GB", $2 / 1e6 }' /proc/meminfo); quick=$Q; rows ${ROWS:1:-1}; scratch $work; binaries ready in ${t_build} s"
+echo "scale: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GB", $2 / 1e6 }' /proc/meminfo); quick=$Q; rows ${ROWS:1:-1}; scratch $work; steps in $SCRATCH_NOTE; binaries ready in ${t_build} s"
 case $ROWS in *,many-files,*) row_many_files ;; esac
 case $ROWS in *,big-file,*) row_big_file ;; esac
 case $ROWS in *,history,*) row_history ;; esac
@@ -479,9 +494,9 @@ case $ROWS in *,server,*)
   cd "$root"
   if [ -f test/scale-server.sh ]; then
     echo "server rows: test/scale-server.sh"
-    (export SCALE_WORK="$work/server" "${orig_env[@]}"; unset GIT_XET_CPUPROFILE SCALE_AGENT_TIMES; mkdir -p "$SCALE_WORK"
+    (export SCALE_WORK="$steps/server" "${orig_env[@]}"; unset GIT_XET_CPUPROFILE SCALE_AGENT_TIMES; mkdir -p "$SCALE_WORK"
       bash test/scale-server.sh $([ "$Q" = 1 ] && echo --quick))
-    rm -rf "$work/server"
+    rm -rf "$steps/server"; scratch_fs_trim
   else
     echo "server rows: test/scale-server.sh is not in this checkout; skipped"
   fi ;;
