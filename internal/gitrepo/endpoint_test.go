@@ -117,3 +117,60 @@ func run(t *testing.T, dir string, args ...string) {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
+
+// A .lfsconfig that is only in the index (staged, then removed from the work tree) is read from the
+// index as git-lfs reads it, whatever form the index takes: split (core.splitIndex: the entries live
+// in a shared index file), sparse, or version 4 (prefix-compressed paths). HEAD's, which differs,
+// must not be taken instead.
+func TestIndexLFSConfigMatchesGitLFS(t *testing.T) {
+	gitLFSHome(t)
+	for _, form := range []struct {
+		name string
+		args [][]string // git commands that put the index in that form
+	}{
+		{"plain", nil},
+		{"split", [][]string{{"update-index", "--split-index"}}},
+		{"version 4", [][]string{{"update-index", "--index-version", "4"}}},
+		{"sparse", [][]string{{"config", "index.sparse", "true"}, {"sparse-checkout", "set", "--cone", "keep"}}},
+	} {
+		t.Run(form.name, func(t *testing.T) {
+			work := filepath.Join(t.TempDir(), "work")
+			run(t, filepath.Dir(work), "init", "-q", "work")
+			commit := func(msg string) {
+				run(t, work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg)
+			}
+			for _, f := range []string{"keep/a", "other/b"} {
+				if err := os.MkdirAll(filepath.Join(work, filepath.Dir(f)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(work, f), []byte(f), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write := func(url string) {
+				if err := os.WriteFile(filepath.Join(work, ".lfsconfig"), []byte("[lfs]\n\turl = "+url+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				run(t, work, "add", ".")
+			}
+			write("https://head.test/lfs")
+			commit("head")
+			write("https://index.test/lfs")
+			run(t, work, "config", "remote.origin.url", "https://h.test/r.git")
+			for _, a := range form.args {
+				run(t, work, a...)
+			}
+			if err := os.Remove(filepath.Join(work, ".lfsconfig")); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			want := lfsEnvEndpoints(t, work)["origin"]
+			if want != "https://index.test/lfs" {
+				t.Fatalf("git lfs env says %q: the case does not set up what it means to", want)
+			}
+			ep, err := New(Git{Dir: work}).Endpoint(context.Background(), "download", "origin")
+			if err != nil || ep.Url != want {
+				t.Errorf("endpoint %q (from %s %q), %v; git-lfs says %q", ep.Url, ep.Source, ep.Raw, err, want)
+			}
+		})
+	}
+}
