@@ -6,11 +6,11 @@
 # (fs/ext4/ialloc.c, recently_deleted), and it checks each candidate with a buffer cache lookup.
 # After a step deletes tens of thousands of files, the next step's creates walk those inodes one by
 # one, and its own creates dirty the same blocks, which keeps the window at six minutes. Measured:
-# 30,000 empty files created in 1.7 s on a settled disk, then 6.6, 11.7, 15.4 and 18.7 s in rounds
-# each after deleting the last (with a sync and 65 s of rest between), 29.6 s at the end; a perf
-# profile of the slow rounds is 80 % recently_deleted and its lookups, and of a 10,000-file clone
-# right after another's delete 31 % of the clone's CPU. Which way of an A/B ran after the bigger
-# delete decided its ratio: the same 10,000-file clone took 10.6 to 31.4 s.
+# 30,000 empty files created in 1.7 s on a settled disk, 6.6 s right after deleting them, then
+# 11.7, 15.4 and 18.7 s in rounds each 65 s after deleting the last, and 29.6 s right after a
+# delete; a perf profile of that round is 80 % recently_deleted and its lookups, and of a
+# 10,000-file clone right after another's delete 31 % of the clone's CPU. Which way of an A/B ran
+# after the bigger delete decided its ratio: the same 10,000-file clone took 10.6 to 31.4 s.
 #
 # What: with SCRATCH_FS=image (the default when root may set up a loop device), an ext4 image with
 # a journal (mkfs.ext4's default, and what most users' disks have; the allocator's check applies
