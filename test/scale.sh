@@ -384,6 +384,7 @@ big_file_step() { # big_file_step MIB SIDE TEMPLATE
   keep big-file embedded "$side" "$mib" clone_tmp_disk_mb "$T_TMP"
   cmp -s "$data" clone/big.bin || { echo "scale: FAILED: the clone of $mib MiB differs" >&2; exit 1; }
   rm -rf clone
+  scratch_fs_trim # else the image keeps the clone's 2 S on the disk through the fetch (16 GiB: 86 GB)
   GIT_LFS_SKIP_SMUDGE=1 git clone -q remote.git pointers
   cd pointers
   profile "$side" "big-file-$mib-fetch"
@@ -403,6 +404,7 @@ row_big_file() {
     # The work tree's file is then the same bytes as git-lfs's copy of it: one inode for both saves
     # S of disk (the push reads the object, and the clone is compared with this file).
     ln -f "$(find "$steps/bf-tpl/repo/.git/lfs/objects" -type f)" "$steps/bf-tpl/repo/big.bin"
+    scratch_fs_trim
     for r in $(seq "$RUNS_OTHER"); do
       for side in agent git-lfs; do
         big_file_step "$mib" "$side" "$steps/bf-tpl"
