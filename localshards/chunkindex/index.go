@@ -1,6 +1,7 @@
 package chunkindex
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,40 +55,150 @@ func (x *Index) ObjectPath(oid string) string {
 }
 
 // Record writes the map of object oid (size bytes, Xet file hash file): spans say where its chunks
-// lie (their Path is ignored). It replaces an older map of the same object.
+// lie (their Path is ignored), in any order. It replaces an older map of the same object.
 func (x *Index) Record(oid string, size int64, file hash.Hash, spans []span.Span) error {
-	if !lfsobject.ValidOid(oid) {
-		return fmt.Errorf("chunk index: %q is not an oid", oid)
-	}
-	if size < MinBytes || len(spans) == 0 {
-		return nil
-	}
 	sorted := append([]span.Span(nil), spans...)
 	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Pos < sorted[b].Pos })
-	b := header{size: size, file: file}.append(nil)
-	xorbs := make(map[hash.Hash]bool)
 	for _, sp := range sorted {
-		if sp.Pos < 0 || sp.Pos+sp.Bytes() > size || len(sp.Chunks) == 0 {
-			return fmt.Errorf("chunk index: span at %d of %d bytes does not fit object %s", sp.Pos, sp.Bytes(), oid)
+		if err := fits(oid, size, sp); err != nil {
+			return err
 		}
-		b = appendRecord(b, sp)
-		xorbs[sp.Xorb] = true
 	}
-	if err := writeFile(filepath.Join(x.dir, "maps"), oid, b); err != nil {
+	m, err := x.NewMap(oid, size, file)
+	if err != nil || m == nil {
+		return err
+	}
+	for _, sp := range sorted {
+		if err := m.Add(sp); err != nil {
+			return err
+		}
+	}
+	return m.Commit()
+}
+
+// fits checks that sp lies inside object oid of size bytes.
+func fits(oid string, size int64, sp span.Span) error {
+	if sp.Pos < 0 || sp.Pos+sp.Bytes() > size || len(sp.Chunks) == 0 {
+		return fmt.Errorf("chunk index: span at %d of %d bytes does not fit object %s", sp.Pos, sp.Bytes(), oid)
+	}
+	return nil
+}
+
+// A MapWriter writes the map of one object span by span, in file order, straight to its temp file:
+// what it holds is one span's record, never the whole map (36 bytes a chunk: 9 MB for a 16 GiB
+// object, which its upload would otherwise build when its memory peaks). Commit makes the map
+// visible; Abort, or an Add that fails, drops it.
+type MapWriter struct {
+	x      *Index
+	oid    string
+	size   int64
+	f      *os.File
+	w      *bufio.Writer
+	end    int64 // where the last span added ends
+	xorbs  map[hash.Hash]bool
+	rec    []byte
+	closed bool
+}
+
+// NewMap starts the map of object oid (size bytes, Xet file hash file). It returns nil, nil for an
+// object too small to be recorded (MinBytes).
+func (x *Index) NewMap(oid string, size int64, file hash.Hash) (*MapWriter, error) {
+	if !lfsobject.ValidOid(oid) {
+		return nil, fmt.Errorf("chunk index: %q is not an oid", oid)
+	}
+	if size < MinBytes {
+		return nil, nil
+	}
+	dir := filepath.Join(x.dir, "maps")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("chunk index: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+oid+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("chunk index: %w", err)
+	}
+	m := &MapWriter{x: x, oid: oid, size: size, f: f, w: bufio.NewWriterSize(f, 64<<10), xorbs: make(map[hash.Hash]bool)}
+	if _, err := m.w.Write(header{size: size, file: file}.append(nil)); err != nil {
+		m.Abort()
+		return nil, fmt.Errorf("chunk index: %w", err)
+	}
+	return m, nil
+}
+
+// Add appends the record of sp, which starts at or after the end of the span added before it. sp's
+// chunks are copied: the caller may reuse them.
+func (m *MapWriter) Add(sp span.Span) error {
+	if m.closed {
+		return errors.New("chunk index: map already committed or aborted")
+	}
+	err := fits(m.oid, m.size, sp)
+	if err == nil && sp.Pos < m.end {
+		err = fmt.Errorf("chunk index: span at %d of object %s overlaps the one before it (ends at %d)", sp.Pos, m.oid, m.end)
+	}
+	if err == nil && len(sp.Chunks) > maxChunks {
+		err = fmt.Errorf("chunk index: span at %d of object %s has %d chunks, more than a xorb holds", sp.Pos, m.oid, len(sp.Chunks))
+	}
+	if err != nil {
+		m.Abort()
+		return err
+	}
+	if need := recHead + spanHead + len(sp.Chunks)*entrySize; cap(m.rec) < need {
+		m.rec = make([]byte, 0, need)
+	}
+	m.rec = appendRecord(m.rec[:0], sp)
+	if _, err := m.w.Write(m.rec); err != nil {
+		m.Abort()
 		return fmt.Errorf("chunk index: %w", err)
 	}
-	bx := filepath.Join(x.dir, "by-xorb")
+	m.end = sp.Pos + sp.Bytes()
+	m.xorbs[sp.Xorb] = true
+	return nil
+}
+
+// Commit makes the map visible (rename over an older map of the object), then names it under each
+// of its xorbs.
+func (m *MapWriter) Commit() error {
+	if m.closed {
+		return errors.New("chunk index: map already committed or aborted")
+	}
+	if len(m.xorbs) == 0 {
+		m.Abort()
+		return nil
+	}
+	m.closed = true
+	err := m.w.Flush()
+	if cerr := m.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsretry.Rename(m.f.Name(), m.x.mapPath(m.oid))
+	}
+	if err != nil {
+		fsretry.Remove(m.f.Name())
+		return fmt.Errorf("chunk index: %w", err)
+	}
+	bx := filepath.Join(m.x.dir, "by-xorb")
 	if err := os.MkdirAll(bx, 0o755); err != nil {
 		return fmt.Errorf("chunk index: %w", err)
 	}
-	for h := range xorbs {
-		f, err := os.OpenFile(filepath.Join(bx, h.String()+"."+oid), os.O_CREATE|os.O_WRONLY, 0o644)
+	for h := range m.xorbs {
+		f, err := os.OpenFile(filepath.Join(bx, h.String()+"."+m.oid), os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			return fmt.Errorf("chunk index: %w", err)
 		}
 		f.Close()
 	}
-	return x.prune()
+	return m.x.prune()
+}
+
+// Abort drops the map being written. It may be called after Commit (it then does nothing).
+func (m *MapWriter) Abort() {
+	if m.closed {
+		return
+	}
+	m.closed = true
+	m.f.Close()
+	fsretry.Remove(m.f.Name())
 }
 
 // writeFile writes dir/name through a temp file and a rename (no fsync: a map lost in a crash is

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
@@ -136,5 +138,80 @@ func TestPartial(t *testing.T) {
 	p.Close(true)
 	if _, err := os.Stat(path + ".xetmap"); !os.IsNotExist(err) {
 		t.Fatal("a finished record was left")
+	}
+}
+
+// Recording the map of a large object holds one span's record at a time, not the whole map: a
+// 16 GiB object has about 260,000 chunks, a 9 MB map that its upload built in memory at its end,
+// when the upload's memory peaks. Here 32 spans of 8192 chunks (one shared chunk list, as a
+// caller reading them span by span has) are recorded while allocating less than a tenth of the
+// map, and the map reads back whole.
+func TestRecordHoldsOneSpanAtATime(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	chunks := make([]hash.Entry, maxChunks)
+	for i := range chunks {
+		chunks[i] = hash.Entry{Hash: hash.Hash{byte(i), byte(i >> 8)}, Size: 64 << 10}
+	}
+	const spans = 32
+	per := int64(maxChunks) * 64 << 10
+	in := make([]span.Span, spans)
+	for i := range in {
+		in[i] = span.Span{Pos: int64(i) * per, Xorb: hash.Hash{byte(i), 1}, Chunks: chunks}
+	}
+	size := spans * per
+	mapBytes := spans * maxChunks * entrySize
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	if err := x.Record(oidN(3), size, hash.Hash{7}, in); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&m1)
+	if got := m1.TotalAlloc - m0.TotalAlloc; got > uint64(mapBytes/10) {
+		t.Fatalf("recording a map of %d bytes allocated %d bytes, want under %d", mapBytes, got, mapBytes/10)
+	}
+	obj := x.ObjectPath(oidN(3))
+	os.MkdirAll(filepath.Dir(obj), 0o755)
+	f, err := os.Create(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(size)
+	f.Close()
+	got := x.Spans([]hash.Hash{in[spans-1].Xorb})
+	if len(got) != spans || got[spans-1].Pos != in[spans-1].Pos || len(got[spans-1].Chunks) != maxChunks ||
+		got[spans-1].Chunks[maxChunks-1] != chunks[maxChunks-1] {
+		t.Fatalf("the map read back has %d spans, want %d with their chunks", len(got), spans)
+	}
+}
+
+// A map written span by span takes its spans in file order only: an overlapping span fails the
+// map, which is then not there, and nor is its temp file; so is one aborted.
+func TestMapWriterRefusesOverlapsAndLeavesNothing(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	sp := testSpans(4<<20, hash.Hash{1}, hash.Hash{2})
+	m, err := x.NewMap(oidN(5), 4<<20, hash.Hash{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(sp[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(sp[0]); err == nil || !strings.Contains(err.Error(), "overlaps") {
+		t.Fatalf("a span before the last one added: %v", err)
+	}
+	if err := m.Commit(); err == nil {
+		t.Fatal("a failed map was committed")
+	}
+	m, err = x.NewMap(oidN(6), 4<<20, hash.Hash{6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Add(sp[0])
+	m.Abort()
+	ents, _ := os.ReadDir(filepath.Join(root, "chunks", "maps"))
+	if len(ents) != 0 {
+		t.Fatalf("%d files left in maps/ (first %s), want none", len(ents), ents[0].Name())
 	}
 }
