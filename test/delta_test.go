@@ -120,6 +120,11 @@ func TestDeltaPull(t *testing.T) {
 		// v2: ten scattered 64 KiB edits (1.3 %), pulled into the clone that downloaded v1.
 		v2 := editScattered(v1, 10, 64<<10, 100)
 		commit(work, v2, "v2")
+		// The push recorded where v2's chunks lie in the uploader's chunk index (its map), which a
+		// pull there takes its delta from (v4 below).
+		if _, err := os.Stat(filepath.Join(work, ".git", "lfs", "xet", "chunks", "maps", oidOf(v2))); err != nil {
+			t.Errorf("the push did not record v2 in the chunk index: %v", err)
+		}
 		e.git(clone, "pull", "-q")
 		sameTree(t, work, clone)
 		tr := e.downloadOf(oidOf(v2))

@@ -90,7 +90,9 @@ func (x *Client) chunkIndex(ctx context.Context) *chunkindex.Index {
 }
 
 // recordUpload adds an uploaded object to the chunk index: its registered terms and its chunks
-// (upload.Config.KeepEntries) say where each chunk lies in it.
+// (upload.Config.KeepEntries) say where each chunk lies in it. The map is written term by term,
+// reading each term's chunks from the session's EntryLog, so a large object's chunk list is never
+// in memory whole.
 func (x *Client) recordUpload(ctx context.Context, obj agent.Object, sess *upload.Session, res *upload.FileResult) {
 	if obj.Size < chunkindex.MinBytes || res.Entries == nil {
 		return
@@ -103,25 +105,51 @@ func (x *Client) recordUpload(ctx context.Context, obj agent.Object, sess *uploa
 		if f.Hash != res.FileHash {
 			continue
 		}
-		spans, ok := uploadSpans(f, res.Entries)
-		if !ok {
-			x.o.Log.Warn().Str("oid", obj.Oid).Msg("upload: terms and chunks disagree; not indexed")
-			return
-		}
-		if err := idx.Record(obj.Oid, obj.Size, f.Hash, spans); err != nil {
-			x.o.Log.Warn().Err(err).Msg("upload: could not record the object in the local chunk index")
+		if err := recordTerms(idx, obj, f, res.Entries); err != nil {
+			x.o.Log.Warn().Err(err).Str("oid", obj.Oid).Msg("upload: the object was not recorded in the local chunk index")
 		}
 		return
 	}
 }
 
-// uploadSpans lays a file's terms over its chunks in file order.
-func uploadSpans(f shard.File, ents []hash.Entry) ([]span.Span, bool) {
-	terms := make([]termRef, len(f.Terms))
-	for i, t := range f.Terms {
-		terms[i] = termRef{xorb: t.Xorb, start: t.ChunkStart, end: t.ChunkEnd, bytes: -1}
+// recordTerms writes the map of obj: f's terms laid over its chunks in file order. It fails,
+// writing nothing, when they do not cover the chunks exactly or a term's length is not its
+// chunks'.
+func recordTerms(idx *chunkindex.Index, obj agent.Object, f shard.File, ents *upload.EntryLog) error {
+	m, err := idx.NewMap(obj.Oid, obj.Size, f.Hash)
+	if err != nil || m == nil {
+		return err
 	}
-	return spansOver(terms, ents)
+	defer m.Abort()
+	var buf []hash.Entry
+	var pos int64
+	k := 0
+	for _, t := range f.Terms {
+		n := int(t.ChunkEnd) - int(t.ChunkStart)
+		if n <= 0 || k+n > ents.Len() {
+			return fmt.Errorf("the terms of %s name more chunks than it has (%d)", f.Hash, ents.Len())
+		}
+		if cap(buf) < n {
+			buf = make([]hash.Entry, n)
+		}
+		buf = buf[:n]
+		if err := ents.Read(buf, k); err != nil {
+			return err
+		}
+		sp := span.Span{Pos: pos, Xorb: t.Xorb, Start: t.ChunkStart, Chunks: buf}
+		if sp.Bytes() != int64(t.UnpackedBytes) {
+			return fmt.Errorf("a term of %s has %d bytes, its chunks %d", f.Hash, t.UnpackedBytes, sp.Bytes())
+		}
+		if err := m.Add(sp); err != nil {
+			return err
+		}
+		pos += sp.Bytes()
+		k += n
+	}
+	if k != ents.Len() {
+		return fmt.Errorf("the terms of %s name %d chunks, it has %d", f.Hash, k, ents.Len())
+	}
+	return m.Commit()
 }
 
 // termRef is one term of a file: chunks [start, end) of xorb, bytes long (-1: not known).

@@ -78,13 +78,18 @@ type fileState struct {
 	lastQuery    int64
 	newBytes     int64
 	dedupedBytes int64
-	entries      []hash.Entry // with Config.KeepEntries
-	lend         *lending     // with Config.Lend and a file to lend from (also in Session.lending)
-	prev         hash.Hash    // the file's last xorb cut while its chunks were all new (see follows)
+	entries      *EntryLog // with Config.KeepEntries
+	lend         *lending  // with Config.Lend and a file to lend from (also in Session.lending)
+	prev         hash.Hash // the file's last xorb cut while its chunks were all new (see follows)
 }
 
 func newFileState(s *Session) *fileState {
-	return &fileState{s: s, df: newDefrag(), lastQuery: -1}
+	f := &fileState{s: s, df: newDefrag(), lastQuery: -1}
+	if s.cfg.KeepEntries {
+		f.entries = newEntryLog(s.cfg.TempDir, s.log)
+		s.entryLogs = append(s.entryLogs, f.entries)
+	}
+	return f
 }
 
 // appendTerm adds chunk idx of r (n bytes, hash h) to the file's terms, extending the last term when
@@ -124,8 +129,8 @@ func (f *fileState) continues(r ref, idx uint32) bool {
 func (f *fileState) chunk(ctx context.Context, data []byte, h hash.Hash, off int64) error {
 	e := hash.Entry{Hash: h, Size: uint64(len(data))}
 	f.merkle.Add(e)
-	if f.s.cfg.KeepEntries {
-		f.entries = append(f.entries, e)
+	if f.entries != nil {
+		f.entries.add(e)
 	}
 	f.chunks++
 	return f.place(ctx, data, h, off)

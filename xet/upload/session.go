@@ -98,8 +98,8 @@ type Config struct {
 	Adapt        *concurrency.Controller
 	GlobalDedupe bool  // ask the CAS about eligible chunks that no local source knows
 	QuerySpacing int64 // at most one global query per this many bytes of a file; default 4e6
-	// TempDir holds the session's spill file (the chunk lists of its cut xorbs); default
-	// os.TempDir(). The agent uses git-lfs's temp directory.
+	// TempDir holds the session's spill file (the chunk lists of its cut xorbs) and its files'
+	// EntryLogs; default os.TempDir(). The agent uses git-lfs's temp directory.
 	TempDir string
 	// ShardChunks bounds the xorb chunks one shard lists (default DefaultShardChunks). Finish
 	// registers the xorbs beyond it with shards of their own, before the shard of the files.
@@ -113,9 +113,9 @@ type Config struct {
 	// small xorbs).
 	ResumeCheckBytes int64
 	Log              zerolog.Logger
-	// KeepEntries keeps each file's chunk hashes and sizes in file order (FileResult.Entries,
-	// 40 bytes per chunk): with Session.Registered they say which chunks of which xorbs lie where in
-	// the file (the agent's local chunk index).
+	// KeepEntries keeps each file's chunk hashes and sizes in file order (FileResult.Entries, in
+	// a temp file in TempDir past the first 455): with Session.Registered they say which
+	// chunks of which xorbs lie where in the file (the agent's local chunk index).
 	KeepEntries bool
 	// Lend: when Upload is given a regular *os.File, the raw bytes of chunks stored uncompressed
 	// are not copied into xorb bodies but read from the file again as each xorb is sent
@@ -153,7 +153,7 @@ type FileResult struct {
 	NewBytes     int64 // bytes of chunks this file added to new xorbs
 	DedupedBytes int64 // bytes of chunks found already stored (or already in this session)
 	Chunks       int
-	Entries      []hash.Entry // with Config.KeepEntries: the chunks in file order
+	Entries      *EntryLog // with Config.KeepEntries: the chunks in file order, until the session's Close
 }
 
 // Session uploads one file or many: their new chunks go into shared xorbs, and Finish registers
@@ -187,6 +187,8 @@ type Session struct {
 	queries  globalQueries // global-dedupe questions in flight (dedupe.go)
 	stats    struct{ xorbs int }
 	resumed  atomic.Int64 // bytes of xorbs not sent because the CAS had them (ResumeCheckBytes)
+	// entryLogs are the files' chunk lists (Config.KeepEntries), closed with the session.
+	entryLogs []*EntryLog
 }
 
 // pendingFile is a file waiting for Finish: its shard block with placeholder xorb hashes, and the
@@ -220,9 +222,9 @@ func NewSession(cfg Config) *Session {
 // (see Config.ResumeCheckBytes).
 func (s *Session) Resumed() int64 { return s.resumed.Load() }
 
-// Close releases the session's temp file and the buffers of xorbs still open, and stops and joins
-// what it still runs (xorb uploads, questions to the CAS). Call it when done with the session
-// (after Finish); a session is not usable after Close.
+// Close releases the session's temp files (its files' EntryLogs too) and the buffers of xorbs
+// still open, and stops and joins what it still runs (xorb uploads, questions to the CAS). Call it
+// when done with the session (after Finish); a session is not usable after Close.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -241,6 +243,10 @@ func (s *Session) Close() error {
 			x.b = nil
 		}
 	}
+	for _, l := range s.entryLogs {
+		l.Close()
+	}
+	s.entryLogs = nil
 	return s.lists.close()
 }
 
