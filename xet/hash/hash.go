@@ -33,14 +33,19 @@ func (h Hash) Word(i int) uint64 { return binary.LittleEndian.Uint64(h[i*8 : i*8
 // String returns the Xet string form: the four words, each printed as %016x.
 func (h Hash) String() string {
 	var out [64]byte
-	var rev [8]byte
+	return string(h.appendString(out[:0]))
+}
+
+// appendString appends the Xet string form of h to b.
+func (h Hash) appendString(b []byte) []byte {
+	const digits = "0123456789abcdef"
 	for w := 0; w < 4; w++ {
-		for i := 0; i < 8; i++ {
-			rev[i] = h[w*8+7-i]
+		for i := 7; i >= 0; i-- {
+			c := h[w*8+i]
+			b = append(b, digits[c>>4], digits[c&15])
 		}
-		hex.Encode(out[w*16:], rev[:])
 	}
-	return string(out[:])
+	return b
 }
 
 // MarshalText implements encoding.TextMarshaler with the Xet string form.

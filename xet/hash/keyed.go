@@ -51,13 +51,22 @@ type keyedPool struct {
 }
 
 func (p *keyedPool) sum(write func(h *blake3.Hasher)) Hash {
+	h := p.get()
+	write(h)
+	return p.put(h)
+}
+
+// get returns a reset hasher of the pool's key; put returns its sum and gives it back.
+func (p *keyedPool) get() *blake3.Hasher {
 	h, _ := p.pool.Get().(*blake3.Hasher)
 	if h == nil {
-		h = newKeyed(p.key)
-	} else {
-		h.Reset()
+		return newKeyed(p.key)
 	}
-	write(h)
+	h.Reset()
+	return h
+}
+
+func (p *keyedPool) put(h *blake3.Hasher) Hash {
 	var out Hash
 	h.Sum(out[:0])
 	p.pool.Put(h)
@@ -148,18 +157,27 @@ type Entry struct {
 
 // Node merges children into one node: blake3_keyed(InternalNodeKey, "{hash} : {size}\n" per child),
 // with the summed size.
+//
+// It is called once per few chunks of every file hashed, so the text is built in a buffer on the
+// stack (nine children, the most the grouping rule makes, fit) rather than allocated per call.
 func Node(children []Entry) Entry {
-	buf := make([]byte, 0, len(children)*(64+3+20+1))
+	var line [nodeLine * 9]byte
+	buf := line[:0]
 	var size uint64
 	for _, c := range children {
-		buf = append(buf, c.Hash.String()...)
+		buf = c.Hash.appendString(buf)
 		buf = append(buf, " : "...)
 		buf = strconv.AppendUint(buf, c.Size, 10)
 		buf = append(buf, '\n')
 		size += c.Size
 	}
-	return Entry{Hash: nodeHashers.sum(func(h *blake3.Hasher) { _, _ = h.Write(buf) }), Size: size}
+	h := nodeHashers.get()
+	_, _ = h.Write(buf)
+	return Entry{Hash: nodeHashers.put(h), Size: size}
 }
+
+// nodeLine is the longest line of a child in Node: 64 hex digits, " : ", 20 decimal digits, '\n'.
+const nodeLine = 64 + 3 + 20 + 1
 
 // nextMergeCut returns how many of the leading entries form the next group: all when two or fewer
 // remain, else cut after the first entry at index ≥ 2 whose hash % 4 == 0, and at most 9.
