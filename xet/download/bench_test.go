@@ -362,7 +362,8 @@ func rssChild(t *testing.T) {
 	dir := os.Getenv("XET_RSS_DIR")
 	if os.Getenv("XET_RSS_SINK") == "1" {
 		sink := &sinkCAS{}
-		sess := upload.NewSession(upload.Config{CAS: sink, TempDir: dir, Concurrency: 1})
+		// KeepEntries as the agent sets it for every file of 1 MiB or more (its chunk index).
+		sess := upload.NewSession(upload.Config{CAS: sink, TempDir: dir, Concurrency: 1, KeepEntries: true})
 		defer sess.Close()
 		if _, err := sess.Upload(context.Background(), newGen(n, 3, false), nil, nil); err != nil {
 			t.Fatal(err)
@@ -385,7 +386,7 @@ func rssChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := embedded.New(st, "")
-	sess := upload.NewSession(upload.Config{CAS: c, TempDir: dir, Concurrency: 1})
+	sess := upload.NewSession(upload.Config{CAS: c, TempDir: dir, Concurrency: 1, KeepEntries: true})
 	defer sess.Close()
 	res, err := sess.Upload(context.Background(), newGen(n, 3, false), nil, nil)
 	if err != nil {
