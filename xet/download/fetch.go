@@ -46,8 +46,7 @@ type sink struct {
 	wb     *writeback    // nil for outputs under writebackStep
 	// wmu serialises the buffered writes to f. The kernel does so anyway (ext4 holds the inode's
 	// lock across a buffered write), but its waiters spin on a CPU while the holder copies into the
-	// page cache; here they sleep. 16 clones on 2 cores spent about a fifth of the agents' CPU in
-	// that spin (perf: rwsem_down_write_slowpath under pwrite).
+	// page cache; here they sleep, which matters when many downloads share few cores.
 	wmu    sync.Mutex
 	mu     sync.Mutex // done, stats, footerUses; no callback or I/O runs under it
 	done   int64
