@@ -55,15 +55,25 @@ func (x *Index) ObjectPath(oid string) string {
 }
 
 // Record writes the map of object oid (size bytes, Xet file hash file): spans say where its chunks
-// lie (their Path is ignored), in any order. It replaces an older map of the same object.
+// lie (their Path is ignored), in any order. A span that starts inside one before it is left out:
+// a download fetched a second time reports its terms again. It replaces an older map of the same
+// object.
 func (x *Index) Record(oid string, size int64, file hash.Hash, spans []span.Span) error {
 	sorted := append([]span.Span(nil), spans...)
-	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Pos < sorted[b].Pos })
+	sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].Pos < sorted[b].Pos })
+	kept := sorted[:0]
+	var end int64
 	for _, sp := range sorted {
 		if err := fits(oid, size, sp); err != nil {
 			return err
 		}
+		if len(kept) > 0 && sp.Pos < end {
+			continue
+		}
+		kept = append(kept, sp)
+		end = sp.Pos + sp.Bytes()
 	}
+	sorted = kept
 	m, err := x.NewMap(oid, size, file)
 	if err != nil || m == nil {
 		return err

@@ -215,3 +215,25 @@ func TestMapWriterRefusesOverlapsAndLeavesNothing(t *testing.T) {
 		t.Fatalf("%d files left in maps/ (first %s), want none", len(ents), ents[0].Name())
 	}
 }
+
+// A download reports its terms again when it is fetched a second time (local copies that hashed
+// right yet made a file that did not verify): Record keeps one span per position instead of
+// refusing the repeat, so that download is still recorded.
+func TestRecordKeepsOneOfRepeatedSpans(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	const size = 2 << 20
+	in := testSpans(size, hash.Hash{1}, hash.Hash{2})
+	oid := oidN(7)
+	if err := x.Record(oid, size, hash.Hash{7}, []span.Span{in[1], in[0], in[1], in[0]}); err != nil {
+		t.Fatalf("repeated spans: %v", err)
+	}
+	obj := x.ObjectPath(oid)
+	os.MkdirAll(filepath.Dir(obj), 0o755)
+	if err := os.WriteFile(obj, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Spans([]hash.Hash{{1}}); len(got) != 2 || got[0].Pos != 0 || got[1].Pos != in[1].Pos {
+		t.Fatalf("read back %d spans (%+v), want the two once each", len(got), got)
+	}
+}
