@@ -61,25 +61,15 @@ func (x *Index) ObjectPath(oid string) string {
 func (x *Index) Record(oid string, size int64, file hash.Hash, spans []span.Span) error {
 	sorted := append([]span.Span(nil), spans...)
 	sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].Pos < sorted[b].Pos })
-	kept := sorted[:0]
-	var end int64
-	for _, sp := range sorted {
-		if err := fits(oid, size, sp); err != nil {
-			return err
-		}
-		if len(kept) > 0 && sp.Pos < end {
-			continue
-		}
-		kept = append(kept, sp)
-		end = sp.Pos + sp.Bytes()
-	}
-	sorted = kept
 	m, err := x.NewMap(oid, size, file)
 	if err != nil || m == nil {
 		return err
 	}
 	for _, sp := range sorted {
-		if err := m.Add(sp); err != nil {
+		if sp.Pos >= 0 && sp.Pos < m.end {
+			continue // a repeat: the span added last covers where it starts
+		}
+		if err := m.Add(sp); err != nil { // a span that does not fit drops the map
 			return err
 		}
 	}

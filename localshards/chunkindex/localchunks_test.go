@@ -237,3 +237,18 @@ func TestRecordKeepsOneOfRepeatedSpans(t *testing.T) {
 		t.Fatalf("read back %d spans (%+v), want the two once each", len(got), got)
 	}
 }
+
+// A span before the object's start is refused, however the spans are ordered.
+func TestRecordRefusesANegativePosition(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	in := testSpans(2<<20, hash.Hash{1}, hash.Hash{2})
+	bad := in[0]
+	bad.Pos = -1
+	if err := x.Record(oidN(8), 2<<20, hash.Hash{8}, []span.Span{in[0], in[1], bad}); err == nil {
+		t.Fatal("a span at -1 was recorded")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "chunks", "maps")); len(ents) != 0 {
+		t.Fatalf("%d files left in maps/", len(ents))
+	}
+}
