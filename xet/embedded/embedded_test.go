@@ -7,6 +7,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
@@ -23,6 +24,16 @@ func open(t *testing.T) *embedded.CAS {
 		t.Fatal(err)
 	}
 	return embedded.New(st, "")
+}
+
+// xorbShard is an upload shard listing x alone.
+func xorbShard(x *xorb.Xorb) []byte {
+	sx := shard.Xorb{Hash: x.Hash, BytesInXorb: uint32(x.RawBytes)}
+	for _, ch := range x.Chunks {
+		sx.Chunks = append(sx.Chunks, shard.XorbChunk{Hash: ch.Hash, RawStart: uint32(ch.RawStart), RawLen: ch.RawLen})
+	}
+	sh := &shard.Shard{Version: shard.HeaderVersion, Xorbs: []shard.Xorb{sx}}
+	return sh.AppendUpload(nil)
 }
 
 // The store's "not found" answers reach callers as cas.ErrNotFound, which upload and download act
@@ -63,12 +74,7 @@ func TestPutXorbThenFetch(t *testing.T) {
 	if _, err := c.Fetch(ctx, x.Hash, casapi.XorbFetch{}, casapi.ByteRange{Start: 0, End: 1}); !errors.Is(err, cas.ErrNotFound) {
 		t.Fatalf("Fetch of a xorb whose shard is not stored: %v, want not found", err)
 	}
-	sx := shard.Xorb{Hash: x.Hash, BytesInXorb: uint32(x.RawBytes)}
-	for _, ch := range x.Chunks {
-		sx.Chunks = append(sx.Chunks, shard.XorbChunk{Hash: ch.Hash, RawStart: uint32(ch.RawStart), RawLen: ch.RawLen})
-	}
-	sh := &shard.Shard{Version: shard.HeaderVersion, Xorbs: []shard.Xorb{sx}}
-	if err := c.PutShard(ctx, sh.AppendUpload(nil)); err != nil {
+	if err := c.PutShard(ctx, xorbShard(x)); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := c.Store().HasXorb(ctx, x.Hash); !ok || err != nil {
@@ -86,5 +92,47 @@ func TestPutXorbThenFetch(t *testing.T) {
 	}
 	if _, err := c.Fetch(ctx, x.Hash, casapi.XorbFetch{}, casapi.ByteRange{Start: 0, End: n}); err == nil {
 		t.Fatal("Fetch past the records region succeeded")
+	}
+}
+
+// Closing the store gives back every file it opened for the writes and reads of a session: a
+// process that opens and closes stores keeps none of them until the collector runs.
+func TestStoreCloseReleasesItsFiles(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := embedded.New(st, "")
+	ctx := context.Background()
+	b := xorb.NewBuilder(xorb.PolicyAuto)
+	for i := range 40 { // over a MiB: a xorb of its own file, besides the packed shard
+		data := testutil.RandomBytes(32<<10, uint64(i))
+		b.Add(data, hash.Chunk(data))
+	}
+	x := b.Finish()
+	if _, err := c.PutXorb(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutShard(ctx, xorbShard(x)); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.Fetch(ctx, x.Hash, casapi.XorbFetch{}, casapi.ByteRange{Start: 0, End: 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.Copy(io.Discard, rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(testutil.OpenFilesUnder(t, dir)) == 0 {
+		t.Fatal("nothing open under the store before Close: the test checks nothing")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if open := testutil.OpenFilesUnder(t, dir); len(open) > 0 {
+		t.Fatalf("after Close, %d files of the store are still open: %v", len(open), open)
 	}
 }

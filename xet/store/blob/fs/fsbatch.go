@@ -128,7 +128,15 @@ func (b *Backend) doneWriter(w *packWriter, failed bool) {
 // zeros it keeps ahead of its records, see packWriter.grow), unless a write is in progress. The
 // backend stays usable: a later write claims a pack again.
 func (b *Backend) Close() error {
+	b.wmu.Lock()
+	if b.wIdle != nil {
+		b.wIdle.Stop()
+	}
+	b.wmu.Unlock()
 	b.releaseIdle()
+	if b.packs != nil {
+		b.packs.close()
+	}
 	return nil
 }
 

@@ -33,6 +33,7 @@ type packSet struct {
 
 	mu       sync.RWMutex
 	packs    map[string]*packReader // by id
+	retired  map[*time.Timer]func() // files to close once lookups in flight are done (retireLocked)
 	dirMtime time.Time
 	listedAt time.Time
 	scratch  []byte // tail's read buffer (ps.mu held)
@@ -228,11 +229,47 @@ func (ps *packSet) dropLocked(ids []string) {
 		return
 	}
 	ps.gen.Add(1)
-	time.AfterFunc(time.Minute, func() {
+	ps.retireLocked(func() {
 		for _, r := range old {
 			r.close()
 		}
 	})
+}
+
+// retireLocked runs closeFiles a minute from now, when the lookups in flight that may still read
+// those files are done, or at close, whichever comes first. ps.mu is held.
+func (ps *packSet) retireLocked(closeFiles func()) {
+	if ps.retired == nil {
+		ps.retired = map[*time.Timer]func(){}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(time.Minute, func() {
+		ps.mu.Lock()
+		_, ok := ps.retired[t]
+		delete(ps.retired, t)
+		ps.mu.Unlock()
+		if ok {
+			closeFiles()
+		}
+	})
+	ps.retired[t] = closeFiles
+}
+
+// close closes every file the set holds open, the retired ones too. The set must not be used
+// after it.
+func (ps *packSet) close() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for t, closeFiles := range ps.retired {
+		t.Stop()
+		closeFiles()
+	}
+	ps.retired = nil
+	for id, r := range ps.packs {
+		r.close()
+		delete(ps.packs, id)
+	}
+	ps.gen.Add(1)
 }
 
 func (r *packReader) close() {
@@ -422,7 +459,7 @@ func (ps *packSet) takeSorted(r *packReader, s *sortedIndex) error {
 	r.sorted, r.tail, r.idxOff = s, packTail{}, s.idxEnd
 	r.dataEnd = max(r.dataEnd, s.dataEnd)
 	if old != nil {
-		time.AfterFunc(time.Minute, func() { old.f.Close() }) // after lookups in flight
+		ps.retireLocked(func() { old.f.Close() })
 	}
 	return ps.tail(r)
 }
