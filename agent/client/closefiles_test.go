@@ -15,8 +15,8 @@ import (
 )
 
 // Close gives back every file the client opened for a push and a fetch: the embedded store's, the
-// shard cache's, the chunk index's. An agent process ends after Close, but the mount and tests
-// open and close clients within one process.
+// shard cache's, the chunk index's. An agent process ends after Close, but a process that opens
+// and closes clients and lives on (a test) must not keep them.
 func TestCloseReleasesEveryFile(t *testing.T) {
 	dir := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {

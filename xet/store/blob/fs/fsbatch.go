@@ -125,8 +125,9 @@ func (b *Backend) doneWriter(w *packWriter, failed bool) {
 }
 
 // Close gives up this process's pack now, as an idle writer does after writerIdle (cutting the
-// zeros it keeps ahead of its records, see packWriter.grow), unless a write is in progress. The
-// backend stays usable: a later write claims a pack again.
+// zeros it keeps ahead of its records, see packWriter.grow), unless a write is in progress, and
+// closes the files it opened to read (packs, indexes, and those retired, at once). The backend
+// stays usable: a later write claims a pack again, and a later read opens what it needs.
 func (b *Backend) Close() error {
 	b.wmu.Lock()
 	if b.wIdle != nil {

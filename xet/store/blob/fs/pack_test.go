@@ -61,6 +61,13 @@ func writeBlobs(t *testing.T, b *Backend, from, to int) {
 func mustRead(t *testing.T, dir string, from, to int) *Backend {
 	t.Helper()
 	b := newTestBackend(t, dir)
+	mustReadWith(t, b, from, to)
+	return b
+}
+
+// mustReadWith checks through b that blobs [from, to) read back whole.
+func mustReadWith(t *testing.T, b *Backend, from, to int) {
+	t.Helper()
 	ctx := context.Background()
 	for i := from; i < to; i++ {
 		bl, err := b.Open(ctx, blobName(i))
@@ -73,7 +80,6 @@ func mustRead(t *testing.T, dir string, from, to int) *Backend {
 		}
 		bl.Close()
 	}
-	return b
 }
 
 func packFiles(t *testing.T, dir, ext string) []string {

@@ -255,8 +255,8 @@ func (ps *packSet) retireLocked(closeFiles func()) {
 	ps.retired[t] = closeFiles
 }
 
-// close closes every file the set holds open, the retired ones too. The set must not be used
-// after it.
+// close closes every file the set holds open, the retired ones too. The set stays usable: the next
+// lookup lists the directory again and opens what it needs.
 func (ps *packSet) close() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -269,6 +269,8 @@ func (ps *packSet) close() {
 		r.close()
 		delete(ps.packs, id)
 	}
+	ps.dirMtime, ps.listedAt = time.Time{}, time.Time{}
+	ps.refreshedAt.Store(0)
 	ps.gen.Add(1)
 }
 
