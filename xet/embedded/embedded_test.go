@@ -11,20 +11,12 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/embedded/embeddedtest"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
-
-func open(t *testing.T) *embedded.CAS {
-	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return embedded.New(st, "")
-}
 
 // xorbShard is an upload shard listing x alone.
 func xorbShard(x *xorb.Xorb) []byte {
@@ -39,7 +31,7 @@ func xorbShard(x *xorb.Xorb) []byte {
 // The store's "not found" answers reach callers as cas.ErrNotFound, which upload and download act
 // on (a dedupe miss, an unknown file).
 func TestNotFoundIsCASNotFound(t *testing.T) {
-	c := open(t)
+	c := embeddedtest.New(t)
 	ctx := context.Background()
 	if _, err := c.QueryChunk(ctx, hash.Hash{1}); !errors.Is(err, cas.ErrNotFound) {
 		t.Errorf("QueryChunk of an unknown chunk: %v, want cas.ErrNotFound", err)
@@ -56,7 +48,7 @@ func TestNotFoundIsCASNotFound(t *testing.T) {
 // (a small xorb is held back until then, and counts as held), and a range past its records is an
 // error, not a short read.
 func TestPutXorbThenFetch(t *testing.T) {
-	c := open(t)
+	c := embeddedtest.New(t)
 	ctx := context.Background()
 	b := xorb.NewBuilder(xorb.PolicyAuto)
 	data := bytes.Repeat([]byte("embedded "), 1000)
