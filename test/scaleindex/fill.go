@@ -127,6 +127,9 @@ func putShard(ctx context.Context, st *store.Store, l layout, k int64, sm *sampl
 		b.StartFile()
 		for c, data := range fileChunks(i, n) {
 			h := hash.Chunk(data)
+			if c > 0 && h.Mod(store.DedupeModulus) != 0 {
+				return fmt.Errorf("file %d: mined chunk %d is not one the store indexes (hash %s)", i, c, h)
+			}
 			b.Add(data, h)
 			hashes = append(hashes, h)
 			f.sha.Write(data)
@@ -176,16 +179,11 @@ func fileChunks(i int64, n int) func(func(int, []byte) bool) {
 		if !yield(0, data) {
 			return
 		}
-		h := hash.NewChunkHasher()
 		counter := uint64(1)
 		for c := 1; c < n; c++ {
-			for {
-				binary.LittleEndian.PutUint64(data[8:], counter)
-				counter++
-				if h.Sum(data).Mod(store.DedupeModulus) == 0 {
-					break
-				}
-			}
+			counter = mine(uint64(i), counter)
+			binary.LittleEndian.PutUint64(data[8:], counter)
+			counter++
 			if !yield(c, data) {
 				return
 			}
