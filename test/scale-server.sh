@@ -204,11 +204,13 @@ row_index() {
 
 start=$(now)
 for row in $ROWS; do
+  t_row=$(now)
   case $row in
     clients) row_clients ;;
     index) row_index ;;
     *) echo "scale-server: unknown row $row (clients, index)" >&2; exit 1 ;;
   esac
+  echo "scale-server: row $row took $(secs "$t_row" "$(now)") s" >&2
 done
 echo "scale-server: rows $ROWS in $(secs "$start" "$(now)") s ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 if [ -n "${SCALE_POINTS:-}" ]; then
