@@ -109,7 +109,9 @@ func writeFile(name string, c Chart) error {
 }
 
 // Group sorts the points into charts, by row and metric, each line's points by x. Points with a
-// non-positive x cannot sit on a logarithmic axis and are left out.
+// non-positive x cannot sit on a logarithmic axis and are left out, and so is a chart whose points
+// all share one x (row 5's, measured at one size): it has no curve to show, and the table has its
+// figures.
 func Group(points []Point) []Chart {
 	type key struct{ row, metric string }
 	byChart := map[key]map[string][]Point{}
@@ -126,6 +128,9 @@ func Group(points []Point) []Chart {
 	}
 	var charts []Chart
 	for k, lines := range byChart {
+		if !spansSizes(lines) {
+			continue
+		}
 		c := Chart{Row: k.row, Metric: k.metric}
 		for name, ps := range lines {
 			sort.Slice(ps, func(i, j int) bool { return ps[i].X < ps[j].X })
@@ -142,6 +147,21 @@ func Group(points []Point) []Chart {
 		return charts[i].Metric < charts[j].Metric
 	})
 	return charts
+}
+
+// spansSizes reports whether the lines' points have more than one x between them.
+func spansSizes(lines map[string][]Point) bool {
+	first := math.NaN()
+	for _, ps := range lines {
+		for _, p := range ps {
+			if math.IsNaN(first) {
+				first = p.X
+			} else if p.X != first {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // The drawing area, in SVG units.

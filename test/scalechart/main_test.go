@@ -23,7 +23,8 @@ const fixture = `{"run": {"date": "2026-11-29T07:00:00Z", "commit": "x", "machin
  {"row":"many-files","case":"server","side":"agent","x":1000,"x_unit":"files","metric":"push_s","value":3,"unit":"s"},
  {"row":"many-files","case":"server","side":"git-lfs","x":1000,"x_unit":"files","metric":"push_s","value":4,"unit":"s"},
  {"row":"history","case":"server","side":"agent","x":1,"x_unit":"versions","metric":"push_bytes_sent","value":134217728,"unit":"bytes"},
- {"row":"history","case":"server","side":"agent","x":50,"x_unit":"versions","metric":"push_bytes_sent","value":700000,"unit":"bytes"}
+ {"row":"history","case":"server","side":"agent","x":50,"x_unit":"versions","metric":"push_bytes_sent","value":700000,"unit":"bytes"},
+ {"row":"index","case":"10000000-entries","side":"xet-server","x":10000000,"x_unit":"entries","metric":"query_p99_ms","value":2.3,"unit":"ms"}
 ]}`
 
 // svgDoc is what the test reads back: each series' name, its polyline's points and its markers.
