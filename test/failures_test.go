@@ -119,6 +119,75 @@ func TestAgentKilledMidPushThenRepeated(t *testing.T) {
 	}
 }
 
+// packBytes is the size of the store's pack files (where small files' xorbs and entries go).
+func packBytes(storeDir string) int64 {
+	var n int64
+	filepath.WalkDir(filepath.Join(storeDir, "packs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".pack") {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// The agents killed in the middle of a push of many small files to the embedded store, whose
+// leader answers a batch before its fsync while a later file of the push is still being stored:
+// the push fails, and repeating it stores every file, which clones back byte for byte, with fsck
+// clean.
+func TestSmallFilesAgentKilledMidPushThenRepeated(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	work, remote := e.localRepo(repoOpts{})
+	const n = 3000
+	for i := range n {
+		writeFile(t, filepath.Join(work, "d", fmt.Sprintf("f%04d.bin", i)), testutil.RandomBytes(1000+i*3, uint64(7000+i)))
+	}
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "small files")
+
+	push := e.cmd(work, "git", "push", "origin", "main")
+	var out strings.Builder
+	push.Stdout, push.Stderr = &out, &out
+	if err := push.Start(); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := filepath.Join(remote, "xet")
+	// A pack grows in 1 MiB steps of zeros ahead of its records: past 2 MiB, hundreds are stored.
+	if !testutil.Eventually(60*time.Second, func() bool { return packBytes(storeDir) > 2<<20 }) {
+		push.Process.Kill()
+		push.Wait()
+		t.Fatalf("no pack grew past 2 MiB within 60 s\n%s", out.String())
+	}
+	killed := 0
+	for _, pid := range agentPIDs(work) {
+		if killProcess(pid) == nil {
+			killed++
+		}
+	}
+	err := push.Wait()
+	if killed == 0 {
+		t.Fatalf("found no agent process to kill (push: %v)\n%s", err, out.String())
+	}
+	if err == nil {
+		t.Fatalf("push succeeded although %d agents were killed mid-upload\n%s", killed, out.String())
+	}
+	t.Logf("killed %d agents; push failed as expected: %v", killed, err)
+
+	e.git(work, "push", "-q", "origin", "main")
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
+	checkLFSObjects(t, clone)
+	fsck := e.cmd(work, filepath.Join(binDir, "git-xet-transfer"), "fsck")
+	if b, err := fsck.CombinedOutput(); err != nil || !strings.Contains(string(b), "no problems") {
+		t.Errorf("git-xet-transfer fsck after the kill: %v\n%s", err, b)
+	}
+}
+
 // A xorb corrupted on the server: the clone fails with a message that says so, and nothing
 // corrupt reaches .git/lfs/objects or the work tree.
 func TestCorruptXorbOnServer(t *testing.T) {
