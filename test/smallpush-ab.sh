@@ -22,7 +22,7 @@ command -v git-lfs >/dev/null || { echo "smallpush-ab: git-lfs is missing" >&2; 
 
 . test/scratchfs.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/smallpush-ab.XXXXXX")
-cleanup() { scratch_fs_unmount; rm -rf "$work"; }
+cleanup() { cd /; scratch_fs_unmount; rm -rf "$work"; } # out of the image first: a busy mount unmounts only lazily
 trap cleanup EXIT
 trap "exit 130" INT
 trap "exit 143" TERM
