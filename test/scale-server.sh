@@ -64,7 +64,9 @@ trap cleanup EXIT
 mkdir -p "$work/bin" "$work/home"
 . test/binaries.sh
 xet_binaries "$work/bin" >/dev/null
-go build -o "$work/bin/scaleindex" ./test/scaleindex
+# GOEXPERIMENT=simd: the fill's miner tries eight chunks at once with AVX2 (about 4.7x faster than
+# one at a time; the plain build where the toolchain lacks the experiment).
+GOEXPERIMENT=simd go build -o "$work/bin/scaleindex" ./test/scaleindex 2>/dev/null || go build -o "$work/bin/scaleindex" ./test/scaleindex
 points="$work/points.jsonl"
 : >"$points"
 

@@ -11,9 +11,10 @@ import (
 // Mining is fill's main cost: about store.DedupeModulus chunk hashes per indexed chunk, 10^10 of
 // them at the default size. A chunk here is 16 bytes, so its hash is one BLAKE3 compression of
 // one block, keyed with hash.DataKey; mine computes only that compression and only the output
-// word the modulus reads, instead of a general hasher's setup and finalization each time. What it
-// finds is checked with hash.Chunk before it is written (putShard), so a fault here fails the fill
-// rather than writing fewer entries than asked.
+// word the modulus reads, instead of a general hasher's setup and finalization each time, and
+// where it can eight at once (mine_simd_amd64.go). What it finds is checked with hash.Chunk before
+// it is written (putShard), so a fault here fails the fill rather than writing fewer entries than
+// asked.
 
 // The BLAKE3 constants (its specification, section 2).
 var blake3IV = [4]uint32{0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A}
@@ -34,9 +35,9 @@ var dataKeyWords = func() (k [8]uint32) {
 	return k
 }()
 
-// mine returns the first counter ≥ from for which the 16-byte chunk (file, counter) is
-// indexed (its hash % store.DedupeModulus == 0).
-func mine(file, from uint64) uint64 {
+// mineScalar returns the first counter ≥ from for which the 16-byte chunk (file, counter) is
+// indexed (its hash % store.DedupeModulus == 0): mine, one counter at a time.
+func mineScalar(file, from uint64) uint64 {
 	for c := from; ; c++ {
 		if outWord6(uint32(file), uint32(file>>32), uint32(c), uint32(c>>32))&mineModMask == 0 {
 			return c
