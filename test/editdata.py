@@ -36,8 +36,15 @@ elif sys.argv[1] == "unrelated":
         with open(os.path.join(d, f"{prefix}{i}"), "wb") as f:
             f.write(rbytes(size))
 else:
-    with open(sys.argv[2], "rb") as f:
-        b = bytearray(f.read())
-    patch(b, int(sys.argv[4]), int(sys.argv[5]))
-    with open(sys.argv[3], "wb") as f:
-        f.write(b)
+    # DST is a copy of SRC (copy_file_range: no pass of its bytes through this process) rewritten in
+    # place: the same blocks at the same places as patch() on SRC's bytes would write, without
+    # reading and writing the whole file here (256 MiB: 1.6 s, most of it the kernel's copies).
+    import shutil
+    shutil.copyfile(sys.argv[2], sys.argv[3])
+    count, block = int(sys.argv[4]), int(sys.argv[5])
+    with open(sys.argv[3], "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        for _ in range(count):
+            off = random.randrange(size - block)
+            f.seek(off)
+            f.write(rbytes(block))

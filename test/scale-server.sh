@@ -39,6 +39,7 @@
 set -euo pipefail
 [ "${1:-}" = --quick ] && SCALE_QUICK=1
 cd "$(dirname "$0")/.."
+root=$(pwd)
 QUICK=${SCALE_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
   CLIENTS=${SCALE_CLIENTS:-1 4} MIB=${SCALE_CLIENT_MIB:-16}
@@ -118,7 +119,7 @@ clients_setup() {
   (cd "$work" && git-xet-transfer install >/dev/null)
   mkdir -p "$work/data"
   for i in 1 2 3 4; do head -c $((MIB * 256 * 1024)) /dev/urandom >"$work/data/f$i.bin"; done
-  (cd "$work/data" && sha256sum f*.bin >"$work/sums")
+  (cd "$work/data" && python3 "$root/test/sha256check.py" sums f*.bin >"$work/sums")
 }
 
 # gitc SIDE: git's options for a side (plain git-lfs for lfs-test-server)
@@ -152,7 +153,7 @@ clone_round() {
     { echo "scale-server: a clone of $n from $side failed:" >&2; cat "$work"/c*.log >&2; exit 1; }
   c1=$(cpu_s "$pid")
   for k in $(seq "$n"); do
-    (cd "$work/c$k/repo" && sha256sum --quiet -c "$work/sums") || { echo "scale-server: clone $k of $n from $side is not byte-exact" >&2; exit 1; }
+    (cd "$work/c$k/repo" && python3 "$root/test/sha256check.py" check "$work/sums") || { echo "scale-server: clone $k of $n from $side is not byte-exact" >&2; exit 1; }
   done
   local bytes=$((n * MIB * 1024 * 1024)) wall ucpu
   read -r wall ucpu < <(awk '{ print $1, $2 + $3 }' "$work/time")

@@ -27,6 +27,7 @@
 #   VERSIONS_MB=32 CHECKPOINTS_MB=16 CHECKPOINTS_N=6 test/versions.sh      (a quick run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 VMB=${VERSIONS_MB:-256}
 VN=${VERSIONS_N:-4}
 CMB=${CHECKPOINTS_MB:-64}
@@ -167,12 +168,7 @@ fetch_all() { # fetch_all HOME KIND: clone the versions of 1. in HOME and fetch 
   (cd "$work/$1-clone" && git lfs fetch --all origin >/dev/null)
   got=$(($(down "$vserver") - d0))
   cmp "$work/$1-clone/model.bin" "$work/data/v$VN"
-  local f n=0
-  for f in "$work/$1-clone"/.git/lfs/objects/*/*/*; do
-    [ "$(sha256sum <"$f" | cut -c1-64)" = "${f##*/}" ] || { echo "versions: $f is corrupt" >&2; exit 1; }
-    n=$((n + 1))
-  done
-  [ "$n" = "$VN" ] || { echo "versions: $1 holds $n LFS objects, want $VN" >&2; exit 1; }
+  python3 "$root/test/sha256check.py" lfs-objects "$work/$1-clone/.git/lfs/objects" "$VN" || { echo "versions: $1's fetch --all" >&2; exit 1; }
 }
 fetch_all clone-xet xet; got_xet=$got
 fetch_all clone-lfs plain; got_lfs=$got
