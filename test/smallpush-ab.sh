@@ -33,6 +33,10 @@ export HOME=$base/home
 mkdir -p "$HOME" "$base/src/d"
 git config --global user.name ab; git config --global user.email ab@example.test
 git config --global init.defaultBranch main
+# git gc after a commit of more than 6,700 objects runs in the background by default, and a push
+# meanwhile fails with "missing object" (scale.sh found it at 10,000 files): in the foreground, it
+# is part of the commit.
+git config --global gc.autoDetach false
 git lfs install >/dev/null
 cd "$base/src"
 git init -q .
