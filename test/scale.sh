@@ -66,7 +66,8 @@
 #   XET_BINDIR         run the binaries in DIR instead of building them (test/binaries.sh)
 # Flags: --quick, --out FILE. Needs go, git, git-lfs, lfs-test-server (test/install-lfs-test-server.sh),
 # python3, curl, GNU time; for SCALE_FS=image root, mkfs.ext4, losetup and fstrim (util-linux, e2fsprogs).
-# Each size's data is committed once (`template`); every step pushes and
+# Each size's data is committed once (`template`, through test/lfsstage: the objects and pointers
+# git-lfs's clean filter would write, without a pass of the bytes through it); every step pushes and
 # clones a copy of that repository made of hard links. Disk: at most about 4 S at the big file's
 # size S (the committed file, one inode for the work tree and git-lfs's object; the store; the
 # clone's file and object): 32 GiB at 8 GiB; every step deletes what it made before the next
@@ -145,6 +146,7 @@ steps=$SCRATCH_DIR
 mkdir -p "$work/bin"
 . test/binaries.sh
 xet_binaries "$work/bin" >/dev/null
+go build -o "$work/bin/lfsstage" ./test/lfsstage # set-up, not under test: from this checkout even with XET_BINDIR
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
 unset GIT_DIR GIT_WORK_TREE GIT_TRACE GIT_XET_CPUPROFILE GIT_XET_LOG HF_TOKEN HF_ENDPOINT HF_HOME HF_XET_CACHE GIT_LFS_PROGRESS
 LTS_USER=scale LTS_PASS=scalepass
@@ -283,24 +285,27 @@ rest() { # rest PATH...: a step's files go (SCALE_DEFER_DELETE: aside, until the
 rss_of() { if [ "$1" = agent ]; then echo "$T_AGENT"; else echo "$T_RSS"; fi; }
 storefiles() { find "$1" -type f | wc -l; }
 storebytes() { du -sb "$1" | cut -f1; }
-same_tree() { # same_tree A B: the work trees hold the same files, byte for byte
-  diff -r -q -x .git "$1" "$2" >/dev/null || { echo "scale: FAILED: the clone $2 differs from $1" >&2; diff -r -q -x .git "$1" "$2" | head >&2; exit 1; }
+same_tree() { # same_tree DATA CLONE: the clone's work tree holds DATA's files, byte for byte (and the repository's own)
+  local x=(-x .git -x .gitattributes -x .lfsconfig)
+  diff -r -q "${x[@]}" "$1" "$2" >/dev/null || { echo "scale: FAILED: the clone $2 differs from $1" >&2; diff -r -q "${x[@]}" "$1" "$2" | head >&2; exit 1; }
 }
 
 # --- row 1: many files ---
-template() { # template DIR PATTERN: DIR/repo's files committed once, git-lfs tracking PATTERN
-  # Every step's repository is a copy of it in hard links (step_repo): one `git add` per size
-  # instead of one per step (at 50,000 files about a minute each through git-lfs's clean filter),
-  # and a step's deletion then frees no inode of the source side. Nothing a step runs writes into
-  # a file of the copy in place (git replaces its files by rename; the reflog, which git appends to,
-  # is off).
-  local t=$1
+template() { # template DIR PATTERN LFSSTAGE-ARGS...: a repository DIR/repo, git-lfs tracking PATTERN,
+  # with what `lfsstage LFSSTAGE-ARGS` stages committed once (its output in DIR/staged)
+  # Every step's repository is a copy of it in hard links (step_repo): one commit per size instead
+  # of one per step, and a step's deletion then frees no inode of the source side. Nothing a step
+  # runs writes into a file of the copy in place (git replaces its files by rename; the reflog,
+  # which git appends to, is off). The staged files are not in the work tree (test/lfsstage: why);
+  # a push reads git-lfs's objects, not the work tree.
+  local t=$1 pattern=$2; shift 2
   use "$t" git-lfs
-  cd "$t/repo"
+  mkdir -p "$t/repo"; cd "$t/repo"
   git init -q
   git config core.logAllRefUpdates false
-  git lfs track "$2" >/dev/null
-  git add . && git commit -q -m files
+  git lfs track "$pattern" >/dev/null
+  "$work/bin/lfsstage" "$@" >"$t/staged"
+  git add .gitattributes && git commit -q -m files
   rm -f .git/COMMIT_EDITMSG
   cd "$work"
 }
@@ -340,15 +345,15 @@ many_files_step() { # many_files_step N CASE SIDE TEMPLATE: push and clone the t
   unset GIT_XET_CPUPROFILE
   keep many-files "$case" "$side" "$n" clone_s "$T_WALL"
   keep many-files "$case" "$side" "$n" clone_peak_rss_mb "$(rss_of "$side")"
-  same_tree "$d/repo" "$d/clone"
+  same_tree "$tpl/data" "$d/clone"
   cd "$work"; stop_servers; rest "$d"
 }
 row_many_files() {
   local n runs r case side sizes largest
   for n in $(printf '%s\n' $FILES $([ "$SERVER_CASE" = 1 ] && echo "$SERVER_FILES") | sort -n -u); do
     echo "many-files: $n files of 1–64 KiB"
-    rm -rf "$steps/mf-tpl"; mkdir -p "$steps/mf-tpl/repo"
-    python3 - "$steps/mf-tpl/repo" "$n" <<'PY'
+    rm -rf "$steps/mf-tpl"; mkdir -p "$steps/mf-tpl/data"
+    python3 - "$steps/mf-tpl/data" "$n" <<'PY'
 import os, random, sys
 root, n = sys.argv[1], int(sys.argv[2])
 rnd = random.Random(44)
@@ -358,7 +363,7 @@ for i in range(n):
     with open(os.path.join(d, "f%06d.dat" % i), "wb") as f:
         f.write(rnd.randbytes(rnd.randint(1 << 10, 64 << 10)))
 PY
-    template "$steps/mf-tpl" '*.dat'
+    template "$steps/mf-tpl" '*.dat' tree "$steps/mf-tpl/data"
     for case in embedded $([ "$SERVER_CASE" = 1 ] && echo server); do
       sizes=$FILES; [ "$case" = server ] && sizes=$SERVER_FILES
       case " $sizes " in *" $n "*) ;; *) continue ;; esac
@@ -387,7 +392,8 @@ cold() { # cold: drop the page cache before a measured step of row 2 (SCALE_COLD
   COLD=0
 }
 big_file_step() { # big_file_step MIB SIDE TEMPLATE
-  local mib=$1 side=$2 data=$3/repo/big.bin d="$steps/bf"
+  local mib=$1 side=$2 data d="$steps/bf"
+  data=$(cat "$3/staged") # the template's object
   rm -rf "$d"; mkdir -p "$d"
   use "$d" "$side"
   git init -q --bare "$d/remote.git"
@@ -423,13 +429,8 @@ row_big_file() {
   local mib r side
   for mib in $BIG; do
     echo "big-file: one file of $mib MiB"
-    rm -rf "$steps/bf-tpl"; mkdir -p "$steps/bf-tpl/repo"
-    head -c $((mib << 20)) /dev/urandom >"$steps/bf-tpl/repo/big.bin"
-    template "$steps/bf-tpl" '*.bin'
-    # The work tree's file is then the same bytes as git-lfs's copy of it: one inode for both saves
-    # S of disk (the push reads the object, and the clone is compared with this file).
-    ln -f "$(find "$steps/bf-tpl/repo/.git/lfs/objects" -type f)" "$steps/bf-tpl/repo/big.bin"
-    scratch_fs_trim
+    rm -rf "$steps/bf-tpl"
+    template "$steps/bf-tpl" '*.bin' random "big-file-$mib" $((mib << 20)) big.bin
     for r in $(seq "$RUNS_OTHER"); do
       for side in agent git-lfs; do
         big_file_step "$mib" "$side" "$steps/bf-tpl"
@@ -455,16 +456,18 @@ history_side() { # history_side SIDE: push HN versions one at a time with prune,
   lfs_config "$side" >.lfsconfig
   git add . && git commit -q -m init
   git remote add origin ../remote.git
-  # the versions are made as they are pushed (each the last with 0.5 % rewritten: the same in every run)
-  python3 "$work/edit.py" versions "$d/data" v 1 $((HMIB << 20)) 0.5
+  # the versions are made as they are pushed (each the last with 0.5 % rewritten: the same in every
+  # run), and staged with test/lfsstage: the object is a hard link to the version, not a copy
   local edits=$(((HMIB << 20) / 200 / 65536)); [ "$edits" -ge 1 ] || edits=1
   for v in $(seq "$HN"); do
-    if [ "$v" -gt 1 ]; then
+    if [ "$v" = 1 ]; then
+      ln "$("$work/bin/lfsstage" random history $((HMIB << 20)) model.bin)" "$d/data/v1"
+    else
       python3 "$work/edit.py" patch "$d/data/v$prev" "$d/data/v$v" "$edits" 65536
       rm -f "$d/data/v$prev"
+      "$work/bin/lfsstage" file "$d/data/v$v" model.bin >/dev/null
     fi
-    cp "$d/data/v$v" model.bin
-    git add model.bin && git commit -q -m "version $v"
+    git commit -q -m "version $v"
     profile "$side" "history-$v-push"
     run "$proxy" - git push -q origin main
     unset GIT_XET_CPUPROFILE

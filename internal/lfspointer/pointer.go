@@ -1,6 +1,7 @@
 // Package lfspointer reads git-lfs pointer files as git-lfs does (its lfs.DecodePointer, which no
-// process of this project links: that package imports lfsapi, whose init runs git). Migrate's
-// history walk and the mount's tree both find LFS files with it.
+// process of this project links: that package imports lfsapi, whose init runs git), and writes
+// them as its clean filter does. Migrate's history walk and the mount's tree both find LFS files
+// with it; the benchmarks' set-up (test/lfsstage) writes pointers with it.
 package lfspointer
 
 import (
@@ -78,6 +79,15 @@ func Decode(data []byte) (Pointer, bool) {
 		return Pointer{}, false
 	}
 	return Pointer{Oid: oid, Size: size}, true
+}
+
+// Encode is the pointer git-lfs's clean filter writes for p (its Pointer.Encoded): the spec's
+// version, oid and size lines, each ending in a newline, and no bytes for the empty object.
+func (p Pointer) Encode() []byte {
+	if p.Size == 0 {
+		return nil
+	}
+	return []byte("version https://git-lfs.github.com/spec/v1\noid sha256:" + p.Oid + "\nsize " + strconv.FormatInt(p.Size, 10) + "\n")
 }
 
 func knownVersion(v string) bool {
