@@ -67,7 +67,11 @@ mkdir -p "$work/bin" "$work/home"
 xet_binaries "$work/bin" >/dev/null
 # GOEXPERIMENT=simd: the fill's miner tries eight chunks at once with AVX2 (about 4.7x faster than
 # one at a time; the plain build where the toolchain lacks the experiment).
-GOEXPERIMENT=simd go build -o "$work/bin/scaleindex" ./test/scaleindex 2>/dev/null || go build -o "$work/bin/scaleindex" ./test/scaleindex
+if ! GOEXPERIMENT=simd go build -o "$work/bin/scaleindex" ./test/scaleindex 2>"$work/simd.err"; then
+  # said, not silent: a compile error in the lanes' file would otherwise only slow the fill
+  echo "scale-server: the GOEXPERIMENT=simd build failed ($(grep -v "^#" "$work/simd.err" | head -n1)); the fill mines one chunk at a time" >&2
+  go build -o "$work/bin/scaleindex" ./test/scaleindex
+fi
 points="$work/points.jsonl"
 : >"$points"
 
