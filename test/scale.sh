@@ -72,8 +72,8 @@
 # size S (the committed file, one inode for the work tree and git-lfs's object; the store; the
 # clone's file and object): 32 GiB at 8 GiB; every step deletes what it made before the next
 # (in the image, SCALE_FS, the freed blocks are trimmed: the disk holds what the steps hold).
-# Time, on a quiet 2-core machine, in the image: the default run took 53 minutes (rows 1-3: 25, 13
-# and 9; rows 4-5: 6, of which row 5's fill 3.5); SCALE_RUNS=1 SCALE_SERVER_FILES="1000 10000"
+# Time, on a quiet 2-core machine, in the image: the default run took 46 minutes (rows 1-3: 24, 10
+# and 6.5; rows 4-5: 6, of which row 5's fill 3.5); SCALE_RUNS=1 SCALE_SERVER_FILES="1000 10000"
 # SCALE_BIG_MIB="1024 4096" is shorter. Each row's time is printed, and kept in the JSON.
 #
 #   test/scale.sh --quick          SCALE_ROWS=many-files SCALE_FILES="1000 5000" test/scale.sh --out /tmp/s.json
