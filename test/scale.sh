@@ -69,8 +69,8 @@
 # Each size's data is committed once (`template`, through test/lfsstage: the objects and pointers
 # git-lfs's clean filter would write, without a pass of the bytes through it); every step pushes and
 # clones a copy of that repository made of hard links. Disk: at most about 4 S at the big file's
-# size S (the committed file, one inode for the work tree and git-lfs's object; the store; the
-# clone's file and object): 32 GiB at 8 GiB; every step deletes what it made before the next
+# size S (the template's object, which no work tree holds; the store; the clone's file and
+# object): 32 GiB at 8 GiB; every step deletes what it made before the next
 # (in the image, SCALE_FS, the freed blocks are trimmed: the disk holds what the steps hold).
 # Time, on a quiet 2-core machine, in the image: the default run took 46 minutes (rows 1-3: 24, 10
 # and 6.5; rows 4-5: 6, of which row 5's fill 3.5); SCALE_RUNS=1 SCALE_SERVER_FILES="1000 10000"

@@ -183,9 +183,9 @@ func (r repo) file(src, path string) (entry, error) {
 
 // stage writes the entries' pointer blobs (one git fast-import, one pack) and puts them in the
 // index. The pack holds no deltas (--depth=0), as git gc packs such blobs: fast-import would
-// otherwise chain each pointer to the one before, 50 deep, and git-lfs's own pack reader, which
-// resolves each chain anew, then took 16 CPU seconds to scan 10,000 pointers in a push (0.1 s
-// without).
+// otherwise chain each pointer to the one before, 50 deep, and a push of 10,000 such pointers then
+// took 16 user CPU seconds instead of 3, in git-lfs's scan of them (its own pack reader; `git
+// cat-file --batch` reads the same blobs in 0.2 s).
 func (r repo) stage(entries []entry) error {
 	if len(entries) == 0 {
 		return nil
