@@ -332,7 +332,7 @@ func (s *Server) takeShard(w http.ResponseWriter, r *http.Request, c Claims) (bo
 		return nil, nil, nil, false // the client left
 	}
 	if body, ok = s.readShard(w, r); ok {
-		charge, ok = s.chargeShard(w, r, c.Namespace, body)
+		charge, ok = s.chargeShard(w, r, c, body)
 	}
 	if !ok {
 		slot.release()

@@ -31,6 +31,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob/fs"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
@@ -329,5 +330,64 @@ func TestBatchRequestCostsItsCap(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
 		t.Fatalf("refusing a batch request of %d MiB allocated %d MiB", len(body)>>20, n>>20)
+	}
+}
+
+// existsCounter counts a backend's existence checks.
+type existsCounter struct {
+	blob.Backend
+	n atomic.Int64
+}
+
+func (c *existsCounter) Exists(ctx context.Context, name string) (bool, error) {
+	c.n.Add(1)
+	return c.Backend.Exists(ctx, name)
+}
+
+// foreignXorbsShard is a shard of one file whose n terms each name a different xorb nobody
+// uploaded.
+func foreignXorbsShard(n int) []byte {
+	f := shard.File{Hash: hash.Hash{7}, Terms: make([]shard.Term, n), Verification: make([]hash.Hash, n), HasSHA256: true, SHA256: hash.Hash{1}}
+	for i := range f.Terms {
+		x := hash.Hash{0xfe}
+		copy(x[8:], strconv.Itoa(i))
+		f.Terms[i] = shard.Term{Xorb: x, UnpackedBytes: 1, ChunkStart: 0, ChunkEnd: 1}
+	}
+	return (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}).AppendUpload(nil)
+}
+
+// A shard naming 200,000 xorbs its repository may not name is refused as registration refuses
+// it, quotas on or off, after a handful of lookups. Before, with quotas on, the server first
+// looked up every xorb it named to count what the shard would add (one stat each, or one S3
+// HEAD), held a shard-body slot all the while, and could be sent again and again: at 1.4 million
+// terms, 8 s of CPU and 700 MiB a request on the filesystem, minutes on S3.
+func TestShardNamingForeignXorbsIsRefusedBeforeCounting(t *testing.T) {
+	body := foreignXorbsShard(200_000)
+	for _, q := range []*Quotas{nil, {Default: 1 << 40}} {
+		be := &existsCounter{}
+		e := newEnv(t, func(c *Config) {
+			fsb, err := fs.New(t.TempDir(), fs.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			be.Backend = fsb
+			st, err := store.Open(t.TempDir(), store.Options{Backend: be})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Store, c.Ingest = st, &UploadIngester{Store: st, Policy: xorb.PolicyAuto}
+			c.Quotas = q
+		})
+		tok := e.token("", "org/a", scopeWrite, time.Hour)
+		before := be.n.Load()
+		res := e.do("POST", "/v1/shards", body, servertest.Bearer(tok)...)
+		lookups := be.n.Load() - before
+		t.Logf("quotas %v: %d lookups", q != nil, lookups)
+		if res.status != http.StatusBadRequest || !strings.Contains(string(res.body), "was not uploaded to this repository") {
+			t.Fatalf("quotas %v: a shard naming xorbs nobody uploaded: %v, want 400 naming the first xorb", q != nil, res)
+		}
+		if lookups > 16 {
+			t.Fatalf("quotas %v: the refused shard cost %d lookups, want a handful", q != nil, lookups)
+		}
 	}
 }

@@ -175,16 +175,19 @@ type shardCharge struct {
 	adds   uint64
 }
 
-// chargeShard bounds what registering body in ns adds (store.ShardAdds: the chunk ranges it names
-// in xorbs ns did not upload) and reserves it, answering the refusal (507; 413 when its largest
-// file alone is larger than a quota, never the whole shard: it names a batch) or the error itself
-// when it may not (ok false). Nil charge: no quota applies.
-func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, ns string, body []byte) (*shardCharge, bool) {
+// chargeShard bounds what registering body as c adds (store.ShardAdds: the chunk ranges it names
+// in xorbs c's repository did not upload) and reserves it, answering the refusal (507; 413 when
+// its largest file alone is larger than a quota, never the whole shard: it names a batch) or the
+// error itself when it may not (ok false). A shard the registration would refuse (over the caps,
+// naming a xorb the repository may not name) gets that refusal here, before it is counted. Nil
+// charge: no quota applies.
+func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, c Claims, body []byte) (*shardCharge, bool) {
+	ns := c.Namespace
 	checks := s.quotaChecks(ns)
 	if len(checks) == 0 {
 		return nil, true
 	}
-	adds, largest, err := s.quota.store.ShardAdds(r.Context(), ns, body)
+	adds, largest, err := s.quota.store.ShardAdds(r.Context(), s.access(c), body)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
 		return nil, false

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
 // UsageStore is what quotas need of the store (*store.Store).
@@ -13,9 +15,9 @@ type UsageStore interface {
 	RepoStoredBytes(ctx context.Context, ns string) (uint64, error)
 	// OwnerStoredBytes is what the repositories of owner (store.Owner) take together.
 	OwnerStoredBytes(ctx context.Context, owner string) (uint64, error)
-	// ShardAdds bounds what registering an upload shard in ns adds to ns's usage, and what its
-	// largest file adds alone.
-	ShardAdds(ctx context.Context, ns string, body []byte) (adds, largest uint64, err error)
+	// ShardAdds bounds what registering an upload shard as a adds to a's repository's usage, and
+	// what its largest file adds alone; a shard registration would refuse gets that refusal.
+	ShardAdds(ctx context.Context, a store.Access, body []byte) (adds, largest uint64, err error)
 }
 
 // usageCache keeps each repository's and owner's usage for usageTTL, adding what uploads store

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
 // gatedUsage is a UsageStore whose reads wait for the test: each read counts itself, signals
@@ -27,7 +29,7 @@ func (g *gatedUsage) OwnerStoredBytes(ctx context.Context, owner string) (uint64
 	return g.RepoStoredBytes(ctx, owner)
 }
 
-func (g *gatedUsage) ShardAdds(context.Context, string, []byte) (uint64, uint64, error) {
+func (g *gatedUsage) ShardAdds(context.Context, store.Access, []byte) (uint64, uint64, error) {
 	return 0, 0, nil
 }
 

@@ -105,19 +105,29 @@ func (s *Store) writeAccess(ctx context.Context, entries ...blob.NewBlob) ([]boo
 // (the repository or the user), or the repository was shown it through a keyed answer. The whole
 // store (Repo "") may name any.
 func (s *Store) CanReference(ctx context.Context, a Access, x hash.Hash) (bool, error) {
+	_, ok, err := s.reference(ctx, a, x)
+	return ok, err
+}
+
+// reference reports whether a's repository uploaded xorb x (its upload record) and whether a may
+// name x's chunks (CanReference), asking each access entry at most once.
+func (s *Store) reference(ctx context.Context, a Access, x hash.Hash) (uploaded, allowed bool, err error) {
 	if a.whole() {
-		return true, nil
+		return false, true, nil
 	}
-	names := []string{uploadName(a.Repo, x), shownName(a.Repo, x)}
+	if uploaded, err = s.hasGrant(ctx, uploadName(a.Repo, x)); uploaded || err != nil {
+		return uploaded, uploaded, err
+	}
+	names := []string{shownName(a.Repo, x)}
 	if a.User != "" {
 		names = append(names, userUpName(a.User, x))
 	}
 	for _, n := range names {
 		if ok, err := s.hasGrant(ctx, n); ok || err != nil {
-			return ok, err
+			return false, ok, err
 		}
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // UploadedBy reports whether repository repo uploaded xorb x, so that every reader of repo may be

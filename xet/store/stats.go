@@ -148,15 +148,25 @@ func (s *Store) countFiles(ctx context.Context, names []string, c *usageCounter)
 	return nil
 }
 
-// ShardAdds is what registering an upload shard in ns would add to ns's usage at most: the
-// distinct chunk ranges its files name in xorbs ns did not upload (those it uploaded count whole
-// already). Ranges the repository's files already reference are counted again (the bound errs on
-// the side of the quota). The term sizes are the shard's own claims, which registration checks.
-// largest is what the shard's largest file would add alone: a quota refuses that one file as too
-// large for it, and the shard's total as over it, since a shard names a batch of files.
-func (s *Store) ShardAdds(ctx context.Context, ns string, body []byte) (adds, largest uint64, err error) {
+// ShardAdds is what registering an upload shard as a would add to a's repository's usage at most:
+// the distinct chunk ranges its files name in xorbs the repository did not upload (those it
+// uploaded count whole already). Ranges the repository's files already reference are counted again
+// (the bound errs on the side of the quota). The term sizes are the shard's own claims, which
+// registration checks. largest is what the shard's largest file would add alone: a quota refuses
+// that one file as too large for it, and the shard's total as over it, since a shard names a batch
+// of files.
+//
+// A shard registration would refuse is refused first, with registration's error and at its cost:
+// one over the caps (checkCaps) before any lookup, one naming a xorb a may not name (CanReference)
+// at that xorb. Each xorb is looked up once, through the cache of access entries, so the count
+// costs what registration's own checks of the same xorbs cost, never a lookup per name a client
+// made up.
+func (s *Store) ShardAdds(ctx context.Context, a Access, body []byte) (adds, largest uint64, err error) {
 	sh, err := parseUploadShard(body)
 	if err != nil {
+		return 0, 0, err
+	}
+	if err := checkCaps(sh); err != nil {
 		return 0, 0, err
 	}
 	c := newUsageCounter()
@@ -168,9 +178,14 @@ func (s *Store) ShardAdds(ctx context.Context, ns string, body []byte) (adds, la
 		for _, t := range f.Terms {
 			if !asked[t.Xorb] {
 				asked[t.Xorb] = true
-				if mine, err := s.be.Exists(ctx, uploadName(ns, t.Xorb)); err != nil {
+				uploaded, allowed, err := s.reference(ctx, a, t.Xorb)
+				if err != nil {
 					return 0, 0, fmt.Errorf("usage: %w", err)
-				} else if mine {
+				}
+				if !allowed {
+					return 0, 0, fmt.Errorf("file %s: %w", f.Hash, errNotYours(t.Xorb))
+				}
+				if uploaded {
 					c.uploads[t.Xorb] = true
 				}
 			}

@@ -3,10 +3,13 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -63,7 +66,7 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 	if u := usage(t, s, "org/a"); u.Stored != 5000 || u.Files != 0 {
 		t.Fatalf("org/a with an unregistered upload: %+v, want 5000 stored", u)
 	}
-	if adds, largest, err := s.ShardAdds(ctx, "org/a", f.Shard); err != nil || adds != 0 || largest != 0 {
+	if adds, largest, err := s.ShardAdds(ctx, a, f.Shard); err != nil || adds != 0 || largest != 0 {
 		t.Fatalf("ShardAdds of org/a's own xorb: %d (largest file %d) %v, want 0", adds, largest, err)
 	}
 	if _, err := s.PutShard(ctx, "org/a", f.Shard); err != nil {
@@ -72,7 +75,15 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 	if u := usage(t, s, "org/a"); u.Stored != 5000 || u.Files != 1 {
 		t.Fatalf("org/a once registered: %+v, want 5000 stored, counted once", u)
 	}
-	if adds, largest, err := s.ShardAdds(ctx, "org/b", termsOnly(t, f)); err != nil || adds != 5000 || largest != 5000 {
+	b := Access{Repo: "org/b"}
+	var inv *InvalidError
+	if _, _, err := s.ShardAdds(ctx, b, termsOnly(t, f)); !errors.As(err, &inv) || !strings.Contains(err.Error(), "not uploaded to this repository") {
+		t.Fatalf("ShardAdds of org/b over org/a's xorb before a keyed answer showed it: %v, want registration's refusal", err)
+	}
+	if _, err := s.GlobalDedupeAs(ctx, b, hash.Chunk(testutil.RandomBytes(3000, 1))); err != nil {
+		t.Fatal(err)
+	}
+	if adds, largest, err := s.ShardAdds(ctx, b, termsOnly(t, f)); err != nil || adds != 5000 || largest != 5000 {
 		t.Fatalf("ShardAdds of org/b over org/a's xorb: %d (largest file %d) %v, want 5000", adds, largest, err)
 	}
 	if _, err := s.PutShard(ctx, "org/b", termsOnly(t, f)); err != nil {
@@ -181,5 +192,20 @@ func TestUploadIsOneRecord(t *testing.T) {
 	}
 	if u := usage(t, s, "org/b"); u.Stored != 5000 {
 		t.Fatalf("org/b's usage after uploading a stored xorb: %+v, want 5000", u)
+	}
+}
+
+// ShardAdds refuses what registration refuses, and in its order: a shard over the caps before any
+// of its xorbs is looked up (quotas count a shard before it registers; before, they looked up every
+// xorb of any shard first).
+func TestShardAddsRefusesOverTheCapsFirst(t *testing.T) {
+	s := openStore(t)
+	x := hash.Hash{0xfe}
+	f := shard.File{Hash: hash.Hash{7}, HasSHA256: true, Verification: make([]hash.Hash, 1),
+		Terms: []shard.Term{{Xorb: x, UnpackedBytes: 1, ChunkStart: 0, ChunkEnd: MaxFileChunks + 1}}}
+	body := (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}).AppendUpload(nil)
+	var inv *InvalidError
+	if _, _, err := s.ShardAdds(context.Background(), Access{Repo: "org/a"}, body); !errors.As(err, &inv) || !strings.Contains(err.Error(), "chunk references, at most") {
+		t.Fatalf("a file of %d chunk references in a xorb nobody uploaded: %v, want the cap's refusal", MaxFileChunks+1, err)
 	}
 }
