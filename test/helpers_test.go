@@ -279,7 +279,12 @@ func dirSize(t *testing.T, dir string) int64 {
 // (nothing corrupt was handed to git-lfs) and returns how many there are.
 func checkLFSObjects(t *testing.T, repo string) int {
 	t.Helper()
-	root := filepath.Join(repo, ".git", "lfs", "objects")
+	return checkObjectsIn(t, filepath.Join(repo, ".git", "lfs", "objects"))
+}
+
+// checkObjectsIn is checkLFSObjects of an objects directory wherever it is (lfs.storage).
+func checkObjectsIn(t *testing.T, root string) int {
+	t.Helper()
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -79,14 +79,15 @@ func indexObject(ctx context.Context, c cas.Client, o chunkindex.Object) (hash.H
 	return sum.FileHash, spans, nil
 }
 
-// chunkIndex returns the repository's local chunk index (.git/lfs/xet/chunks, naming objects in
-// .git/lfs/objects), or nil when the git directory is unknown.
+// chunkIndex returns the repository's local chunk index (<lfs storage>/xet/chunks, beside the
+// objects it names in <lfs storage>/objects, shared by the repository's work trees), or nil when
+// the repository is unknown.
 func (x *Client) chunkIndex(ctx context.Context) *chunkindex.Index {
-	gd, err := x.repoGitDir(ctx)
+	ld, err := x.repoLFSDir(ctx)
 	if err != nil {
 		return nil
 	}
-	return chunkindex.Open(filepath.Join(gd, "lfs", "xet", "chunks"), filepath.Join(gd, "lfs", "objects"))
+	return chunkindex.Open(filepath.Join(ld, "xet", "chunks"), filepath.Join(ld, "objects"))
 }
 
 // recordUpload adds an uploaded object to the chunk index: its registered terms and its chunks

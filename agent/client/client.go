@@ -179,7 +179,8 @@ type Client struct {
 	remote    lazy.Value[LocalRemote]     // standalone mode
 	// findRemote resolves the local remote (ResolveLocalRemote; a test's may block).
 	findRemote func(ctx context.Context, g Git, operation, remote string) (LocalRemote, error)
-	gitDir     lazy.Value[string]
+	gitDir     lazy.Value[string]           // the work tree's git directory (Scope)
+	lfsDir     lazy.Value[string]           // git-lfs's storage directory (gitrepo.LFSDir)
 	storeDir   func() string                // Options.StoreDir, called once; "" = the remote's own
 	hubs       hubAccess                    // hub mode, and the Hub's token routes of batch mode
 	endpoint   lazy.Value[gitrepo.Endpoint] // the remote's LFS endpoint for init's operation

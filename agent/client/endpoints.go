@@ -185,14 +185,23 @@ func (x *Client) repoGitDir(ctx context.Context) (string, error) {
 	})
 }
 
-// tmpDir is git-lfs's temp directory (.git/lfs/tmp): downloads are written there so git-lfs's
-// rename into .git/lfs/objects stays on one file system.
+// repoLFSDir is git-lfs's storage directory of the repository (asked once): lfs.storage, or the
+// lfs directory of the git directory linked work trees share.
+func (x *Client) repoLFSDir(ctx context.Context) (string, error) {
+	return x.lfsDir.Get(ctx, func(ctx context.Context) (string, error) {
+		return gitrepo.Open(x.o.Git.Dir).LFSDir(ctx)
+	})
+}
+
+// tmpDir is git-lfs's temp directory (<lfs storage>/tmp): downloads are written there so git-lfs's
+// rename into <lfs storage>/objects stays on one file system, and git-lfs removes what a killed
+// download left there.
 func (x *Client) tmpDir(ctx context.Context) (string, error) {
-	gd, err := x.repoGitDir(ctx)
+	ld, err := x.repoLFSDir(ctx)
 	if err != nil {
 		return "", err
 	}
-	d := filepath.Join(gd, "lfs", "tmp")
+	d := filepath.Join(ld, "tmp")
 	if x.tmpMade.Load() {
 		return d, nil
 	}

@@ -36,6 +36,7 @@ func slowRemote(t *testing.T, find func(ctx context.Context) error) (dir string,
 		return LocalRemote{URL: remote, RepoDir: remote}, nil
 	}
 	x.gitDir.Set(filepath.Join(dir, ".git")) // no git repository here: a local remote
+	x.lfsDir.Set(filepath.Join(dir, ".git", "lfs"))
 	x.endpoint.Set(gitrepo.Endpoint{LocalDir: remote})
 	return dir, x
 }

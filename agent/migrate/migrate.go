@@ -99,7 +99,11 @@ func newSource(ctx context.Context, o Options) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &source{gitDir: loc.CommonDir, remote: o.Remote, creds: creds,
+	lfsDir, err := repo.LFSDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &source{gitDir: loc.CommonDir, lfsDir: lfsDir, remote: o.Remote, creds: creds,
 		api: hub.NewAPI(creds, httpClient(repo, o.Env.OS, o.Warnings, 0), cas.DefaultUserAgent())}
 	ep, err := repo.Endpoint(ctx, "download", o.Remote)
 	switch {
@@ -146,7 +150,7 @@ func uploadAll(ctx context.Context, o Options, todo []*Object, src *source, st *
 		return err
 	}
 	counted := &countingCAS{Client: client}
-	cfg := sessionConfig(o, counted, src.gitDir)
+	cfg := sessionConfig(o, counted, src.lfsDir)
 	_ = os.MkdirAll(cfg.TempDir, 0o755)
 	u := &uploader{o: o, sess: upload.NewSession(cfg), st: st, total: len(todo), totalBytes: sumSize(todo), began: time.Now()}
 	defer u.sess.Close()
@@ -195,11 +199,11 @@ func eachVerified(ctx context.Context, objs []*Object, src *source, rep *Report,
 }
 
 // sessionConfig is the configuration of migrate's upload sessions to c, spilling under the
-// repository's git-lfs temp directory. Every xorb is asked about first: a run killed after some
-// xorbs and before their shard does not send them again.
-func sessionConfig(o Options, c cas.Client, gitDir string) upload.Config {
+// repository's git-lfs temp directory (in lfsDir, git-lfs's storage directory). Every xorb is
+// asked about first: a run killed after some xorbs and before their shard does not send them again.
+func sessionConfig(o Options, c cas.Client, lfsDir string) upload.Config {
 	cfg := upload.Config{CAS: c, Cache: o.Cache, Policy: xorb.PolicyAuto, GlobalDedupe: true, Log: o.Log,
-		TempDir: filepath.Join(gitDir, "lfs", "tmp"), Concurrency: 2, ResumeCheckBytes: 1}
+		TempDir: filepath.Join(lfsDir, "tmp"), Concurrency: 2, ResumeCheckBytes: 1}
 	if o.Target.Embedded() {
 		cfg.Concurrency = 1
 	}

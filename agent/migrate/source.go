@@ -19,9 +19,11 @@ import (
 // ErrMissing marks an object found neither locally nor on the old LFS server.
 var ErrMissing = errors.New("object missing")
 
-// source finds the bytes of objects: .git/lfs/objects, else the old LFS server (basic transfer).
+// source finds the bytes of objects: git-lfs's objects directory, else the old LFS server (basic
+// transfer).
 type source struct {
-	gitDir string
+	gitDir string // the git directory linked work trees share (migrate's state)
+	lfsDir string // git-lfs's storage directory (gitrepo.LFSDir): objects/ and tmp/
 	// remoteObjects is a local remote's git-lfs store (<remote>/lfs/objects), where plain git-lfs
 	// pushed to a path remote keeps objects; "" for network remotes.
 	remoteObjects string
@@ -47,7 +49,7 @@ func (s *source) path(oid string) string { return s.at[oid] }
 
 // localPath is where git-lfs keeps oid.
 func (s *source) localPath(oid string) string {
-	return filepath.Join(s.gitDir, "lfs", "objects", oid[0:2], oid[2:4], oid)
+	return filepath.Join(s.lfsDir, "objects", oid[0:2], oid[2:4], oid)
 }
 
 // verifyFile reports whether path holds exactly oid (size and SHA-256).
@@ -82,7 +84,7 @@ func (s *source) ensure(ctx context.Context, objs []*Object) (map[string]error, 
 	}
 	if s.lfsURL == "" {
 		for _, o := range fetch {
-			failed[o.Oid] = fmt.Errorf("%w: not in .git/lfs/objects (or corrupt there) and no LFS server to fetch it from", ErrMissing)
+			failed[o.Oid] = fmt.Errorf("%w: not in %s (or corrupt there) and no LFS server to fetch it from", ErrMissing, filepath.Join(s.lfsDir, "objects"))
 		}
 		return failed, nil
 	}
@@ -170,7 +172,7 @@ func (s *source) get(ctx context.Context, o *Object, href string, header map[str
 		return err
 	}
 	defer resp.Body.Close()
-	tmpDir := filepath.Join(s.gitDir, "lfs", "tmp")
+	tmpDir := filepath.Join(s.lfsDir, "tmp")
 	if s.spool != "" {
 		tmpDir = s.spool
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lfspointer"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
@@ -76,7 +77,7 @@ func Walk(ctx context.Context, dir string, refs []string) (*Inventory, error) {
 	if err := w.walkCommits(ctx, tips); err != nil {
 		return nil, err
 	}
-	w.addLocalObjects(dir)
+	w.addLocalObjects(ctx, dir)
 	w.order()
 	return w.inv, nil
 }
@@ -268,9 +269,12 @@ func (w *walker) add(p *lfspointer.Pointer, path, commit string, seq int) {
 	w.byPath[path] = append(w.byPath[path], o)
 }
 
-// addLocalObjects adds the objects of .git/lfs/objects that no walked pointer names.
-func (w *walker) addLocalObjects(dir string) {
+// addLocalObjects adds the objects of git-lfs's objects directory that no walked pointer names.
+func (w *walker) addLocalObjects(ctx context.Context, dir string) {
 	root := filepath.Join(gitDir(w.repo, dir), "lfs", "objects")
+	if ld, err := gitrepo.Open(dir).LFSDir(ctx); err == nil { // lfs.storage, the shared git directory
+		root = filepath.Join(ld, "objects")
+	}
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !lfsobject.ValidOid(d.Name()) {
 			return nil

@@ -102,7 +102,7 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 	var f migrateFlags
 	fs := flag.NewFlagSet("git-xet-transfer migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.remote, "remote", "origin", "the remote whose LFS objects move (and whose old LFS server serves those not in .git/lfs/objects)")
+	fs.StringVar(&f.remote, "remote", "origin", "the remote whose LFS objects move (and whose old LFS server serves those not in git-lfs's objects directory)")
 	fs.Func("refs", "the refs whose history is walked: all (the default), or refs and revisions (repeat the flag, or separate them with commas)", func(v string) error {
 		for _, r := range strings.Split(v, ",") {
 			if r = strings.TrimSpace(r); r != "" {

@@ -188,7 +188,10 @@ func openMountWorld(ctx context.Context, f mountFlags, env environment, cfg func
 	if err != nil {
 		return nil, err
 	}
-	lfsDir := filepath.Join(loc.CommonDir, "lfs")
+	lfsDir, err := repo.LFSDir(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cache, err := chunkcache.Open(filepath.Join(lfsDir, "xet", "mount-cache"), chunkcache.Options{Limit: limit, Log: log})
 	if err != nil {
 		return nil, err
