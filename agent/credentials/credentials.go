@@ -143,7 +143,16 @@ type Resolver struct {
 
 	mu       sync.Mutex
 	cached   *Credential
-	approved bool // the cached helper credential was approved (once per process, as git does per command)
+	approved bool        // the cached helper credential was approved (once per process, as git does per command)
+	pending  *resolution // the resolution under way, shared by the callers that come meanwhile
+	gen      int         // counts Rejects: a resolution begun before one is not kept
+}
+
+// resolution is one walk of the sources, on a goroutine of its own (Get: why).
+type resolution struct {
+	done chan struct{} // closed once c and err are set
+	c    Credential
+	err  error
 }
 
 // NewForURL returns the resolver of an LFS endpoint given as a URL (…/info/lfs), not a remote, with
@@ -192,8 +201,21 @@ func (r *Resolver) LFSURL(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	_, href, err := r.sshAuthenticate()
-	return href, err
+	type answer struct {
+		href string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() { // ssh takes no context: see Get
+		_, href, err := r.sshAuthenticate()
+		done <- answer{href, err}
+	}()
+	select {
+	case a := <-done:
+		return a.href, a.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("waiting for ssh %s git-lfs-authenticate: %w", r.endpoint.SSHMetadata.UserAndHost, ctx.Err())
+	}
 }
 
 // SSH reports whether the endpoint is reached through git-lfs-authenticate.
@@ -211,23 +233,49 @@ func (r *Resolver) Host() string {
 // Get returns the credential, resolving it on first use. An SSH credential is asked again when
 // git-lfs-authenticate's answer expires (git-lfs caches it until then); the others are kept until
 // Reject.
+//
+// git-lfs's credential helpers and ssh take no context and may wait for as long as their helper
+// does (a prompt, a keyring): the resolution runs on a goroutine of its own, which the callers of
+// the meantime share, and a caller whose ctx ends (Ctrl-C, SIGTERM, git-lfs gone) stops waiting at
+// once. The resolution ends when the helper does; what it found is kept for the next caller.
 func (r *Resolver) Get(ctx context.Context) (Credential, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.cached != nil {
-		return *r.cached, nil
+		c := *r.cached
+		r.mu.Unlock()
+		return c, nil
 	}
 	if err := ctx.Err(); err != nil {
+		r.mu.Unlock()
 		return Credential{}, err
 	}
+	p := r.pending
+	if p == nil {
+		p = &resolution{done: make(chan struct{})}
+		r.pending = p
+		go r.run(p, r.gen)
+	}
+	r.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.c, p.err
+	case <-ctx.Done():
+		return Credential{}, fmt.Errorf("waiting for the credential of %s: %w", r.Host(), ctx.Err())
+	}
+}
+
+// run resolves for p and ends it: a credential to keep is kept unless a Reject came meanwhile
+// (gen is the count of Rejects when p began).
+func (r *Resolver) run(p *resolution, gen int) {
 	c, cache, err := r.resolve()
-	if err != nil {
-		return Credential{}, err
-	}
-	if cache {
+	r.mu.Lock()
+	if err == nil && cache && gen == r.gen {
 		r.cached = &c
 	}
-	return c, nil
+	r.pending = nil
+	r.mu.Unlock()
+	p.c, p.err = c, err
+	close(p.done)
 }
 
 // resolve walks the sources in order: the Hub's for a Hub endpoint, git-lfs's for any other.
@@ -420,6 +468,7 @@ func (r *Resolver) Approve(c Credential) {
 func (r *Resolver) Reject(c Credential) {
 	r.mu.Lock()
 	r.cached, r.approved = nil, false
+	r.gen++
 	r.mu.Unlock()
 	if c.helper != nil {
 		_ = c.helper.CredentialHelper.Reject(c.helper.Creds)

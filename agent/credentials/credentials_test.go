@@ -3,11 +3,13 @@ package credentials
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
@@ -365,4 +367,32 @@ func TestScrub(t *testing.T) {
 	if strings.Contains(got, "hf_secretTOKEN") || strings.Contains(got, strings.TrimPrefix(c.basic, "Basic ")) {
 		t.Errorf("Scrub left the secret: %q", got)
 	}
+}
+
+// A caller whose context ends stops waiting for a credential helper that takes its time (a prompt,
+// a keyring): git-lfs's helpers take no context, and an agent told to stop (SIGTERM, git-lfs gone)
+// waited for the helper to end, 28 s with one that slept 30. The helper's answer, once it comes,
+// is kept for the next caller.
+func TestGetStopsWaitingForASlowHelper(t *testing.T) {
+	w := newWorld(t, "https://git.example/org/repo.git")
+	t.Setenv("HF_ENDPOINT", "")
+	os.Unsetenv("HF_ENDPOINT")
+	script := w.file("bin/slow-helper", "#!/bin/sh\ncat > /dev/null\nsleep 2\n"+
+		"[ \"$1\" = get ] && printf 'username=u\\npassword=slow-secret\\n'\nexit 0\n", 0o755)
+	w.git(w.repo, "config", "credential.helper", script)
+	r := testResolver(t, "origin", "download")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := r.Get(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get under a context that ended: %v, want its end", err)
+	}
+	if d := time.Since(began); d > time.Second {
+		t.Fatalf("Get returned %v after its context ended, waiting for the helper", d-200*time.Millisecond)
+	}
+	c, err := r.Get(context.Background()) // the same resolution, still under way
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, c, "Bearer slow-secret", "git credential")
 }
