@@ -129,7 +129,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 			o.Log.Warn().Err(cerr).Msg("closing transfer state")
 		}
 	}()
-	malformed, over, err := awaitFirst(parent, dec)
+	malformed, over, err := awaitFirst(parent, dec, in)
 	if over {
 		return err
 	}
@@ -168,11 +168,20 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 // awaitFirst waits for the first request after init and puts it back in dec: most of the processes
 // git-lfs starts get none (it starts lfs.concurrenttransfers of them for every command), and those
 // end here without handing off or serving (no git). over: the conversation ended before one, with
-// err (nil after terminate; parent's error at the end of input, as Run's loop returns; a read error
-// that is not one request's). malformed: the first request could not be read (not put back; Run
-// answers it itself, without handing off).
-func awaitFirst(parent context.Context, dec *protocol.Decoder) (malformed *readResult, over bool, err error) {
+// err (nil after terminate; parent's error at the end of input, as Run's loop returns, or when
+// parent ends first; a read error that is not one request's). malformed: the first request could
+// not be read (not put back; Run answers it itself, without handing off).
+//
+// The end of parent (SIGINT, SIGTERM) stops the wait through in's read deadline, as
+// requests.stop does: an idle process ends at the first signal.
+func awaitFirst(parent context.Context, dec *protocol.Decoder, in io.Reader) (malformed *readResult, over bool, err error) {
+	if d, ok := in.(interface{ SetReadDeadline(time.Time) error }); ok {
+		defer context.AfterFunc(parent, func() { _ = d.SetReadDeadline(time.Now()) })()
+	}
 	req, err := dec.Decode()
+	if err != nil && parent.Err() != nil {
+		return nil, true, parent.Err()
+	}
 	var me *protocol.MalformedError
 	switch {
 	case errors.Is(err, io.EOF):

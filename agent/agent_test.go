@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -433,5 +434,42 @@ func TestRunGoesOnFromAnsweredInit(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"event":"complete"`) {
 		t.Fatalf("no complete in %q", out.String())
+	}
+}
+
+// An agent that answered init and waits for its first request (most of the processes git-lfs
+// starts get none) ends when its process is told to stop: before, it read on until a second
+// signal killed it. Its stdin is a pipe with read deadlines, as the agent's is.
+func TestRunStopsWhileAwaitingTheFirstRequest(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	defer outR.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	open := func(context.Context, Init) (Transferer, error) { return &fake{}, nil }
+	go func() {
+		done <- Run(ctx, inR, outW, Options{Open: open, Log: zerolog.Nop()})
+		outW.Close()
+	}()
+	if _, err := io.WriteString(inW, initUpload+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(outR).ReadString('\n'); err != nil { // init answered
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, outR)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want the end of its context", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still waited for a first request 5 s after its context ended")
 	}
 }
