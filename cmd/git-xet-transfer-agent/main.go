@@ -50,15 +50,27 @@ func debugging(level string) bool {
 	return l == "debug" || l == "trace"
 }
 
-// recorder keeps every byte read through it: what is handed over.
+// recorder keeps every byte read through it, what is handed over, up to recordLimit: past it
+// (a request longer than git-lfs ever sends), over is set and nothing more is kept.
 type recorder struct {
-	r   io.Reader
-	got []byte
+	r    io.Reader
+	got  []byte
+	over bool
 }
+
+// recordLimit is what the hand-over may need: the init line and the first request, each at most
+// protocol.MaxLineLength, and what the decoder read ahead of them.
+const recordLimit = 2*protocol.MaxLineLength + 64<<10
 
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
-	r.got = append(r.got, p[:n]...)
+	switch {
+	case r.over:
+	case len(r.got)+n > recordLimit:
+		r.over, r.got = true, nil
+	default:
+		r.got = append(r.got, p[:n]...)
+	}
 	return n, err
 }
 
@@ -67,14 +79,19 @@ func (r *recorder) Read(p []byte) (int, error) {
 // this process's, when the full agent could not be started).
 func run(stdin io.Reader, stdout, stderr io.Writer, s starter) int {
 	rec := &recorder{r: stdin}
+	dec := protocol.NewDecoder(rec)
 	enc := protocol.NewEncoder(stdout)
 	answered := false
 	if !s.handAtOnce {
 		var done bool
 		var code int
-		if answered, done, code = serveIdle(protocol.NewDecoder(rec), enc, stderr); done {
+		if answered, done, code = serveIdle(dec, enc, stderr); done {
 			return code
 		}
+	}
+	if rec.over { // what was read cannot be handed over whole: the rest is answered here
+		return refuse(fmt.Errorf("a request before the first transfer was longer than %d bytes", protocol.MaxLineLength),
+			answered, dec.Remaining(), stdin, enc, stderr)
 	}
 	path, err := s.locate()
 	if err == nil {

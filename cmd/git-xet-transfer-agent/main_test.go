@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -133,4 +134,38 @@ func TestMissingFullAgentFailsEachRequest(t *testing.T) {
 	if code := run(strings.NewReader(initUpload+terminate), &out, io.Discard, s); code != 1 || !strings.Contains(out.String(), "not beside") || !strings.Contains(out.String(), `"error"`) {
 		t.Fatalf("exit %d, stdout %q", code, out.String())
 	}
+}
+
+// A request line of 100 MB before the first transfer (git-lfs sends lines under
+// protocol.MaxLineLength) is not kept for the hand-over: before, every byte read was kept, 1.1 GB
+// of memory for a 300 MB line and no bound for a line that never ends. The conversation, which
+// cannot be handed over whole, is refused: each later object fails with why.
+func TestLongLineIsNotKept(t *testing.T) {
+	long := io.MultiReader(strings.NewReader(initUpload+`{"event":"upload","path":"`),
+		io.LimitReader(zeros{}, 100<<20), strings.NewReader("\"}\n"+upload+terminate))
+	var r handed
+	var out, errOut bytes.Buffer
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	code := run(long, &out, &errOut, r.starter(nil, nil))
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
+		t.Errorf("reading a 100 MB line allocated %d MB", grew>>20)
+	}
+	if code == 0 || r.calls != 0 || !strings.Contains(errOut.String(), "longer than") {
+		t.Fatalf("exit %d, %d hand-overs, stderr %q: want the conversation refused, saying why", code, r.calls, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"oid":"0000000000000000000000000000000000000000000000000000000000000007"`) || !strings.Contains(out.String(), "longer than") {
+		t.Fatalf("stdout %q: want the later upload failed with why", out.String())
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
 }
