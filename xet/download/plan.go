@@ -22,11 +22,28 @@ type layout struct {
 // its serialized size). A term is decoded chunk by chunk into the output, never held whole.
 const maxTermBytes = xorb.MaxRawAccepted
 
+// MinChunkBytes bounds how many chunks a plan may name for its bytes (CheckChunkCount). Xet's
+// chunker cuts no chunk under 8 KiB but a file's last, so a plan's terms hold at most one chunk
+// per 8 KiB and one more; this allows eight times that. What a reader allocates and writes goes by
+// chunks (an entry and a write each), and a plan whose terms all name one range of a xorb of
+// 1-byte chunks made a download of 16 MB take 627 MiB and 30 s before its file hash could fail.
+const MinChunkBytes = 1 << 10
+
+// CheckChunkCount refuses a plan whose terms name chunks chunks for bytes bytes, more than
+// MinChunkBytes allows: before anything is fetched or sized by them.
+func CheckChunkCount(chunks, bytes int64) error {
+	if chunks > bytes/MinChunkBytes+1 {
+		return fmt.Errorf("plan: %d chunks for %d bytes, more than one per %d bytes (Xet's chunks are 8 KiB or more, but a file's last)",
+			chunks, bytes, MinChunkBytes)
+	}
+	return nil
+}
+
 // newLayout checks a plan's terms and places them. want is the number of bytes asked for (-1: the
 // rest of the file).
 func newLayout(p *casapi.ReconstructionV2, want int64) (*layout, error) {
 	l := &layout{terms: p.Terms, pos: make([]int64, len(p.Terms))}
-	var total int64
+	var total, chunks int64
 	for i, t := range p.Terms {
 		if t.Range.End <= t.Range.Start {
 			return nil, fmt.Errorf("plan: term %d has an empty chunk range [%d, %d)", i, t.Range.Start, t.Range.End)
@@ -41,6 +58,10 @@ func newLayout(p *casapi.ReconstructionV2, want int64) (*layout, error) {
 		}
 		l.pos[i] = total - int64(p.OffsetIntoFirstRange)
 		total += int64(t.UnpackedLength)
+		chunks += int64(t.Range.End - t.Range.Start)
+	}
+	if err := CheckChunkCount(chunks, total); err != nil {
+		return nil, err
 	}
 	if len(p.Terms) > 0 && p.OffsetIntoFirstRange >= uint64(p.Terms[0].UnpackedLength) {
 		return nil, fmt.Errorf("plan: offset into first range %d is not inside the first term (%d bytes)",

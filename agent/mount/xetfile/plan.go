@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/download"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
@@ -54,7 +55,7 @@ func newPlan(src Source, rp *casapi.ReconstructionV2, size int64) (*plan, error)
 		return nil, fmt.Errorf("the plan of %s starts %d bytes into its first term; a whole file's starts at 0", src.File, rp.OffsetIntoFirstRange)
 	}
 	p := &plan{src: src, terms: make([]term, 0, len(rp.Terms)), xorbs: rp.Xorbs}
-	var pos int64
+	var pos, chunks int64
 	for i, t := range rp.Terms {
 		if t.Range.End <= t.Range.Start || t.UnpackedLength == 0 {
 			return nil, fmt.Errorf("the plan of %s: term %d (chunks [%d, %d), %d bytes) is empty", src.File, i, t.Range.Start, t.Range.End, t.UnpackedLength)
@@ -64,6 +65,10 @@ func newPlan(src Source, rp *casapi.ReconstructionV2, size int64) (*plan, error)
 		}
 		p.terms = append(p.terms, term{pos: pos, length: int64(t.UnpackedLength), xorb: t.Hash, start: t.Range.Start, end: t.Range.End})
 		pos += int64(t.UnpackedLength)
+		chunks += int64(t.Range.End - t.Range.Start)
+	}
+	if err := download.CheckChunkCount(chunks, pos); err != nil {
+		return nil, fmt.Errorf("the plan of %s: %w", src.File, err)
 	}
 	if pos != size {
 		return nil, fmt.Errorf("the plan of %s adds up to %d bytes, the pointer says %d", src.File, pos, size)
