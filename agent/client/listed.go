@@ -106,6 +106,9 @@ func (m *listedCAS) fetch(ctx context.Context, fetches map[hash.Hash][]casapi.Xo
 	for h, fs := range fetches {
 		for _, f := range fs {
 			for _, xr := range f.Ranges {
+				if !xr.Bytes.Valid() {
+					continue // left out: its files go their own way
+				}
 				if total += xr.Bytes.Len(); total > listedFetchBytes {
 					return g.Wait()
 				}
@@ -142,7 +145,8 @@ func (m *listedCAS) Fetch(_ context.Context, h hash.Hash, _ casapi.XorbFetch, r 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, fr := range m.ranges[h] {
-		if fr.r.Start <= r.Start && r.End <= fr.r.End {
+		// fetchOne kept fr.data of exactly fr.r.Len() bytes, of a valid fr.r.
+		if r.Valid() && fr.r.Start <= r.Start && r.End <= fr.r.End {
 			return io.NopCloser(bytes.NewReader(fr.data[r.Start-fr.r.Start : r.End-fr.r.Start+1])), nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
@@ -35,8 +36,12 @@ type ByteRange struct {
 	End   uint64 `json:"end"`
 }
 
-// Len returns the number of bytes in r.
+// Len returns the number of bytes in r (of a valid one: see Valid).
 func (r ByteRange) Len() uint64 { return r.End - r.Start + 1 }
+
+// Valid reports whether r is a range of at least one byte whose Len does not wrap: a server's
+// range that is not is refused, never sized or sliced by.
+func (r ByteRange) Valid() bool { return r.Start <= r.End && r.End < math.MaxUint64 }
 
 // Header returns the HTTP Range header value for r.
 func (r ByteRange) Header() string { return fmt.Sprintf("bytes=%d-%d", r.Start, r.End) }
