@@ -138,7 +138,7 @@ func Open(o Options, init agent.Init, co Coordinator) *Client {
 		co = Solo{}
 	}
 	x := &Client{o: o, init: init, tune: t, co: co, findRemote: ResolveLocalRemote, storeDir: sync.OnceValue(o.storeDir)}
-	x.hubs = hubAccess{git: o.Git, env: o.Credentials, remote: init.Remote, operation: init.Operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
+	x.hubs = hubAccess{git: o.Git, env: o.Credentials, remote: init.Remote, operation: init.Operation, httpClient: o.HTTPClient, userAgent: o.UserAgent, stall: o.StallTimeout}
 	return x
 }
 

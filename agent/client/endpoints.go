@@ -84,7 +84,7 @@ func actionCAS(ctx context.Context, o Options, ba *batchAction, h *hubAccess) ca
 func batchRefresher(o Options, ba *batchAction, h *hubAccess) func(ctx context.Context) (casapi.Token, error) {
 	if lfsbatch.Header(ba.Auth, "Authorization") != "" || ba.Href == "" {
 		return func(ctx context.Context) (casapi.Token, error) {
-			return hub.RefreshToken(ctx, o.HTTPClient, ba.Href, ba.Auth, o.UserAgent)
+			return hub.RefreshToken(ctx, o.HTTPClient, ba.Href, ba.Auth, o.UserAgent, o.StallTimeout)
 		}
 	}
 	return func(ctx context.Context) (casapi.Token, error) {

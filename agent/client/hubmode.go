@@ -34,6 +34,7 @@ type hubAccess struct {
 	remote, operation string
 	httpClient        *http.Client
 	userAgent         string
+	stall             time.Duration // the Hub's answers (hub.API.StallTimeout)
 	creds             lazy.Value[*credentials.Resolver]
 	client            lazy.Value[*hub.Client]
 }
@@ -65,6 +66,7 @@ func (h *hubAccess) get(ctx context.Context) (*hub.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("remote %q: %w", redact.URL(h.remote), err)
 		}
+		c.StallTimeout = h.stall
 		return c, nil
 	})
 }
@@ -283,6 +285,6 @@ func ActionCAS(ctx context.Context, a *lfsbatch.Action, remote, operation string
 		return nil, err
 	}
 	o = o.withDefaults()
-	h := &hubAccess{git: o.Git, env: o.Credentials, remote: remote, operation: operation, httpClient: o.HTTPClient, userAgent: o.UserAgent}
+	h := &hubAccess{git: o.Git, env: o.Credentials, remote: remote, operation: operation, httpClient: o.HTTPClient, userAgent: o.UserAgent, stall: o.StallTimeout}
 	return actionCAS(ctx, o, ba, h), nil
 }

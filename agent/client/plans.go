@@ -155,7 +155,9 @@ func (p *Plans) batchAPI(ctx context.Context) (*hub.API, string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return hub.NewAPI(r, p.x.o.HTTPClient, p.x.o.UserAgent), nil
+		api := hub.NewAPI(r, p.x.o.HTTPClient, p.x.o.UserAgent)
+		api.StallTimeout = p.x.o.StallTimeout
+		return api, nil
 	})
 	if err != nil {
 		return nil, "", err

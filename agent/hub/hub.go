@@ -19,11 +19,13 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -38,6 +40,11 @@ type Client struct {
 // for lazily: a request may go anonymous first and take the credential after a 401. Safe for
 // concurrent use.
 type API struct {
+	// StallTimeout abandons an answer whose body yields no byte for this long, retryably
+	// (cas.StallGuard); zero: cas.DefaultStallTimeout. The transport's timeouts end with the
+	// headers, and a caller's context may be git-lfs's whole command.
+	StallTimeout time.Duration
+
 	creds *credentials.Resolver
 	http  *http.Client
 	ua    string
@@ -242,11 +249,14 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 	if req.Body != nil {
 		body = bytes.NewReader(req.Body)
 	}
+	ctx, cancel := context.WithCancel(ctx) // ended by the answer's Close, or its stall
 	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, body)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("%s %s: %w", req.Method, Where(req.URL), errors.Unwrap(err))
 	}
 	if hr.URL.Scheme != "http" && hr.URL.Scheme != "https" { // a href a server gave: never file:// and the like
+		cancel()
 		return nil, fmt.Errorf("%s %s: not an http(s) URL", req.Method, Where(req.URL))
 	}
 	for k, v := range req.Header {
@@ -260,12 +270,14 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
+		cancel()
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its text holds the whole URL, signature included
 		}
 		return nil, retry.Mark(fmt.Errorf("%s %s: %w", req.Method, Where(req.URL), err))
 	}
+	resp.Body = cas.StallGuard(resp.Body, c.StallTimeout, cancel, req.Method+" "+Where(req.URL))
 	return resp, nil
 }
 

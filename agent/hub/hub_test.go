@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
@@ -367,11 +368,11 @@ func TestRefreshToken(t *testing.T) {
 		casapi.Encode(w, casapi.Token{AccessToken: "new", Exp: 1900000000, CasURL: "http://127.0.0.1"})
 	}))
 	defer srv.Close()
-	tok, err := RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic good"}, "ua")
+	tok, err := RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic good"}, "ua", 0)
 	if err != nil || tok.AccessToken != "new" {
 		t.Fatalf("%+v, %v", tok, err)
 	}
-	_, err = RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic bad"}, "ua")
+	_, err = RefreshToken(context.Background(), srv.Client(), srv.URL+"/api/models/r/xet-write-token/main?sig=x", map[string]string{"Authorization": "Basic bad"}, "ua", 0)
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "bad user name or password") ||
 		!strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "sig=x") {
 		t.Errorf("refused refresh: %v", err)
@@ -381,11 +382,45 @@ func TestRefreshToken(t *testing.T) {
 		w.Write([]byte("refused: " + r.Header.Get("Authorization")))
 	}))
 	defer echo.Close()
-	_, err = RefreshToken(context.Background(), echo.Client(), echo.URL+"/r", map[string]string{"Authorization": "Basic c2VjcmV0c2VjcmV0"}, "ua")
+	_, err = RefreshToken(context.Background(), echo.Client(), echo.URL+"/r", map[string]string{"Authorization": "Basic c2VjcmV0c2VjcmV0"}, "ua", 0)
 	if err == nil || strings.Contains(err.Error(), "c2VjcmV0c2VjcmV0") || !strings.Contains(err.Error(), "refused: [redacted]") {
 		t.Errorf("a refusal that echoes the request: %v", err)
 	}
-	if _, err := RefreshToken(context.Background(), srv.Client(), "", nil, "ua"); err == nil || !strings.Contains(err.Error(), "no refresh route") {
+	if _, err := RefreshToken(context.Background(), srv.Client(), "", nil, "ua", 0); err == nil || !strings.Contains(err.Error(), "no refresh route") {
 		t.Errorf("empty href: %v", err)
+	}
+}
+
+// stalls answers 200 with a body it never finishes, until release is closed.
+func stalls(release chan struct{}) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"acc`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}
+}
+
+// A token route that sends its headers and a few bytes and then nothing is abandoned after the
+// stall timeout, retryably (the CAS call that needed the token tries again), on the Hub's token
+// route and on a batch action's refresh route: before, the read had no bound but the caller's
+// context, git-lfs's whole command, and the agent hung with every CAS call waiting for the token.
+func TestStalledAnswersAreAbandoned(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(stalls(release)))
+	defer srv.Close()
+	_, err := RefreshToken(context.Background(), srv.Client(), srv.URL+"/token", nil, "ua", 200*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "stalled") || !retry.IsRetryable(err) {
+		t.Fatalf("a refresh answer that stalls: %v, want a retryable stall", err)
+	}
+	c, _ := client(t, "secret-token", stalls(release))
+	c.StallTimeout = 200 * time.Millisecond
+	if _, err := c.Token(context.Background(), c.TokenURL(true, "main"), ""); err == nil || !strings.Contains(err.Error(), "stalled") || !retry.IsRetryable(err) {
+		t.Fatalf("a token answer that stalls: %v, want a retryable stall", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
@@ -85,13 +86,16 @@ func parseToken(b []byte, where, contentType string, needCAS bool) (casapi.Token
 // RefreshToken GETs a new CAS token from href, the token route of an LFS server's xet action,
 // with the action's own headers (auth: the LFS server's authorization; never the user's
 // credential). It makes one attempt and marks failures worth another: the CAS call that needed
-// the token retries (see package retry). A refusal of the route's own credential is final.
-func RefreshToken(ctx context.Context, client *http.Client, href string, auth map[string]string, userAgent string) (casapi.Token, error) {
+// the token retries (see package retry). A refusal of the route's own credential is final. An
+// answer whose body sends nothing for stall (zero: cas.DefaultStallTimeout) is abandoned.
+func RefreshToken(ctx context.Context, client *http.Client, href string, auth map[string]string, userAgent string, stall time.Duration) (casapi.Token, error) {
 	var tok casapi.Token
 	if href == "" {
 		return tok, fmt.Errorf("the CAS token expired and the LFS server gave no refresh route (empty href); run the command again")
 	}
 	where := Where(href)
+	ctx, cancel := context.WithCancel(ctx) // ended by the answer's Close, or its stall
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, href, nil)
 	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") {
 		return tok, fmt.Errorf("token refresh route %s: not an http(s) URL", where)
@@ -109,6 +113,7 @@ func RefreshToken(ctx context.Context, client *http.Client, href string, auth ma
 		}
 		return tok, retry.Mark(fmt.Errorf("refreshing the CAS token at %s: %w", where, err))
 	}
+	resp.Body = cas.StallGuard(resp.Body, stall, cancel, "refreshing the CAS token at "+where)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return tok, refreshError(where, resp, auth)

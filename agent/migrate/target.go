@@ -103,6 +103,7 @@ func OpenBatch(ctx context.Context, repo *gitrepo.Repo, lfsURL, remote string, o
 		o.HTTPClient = hc // the CAS of the target's actions too
 	}
 	api := hub.NewAPI(creds, hc, cas.DefaultUserAgent())
+	api.StallTimeout = o.StallTimeout
 	return &batchTarget{remote: remote, lfsURL: strings.TrimSuffix(lfsURL, "/"), api: api, opts: o}, nil
 }
 

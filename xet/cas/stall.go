@@ -26,6 +26,18 @@ type stallBody struct {
 }
 
 // newStallBody guards rc; cancel ends its request (and is called by Close).
+// StallGuard passes rc, the body of a request whose context cancel ends, through: when no byte
+// arrived for d (DefaultStallTimeout when d is not positive), it cancels the request, and the read
+// fails retryably, naming what. Closing it stops the guard and cancels the request. The one
+// stall rule of the project's HTTP answers: this package's CAS calls and agent/hub's Hub and
+// token routes.
+func StallGuard(rc io.ReadCloser, d time.Duration, cancel context.CancelFunc, what string) io.ReadCloser {
+	if d <= 0 {
+		d = DefaultStallTimeout
+	}
+	return newStallBody(rc, d, cancel, what)
+}
+
 func newStallBody(rc io.ReadCloser, d time.Duration, cancel context.CancelFunc, what string) *stallBody {
 	s := &stallBody{rc: rc, d: d, cancel: cancel, what: what}
 	s.t = time.AfterFunc(d, func() {
