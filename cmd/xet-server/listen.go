@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,6 +22,37 @@ type listeners struct {
 	tls     bool
 	metrics net.Listener // nil: no metrics listener
 	ms      *http.Server
+	fresh   freshConns // the main server's connections that have sent no request yet
+}
+
+// freshConns are connections in http.StateNew: accepted, no request read yet (nothing sent, a
+// TLS handshake, half a header). Shutdown counts one idle only once it is 5 s old and waits for it
+// until then, though it holds no request: the server's shutdown closes them (RegisterOnShutdown,
+// which runs once the listeners are closed), so SIGTERM ends it within 2 s.
+type freshConns struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+func (f *freshConns) track(c net.Conn, s http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s == http.StateNew {
+		if f.m == nil {
+			f.m = map[net.Conn]struct{}{}
+		}
+		f.m[c] = struct{}{}
+		return
+	}
+	delete(f.m, c)
+}
+
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.m {
+		c.Close()
+	}
 }
 
 // listen binds the main address (TLS from certs when set) and the metrics address, and builds
@@ -36,6 +68,8 @@ func listen(f serveFlags, srv *server.Server, m *server.Metrics, certs *certRelo
 	}
 	ls := &listeners{main: ln, tls: certs != nil,
 		hs: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tc}}
+	ls.hs.ConnState = ls.fresh.track
+	ls.hs.RegisterOnShutdown(ls.fresh.closeAll)
 	if f.metricsListen == "" || m == nil {
 		return ls, nil
 	}
@@ -49,7 +83,9 @@ func listen(f serveFlags, srv *server.Server, m *server.Metrics, certs *certRelo
 	if isLoopback(f.metricsListen) {
 		h = server.LoopbackHostsOnly(mux) // DNS rebinding reaches loopback too
 	}
-	ls.ms = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// A scrape is one short request: a connection idle or slow past these holds a descriptor of the
+	// process for nothing (without them, for good).
+	ls.ms = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 	log.Info().Str("addr", ls.metrics.Addr().String()).Msg("metrics at /metrics")
 	return ls, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -307,5 +308,33 @@ func TestShutdownCutsPackZeros(t *testing.T) {
 		if tail := b[max(0, len(b)-64):]; bytes.Count(tail, []byte{0}) == len(tail) {
 			t.Errorf("%s (%d bytes) ends in zeros after a shutdown", filepath.Base(p), len(b))
 		}
+	}
+}
+
+// SIGTERM ends the server within 2 s even while a client holds a connection it has sent no
+// request on (a load balancer's pre-opened one, a half-sent header, a TLS handshake): Go's
+// Shutdown counts such a connection idle only once it is 5 s old and waited for it, 5-6 s. It holds
+// no request: it is closed.
+func TestSIGTERMWithAConnectionThatSentNothing(t *testing.T) {
+	addr, logs, stop := startServer(t, "--data", t.TempDir())
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HT")); err != nil { // half a request line
+		t.Fatal(err)
+	}
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	began := time.Now()
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM: %s", code, logs.String())
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("the server took %v to stop with two connections that held no request", took)
 	}
 }
