@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -64,12 +63,6 @@ func TestDownloadsGoWhereGitLFSKeepsObjects(t *testing.T) {
 			t.Errorf("a linked work tree: the chunk index is not beside the objects it names: %v", err)
 		}
 	}
-}
-
-// otherFS reports whether a and b lie on different file systems.
-func otherFS(a, b string) bool {
-	var sa, sb syscall.Stat_t
-	return syscall.Stat(a, &sa) == nil && syscall.Stat(b, &sb) == nil && sa.Dev != sb.Dev
 }
 
 // noFilesUnder fails for every file under dir (a directory that does not exist holds none).
