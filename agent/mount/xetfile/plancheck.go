@@ -10,13 +10,17 @@ import (
 // memory (a read found them; none is fetched for this): the chunk entries its terms name must
 // aggregate to the hash the object's source gave. Until then a read's chunks are verified, but
 // that they are the file's rests on the plan; once checked, a plan that names other chunks fails
-// the read that checked it and every later one.
+// the read that checked it and every later one. A plan asked again (replan: an expired URL) is a
+// new plan, checked again: the check of the last one says nothing of it.
 func (f *File) checkPlan(p *plan) error {
 	t := &f.track
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.err != nil || t.planChecked {
+	if t.err != nil || t.planChecked == p {
 		return t.err
+	}
+	if t.planOf != p { // a new plan (a replan): its check starts over
+		t.planOf, t.planNext = p, 0
 	}
 	var b hash.MerkleBuilder
 	for ; t.planNext < len(p.terms); t.planNext++ {
@@ -40,7 +44,7 @@ func (f *File) checkPlan(p *plan) error {
 	}
 	got := b.FileSum()
 	if got == p.src.File {
-		t.planChecked = true
+		t.planChecked = p
 		return nil
 	}
 	f.fs.st.bad.Add(1)
@@ -52,7 +56,7 @@ func (f *File) checkPlan(p *plan) error {
 		t.planNext = 0
 		return err
 	}
-	t.planChecked, t.err = true, err
+	t.planChecked, t.err = p, err
 	return err
 }
 

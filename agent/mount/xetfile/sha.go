@@ -18,9 +18,11 @@ type shaTrack struct {
 	pos  int64
 	done bool
 	err  error
-	// The plan's check against the Xet hash (plancheck.go): done, and the first term whose footer
-	// was not known at the last try.
-	planChecked bool
+	// The plan's check against the Xet hash (plancheck.go): the plan it passed (a plan asked again
+	// after an expired URL is checked again), the plan under check, and the first of its terms
+	// whose footer was not known at the last try.
+	planChecked *plan
+	planOf      *plan
 	planNext    int
 }
 

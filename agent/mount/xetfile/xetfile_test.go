@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -402,6 +403,57 @@ func TestPlanOfAnotherFileFails(t *testing.T) {
 	if _, err := f.ReadAt(context.Background(), buf, 0); err == nil {
 		t.Fatal("a later read succeeded")
 	}
+}
+
+// A plan asked again after an expired URL is checked against the Xet hash as the first was: a CAS
+// whose second plan names another file's chunks fails the reads after it. Before, the file kept
+// the first plan's check, and a read served the other file's bytes without an error.
+func TestReplanOfAnotherFileFails(t *testing.T) {
+	a := testutil.RandomBytes(2<<20, 12)
+	b := testutil.RandomBytes(2<<20, 13)
+	w := newWorld(t, a, b)
+	fs := w.files2(Config{})
+	ra, rb := w.res[oidOf(a)], w.res[oidOf(b)]
+	c := &otherAfterExpiry{Client: w.cas, other: rb.FileHash}
+	src := Source{CAS: c, File: ra.FileHash, Concurrency: 2, Retry: retry.Policy{Attempts: 3, BaseDelay: time.Millisecond}, Where: "a CAS"}
+	f := fs.Open(oidOf(a), ra.Size, ra.SHA256, "", func(context.Context) (Source, error) { return src, nil })
+	buf := make([]byte, 4096)
+	if _, err := f.ReadAt(context.Background(), buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.expire.Store(true) // the next fetch's URL has expired: the file asks for its plan again
+	for _, off := range []int64{1 << 20, 1<<20 + 512<<10} {
+		n, err := f.ReadAt(context.Background(), buf, off)
+		if err == nil && bytes.Equal(buf[:n], b[off:off+int64(n)]) {
+			t.Fatalf("a read at %d after the replan served the other file's bytes", off)
+		}
+		if err == nil && !bytes.Equal(buf[:n], a[off:off+int64(n)]) {
+			t.Fatalf("a read at %d after the replan served wrong bytes without an error", off)
+		}
+	}
+}
+
+// otherAfterExpiry answers the first reconstruction with the file's plan and every later one with
+// another file's; with expire set, its next fetch fails as an expired URL.
+type otherAfterExpiry struct {
+	cas.Client
+	other  hash.Hash
+	plans  atomic.Int32
+	expire atomic.Bool
+}
+
+func (c *otherAfterExpiry) Reconstruct(ctx context.Context, f hash.Hash, rng *casapi.ByteRange) (*casapi.ReconstructionV2, error) {
+	if c.plans.Add(1) > 1 {
+		f = c.other
+	}
+	return c.Client.Reconstruct(ctx, f, rng)
+}
+
+func (c *otherAfterExpiry) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
+	if c.expire.CompareAndSwap(true, false) {
+		return nil, fmt.Errorf("%w: 403", cas.ErrURLExpired)
+	}
+	return c.Client.Fetch(ctx, x, f, r)
 }
 
 // otherPlan answers every reconstruction with the plan of another file.
