@@ -3,6 +3,7 @@ package xetfile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -64,7 +65,19 @@ func (f *File) chunksOnce(ctx context.Context, p *plan, refs []chunkRef, wait bo
 		return nil, false, nil
 	}
 	failed, err := fs.await(ctx, out, waits)
-	return out, failed != nil && !slices.Contains(started, failed), err
+	if err != nil {
+		return out, failed != nil && !slices.Contains(started, failed), err
+	}
+	// Memory and flights go by chunk hash: a chunk found there was verified against that hash, but
+	// the size this read's footer gives it is only the footer's claim (a footer is tied to its
+	// xorb's hash, which a lying CAS computes over its lie).
+	for i, r := range refs {
+		if len(out[i]) != r.size {
+			return nil, false, fmt.Errorf("xorb %s's footer says chunk %d (%s) is %d bytes; the chunk is %d: the footer is not its xorb's",
+				r.xorb, r.idx, r.hash, r.size, len(out[i]))
+		}
+	}
+	return out, false, nil
 }
 
 // await fills out[i] from waits[i] (where not nil), waiting at most Config.Wait in all. failed is
