@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
@@ -100,4 +101,29 @@ func TestMigrateReadsLFSStorage(t *testing.T) {
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
+}
+
+// migrate --write-lfsconfig run from a subdirectory writes and commits the work tree's own
+// .lfsconfig, the one git-lfs reads: before, it committed sub/.lfsconfig, which no clone reads.
+func TestMigrateWritesTheTopLevelLFSConfig(t *testing.T) {
+	e := newEnv(t)
+	e.git("", "lfs", "install")
+	work, remote := e.localRepo(repoOpts{})
+	writeFile(t, filepath.Join(work, "sub", "a.bin"), testutil.RandomBytes(2000, 46))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "a file in sub")
+	e.pushWithoutLFS(work)
+	out, code := e.migrate(filepath.Join(work, "sub"), "--to", remote, "--write-lfsconfig")
+	if code != 0 {
+		t.Fatalf("migrate: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "sub", ".lfsconfig")); err == nil {
+		t.Error("migrate wrote sub/.lfsconfig, which git-lfs does not read")
+	}
+	if files := e.git(work, "show", "--name-only", "--format=", "HEAD"); strings.TrimSpace(files) != ".lfsconfig" {
+		t.Errorf("the commit migrate made holds %q, want .lfsconfig", files)
+	}
+	if url := e.git(work, "config", "-f", ".lfsconfig", "lfs.url"); strings.TrimSpace(url) != remote {
+		t.Errorf("lfs.url in .lfsconfig is %q, want %s", url, remote)
+	}
 }

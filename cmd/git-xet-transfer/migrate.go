@@ -200,13 +200,18 @@ func switchToXet(ctx context.Context, g client.Git, f migrateFlags, target migra
 		fmt.Fprintf(stdout, "git config --local %s %s\n", kv[0], kv[1])
 	}
 	if f.lfsconfig && newURL != "" {
-		if _, err := g.Run(ctx, "config", "-f", ".lfsconfig", "lfs.url", newURL); err != nil {
+		// The work tree's own .lfsconfig, the one git-lfs reads, wherever migrate runs in it.
+		top := g
+		if top.Dir = g.TopLevel(ctx); top.Dir == "" {
+			return fmt.Errorf("--write-lfsconfig: the repository has no work tree to commit .lfsconfig in")
+		}
+		if _, err := top.Run(ctx, "config", "-f", ".lfsconfig", "lfs.url", newURL); err != nil {
 			return err
 		}
-		if _, err := g.Run(ctx, "add", ".lfsconfig"); err != nil {
+		if _, err := top.Run(ctx, "add", ".lfsconfig"); err != nil {
 			return err
 		}
-		if _, err := g.Run(ctx, "commit", "-q", "-m", "Store LFS files through Xet at "+newURL, "--", ".lfsconfig"); err != nil {
+		if _, err := top.Run(ctx, "commit", "-q", "-m", "Store LFS files through Xet at "+newURL, "--", ".lfsconfig"); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "committed .lfsconfig (lfs.url = "+newURL+"): push it so every clone uses the new server")
