@@ -186,11 +186,20 @@ func (w *walker) commitOrTag(h plumbing.Hash) (*object.Commit, error) {
 	return nil, nil
 }
 
+// maxTreePath bounds the paths of a walk: PATH_MAX, longer than any path a checkout can hold. Each
+// level of a walk keeps its path, so a tree nested deeper would cost memory growing with the
+// square of its depth (488 MB for a hostile branch of 2,000 levels, packed in 144 KB).
+const maxTreePath = 4096
+
 // walkTree visits the entries of tree h (at prefix), unless it was seen under an earlier commit
 // (then it is not even read).
 func (w *walker) walkTree(h plumbing.Hash, prefix, commit string, seq int) error {
 	if w.trees[h] {
 		return nil
+	}
+	if len(prefix) > maxTreePath {
+		return fmt.Errorf("commit %s has a path longer than %d bytes, which no checkout can hold (%.60q…): leave its refs out with --refs",
+			commit, maxTreePath, prefix)
 	}
 	w.trees[h] = true
 	tree, err := w.repo.TreeObject(h)

@@ -85,3 +85,23 @@ func TestWalk(t *testing.T) {
 		t.Errorf("unknown ref: %v", err)
 	}
 }
+
+// A branch nested deeper than any checkout can hold is refused with what to do, before the walk's
+// memory grows with the square of its depth (each level keeps its path): 488 MB for 2,000 levels
+// of 200-byte names, from a pack of 144 KB that anyone could push.
+func TestWalkRefusesPathsNoCheckoutHolds(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	deep := strings.Repeat("d/", 2100) + "f.bin" // 4,205 bytes
+	var stream strings.Builder
+	fmt.Fprintf(&stream, "commit refs/heads/main\ncommitter t <t@t> 0 +0000\ndata 4\ndeep\nM 100644 inline %s\ndata %d\n%s\n", deep, len(ptr(1, "")), ptr(1, ""))
+	c := exec.Command("git", "fast-import", "--quiet")
+	c.Dir, c.Stdin = dir, strings.NewReader(stream.String())
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v\n%s", err, out)
+	}
+	_, err := Walk(context.Background(), dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "longer than 4096 bytes") || !strings.Contains(err.Error(), "--refs") {
+		t.Fatalf("a walk of a path of %d bytes: %v, want it refused, saying how to leave it out", len(deep), err)
+	}
+}
