@@ -1,23 +1,30 @@
 package xetfile
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	gohash "hash"
+	"slices"
 	"sync"
 )
 
 // shaTrack checks a file read whole against its SHA-256: it hashes the bytes reads return in file
 // order, from the start. A read that lands ahead of the hashed prefix is not hashed then, but the
 // prefix catches up through the chunks still in memory once a read reaches it (kernel read-ahead
-// sends a stream's reads a little out of order). The read that completes the prefix compares; a
-// mismatch fails that read and every later one.
+// sends a stream's reads a little out of order). When the prefix reaches bytes a read returned
+// before and memory no longer holds them (a tail read first, as footer-first formats do, of a file
+// larger than the memory cache), no read will bring them again: the prefix is finished in the
+// background (finishSHA) instead of stopping there unchecked. The read that completes the prefix
+// compares; a mismatch fails that read and every later one.
 type shaTrack struct {
-	mu   sync.Mutex
-	h    gohash.Hash
-	pos  int64
-	done bool
-	err  error
+	mu        sync.Mutex
+	h         gohash.Hash
+	pos       int64
+	done      bool
+	err       error
+	ahead     []byteRun // bytes reads returned beyond pos, at most maxAhead runs
+	finishing bool      // finishSHA runs
 	// The plan's check against the Xet hash (plancheck.go): the plan it passed (a plan asked again
 	// after an expired URL is checked again), the plan under check, and the first of its terms
 	// whose footer was not known at the last try.
@@ -40,7 +47,11 @@ func (f *File) tracked(p []byte, off int64) error {
 	if t.done || t.err != nil {
 		return t.err
 	}
-	if off > t.pos || off+int64(len(p)) <= t.pos {
+	if off > t.pos {
+		t.noteAhead(byteRun{off, off + int64(len(p))})
+		return nil
+	}
+	if off+int64(len(p)) <= t.pos {
 		return nil
 	}
 	if t.h == nil {
@@ -50,6 +61,9 @@ func (f *File) tracked(p []byte, off int64) error {
 	t.pos = off + int64(len(p))
 	f.catchUp()
 	if t.pos < f.size {
+		if t.returned(t.pos) && !t.finishing {
+			t.finishing = f.fs.goBackground(f.finishSHA)
+		}
 		return nil
 	}
 	t.done = true
@@ -84,5 +98,66 @@ func (f *File) catchUp() {
 		cs := info.rawStart(k) - base
 		t.h.Write(d[t.pos-cs:])
 		t.pos = cs + int64(len(d))
+	}
+}
+
+// byteRun is bytes [off, end) of a file.
+type byteRun struct{ off, end int64 }
+
+// maxAhead bounds the runs a file remembers a read returned ahead of its prefix (past it, the
+// oldest is forgotten: its bytes are then hashed only if a read or memory brings them again).
+const maxAhead = 32
+
+// noteAhead remembers that a read returned s, ahead of the prefix (under t.mu).
+func (t *shaTrack) noteAhead(s byteRun) {
+	if len(t.ahead) == maxAhead {
+		t.ahead = t.ahead[1:]
+	}
+	t.ahead = append(t.ahead, s)
+}
+
+// returned reports whether a read returned the byte at off before (under t.mu); runs wholly
+// behind the prefix are forgotten.
+func (t *shaTrack) returned(off int64) bool {
+	t.ahead = slices.DeleteFunc(t.ahead, func(s byteRun) bool { return s.end <= t.pos })
+	for _, s := range t.ahead {
+		if s.off <= off && off < s.end {
+			return true
+		}
+	}
+	return false
+}
+
+// finishSHABytes is what finishSHA reads at a time.
+const finishSHABytes = 4 << 20
+
+// finishSHA reads the file on from its hashed prefix until the prefix is complete (and compared),
+// the file failed, a read fails, or ctx (the mount's) ends: the bytes reads returned before and
+// memory lost, which no read will bring again. Each read is the mount's own, verified as any.
+func (f *File) finishSHA(ctx context.Context) {
+	t := &f.track
+	defer func() {
+		t.mu.Lock()
+		t.finishing = false
+		t.mu.Unlock()
+	}()
+	for {
+		t.mu.Lock()
+		pos, over := t.pos, t.done || t.err != nil
+		t.mu.Unlock()
+		if over || pos >= f.size || ctx.Err() != nil {
+			return
+		}
+		buf := make([]byte, min(finishSHABytes, f.size-pos))
+		if _, err := f.ReadAt(ctx, buf, pos); err != nil {
+			f.fs.cfg.Log.Debug().Err(err).Str("oid", f.oid).Msg("mount: finishing the SHA-256 of a file read whole")
+			return
+		}
+		t.mu.Lock()
+		stuck := t.pos <= pos
+		t.mu.Unlock()
+		if stuck {
+			return
+		}
 	}
 }

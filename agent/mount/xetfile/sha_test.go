@@ -1,0 +1,60 @@
+package xetfile
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
+)
+
+// A file read whole tail first (footer-first formats read so), larger than the memory cache, has
+// its SHA-256 compared all the same: the prefix reaches the tail a read returned before and memory
+// lost, and is finished in the background. With an oid that is not the content's, the reads after
+// that fail. Before, the prefix stopped there: every byte was returned, and the oid never checked.
+func TestTailFirstReadIsStillChecked(t *testing.T) {
+	a := testutil.RandomBytes(3<<20, 14)
+	w := newWorld(t, a)
+	oid := oidOf(a)
+	r := w.res[oid]
+	src := Source{CAS: w.cas, File: r.FileHash, Concurrency: 4, Retry: retry.Policy{Attempts: 3, BaseDelay: time.Millisecond}, Where: "the test store"}
+	for _, c := range []struct {
+		name string
+		sha  [32]byte
+	}{{"its own oid", r.SHA256}, {"another oid", [32]byte{1}}} {
+		fs := w.files2(Config{MemBytes: 1 << 20})
+		f := fs.Open(oid, r.Size, c.sha, "", func(context.Context) (Source, error) { return src, nil })
+		size, tail := int64(len(a)), int64(64<<10)
+		got := make([]byte, size)
+		if _, err := f.ReadAt(context.Background(), got[size-tail:], size-tail); err != nil {
+			t.Fatal(err)
+		}
+		for off := int64(0); off < size-tail; off += 128 << 10 {
+			n := min(128<<10, size-tail-off)
+			if _, err := f.ReadAt(context.Background(), got[off:off+n], off); err != nil {
+				t.Fatalf("%s: read at %d: %v", c.name, off, err)
+			}
+		}
+		if !bytes.Equal(got, a) {
+			t.Fatalf("%s: the reads returned wrong bytes", c.name)
+		}
+		if !testutil.Eventually(30*time.Second, func() bool { st := fs.Stats(); return st.SHAVerified+st.SHAMismatch > 0 }) {
+			t.Fatalf("%s: the SHA-256 of the file read whole was never compared (prefix at %d of %d)", c.name, f.track.pos, size)
+		}
+		_, err := f.ReadAt(context.Background(), make([]byte, 10), 0)
+		st := fs.Stats()
+		switch c.sha {
+		case r.SHA256:
+			if st.SHAVerified != 1 || err != nil {
+				t.Errorf("%s: %+v, read after: %v; want it verified", c.name, st, err)
+			}
+		default:
+			if st.SHAMismatch != 1 || err == nil || !strings.Contains(err.Error(), "not its oid") {
+				t.Errorf("%s: %+v, read after: %v; want the mismatch, and reads after it failed", c.name, st, err)
+			}
+		}
+	}
+}
