@@ -499,3 +499,43 @@ func safetensors(t *testing.T, specs []tensorSpec) ([]byte, string) {
 	}
 	return out, strings.Join(vals, ", ")
 }
+
+// A directory nested deeper than any checkout can hold (a path past 4,096 bytes) is not listed,
+// ENAMETOOLONG, as git's checkout refuses it: each node of the mount keeps its path, and a walk
+// down 2,000 levels of long names cost memory growing with the square of the depth. The levels
+// above it list as usual.
+func TestMountRefusesPathsNoCheckoutHolds(t *testing.T) {
+	needFUSE(t)
+	e := newEnv(t)
+	e.install()
+	work, _ := e.localRepo(repoOpts{})
+	var stream strings.Builder
+	fmt.Fprintf(&stream, "commit refs/heads/main\ncommitter t <t@example.test> 0 +0000\ndata 4\ndeep\nM 100644 inline %sf.txt\ndata 2\nhi\n", strings.Repeat("d/", 2100))
+	fi := e.cmd(work, "git", "fast-import", "--quiet")
+	fi.Stdin = strings.NewReader(stream.String())
+	if out, err := fi.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v\n%s", err, out)
+	}
+	e.git(work, "reset", "-q", "--soft", "main")
+	mnt := filepath.Join(e.home, "mnt")
+	e.mount(work, mnt)
+	fd, err := syscall.Open(mnt, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := 0
+	for ; level < 2100; level++ {
+		next, err := syscall.Openat(fd, "d", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err != nil {
+			syscall.Close(fd)
+			if err != syscall.ENAMETOOLONG || level < 2040 {
+				t.Fatalf("level %d: %v, want ENAMETOOLONG past 4,096 bytes of path", level+1, err)
+			}
+			return
+		}
+		syscall.Close(fd)
+		fd = next
+	}
+	syscall.Close(fd)
+	t.Fatalf("the mount listed all %d levels, %d bytes of path", level, 2*level)
+}

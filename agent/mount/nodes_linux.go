@@ -62,8 +62,16 @@ func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 	return 0
 }
 
+// maxDirPath bounds the paths the mount lists: PATH_MAX, longer than any path a checkout can
+// hold. Each node keeps its path, so a tree nested deeper would cost memory growing with the
+// square of its depth as a walk of the mount went down it.
+const maxDirPath = 4096
+
 // load lists the tree and adds a child per entry.
 func (d *dirNode) load(ctx context.Context) syscall.Errno {
+	if len(d.path) > maxDirPath {
+		return syscall.ENAMETOOLONG
+	}
 	d.once.Do(func() {
 		if d.tree == (gitHash{}) { // a submodule: nothing
 			return
