@@ -151,6 +151,7 @@ type Resolver struct {
 // resolution is one walk of the sources, on a goroutine of its own (Get: why).
 type resolution struct {
 	done chan struct{} // closed once c and err are set
+	gen  int           // the count of Rejects when it began
 	c    Credential
 	err  error
 }
@@ -250,10 +251,10 @@ func (r *Resolver) Get(ctx context.Context) (Credential, error) {
 		return Credential{}, err
 	}
 	p := r.pending
-	if p == nil {
-		p = &resolution{done: make(chan struct{})}
+	if p == nil || p.gen != r.gen { // none, or one begun before a Reject: it may find what was refused
+		p = &resolution{done: make(chan struct{}), gen: r.gen}
 		r.pending = p
-		go r.run(p, r.gen)
+		go r.run(p)
 	}
 	r.mu.Unlock()
 	select {
@@ -264,15 +265,16 @@ func (r *Resolver) Get(ctx context.Context) (Credential, error) {
 	}
 }
 
-// run resolves for p and ends it: a credential to keep is kept unless a Reject came meanwhile
-// (gen is the count of Rejects when p began).
-func (r *Resolver) run(p *resolution, gen int) {
+// run resolves for p and ends it: a credential to keep is kept unless a Reject came meanwhile.
+func (r *Resolver) run(p *resolution) {
 	c, cache, err := r.resolve()
 	r.mu.Lock()
-	if err == nil && cache && gen == r.gen {
+	if err == nil && cache && p.gen == r.gen {
 		r.cached = &c
 	}
-	r.pending = nil
+	if r.pending == p {
+		r.pending = nil
+	}
 	r.mu.Unlock()
 	p.c, p.err = c, err
 	close(p.done)

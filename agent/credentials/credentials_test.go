@@ -396,3 +396,27 @@ func TestGetStopsWaitingForASlowHelper(t *testing.T) {
 	}
 	want(t, c, "Bearer slow-secret", "git credential")
 }
+
+// A Get after a Reject does not take the answer of a resolution begun before it (which may be
+// the credential just refused): it asks the helper again.
+func TestGetAfterRejectAsksAgain(t *testing.T) {
+	w := newWorld(t, "https://git.example/org/repo.git")
+	t.Setenv("HF_ENDPOINT", "")
+	os.Unsetenv("HF_ENDPOINT")
+	count := filepath.Join(w.home, "gets")
+	script := w.file("bin/counting-helper", "#!/bin/sh\ncat > /dev/null\n[ \"$1\" = get ] || exit 0\n"+
+		"echo x >> "+count+"\nsleep 1\nprintf 'username=u\\npassword=p%s\\n' \"$(wc -l < "+count+" | tr -d ' ')\"\n", 0o755)
+	w.git(w.repo, "config", "credential.helper", script)
+	r := testResolver(t, "origin", "download")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := r.Get(ctx); err == nil {
+		t.Fatal("Get returned before the helper answered")
+	}
+	r.Reject(Credential{}) // the caller's request was refused meanwhile
+	c, err := r.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, c, "Bearer p2", "git credential")
+}
