@@ -1,6 +1,7 @@
 package xetfile
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -12,18 +13,19 @@ import (
 // shaTrack checks a file read whole against its SHA-256: it hashes the bytes reads return in file
 // order, from the start. A read that lands ahead of the hashed prefix is not hashed then, but the
 // prefix catches up through the chunks still in memory once a read reaches it (kernel read-ahead
-// sends a stream's reads a little out of order). When the prefix reaches bytes a read returned
-// before and memory no longer holds them (a tail read first, as footer-first formats do, of a file
-// larger than the memory cache), no read will bring them again: the prefix is finished in the
-// background (finishSHA) instead of stopping there unchecked. The read that completes the prefix
-// compares; a mismatch fails that read and every later one.
+// sends a stream's reads a little out of order). When the rest of the file from the prefix on was
+// all returned by reads before and memory no longer holds it (a tail read first, as footer-first
+// formats do, of a file larger than the memory cache), no read will bring it again: the prefix is
+// finished in the background (finishSHA), reading again only what reads returned, instead of
+// stopping there unchecked. A file not read whole costs nothing more. The read that completes the
+// prefix compares; a mismatch fails that read and every later one.
 type shaTrack struct {
 	mu        sync.Mutex
 	h         gohash.Hash
 	pos       int64
 	done      bool
 	err       error
-	ahead     []byteRun // bytes reads returned beyond pos, at most maxAhead runs
+	ahead     []byteRun // bytes reads returned beyond pos: sorted, merged, at most maxAhead runs
 	finishing bool      // finishSHA runs
 	// The plan's check against the Xet hash (plancheck.go): the plan it passed (a plan asked again
 	// after an expired URL is checked again), the plan under check, and the first of its terms
@@ -61,7 +63,7 @@ func (f *File) tracked(p []byte, off int64) error {
 	t.pos = off + int64(len(p))
 	f.catchUp()
 	if t.pos < f.size {
-		if t.returned(t.pos) && !t.finishing {
+		if !t.finishing && t.returnedToEnd(f.size) {
 			t.finishing = f.fs.goBackground(f.finishSHA)
 		}
 		return nil
@@ -104,28 +106,38 @@ func (f *File) catchUp() {
 // byteRun is bytes [off, end) of a file.
 type byteRun struct{ off, end int64 }
 
-// maxAhead bounds the runs a file remembers a read returned ahead of its prefix (past it, the
-// oldest is forgotten: its bytes are then hashed only if a read or memory brings them again).
+// maxAhead bounds the runs a file remembers reads returned ahead of its prefix (adjacent ones are
+// merged). Past it the run furthest on is forgotten: the rest of the file then never counts as
+// returned, and the prefix is finished only by reads, as without this.
 const maxAhead = 32
 
 // noteAhead remembers that a read returned s, ahead of the prefix (under t.mu).
 func (t *shaTrack) noteAhead(s byteRun) {
-	if len(t.ahead) == maxAhead {
-		t.ahead = t.ahead[1:]
+	i, _ := slices.BinarySearchFunc(t.ahead, s.off, func(r byteRun, off int64) int { return cmp.Compare(r.off, off) })
+	t.ahead = slices.Insert(t.ahead, i, s)
+	merged := t.ahead[:1]
+	for _, r := range t.ahead[1:] {
+		if last := &merged[len(merged)-1]; r.off <= last.end {
+			last.end = max(last.end, r.end)
+			continue
+		}
+		merged = append(merged, r)
 	}
-	t.ahead = append(t.ahead, s)
+	t.ahead = merged[:min(len(merged), maxAhead)]
 }
 
-// returned reports whether a read returned the byte at off before (under t.mu); runs wholly
-// behind the prefix are forgotten.
-func (t *shaTrack) returned(off int64) bool {
-	t.ahead = slices.DeleteFunc(t.ahead, func(s byteRun) bool { return s.end <= t.pos })
-	for _, s := range t.ahead {
-		if s.off <= off && off < s.end {
-			return true
+// returnedToEnd reports whether reads returned every byte from the prefix to size before (under
+// t.mu); runs wholly behind the prefix are forgotten.
+func (t *shaTrack) returnedToEnd(size int64) bool {
+	t.ahead = slices.DeleteFunc(t.ahead, func(r byteRun) bool { return r.end <= t.pos })
+	at := t.pos
+	for _, r := range t.ahead {
+		if r.off > at {
+			return false
 		}
+		at = max(at, r.end)
 	}
-	return false
+	return at >= size
 }
 
 // finishSHABytes is what finishSHA reads at a time.

@@ -58,3 +58,28 @@ func TestTailFirstReadIsStillChecked(t *testing.T) {
 		}
 	}
 }
+
+// A file read in part out of order (a model's tensors, read as a program needs them) is not
+// read again to finish its SHA-256: only a file whose every byte from the prefix on was returned
+// is. The prefix here reaches bytes read before, but not the end of the file.
+func TestPartialReadIsNotReadAgain(t *testing.T) {
+	a := testutil.RandomBytes(3<<20, 15)
+	w := newWorld(t, a)
+	fs := w.files2(Config{MemBytes: 1 << 20})
+	f := w.open(fs, oidOf(a))
+	buf := make([]byte, 512<<10)
+	if _, err := f.ReadAt(context.Background(), buf, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	for off := int64(0); off < 2<<20; off += 128 << 10 {
+		if _, err := f.ReadAt(context.Background(), buf[:128<<10], off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.track.mu.Lock()
+	finishing := f.track.finishing
+	f.track.mu.Unlock()
+	if finishing {
+		t.Fatal("the mount reads on to finish the SHA-256 of a file not read whole")
+	}
+}
