@@ -42,7 +42,7 @@ func (c *tinyChunksCAS) XorbFooter(context.Context, hash.Hash, casapi.XorbFetch)
 // A hostile server's plan whose 200 terms all name one range of a xorb of 8192 chunks of one byte
 // (each term within the per-term checks: no more chunks than bytes) is refused before anything is
 // fetched or sized by it. Before, the download allocated an entry per chunk of every term and
-// wrote each byte with a call of its own: 64 MiB and 3 s for this 1.6 MB plan, 627 MiB and 30 s
+// wrote each byte with a call of its own: 64 MiB and 3 s for this plan of 26 KB, 627 MiB and 30 s
 // at 2,000 terms, before the file hash could fail.
 func TestPlanOfOneByteChunksIsRefused(t *testing.T) {
 	const n, terms = xorb.MaxChunks, 200
