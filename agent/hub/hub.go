@@ -25,7 +25,6 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/credentials"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -41,7 +40,7 @@ type Client struct {
 // concurrent use.
 type API struct {
 	// StallTimeout abandons an answer whose body yields no byte for this long, retryably
-	// (cas.StallGuard); zero: cas.DefaultStallTimeout. The transport's timeouts end with the
+	// (retry.StallGuard); zero: retry.DefaultStallTimeout. The transport's timeouts end with the
 	// headers, and a caller's context may be git-lfs's whole command.
 	StallTimeout time.Duration
 
@@ -277,7 +276,7 @@ func (c *API) send(ctx context.Context, req Request, cred credentials.Credential
 		}
 		return nil, retry.Mark(fmt.Errorf("%s %s: %w", req.Method, Where(req.URL), err))
 	}
-	resp.Body = cas.StallGuard(resp.Body, c.StallTimeout, cancel, req.Method+" "+Where(req.URL))
+	resp.Body = retry.StallGuard(resp.Body, c.StallTimeout, cancel, req.Method+" "+Where(req.URL))
 	return resp, nil
 }
 

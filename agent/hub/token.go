@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
-	"github.com/git-xet-transfer/git-xet-transfer/xet/cas"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/casapi"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
@@ -87,7 +86,7 @@ func parseToken(b []byte, where, contentType string, needCAS bool) (casapi.Token
 // with the action's own headers (auth: the LFS server's authorization; never the user's
 // credential). It makes one attempt and marks failures worth another: the CAS call that needed
 // the token retries (see package retry). A refusal of the route's own credential is final. An
-// answer whose body sends nothing for stall (zero: cas.DefaultStallTimeout) is abandoned.
+// answer whose body sends nothing for stall (zero: retry.DefaultStallTimeout) is abandoned.
 func RefreshToken(ctx context.Context, client *http.Client, href string, auth map[string]string, userAgent string, stall time.Duration) (casapi.Token, error) {
 	var tok casapi.Token
 	if href == "" {
@@ -113,7 +112,7 @@ func RefreshToken(ctx context.Context, client *http.Client, href string, auth ma
 		}
 		return tok, retry.Mark(fmt.Errorf("refreshing the CAS token at %s: %w", where, err))
 	}
-	resp.Body = cas.StallGuard(resp.Body, stall, cancel, "refreshing the CAS token at "+where)
+	resp.Body = retry.StallGuard(resp.Body, stall, cancel, "refreshing the CAS token at "+where)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return tok, refreshError(where, resp, auth)

@@ -168,7 +168,7 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 		}
 		return retry.Mark(fmt.Errorf("%s: %w", c.op, withoutQuery(err)))
 	}
-	resp.Body = newStallBody(resp.Body, h.o.StallTimeout, cancel, c.op) // closed by drain or by the taker
+	resp.Body = retry.StallGuard(resp.Body, h.o.StallTimeout, cancel, c.op) // closed by drain or by the taker
 	defer func() { drain(resp.Body) }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := statusError(c.op, resp, token)
