@@ -5,6 +5,9 @@ package test
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,16 +16,18 @@ import (
 )
 
 // An agent waiting for a credential helper (a prompt, a keyring) ends within stopWithin of SIGTERM,
-// sent to the agents alone, as a service manager or a tool killing stray processes does: git-lfs's
-// helpers take no context, and the agent waited for the helper to end, 28 s with one that slept
-// 30. (Ctrl-C reaches the helper too, in the same process group.)
+// sent to the agents alone, as a service manager or a tool killing stray processes does, and so do
+// the `git credential fill` it started and the helper git started: git-lfs's helpers take no
+// context. The agent first waited for the helper to end, 28 s with one that slept 30; then it ended
+// at once and left both running, orphaned, until the helper's sleep was over. (Ctrl-C reaches the
+// helper too, in the same process group.)
 func TestSIGTERMDuringSlowCredentialHelper(t *testing.T) {
 	h := startHub(t, time.Minute)
 	e := hubEnv(t, h) // no HF_TOKEN, no token file, no netrc: git credential is asked
 	work, _ := hubRepo(t, e, h, "org/model")
-	asked := filepath.Join(e.home, "helper-asked")
+	asked := filepath.Join(e.home, "helper-asked") // each run of the helper: its pid and git's
 	helper := filepath.Join(e.home, "slow-helper")
-	writeFile(t, helper, []byte("#!/bin/sh\ncat > /dev/null\ntouch "+asked+"\nexec sleep 30\n"))
+	writeFile(t, helper, []byte("#!/bin/sh\ncat > /dev/null\necho $$ $PPID >> "+asked+"\nexec sleep 30\n"))
 	if err := os.Chmod(helper, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -47,5 +52,24 @@ func TestSIGTERMDuringSlowCredentialHelper(t *testing.T) {
 	if took := time.Since(sent); !gone || took > stopWithin {
 		t.Fatalf("%d agent processes (of %d) still ran %v after SIGTERM while the credential helper waited (want none after %v)",
 			len(groupAgents(push.pgid())), len(agents), took, stopWithin)
+	}
+	b, err := os.ReadFile(asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var helpers []int // the helpers' sleeps and the `git credential` processes that ran them
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("the helper wrote %q", b)
+		}
+		helpers = append(helpers, pid)
+	}
+	alive := func() []int {
+		return processes(func(pid int, stat []string) bool { return slices.Contains(helpers, pid) && stat[0] != "Z" })
+	}
+	if !testutil.Eventually(stopWithin, func() bool { return len(alive()) == 0 }) {
+		t.Fatalf("the credential helper and git credential (%v) outlived the agents: %v still ran %v after SIGTERM",
+			helpers, alive(), time.Since(sent))
 	}
 }

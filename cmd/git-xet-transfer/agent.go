@@ -19,6 +19,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/agent/leader"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/handover"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/proctree"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/summary"
 )
@@ -48,6 +49,7 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log, resolveLog, closeLog := heldLogger(env, cfg, stderr)
 	defer closeLog()
 	defer profile(env.CPUProfile, log)()
+	defer stopLeftPrograms(log)
 	for _, p := range env.Problems {
 		log.Warn().Msg(p)
 	}
@@ -79,6 +81,16 @@ func runAgent(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	showSummary(ctx, g, &tally, log)
 	return 0
+}
+
+// stopLeftPrograms ends the programs this process started and no longer waits for (a credential
+// helper at a prompt, ssh: git-lfs runs them without a context, internal/proctree) before it exits,
+// so that a stopped command leaves nothing running. It is deferred after the log is opened: it
+// runs before the log closes, once nothing of the command waits for a program any more.
+func stopLeftPrograms(log zerolog.Logger) {
+	if n := proctree.Stop(500 * time.Millisecond); n > 0 {
+		log.Info().Int("processes", n).Msg("stopped the programs this process left running (a credential helper, ssh)")
+	}
 }
 
 // takeHandover takes the hand-over git-xet-transfer-agent names in the environment (none: the zero
