@@ -20,7 +20,15 @@ func runFsck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl.BoolVar(&o.CleanTemp, "clean-temp", false, "also remove temp files older than an hour (left by killed writers)")
 	fl.BoolVar(&o.VerifyData, "verify-data", false, "read every xorb whole and check its chunks, not only its footer")
 	fl.BoolVar(&o.Repair, "repair", false, "with --verify-data: move damaged xorbs aside; pushing the files that use them stores them again")
-	if err := fl.Parse(args); err != nil || fl.NArg() > 0 {
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 { // the store is --store DIR: a bare path would otherwise be ignored
+		fmt.Fprintf(stderr, "git-xet-transfer fsck: unexpected argument %q (the store is --store DIR)\n", fl.Arg(0))
+		return 2
+	}
+	if o.Repair && !o.VerifyData { // only a whole read finds a damaged xorb to move aside
+		fmt.Fprintln(stderr, "git-xet-transfer fsck: --repair needs --verify-data")
 		return 2
 	}
 	ctx := context.Background()

@@ -180,7 +180,15 @@ func installLFSFilters(ctx context.Context, g client.Git, scope string, stdout i
 			"Install it (e.g. `apt-get install git-lfs`, or `go install github.com/git-lfs/git-lfs/v3@v3.8.1`), then run install again")
 	}
 	lfsArgs := []string{"lfs", "install"}
-	if scope != "--global" { // git lfs install is global by default and has no --global flag
+	switch scope {
+	case "--global": // git lfs install is global by default and has no --global flag
+		// --skip-repo: inside a repository git lfs install would also write that repository's hooks,
+		// and fail on a hook of the user's own; a user-wide install is no request to change either.
+		// git-lfs writes a repository's hooks itself when it first runs there.
+		lfsArgs = append(lfsArgs, "--skip-repo")
+	case "--system":
+		lfsArgs = append(lfsArgs, scope, "--skip-repo")
+	default:
 		lfsArgs = append(lfsArgs, scope)
 	}
 	out, err := g.Run(ctx, lfsArgs...)
@@ -201,13 +209,21 @@ func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	removed := 0
 	keys := []string{keyPath, keyConcurrent, keyStandalone}
 	keys = append(keys, standaloneKeys(ctx, g, scope)...)
+	path, _ := g.Run(ctx, "config", scope, "--get", keyPath)
+	self, _ := selfPath()
+	othersPath := path != "" && !ourAgentPath(path, self)
 	for _, key := range keys {
 		v, _ := g.Run(ctx, "config", scope, "--get", key)
 		if v == "" {
 			continue
 		}
-		if key == keyStandalone && v != agentName {
+		// Another tool's agent may be registered under the same name (Hugging Face's git-xet
+		// installs itself as lfs.customtransfer.xet): its program and its settings stay.
+		if (key == keyStandalone && v != agentName) || key == keyPath && othersPath {
 			fmt.Fprintf(stdout, "left %s = %s (not written by install)\n", key, v)
+			continue
+		}
+		if key == keyConcurrent && othersPath {
 			continue
 		}
 		if _, err := g.Run(ctx, "config", scope, "--unset-all", key); err != nil {
@@ -224,6 +240,18 @@ func runUninstall(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	fmt.Fprintln(stdout, "git-xet-transfer is uninstalled; git-lfs's own filters (git lfs install) are left in place. "+
 		"Files already stored in Xet stores stay there; keep this program to read them, or re-push them with plain LFS.")
 	return 0
+}
+
+// ourAgentPath reports whether a configured agent path names one of this project's programs: what
+// install would write from this binary (self), or either program by its name (with .exe on
+// Windows, after a path of either kind of slash), wherever it was installed from.
+func ourAgentPath(v, self string) bool {
+	if self != "" && (v == self || v == agentPath(self)) {
+		return true
+	}
+	base := v[strings.LastIndexAny(v, `/\`)+1:]
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".exe"), ".EXE")
+	return base == "git-xet-transfer" || base == "git-xet-transfer-agent"
 }
 
 // standaloneKeys lists the lfs.<url>.standalonetransferagent keys of scope set to this agent, other

@@ -132,6 +132,34 @@ func TestUninstallLeavesOthersStandaloneAgent(t *testing.T) {
 	}
 }
 
+// Another tool's agent registered under the same name (Hugging Face's git-xet installs itself as
+// lfs.customtransfer.xet) keeps its settings: uninstall removed its path and concurrent keys
+// whatever their value, leaving git-lfs a transfer named xet with no program.
+func TestUninstallLeavesOthersAgentPath(t *testing.T) {
+	needTools(t)
+	tempHome(t)
+	for k, v := range map[string]string{keyPath: "/usr/local/bin/git-xet", keyConcurrent: "true", "lfs.customtransfer.xet.args": "transfer"} {
+		if out, err := exec.Command("git", "config", "--global", k, v).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	code, out, _ := runCmd(t, "uninstall")
+	if code != 0 || gitConfig(t, keyPath) != "/usr/local/bin/git-xet" || gitConfig(t, keyConcurrent) != "true" {
+		t.Errorf("exit %d, %s = %q, %s = %q\n%s", code, keyPath, gitConfig(t, keyPath), keyConcurrent, gitConfig(t, keyConcurrent), out)
+	}
+	if !strings.Contains(out, "not written by install") {
+		t.Errorf("uninstall did not say why it left %s:\n%s", keyPath, out)
+	}
+	// Ours, in any of the forms install writes (either binary; a Windows path), is removed.
+	for _, p := range []string{"/opt/x/git-xet-transfer", "/opt/x/git-xet-transfer-agent", `C:\Tools\git-xet-transfer-agent.exe`, "C:/Tools/git-xet-transfer.exe"} {
+		exec.Command("git", "config", "--global", keyPath, p).Run()
+		exec.Command("git", "config", "--global", keyConcurrent, "true").Run()
+		if code, out, _ := runCmd(t, "uninstall"); code != 0 || gitConfig(t, keyPath) != "" || gitConfig(t, keyConcurrent) != "" {
+			t.Errorf("path %s: exit %d, %s = %q, %s = %q\n%s", p, code, keyPath, gitConfig(t, keyPath), keyConcurrent, gitConfig(t, keyConcurrent), out)
+		}
+	}
+}
+
 func TestInstallLocalOutsideRepoSaysWhy(t *testing.T) {
 	needTools(t)
 	home := tempHome(t)
@@ -221,6 +249,33 @@ func TestMigrateFlags(t *testing.T) {
 	}
 }
 
+// A bad flag value is refused with an error that names it. Before, a negative --jobs or
+// --session-size was taken as given, an empty --refs walked every ref (and migrated them), and a wrong
+// --verify or a stray argument printed only the usage.
+func TestMigrateFlagsNameWhatIsWrong(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--jobs", "-1"}, "--jobs"},
+		{[]string{"--session-size", "0"}, "--session-size"},
+		{[]string{"--session-size", "-5"}, "--session-size"},
+		{[]string{"--refs", ""}, "-refs"},
+		{[]string{"--refs", " , "}, "-refs"},
+		{[]string{"--verify", "nope"}, `"nope"`},
+		{[]string{"extra"}, `"extra"`},
+	} {
+		var errb strings.Builder
+		if _, ok := parseMigrateFlags(c.args, &errb); ok {
+			t.Errorf("%q accepted", c.args)
+			continue
+		}
+		if first := strings.SplitN(errb.String(), "\n", 2)[0]; !strings.Contains(first, c.want) {
+			t.Errorf("%q: the first line of the error does not name %s: %q", c.args, c.want, first)
+		}
+	}
+}
+
 // install writes the start-up agent when it sits beside this program, else this program.
 func TestAgentPathPrefersStartupAgent(t *testing.T) {
 	dir := t.TempDir()
@@ -237,5 +292,115 @@ func TestAgentPathPrefersStartupAgent(t *testing.T) {
 	}
 	if got, want := agentPath(self), filepath.Join(dir, name); got != want {
 		t.Fatalf("beside it: %q, want %q", got, want)
+	}
+}
+
+// install (global, the default) run inside a repository changes the user's git config only: not
+// that repository's hooks. git-lfs installs its hooks in a repository when it first runs there, and
+// `git lfs install` (global) inside one would also write them, and fail on a pre-push hook of the
+// user's own, so that install wrote none of its keys. Before the fix: exit 1, "`git lfs install`
+// failed: git lfs install: Hook already exists: pre-push".
+func TestInstallGlobalInsideARepositoryLeavesItsHooks(t *testing.T) {
+	needTools(t)
+	tempHome(t)
+	repo := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	hooks := filepath.Join(repo, ".git", "hooks")
+	mine := "#!/bin/sh\necho the user's own hook\n"
+	if err := os.WriteFile(filepath.Join(hooks, "pre-push"), []byte(mine), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadDir(hooks)
+	t.Chdir(repo)
+	code, out, errOut := runCmd(t, "install")
+	if code != 0 {
+		t.Fatalf("install in a repository with a hook of its own: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := gitConfig(t, keyPath); got == "" {
+		t.Errorf("%s not written", keyPath)
+	}
+	if got := readFile(t, filepath.Join(hooks, "pre-push")); got != mine {
+		t.Errorf("the repository's pre-push hook was changed:\n%s", got)
+	}
+	if after, _ := os.ReadDir(hooks); len(after) != len(before) {
+		t.Errorf("install added hooks to the repository it ran in: %d files, were %d", len(after), len(before))
+	}
+}
+
+// status shows what a cloned repository's .lfsconfig sets (its LFS URL, and remotes it names with
+// remote.<name>.lfsurl) with no terminal escape: anyone can commit a .lfsconfig. Before the fix the
+// output held "file:///tmp/a\x1b]0;pwned\x07b" and a remote "o\x1b[2Jx".
+func TestStatusHidesTerminalEscapesOfTheRepository(t *testing.T) {
+	needTools(t)
+	tempHome(t)
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "remote", "add", "origin", "https://example.com/x.git"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	lfsconfig := "[lfs]\n\turl = \"/tmp/a\x1b]0;pwned\x07b\"\n[remote \"o\x1b[2Jx\"]\n\tlfsurl = \"https://h/x\x1b[2Jy\"\n"
+	if err := os.WriteFile(filepath.Join(repo, ".lfsconfig"), []byte(lfsconfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(repo)
+	_, out, errOut := runCmd(t, "status")
+	if !strings.Contains(out, "pwned") {
+		t.Fatalf("the .lfsconfig's URL is not shown, so this test shows nothing:\n%s", out)
+	}
+	if strings.ContainsAny(out+errOut, "\x1b\x07") {
+		t.Errorf("a terminal escape reached the output:\n%q", out+errOut)
+	}
+}
+
+// A repository's own agent path (migrate writes the agent's keys with --local) wins over the global
+// one: when it names a program that is gone, status says to install in that repository, since a
+// global install again changes nothing there. Before the fix it said "run `git-xet-transfer
+// install` again", which left the repository as it was, status saying the same after it.
+func TestStatusNamesTheScopeOfAStaleAgentPath(t *testing.T) {
+	needTools(t)
+	tempHome(t)
+	if code, out, errOut := runCmd(t, "install"); code != 0 {
+		t.Fatalf("install: %d %s%s", code, out, errOut)
+	}
+	repo := t.TempDir()
+	gone := filepath.Join(t.TempDir(), "old", "git-xet-transfer-agent")
+	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "config", "--local", keyPath, gone}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	t.Chdir(repo)
+	code, out, _ := runCmd(t, "status")
+	if code != 1 || !strings.Contains(out, gone) {
+		t.Fatalf("status with a stale local path: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "git-xet-transfer install --local") {
+		t.Errorf("status does not say to install in this repository (--local):\n%s", out)
+	}
+	if code, out, errOut := runCmd(t, "install", "--local"); code != 0 {
+		t.Fatalf("install --local: %d %s%s", code, out, errOut)
+	}
+	if code, out, _ := runCmd(t, "status"); code != 0 {
+		t.Errorf("status after install --local: exit %d\n%s", code, out)
+	}
+}
+
+// fsck's bad arguments are named: a stray argument exited 2 with nothing said, and --repair without
+// --verify-data, which alone finds what to repair, was ignored.
+func TestFsckArgumentsNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fsck", "/srv/repo.git/xet"}, `"/srv/repo.git/xet"`},
+		{[]string{"fsck", "--repair"}, "--verify-data"},
+	} {
+		code, _, errOut := runCmd(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming %s", c.args, code, errOut, c.want)
+		}
 	}
 }

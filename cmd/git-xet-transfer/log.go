@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent/client"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/xetlog"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 )
 
 type logFlags struct {
@@ -39,18 +40,19 @@ func runLog(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg := agentConfig(ctx, g, env)
 	log, closeLog := agentLogger(cfg, stderr)
 	defer closeLog()
+	defer stopLeftPrograms(log)
 	o := env.clientOptions()
 	o.Log, o.Git = log, g
 	o.StoreDir = func() string { return cfg("GIT_XET_STORE", "xet.store") }
 	plans, err := client.NewPlans(ctx, o, f.remote)
 	if err != nil {
-		fmt.Fprintf(stderr, "git-xet-transfer log: %v\n", err)
+		fmt.Fprintf(stderr, "git-xet-transfer log: %s\n", shown(err))
 		return 1
 	}
 	defer plans.Close()
 	recs, err := xetlog.Run(ctx, xetlog.Options{Git: g, Revs: f.revs, Paths: f.paths, Source: plans, Jobs: f.jobs})
 	if err != nil {
-		fmt.Fprintf(stderr, "git-xet-transfer log: %v\n", err)
+		fmt.Fprintf(stderr, "git-xet-transfer log: %s\n", shown(err))
 		return 1
 	}
 	if f.json {
@@ -64,7 +66,7 @@ func runLog(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	for _, r := range recs {
 		if r.State == "error" {
-			fmt.Fprintf(stderr, "git-xet-transfer log: %s at %.12s: %s\n", r.Path, r.Commit, r.Error)
+			fmt.Fprintf(stderr, "git-xet-transfer log: %s at %.12s: %s\n", oneLine(r.Path), r.Commit, oneLine(r.Error))
 			return 1
 		}
 	}
@@ -164,7 +166,9 @@ func logNote(r xetlog.Record) string {
 	return strings.Join(notes, "; ")
 }
 
-// oneLine keeps a path or message on its row.
+// oneLine keeps a path or message on its row, with no terminal escape: paths come from the
+// repository, messages from its remote's server (redact.Printable quotes the text as git quotes
+// such paths; it leaves a tab, which would break the columns).
 func oneLine(s string) string {
-	return strings.NewReplacer("\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(s)
+	return strings.ReplaceAll(redact.Printable(s), "\t", `\t`)
 }

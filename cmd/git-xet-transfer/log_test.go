@@ -47,9 +47,32 @@ func TestLogTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "COMMIT      PATH       SIZE      SHARED    NEW        SAVED   NOTE\n" +
-		"aaaaaaaaaa  model.bin  64.0 MiB  63.7 MiB  300.0 KiB  99.5 %  from old\\nname.bin; estimated\n" +
+		"aaaaaaaaaa  model.bin  64.0 MiB  63.7 MiB  300.0 KiB  99.5 %  from \"old\\nname.bin\"; estimated\n" +
 		"bbbbbbbbbb  new.bin    1000 B    -         -          -       not on the remote (not pushed?); new path\n"
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// A cloned repository names its paths, and a remote's server writes the errors: the table shows
+// them with no terminal escape (redact.Printable), on one row. Before the fix the path reached the
+// output as "w\x1b]0;pwned\x07.bin" (a title change), the error's "\x1b[2J" as a screen clear.
+func TestLogTableHidesTerminalEscapes(t *testing.T) {
+	recs := []xetlog.Record{
+		{Commit: strings.Repeat("a", 40), Path: "w\x1b]0;pwned\x07.bin", Size: 10, State: "error", Error: "server says \x1b[2Jgone"},
+		{Commit: strings.Repeat("b", 40), Path: "tab\there.bin", Size: 10, State: "missing", PrevOid: "x", PrevPath: "old\x1b[31m.bin"},
+	}
+	var out bytes.Buffer
+	if err := writeLogTable(&out, recs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "pwned") || !strings.Contains(out.String(), "gone") {
+		t.Fatalf("the path or the error is not shown:\n%s", out.String())
+	}
+	if strings.ContainsAny(out.String(), "\x1b\x07") {
+		t.Errorf("a terminal escape reached the table:\n%q", out.String())
+	}
+	if n := strings.Count(out.String(), "\n"); n != 3 {
+		t.Errorf("%d lines, want 3 (a header and a row per record):\n%s", n, out.String())
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ func runMigrate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := readEnvironment(os.Getenv, os.Environ())
 	log, closeLog := agentLogger(agentConfig(ctx, g, env), stderr)
 	defer closeLog()
+	defer stopLeftPrograms(log)
 	if f.dryRun { // nothing is opened on the target: it must not change
 		return dryRunMigrate(ctx, f, log, stdout, stderr)
 	}
@@ -104,10 +106,14 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.remote, "remote", "origin", "the remote whose LFS objects move (and whose old LFS server serves those not in git-lfs's objects directory)")
 	fs.Func("refs", "the refs whose history is walked: all (the default), or refs and revisions (repeat the flag, or separate them with commas)", func(v string) error {
+		n := len(f.refs)
 		for _, r := range strings.Split(v, ",") {
 			if r = strings.TrimSpace(r); r != "" {
 				f.refs = append(f.refs, r)
 			}
+		}
+		if len(f.refs) == n { // an empty variable in a script: not a request to migrate every ref
+			return errors.New("names no ref (give refs, or all)")
 		}
 		return nil
 	})
@@ -124,7 +130,19 @@ func parseMigrateFlags(args []string, stderr io.Writer) (migrateFlags, bool) {
 	if err := fs.Parse(args); err != nil {
 		return f, false
 	}
-	if fs.NArg() > 0 || (f.verify != "sample" && f.verify != "all") {
+	var bad string
+	switch {
+	case fs.NArg() > 0:
+		bad = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
+	case f.verify != "sample" && f.verify != "all":
+		bad = fmt.Sprintf("--verify is sample or all, not %q", f.verify)
+	case f.jobs < 0:
+		bad = fmt.Sprintf("--jobs is 0 (the default) or more, not %d", f.jobs)
+	case f.sessionMB < 1:
+		bad = fmt.Sprintf("--session-size is 1 (MiB) or more, not %d", f.sessionMB)
+	}
+	if bad != "" {
+		fmt.Fprintf(stderr, "git-xet-transfer migrate: %s\n", bad)
 		fs.Usage()
 		return f, false
 	}

@@ -29,11 +29,11 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := client.Git{}
 	self, _ := selfPath()
 	printVersions(ctx, g, self, stdout)
-	installed := printConfig(ctx, g, self, stdout)
+	fix := printConfig(ctx, g, self, stdout)
 	printShardCache(stdout)
 	printRemotes(ctx, g, stdout)
-	if !installed {
-		fmt.Fprintln(stdout, "\ngit-xet-transfer is NOT installed: run `git-xet-transfer install`")
+	if fix != "" {
+		fmt.Fprintf(stdout, "\ngit-xet-transfer is NOT installed: run `%s`\n", fix)
 		return 1
 	}
 	fmt.Fprintln(stdout, "\ngit-xet-transfer is installed")
@@ -55,18 +55,18 @@ func printVersions(ctx context.Context, g client.Git, self string, stdout io.Wri
 	}
 }
 
-// printConfig prints the settings that matter, where each comes from, and reports whether the agent
-// is installed.
-func printConfig(ctx context.Context, g client.Git, self string, stdout io.Writer) (installed bool) {
+// printConfig prints the settings that matter and where each comes from, and returns the command
+// that installs the agent ("" when it is installed).
+func printConfig(ctx context.Context, g client.Git, self string, stdout io.Writer) (fix string) {
 	fmt.Fprintln(stdout, "\nconfiguration:")
-	installed = true
+	install := "git-xet-transfer install"
 	for _, key := range []string{keyPath, keyConcurrent, keyStandalone, "lfs.standalonetransferagent",
 		"lfs.concurrenttransfers", "lfs.basictransfersonly", "filter.lfs.process", "xet.store", "xet.logfile", "xet.loglevel"} {
 		v, _ := g.Run(ctx, "config", "--show-origin", "--get", key)
 		if v == "" {
 			fmt.Fprintf(stdout, "  %-40s (not set)\n", key)
 			if key == keyPath || key == keyStandalone || key == "filter.lfs.process" {
-				installed = false
+				fix = install
 			}
 			continue
 		}
@@ -74,8 +74,11 @@ func printConfig(ctx context.Context, g client.Git, self string, stdout io.Write
 		fmt.Fprintf(stdout, "  %-40s %s   [%s]\n", key, value, origin)
 		if key == keyPath {
 			if fi, err := os.Stat(value); err != nil || fi.IsDir() {
-				fmt.Fprintf(stdout, "  WARNING: %s does not exist; run `git-xet-transfer install` again\n", value)
-				installed = false
+				// The path git-lfs runs is the one of the scope that wins; another scope's install
+				// would leave it so (migrate writes the agent's keys with --local).
+				install = installIn(ctx, g, keyPath)
+				fmt.Fprintf(stdout, "  WARNING: %s does not exist; run `%s` again\n", value, install)
+				fix = install
 			} else if self != "" && value != self && value != agentPath(self) {
 				fmt.Fprintf(stdout, "  note: git-lfs runs %s, not this binary (%s)\n", value, self)
 			}
@@ -86,7 +89,18 @@ func printConfig(ctx context.Context, g client.Git, self string, stdout io.Write
 	} else if basic {
 		fmt.Fprintln(stdout, "  WARNING: lfs.basictransfersonly=true disables custom transfer agents such as xet")
 	}
-	return installed
+	return fix
+}
+
+// installIn is the install command that writes key in the scope its value is read from: --local
+// or --system when that is where the value in effect is set, else the global install.
+func installIn(ctx context.Context, g client.Git, key string) string {
+	out, _ := g.Run(ctx, "config", "--show-scope", "--get", key) // "local\tVALUE"
+	switch scope, _, _ := strings.Cut(out, "\t"); scope {
+	case "local", "system":
+		return "git-xet-transfer install --" + scope
+	}
+	return "git-xet-transfer install"
 }
 
 // printShardCache prints the shard cache root and the size of each endpoint's folder.
@@ -118,21 +132,24 @@ func printRemotes(ctx context.Context, g client.Git, stdout io.Writer) {
 	if err != nil {
 		fmt.Fprintf(stdout, "  cannot read this repository's configuration: %v\n", err)
 	}
-	for _, name := range names {
-		ep, err := repo.Endpoint(ctx, "upload", name)
+	// A cloned repository's .lfsconfig names LFS URLs and remotes (remote.<name>.lfsurl), so each
+	// is shown as outside text: no terminal escape of theirs reaches the terminal.
+	for _, rawName := range names {
+		name := redact.Printable(rawName)
+		ep, err := repo.Endpoint(ctx, "upload", rawName)
 		if err != nil {
-			fmt.Fprintf(stdout, "  %s: %v\n", name, err)
+			fmt.Fprintf(stdout, "  %s: %s\n", name, shown(err))
 			continue
 		}
-		u := redact.URL(ep.Url)
-		r, err := repo.LocalRemote(ctx, "upload", name)
+		u := redact.Printable(redact.URL(ep.Url))
+		r, err := repo.LocalRemote(ctx, "upload", rawName)
 		if err != nil {
 			fmt.Fprintf(stdout, "  %-10s %s (%s)\n", name, u, networkMode(ctx, repo, ep))
 			continue
 		}
 		st := "no Xet store yet"
 		if fi, err := os.Stat(r.StoreDir()); err == nil && fi.IsDir() {
-			st = "Xet store " + r.StoreDir() + ", " + humanBytes(dirSize(r.StoreDir()))
+			st = "Xet store " + redact.Printable(r.StoreDir()) + ", " + humanBytes(dirSize(r.StoreDir()))
 		}
 		fmt.Fprintf(stdout, "  %-10s %s (local: %s)\n", name, u, st)
 	}
