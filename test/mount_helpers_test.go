@@ -269,6 +269,19 @@ func readRangeErr(path string, off int64, n int) ([]byte, error) {
 	return b[:got], nil
 }
 
+// embeddedMount is the set-up of a mount test against the embedded store: a test env with the
+// agent installed (FUSE needed), a work tree with a local remote, a clone of its pointers only
+// (mountRepo's, with files of size) and the mount point to use.
+func embeddedMount(t *testing.T, size int) (e *env, work, clone, mnt string, v1, v2 []byte) {
+	t.Helper()
+	needFUSE(t)
+	e = newEnv(t)
+	e.install()
+	work, _ = e.localRepo(repoOpts{})
+	clone, v1, v2 = e.mountRepo(work, size)
+	return e, work, clone, filepath.Join(e.home, "mnt"), v1, v2
+}
+
 // mountRepo makes the usual world of the mount tests: big.bin (v1, tagged v1; then a 0.5 % edit,
 // v2), a tensor file, a text file and a script, pushed from work; and a clone of it made with
 // GIT_LFS_SKIP_SMUDGE=1 (pointers only). It returns the work tree, the clone and the versions of

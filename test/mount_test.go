@@ -61,12 +61,7 @@ func checkMountedTree(t *testing.T, work, mnt string, big []byte) {
 // HEAD's tree with the files' bytes; --rev shows the tagged v1; unmount ends the mount process;
 // nothing is written to .git/lfs/objects.
 func TestMountEmbeddedStore(t *testing.T) {
-	needFUSE(t)
-	e := newEnv(t)
-	e.install()
-	work, _ := e.localRepo(repoOpts{})
-	clone, v1, v2 := e.mountRepo(work, 24<<20)
-	mnt := filepath.Join(e.home, "mnt")
+	e, work, clone, mnt, v1, v2 := embeddedMount(t, 24<<20)
 	m := e.mount(clone, mnt)
 	checkMountedTree(t, work, mnt, v2)
 	if out, err := e.cmd(clone, "git", "xet-transfer", "unmount", mnt).CombinedOutput(); err != nil {
@@ -87,12 +82,7 @@ func TestMountEmbeddedStore(t *testing.T) {
 // A mount ends within 2 s of SIGTERM, and unmounts; a mount whose process was killed is cleaned up
 // by the next mount of its directory, and by unmount.
 func TestMountSignalsAndStaleMounts(t *testing.T) {
-	needFUSE(t)
-	e := newEnv(t)
-	e.install()
-	work, _ := e.localRepo(repoOpts{})
-	clone, _, v2 := e.mountRepo(work, 4<<20)
-	mnt := filepath.Join(e.home, "mnt")
+	e, _, clone, mnt, _, v2 := embeddedMount(t, 4<<20)
 	m := e.mount(clone, mnt)
 	f, err := os.Open(filepath.Join(mnt, "big.bin")) // a file open in it: the unmount is lazy
 	if err != nil {
@@ -164,12 +154,7 @@ func mountPID(t *testing.T, mnt string) int {
 // --background returns once the mount is up (its files can be read at once), or fails with the
 // reason when it cannot mount.
 func TestMountBackground(t *testing.T) {
-	needFUSE(t)
-	e := newEnv(t)
-	e.install()
-	work, _ := e.localRepo(repoOpts{})
-	clone, _, v2 := e.mountRepo(work, 2<<20)
-	mnt := filepath.Join(e.home, "mnt")
+	e, _, clone, mnt, _, v2 := embeddedMount(t, 2<<20)
 	out, err := e.cmd(clone, "git", "xet-transfer", "mount", "--background", mnt).CombinedOutput()
 	if err != nil {
 		t.Fatalf("mount --background: %v %s", err, out)
@@ -185,6 +170,65 @@ func TestMountBackground(t *testing.T) {
 	out, err = e.cmd(clone, "git", "xet-transfer", "mount", "--background", mnt).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "already") {
 		t.Fatalf("a second mount on a mounted directory: %v %s", err, out)
+	}
+}
+
+// Ctrl-C while --background waits for its mount to come up stops the mount process too: nothing
+// was complete, and the user was told nothing. Before, the command died and its mount process, in a
+// session of its own, went on to mount (here it stayed blocked opening its log, a FIFO nobody
+// reads: its start-up held still, so that the interrupt comes before the mount).
+func TestMountBackgroundInterruptedDuringStartUp(t *testing.T) {
+	e, _, clone, mnt, _, _ := embeddedMount(t, 1<<20)
+	fifo := filepath.Join(e.home, "mount-log.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fg := e.cmd(clone, filepath.Join(binDir, "git-xet-transfer"), "mount", "--background", mnt)
+	fg.Env = append(fg.Env, "GIT_XET_LOG="+fifo)
+	var out strings.Builder
+	fg.Stdout, fg.Stderr = &out, &out
+	newProcessGroup(fg)
+	if err := fg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- fg.Wait() }()
+	var child int
+	t.Cleanup(func() {
+		syscall.Kill(-fg.Process.Pid, syscall.SIGKILL)
+		if child != 0 {
+			syscall.Kill(child, syscall.SIGKILL)
+		}
+		if isMounted(mnt) {
+			exec.Command("fusermount3", "-u", "-z", mnt).Run()
+		}
+	})
+	if !testutil.Eventually(30*time.Second, func() bool {
+		kids := processes(func(pid int, stat []string) bool { return len(stat) > 1 && stat[1] == strconv.Itoa(fg.Process.Pid) })
+		if len(kids) > 0 {
+			child = kids[0]
+		}
+		return child != 0
+	}) {
+		t.Fatalf("mount --background started no mount process\n%s", out.String())
+	}
+	sent := time.Now()
+	syscall.Kill(-fg.Process.Pid, syscall.SIGINT) // Ctrl-C: the terminal's group, not the mount's session
+	select {
+	case <-ended:
+	case <-time.After(stopWithin):
+		t.Fatalf("mount --background still ran %v after Ctrl-C\n%s", stopWithin, out.String())
+	}
+	alive := func() bool {
+		st := processes(func(pid int, stat []string) bool { return pid == child && stat[0] != "Z" })
+		return len(st) > 0
+	}
+	if !testutil.Eventually(stopWithin-time.Since(sent), func() bool { return !alive() }) {
+		t.Fatalf("the mount process %d still ran %v after Ctrl-C of mount --background, before anything was mounted\n%s",
+			child, time.Since(sent), out.String())
+	}
+	if isMounted(mnt) {
+		t.Fatalf("%s is mounted after Ctrl-C of mount --background during its start-up", mnt)
 	}
 }
 
@@ -275,16 +319,33 @@ func TestMountHub(t *testing.T) {
 }
 
 // Objects in .git/lfs/objects are read from there: a pulled object whole, and the chunks a fetched
-// version shares with another version through the chunk index; neither is fetched.
+// version shares with another version through the chunk index; neither is fetched. With
+// lfs.storage set, git-lfs keeps them there, and so does the mount its chunk cache.
 func TestMountReadsLocalObjects(t *testing.T) {
 	needFUSE(t)
+	for _, storage := range []bool{false, true} {
+		t.Run(map[bool]string{false: "git dir", true: "lfs.storage"}[storage], func(t *testing.T) {
+			mountReadsLocalObjects(t, storage)
+		})
+	}
+}
+
+func mountReadsLocalObjects(t *testing.T, storage bool) {
 	rs := startRecordingServer(t, nil)
 	e := newEnv(t)
 	e.install()
 	work, _ := e.localRepo(repoOpts{lfsURL: rs.url + "/team/repo.git/info/lfs"})
 	const size = 16 << 20
 	clone, v1, v2 := e.mountRepo(work, size)
+	lfsDir := filepath.Join(clone, ".git", "lfs")
+	if storage {
+		lfsDir = filepath.Join(e.home, "lfs-storage")
+		e.git(clone, "config", "lfs.storage", lfsDir)
+	}
 	e.git(clone, "lfs", "fetch", "origin", "v1") // v1's objects, and their chunks in the chunk index
+	if _, err := os.Stat(filepath.Join(lfsDir, "objects", oidOf(v1)[:2], oidOf(v1)[2:4], oidOf(v1))); err != nil {
+		t.Fatalf("git lfs fetch did not store v1 where git-lfs keeps objects: %v", err)
+	}
 	mnt := filepath.Join(e.home, "mnt")
 	e.mount(clone, mnt, "--rev", "v1")
 	n0, b0 := rs.xorbRanges()
@@ -292,7 +353,7 @@ func TestMountReadsLocalObjects(t *testing.T) {
 		t.Fatalf("v1: %v", err)
 	}
 	if n, b := rs.xorbRanges(); n != n0 || b != b0 {
-		t.Fatalf("reading an object in .git/lfs/objects fetched %d ranges (%d bytes)", n-n0, b-b0)
+		t.Fatalf("reading an object in %s fetched %d ranges (%d bytes)", lfsDir, n-n0, b-b0)
 	}
 	e.cmd(clone, "git", "xet-transfer", "unmount", mnt).Run()
 	e.mount(clone, mnt)
@@ -302,7 +363,10 @@ func TestMountReadsLocalObjects(t *testing.T) {
 	ups := e.logLines(`"op":"upload"`, "transfer complete", `"size":`+strconv.Itoa(size))
 	changed := newBytes(t, ups[len(ups)-1])
 	if _, b := rs.xorbRanges(); b-b0 > changed+64<<10 {
-		t.Fatalf("v2, sharing all but %d bytes with v1 in .git/lfs/objects, fetched %d", changed, b-b0)
+		t.Fatalf("v2, sharing all but %d bytes with v1 in %s, fetched %d", changed, lfsDir, b-b0)
+	}
+	if _, err := os.Stat(filepath.Join(lfsDir, "xet", "mount-cache")); err != nil {
+		t.Fatalf("the mount's chunk cache is not beside the objects: %v", err)
 	}
 }
 

@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 )
@@ -54,7 +57,24 @@ func startBackground(args []string, f mountFlags, stderr io.Writer) int {
 		r.Close()
 		return fail(err)
 	}
-	msg, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+	// Ctrl-C, SIGTERM or a hang-up while the mount comes up stops it: nothing was complete and the
+	// user was told nothing, so nothing may go on in the session it runs in.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	answer := make(chan []byte, 1)
+	go func() { // ends when the mount process writes its word or ends (the pipe's only writer)
+		msg, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+		answer <- msg
+	}()
+	var msg []byte
+	select {
+	case msg = <-answer:
+	case <-ctx.Done():
+		stopStarting(cmd)
+		<-answer
+		r.Close()
+		return fail(fmt.Errorf("interrupted before %s was mounted; the mount process %d is stopped", f.dir, cmd.Process.Pid))
+	}
 	r.Close()
 	if string(msg) == "ok\n" {
 		fmt.Fprintf(stderr, "mounted %s at %s (process %d, log %s); `git xet-transfer unmount %s` unmounts it\n", f.rev, f.dir, cmd.Process.Pid, logPath, f.dir)
@@ -67,6 +87,25 @@ func startBackground(args []string, f mountFlags, stderr io.Writer) int {
 	}
 	return fail(fmt.Errorf("%s", strings.TrimSpace(string(msg))))
 }
+
+// stopStarting ends a mount process that has not said it is up: SIGTERM, which it answers by
+// unmounting whatever it mounted, then SIGKILL after startStopGrace (a start-up blocked in a system
+// call, a FIFO's open, retries through SIGTERM), and reaps it.
+func stopStarting(cmd *exec.Cmd) {
+	ended := make(chan struct{})
+	go func() { cmd.Wait(); close(ended) }()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-ended:
+	case <-time.After(startStopGrace):
+		_ = cmd.Process.Kill()
+		<-ended
+	}
+}
+
+// startStopGrace is how long a mount process stopped during its start-up has to end on its own:
+// within it and the kill after it, Ctrl-C ends both processes in under 2 s.
+const startStopGrace = time.Second
 
 // withoutBackground is args without --background.
 func withoutBackground(args []string) []string {
