@@ -34,6 +34,11 @@ func TestFsckCommand(t *testing.T) {
 // the reason; bad usage is exit 2.
 func TestGCCommand(t *testing.T) {
 	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "cas"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"gc", "--dry-run", dir}, nil, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "0 xorbs") || !strings.Contains(stdout.String(), "dry run") {
 		t.Fatalf("gc --dry-run: exit %d\n%s%s", code, stdout.String(), stderr.String())
@@ -49,5 +54,29 @@ func TestGCCommand(t *testing.T) {
 	}
 	if code := run([]string{"gc", filepath.Join(dir, "missing")}, nil, &bytes.Buffer{}, &stderr); code != 1 {
 		t.Errorf("gc of a missing directory: exit %d", code)
+	}
+}
+
+// The maintenance commands read a store; they never make one. A data directory that holds no store
+// (a mistyped path, a server that never ran there) is said to be one, as fsck says it, and left as
+// it was: before the fix `stats` printed an empty table and `gc --dry-run` "0 xorbs", exit 0 both,
+// having written DIR/cas (a pack and the format blob) into it, and `--storage DIR/cas` the same.
+func TestMaintenanceCommandsCreateNoStore(t *testing.T) {
+	for _, args := range [][]string{{"stats"}, {"stats", "--json"}, {"gc", "--dry-run"}, {"gc"}} {
+		for _, storage := range []bool{false, true} {
+			dir := t.TempDir()
+			full := append(append([]string{}, args...), dir)
+			if storage {
+				full = append(append([]string{}, args...), "--storage", filepath.Join(dir, "cas"))
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(full, nil, &stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), "no Xet store at") {
+				t.Errorf("%v: exit %d, want 1 naming the missing store\n%s%s", full, code, stdout.String(), stderr.String())
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%v wrote %d entries into the directory, the first %s", full, len(entries), entries[0].Name())
+			}
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -77,7 +79,27 @@ func parseStoreArgs(fl *flag.FlagSet, args []string, f *serveFlags, name string,
 			return 1
 		}
 	}
+	// Opening a store on the filesystem makes one where there is none: a mistyped path would get an
+	// empty store written into it and an empty report (gc --dry-run too, which changes nothing). As
+	// fsck, a maintenance command asks for a store that is there.
+	if dir := localStoreDir(f); dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "xet-server %s: no Xet store at %s (a data directory holds it in cas/, once a server ran there)\n", name, dir)
+			return 1
+		}
+	}
 	return 0
+}
+
+// localStoreDir is the directory of the filesystem store f names (openStorage's), or "" for S3.
+func localStoreDir(f *serveFlags) string {
+	switch {
+	case f.storage == "":
+		return filepath.Join(f.data, "cas")
+	case strings.HasPrefix(f.storage, "s3://"):
+		return ""
+	}
+	return f.storage
 }
 
 // storeArg takes the store a maintenance command works on: a data directory as the one argument

@@ -20,6 +20,20 @@ func runHashPassword(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
+	// What would make the line one the users file refuses is refused before the password is read.
+	switch {
+	case fl.NArg() > 0:
+		fmt.Fprintf(stderr, "xet-server hash-password: unexpected argument %q (the user is --user NAME; the password comes on stdin)\n", fl.Arg(0))
+		return 2
+	case *access != "" && *user == "":
+		fmt.Fprintln(stderr, "xet-server hash-password: --access goes with --user")
+		return 2
+	case *user != "":
+		if err := server.CheckUserFields(*user, *access); err != nil {
+			fmt.Fprintln(stderr, "xet-server hash-password:", err)
+			return 2
+		}
+	}
 	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
 	if err != nil && err != io.EOF {
 		fmt.Fprintln(stderr, "xet-server hash-password:", err)
@@ -35,13 +49,15 @@ func runHashPassword(args []string, stdin io.Reader, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "xet-server hash-password:", err)
 		return 1
 	}
-	switch {
-	case *user != "" && *access != "":
-		fmt.Fprintf(stdout, "%s:%s:%s\n", *user, h, *access)
-	case *user != "":
-		fmt.Fprintf(stdout, "%s:%s\n", *user, h)
-	default:
+	if *user == "" {
 		fmt.Fprintln(stdout, h)
+		return 0
 	}
+	usersLine, err := server.UsersLine(*user, h, *access)
+	if err != nil {
+		fmt.Fprintln(stderr, "xet-server hash-password:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, usersLine)
 	return 0
 }

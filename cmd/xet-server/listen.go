@@ -28,16 +28,22 @@ type listeners struct {
 // freshConns are connections in http.StateNew: accepted, no request read yet (nothing sent, a
 // TLS handshake, half a header). Shutdown counts one idle only once it is 5 s old and waits for it
 // until then, though it holds no request: the server's shutdown closes them (RegisterOnShutdown,
-// which runs once the listeners are closed), so SIGTERM ends it within 2 s.
+// which runs once the listeners are closed), so SIGTERM ends it within 2 s. One accepted in the
+// moment the listener closes reaches track after closeAll: it is closed there.
 type freshConns struct {
-	mu sync.Mutex
-	m  map[net.Conn]struct{}
+	mu     sync.Mutex
+	m      map[net.Conn]struct{}
+	closed bool // closeAll ran: the server is shutting down
 }
 
 func (f *freshConns) track(c net.Conn, s http.ConnState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s == http.StateNew {
+		if f.closed {
+			c.Close()
+			return
+		}
 		if f.m == nil {
 			f.m = map[net.Conn]struct{}{}
 		}
@@ -50,6 +56,7 @@ func (f *freshConns) track(c net.Conn, s http.ConnState) {
 func (f *freshConns) closeAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.closed = true
 	for c := range f.m {
 		c.Close()
 	}

@@ -172,6 +172,32 @@ func ParseUsers(r io.Reader) (map[string]*User, error) {
 	return out, nil
 }
 
+// UsersLine is the users-file line of user name with a password hash (HashPassword's) and access
+// ("" for the default, write; or read), or an error naming what ParseUsers would refuse in it.
+func UsersLine(name, hash, access string) (string, error) {
+	if err := CheckUserFields(name, access); err != nil {
+		return "", err
+	}
+	if err := checkHashFormat(hash); err != nil {
+		return "", err
+	}
+	if access == "" {
+		return name + ":" + hash, nil
+	}
+	return name + ":" + hash + ":" + access, nil
+}
+
+// CheckUserFields says what ParseUsers would refuse in a user's name or access ("", read, write).
+func CheckUserFields(name, access string) error {
+	if !validUserName(name) {
+		return fmt.Errorf("bad user name %q: 1 to 128 of the letters, digits and ._@-", name)
+	}
+	if access != "" && access != "read" && access != "write" {
+		return fmt.Errorf("access %q is neither read nor write", access)
+	}
+	return nil
+}
+
 func validUserName(s string) bool {
 	if s == "" || len(s) > 128 {
 		return false
