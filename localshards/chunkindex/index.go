@@ -225,10 +225,20 @@ func writeFile(dir, name string, b []byte) error {
 }
 
 // prune removes the oldest maps past MaxMaps (their by-xorb entries go at the next lookup that
-// meets them).
+// meets them), and the temp maps of writers killed mid-map (older than staleTemp).
 func (x *Index) prune() error {
 	ents, err := os.ReadDir(filepath.Join(x.dir, "maps"))
-	if err != nil || len(ents) <= x.MaxMaps {
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if name := e.Name(); strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
+				fsretry.Remove(filepath.Join(x.dir, "maps", name))
+			}
+		}
+	}
+	if len(ents) <= x.MaxMaps {
 		return nil
 	}
 	type aged struct {
@@ -247,6 +257,11 @@ func (x *Index) prune() error {
 	}
 	return nil
 }
+
+// staleTemp is the age past which a temp map is a killed writer's: a live writer writes to it every
+// 64 KiB of records (about 115 MB of its object) as the transfer goes, so an hour without a write is
+// no live writer's.
+const staleTemp = time.Hour
 
 // Spans returns the spans of local objects holding chunks of xorbs (span.Local).
 func (x *Index) Spans(xorbs []hash.Hash) []span.Span {

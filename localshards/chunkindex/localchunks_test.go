@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/span"
@@ -250,5 +251,41 @@ func TestRecordRefusesANegativePosition(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(root, "chunks", "maps")); len(ents) != 0 {
 		t.Fatalf("%d files left in maps/", len(ents))
+	}
+}
+
+// The temp file of a map whose writer was killed (kill -9, a crash) is removed once it is an hour
+// old, by the next map recorded; a younger one may be another process's map being written and
+// stays. Before, every such file stayed for good (about 0.05 % of its object's size each).
+func TestKilledWritersTempMapsAreRemoved(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	const size = 2 << 20
+	if err := x.Record(oidN(1), size, hash.Hash{9}, testSpans(size, hash.Hash{1})); err != nil {
+		t.Fatal(err)
+	}
+	maps := filepath.Join(x.dir, "maps")
+	stale := filepath.Join(maps, "."+oidN(2)+".123456.tmp")
+	fresh := filepath.Join(maps, "."+oidN(3)+".654321.tmp")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, make([]byte, 4096), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Record(oidN(4), size, hash.Hash{8}, testSpans(size, hash.Hash{2})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a killed writer's temp map two hours old is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a temp map being written now was removed: %v", err)
+	}
+	if _, err := os.Stat(x.mapPath(oidN(4))); err != nil {
+		t.Errorf("the map recorded meanwhile: %v", err)
 	}
 }
