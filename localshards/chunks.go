@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -80,7 +79,7 @@ func (c *Cache) xorbChunks(sh *shardInfo, x *xorbInfo, xi uint32) ([]shard.XorbC
 			sh.dead.Store(true)
 			return nil, nil
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errFormat) {
 			c.setAside(sh.name, err)
 			sh.dead.Store(true)
 			return nil, nil
@@ -102,9 +101,9 @@ func (c *Cache) xorbChunks(sh *shardInfo, x *xorbInfo, xi uint32) ([]shard.XorbC
 	return ch, nil
 }
 
-// readAt reads n bytes at off of the file at path.
+// readAt reads n bytes at off of the file at path (a regular file: openRegular).
 func readAt(path string, off int64, n int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}

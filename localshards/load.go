@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/regfile"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
@@ -127,17 +128,25 @@ func (c *Cache) list() ([]string, time.Time, error) {
 	return names, st.ModTime(), nil
 }
 
+// openRegular opens the cache's file at path for reading, with its stat. A file that is not a
+// regular one (a fifo, a device, a directory: the cache writes none, but a name in its listing may
+// be one) is a format error, set aside like any malformed file: reading a fifo would wait forever
+// for a writer, holding the writers' lock of every process of this cache.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, st, err := regfile.OpenStat(path, os.O_RDONLY)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, nil, formatErr("%v", err)
+	}
+	return f, st, err
+}
+
 // readMeta opens a shard file and parses its header and footer (a singles file: its head).
 func (c *Cache) readMeta(name string) (meta, error) {
-	f, err := os.Open(filepath.Join(c.dir, name))
+	f, st, err := openRegular(filepath.Join(c.dir, name))
 	if err != nil {
 		return meta{}, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return meta{}, err
-	}
 	size := st.Size()
 	if isSinglesName(name) {
 		var head [singlesHeadSize]byte
@@ -390,15 +399,11 @@ func (c *Cache) scanAll(cands []*candidate, keys []uint64, refs []uint32) {
 
 // readSection reads the xorb section of cd's file into buf (grown as needed).
 func (c *Cache) readSection(cd *candidate, buf []byte) ([]byte, error) {
-	f, err := os.Open(filepath.Join(c.dir, cd.name))
+	f, st, err := openRegular(filepath.Join(c.dir, cd.name))
 	if err != nil {
 		return buf, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return buf, err
-	}
 	if st.Size() != cd.m.size {
 		return buf, formatErr("size changed from %d to %d while loading", cd.m.size, st.Size())
 	}

@@ -169,15 +169,11 @@ func appendSnapShard(head []byte, name string, size int64, created, expires, fla
 
 // readSnapshot reads and checks the snapshot file.
 func readSnapshot(path string) (*snapshot, error) {
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	return parseSnapshot(f, st.Size())
 }
 

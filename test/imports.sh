@@ -65,7 +65,7 @@ forbid xet/store "xet/cas|xet/embedded|xet/upload|xet/download|xet/server" "the 
 forbid xet/server/webui "xet/server|xet/cas|xet/embedded|xet/upload|xet/download" "the web view renders what the store reads; who may see a page is the server's (ui.go)"
 only xet/store/blob "" "the blob storage interface knows no store, no backend"
 for p in xet/store/blob/fs xet/store/blob/s3; do
-  only "$p" "xet/store/blob|xet/hash|xet/xorb|xet/shard|xet/chunk|xet/casapi|internal/fsretry" "a backend keeps blobs: it imports the blob interface, format packages and fsretry, never the store logic"
+  only "$p" "xet/store/blob|xet/hash|xet/xorb|xet/shard|xet/chunk|xet/casapi|internal/fsretry|internal/regfile" "a backend keeps blobs: it imports the blob interface, format packages, fsretry and regfile, never the store logic"
 done
 forbid xet/store/blob/blobtest "xet/store|xet/store/blob/(fs|s3)" "the backends' conformance suite tests any backend through the interface, not the store"
 for p in xet/upload xet/download; do
@@ -78,12 +78,13 @@ forbid cmd/xet-server "localshards(/.*)?|agent(/.*)?|protocol" "the server links
 forbid protocol "agent(/.*)?|xet/.*|localshards(/.*)?" "the protocol package only encodes and decodes messages"
 forbid agent "cmd/.*|xet/server" "the agent is wired by the CLI and talks to a CAS, never to the server's code"
 only internal/fsretry "" "renames and removals that wait out another process's hold stand alone"
+only internal/regfile "" "opening only regular files stands alone"
 only internal/buildinfo "" "what build this is comes from the Go build information alone"
 only internal/lfspointer "internal/lfsobject" "reading a pointer file needs only what an oid looks like"
 for p in agent/mount agent/mount/xetfile; do
   forbid "$p" "agent|agent/(client|leader|share|hub|credentials|migrate|xetlog)|protocol|cmd/.*|localshards|localshards/chunkindex|xet/store(/.*)?|xet/embedded|xet/server|xet/upload" "the mount reads through a CAS client and the Local chunks it is given; which endpoint, credential and index is the command's wiring of agent/client"
 done
-only localshards/chunkcache "xet/hash" "the mount's chunk cache keeps bytes by hash, nothing else"
+only localshards/chunkcache "xet/hash|internal/regfile" "the mount's chunk cache keeps bytes by hash, nothing else"
 only internal/gittree "internal/lfspointer|internal/lfsobject" "a revision's tree is git's objects and pointers"
 only internal/gitnet "" "how a request reaches a URL is git-lfs's lfshttp over a config the caller gives; it knows no project package"
 only internal/netem "" "the link emulator is a TCP forwarder, it knows nothing of what it carries"

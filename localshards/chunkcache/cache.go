@@ -46,6 +46,10 @@ const (
 // MaxEntry is the largest entry kept (a chunk is at most 128 KiB, a footer about 330 KB).
 const MaxEntry = 1 << 20
 
+// maxSegBytes: a segment is closed for writing at this size or less (Options.Limit/16), so none
+// holds entries past it and the entry that took it there.
+const maxSegBytes = 64 << 20
+
 // MinLimit is the least bound: room for the chunks of a few reads in flight.
 const MinLimit = 16 << 20
 
@@ -116,7 +120,7 @@ func Open(dir string, o Options) (*Cache, error) {
 		return nil, fmt.Errorf("chunk cache: %w", err)
 	}
 	c := &Cache{dir: dir, segDir: segDir, limit: o.Limit, low: o.Limit - max(o.Limit/16, 4<<20), log: o.Log, lock: l,
-		segBytes: min(max(o.Limit/16, 1<<20), 64<<20), index: map[key]loc{}, segs: map[string]*segment{}}
+		segBytes: min(max(o.Limit/16, 1<<20), maxSegBytes), index: map[key]loc{}, segs: map[string]*segment{}}
 	c.mu.Lock()
 	c.refreshLocked()
 	c.mu.Unlock()

@@ -43,6 +43,25 @@ func recorded(t *testing.T, dir string) int64 {
 	return int64(binary.LittleEndian.Uint64(b))
 }
 
+// writeSegment writes segment name of dir's cache by hand: data (then more, which no entry names)
+// as its one chunk entry, chunk(0)'s hash, and its index; it returns the index's path.
+func writeSegment(t *testing.T, dir, name string, data, more []byte) string {
+	t.Helper()
+	sd := filepath.Join(dir, "segments")
+	if err := os.MkdirAll(sd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, h := chunk(0)
+	if err := os.WriteFile(filepath.Join(sd, name+".seg"), append(append([]byte(nil), data...), more...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(sd, name+".idx")
+	if err := os.WriteFile(idx, appendIndexEntry(nil, key{Chunk, h}, 0, len(data)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
 func TestPutGetDrop(t *testing.T) {
 	c := open(t, t.TempDir(), MinLimit)
 	b, h := chunk(1)

@@ -4,15 +4,14 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/git-xet-transfer/git-xet-transfer/internal/regfile"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 )
 
@@ -34,6 +33,8 @@ type segment struct {
 	mu        sync.Mutex
 	f         *os.File // opened for reading (or writing, when this process appends to it)
 	idxRead   int64    // bytes of the index taken into the map
+	dataEnd   int64    // where the entries taken into the map end in the segment
+	damaged   bool     // the index holds an entry that is not one: nothing after it is read
 	touchedAt time.Time
 	// This process's own segment: where the next entry goes, and the index file it appends to.
 	size int64
@@ -44,11 +45,21 @@ func newSegment(dir, name string) *segment {
 	return &segment{name: name, seg: filepath.Join(dir, name+".seg"), idx: filepath.Join(dir, name+".idx")}
 }
 
+// openRegular opens the cache's file at path for reading, refusing one that is not a regular file:
+// a name in the listing may be a fifo, a device or a directory, which the cache never writes.
+func openRegular(path string) (*os.File, error) {
+	f, err := regfile.Open(path, os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("chunk cache: %w", err)
+	}
+	return f, nil
+}
+
 // readAt reads len(b) bytes at off, opening the segment on first use.
 func (s *segment) readAt(b []byte, off int64) error {
 	s.mu.Lock()
 	if s.f == nil {
-		f, err := os.Open(s.seg)
+		f, err := openRegular(s.seg)
 		if err != nil {
 			s.mu.Unlock()
 			return err
@@ -118,33 +129,60 @@ func (c *Cache) refreshLocked() {
 	}
 }
 
-// readIndexLocked adds the entries of s's index past what was read.
+// indexReadBytes is how much of an index one read takes (21,845 entries): an index is read a
+// piece at a time, so that what a read allocates does not follow the file's length, which says
+// nothing of what it holds when a power loss left a tail of zeros, or the file is damaged or sparse.
+const indexReadBytes = 21845 * indexEntrySize
+
+// readIndexLocked adds the entries of s's index past what was read. The entries of a segment lie
+// one after the other from its start, as its one writer appended them; an entry that does not
+// (zeros, a torn write, damage) ends what is read of the index: the entries before it are kept,
+// those after it could not be framed, and the segment takes no more.
 func (c *Cache) readIndexLocked(s *segment) {
-	f, err := os.Open(s.idx)
+	if s.damaged {
+		return
+	}
+	f, err := openRegular(s.idx)
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || fi.Size() <= s.idxRead {
+	if err != nil {
 		return
 	}
-	n := (fi.Size() - s.idxRead) / indexEntrySize * indexEntrySize // a torn last entry waits
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, s.idxRead); err != nil && !errors.Is(err, io.EOF) {
-		return
-	}
-	for p := 0; p+indexEntrySize <= len(b); p += indexEntrySize {
-		e := b[p : p+indexEntrySize]
-		k := key{kind: Kind(e[0]), h: hash.Hash(e[16:48])}
-		ln := binary.LittleEndian.Uint32(e[4:])
-		off := binary.LittleEndian.Uint64(e[8:])
-		if ln > MaxEntry || off > 1<<40 {
-			continue // not ours to read
+	var b []byte
+	for fi.Size()-s.idxRead >= indexEntrySize { // a torn last entry waits
+		n := min(fi.Size()-s.idxRead, indexReadBytes) / indexEntrySize * indexEntrySize
+		if int64(cap(b)) < n {
+			b = make([]byte, n)
 		}
-		c.index[k] = loc{seg: s, off: int64(off), n: int32(ln)}
+		if _, err := f.ReadAt(b[:n], s.idxRead); err != nil {
+			return // shorter than its stat said: read again at the next refresh
+		}
+		for p := 0; p < int(n); p += indexEntrySize {
+			if !c.addEntryLocked(s, b[p:p+indexEntrySize]) {
+				s.damaged = true
+				c.log.Debug().Str("index", s.idx).Int64("at", s.idxRead).Msg("chunk cache: a damaged index entry; the rest of the index is not read")
+				return
+			}
+			s.idxRead += indexEntrySize
+		}
 	}
-	s.idxRead += n
+}
+
+// addEntryLocked lists index entry e of segment s when it lies where the entry before it ended,
+// inside a segment's most bytes; it reports whether it did.
+func (c *Cache) addEntryLocked(s *segment, e []byte) bool {
+	kind := Kind(e[0])
+	ln := int64(binary.LittleEndian.Uint32(e[4:]))
+	off := int64(binary.LittleEndian.Uint64(e[8:]))
+	if kind > Footer || e[1]|e[2]|e[3] != 0 || ln == 0 || ln > MaxEntry || off != s.dataEnd || off+ln > maxSegBytes+MaxEntry {
+		return false
+	}
+	c.index[key{kind: kind, h: hash.Hash(e[16:48])}] = loc{seg: s, off: off, n: int32(ln)}
+	s.dataEnd = off + ln
+	return true
 }
 
 // forget drops segment s (removed) from this process's view.
@@ -183,6 +221,7 @@ func (c *Cache) appendEntry(s *segment, k key, data []byte) error {
 	c.mu.Lock()
 	c.index[k] = loc{seg: s, off: off, n: int32(len(data))}
 	s.idxRead += indexEntrySize
+	s.dataEnd = s.size
 	c.mu.Unlock()
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/regfile"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -329,7 +330,7 @@ func (b *Backend) Open(ctx context.Context, name string) (blob.Blob, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := regfile.Open(p, os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if b.packs != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/regfile"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -338,11 +339,11 @@ func (r *packReader) hint() recoverHint {
 // openPackFiles opens pack id's files for reading, its .idx to be read from the end of its sorted
 // index.
 func openPackFiles(dir, id string) (*packReader, error) {
-	pack, err := os.Open(filepath.Join(dir, id+packExt))
+	pack, err := regfile.Open(filepath.Join(dir, id+packExt), os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
 	}
-	idx, err := os.Open(filepath.Join(dir, id+idxExt))
+	idx, err := regfile.Open(filepath.Join(dir, id+idxExt), os.O_RDONLY)
 	if err != nil {
 		pack.Close()
 		return nil, fmt.Errorf("store: opening pack %s: %w", id, err)
@@ -355,7 +356,8 @@ func openPackFiles(dir, id string) (*packReader, error) {
 	return r, nil
 }
 
-// tail reads the index entries added to r since the last read. ps.mu is held.
+// tail reads the index entries added to r since the last read, a piece at a time (readEntries: a
+// long .idx is never read in one allocation of its length). ps.mu is held.
 func (ps *packSet) tail(r *packReader) error {
 	st, err := r.idx.Stat()
 	if err != nil {
@@ -364,21 +366,15 @@ func (ps *packSet) tail(r *packReader) error {
 	if st.Size() <= r.idxOff {
 		return nil
 	}
-	need := int(st.Size() - r.idxOff)
+	need := int(min(st.Size()-r.idxOff, indexPiece))
 	if cap(ps.scratch) < need {
 		ps.scratch = make([]byte, need)
 	}
-	buf := ps.scratch[:need]
-	defer func() {
-		if cap(ps.scratch) > 4<<20 { // a first read of a large index: not kept
-			ps.scratch = nil
-		}
-	}()
-	n, err := r.idx.ReadAt(buf, r.idxOff)
-	if err != nil && err != io.EOF {
-		return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
+	var es []packEntry
+	used, err := readEntries(r.idx, r.id, r.idxOff, st.Size(), ps.scratch[:need], func(e packEntry) { es = append(es, e) })
+	if err != nil {
+		return err
 	}
-	es, used := parseIndex(buf[:n])
 	if r.tail.len() == 0 && len(es) > 64 {
 		r.tail = newPackTail(len(es))
 	}
@@ -386,7 +382,7 @@ func (ps *packSet) tail(r *packReader) error {
 		ps.gen.Add(1)
 	}
 	r.add(es)
-	r.idxOff += int64(used)
+	r.idxOff = used
 	return nil
 }
 
@@ -543,14 +539,27 @@ func (ps *packSet) all(prefix string) ([]packListed, error) {
 // readIndex hands fn every entry of r's .idx up to end, reading it through buf a piece at a time
 // (an index of a million entries is about 100 MB).
 func readIndex(r *packReader, end int64, buf []byte, fn func(packEntry)) error {
-	off, have := int64(len(idxMagic)), 0
+	_, err := readEntries(r.idx, r.id, int64(len(idxMagic)), end, buf, fn)
+	return err
+}
+
+// indexPiece is the most of an index read at once: never the whole of a long one, whose length
+// says nothing of what it holds when a power loss left a tail of zeros, or the file is damaged or
+// sparse.
+const indexPiece = 4 << 20
+
+// readEntries hands fn the whole entries of pack id's index idx from off (where one starts) to end,
+// reading them through buf (longer than an entry) a piece at a time, and returns where those
+// entries end: at end, or at the first entry cut short or damaged, past which nothing is framed.
+func readEntries(idx *os.File, id string, off, end int64, buf []byte, fn func(packEntry)) (int64, error) {
+	have := 0
 	for off+int64(have) < end {
-		n, err := r.idx.ReadAt(buf[have:min(int64(len(buf)), end-off)], off+int64(have))
+		n, err := idx.ReadAt(buf[have:min(int64(len(buf)), end-off)], off+int64(have))
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("store: reading pack index %s: %w", r.id, err)
+			return off, fmt.Errorf("store: reading pack index %s: %w", id, err)
 		}
 		if n == 0 {
-			return nil // shorter than read before (a power loss): what is left was handed out
+			return off, nil // shorter than read before (a power loss): what is left was handed out
 		}
 		have += n
 		es, used := parseIndex(buf[:have])
@@ -558,12 +567,12 @@ func readIndex(r *packReader, end int64, buf []byte, fn func(packEntry)) error {
 			fn(e)
 		}
 		if used == 0 {
-			return nil // a damaged entry: the rest cannot be framed
+			return off, nil // a damaged entry: the rest cannot be framed
 		}
 		copy(buf, buf[used:have])
 		off, have = off+int64(used), have-used
 	}
-	return nil
+	return off, nil
 }
 
 // packedBlob is a blob inside a pack: a window on the shared pack file (Close leaves it open).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/regfile"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
@@ -322,47 +323,47 @@ func recoverPack(id string, pack, idx *os.File, h recoverHint) (end, idxEnd int6
 	if err != nil {
 		return fail(err)
 	}
+	onDisk := st.Size()
 	from, end := int64(0), int64(len(packMagic))
-	if h.idxEnd > int64(len(idxMagic)) && h.idxEnd <= st.Size() {
+	if h.idxEnd > int64(len(idxMagic)) && h.idxEnd <= onDisk {
 		from, end = h.idxEnd, max(end, h.dataEnd)
 	}
-	ib, err := io.ReadAll(io.NewSectionReader(idx, from, 1<<40))
+	var missing []byte // of the magic: the index was created, then the process died before writing it
+	if from == 0 {
+		m := make([]byte, min(onDisk, int64(len(idxMagic))))
+		if _, err := idx.ReadAt(m, 0); err != nil {
+			return fail(err)
+		}
+		if !strings.HasPrefix(idxMagic, string(m)) {
+			return fail(errors.New("index does not start with " + idxMagic))
+		}
+		missing, from = []byte(idxMagic[len(m):]), int64(len(idxMagic))
+	}
+	// The entries are read a piece at a time: the index's length says nothing of what it holds
+	// (a power loss leaves a tail of zeros), so it is never read in one allocation of it.
+	buf := make([]byte, min(max(onDisk-from, 0), indexPiece))
+	good, err := readEntries(idx, id, from, onDisk, buf, func(e packEntry) { end = max(end, e.off+e.n) })
 	if err != nil {
 		return fail(err)
-	}
-	onDisk := from + int64(len(ib))
-	head := 0 // bytes of ib before its entries
-	if from == 0 {
-		if len(ib) < len(idxMagic) || string(ib[:len(idxMagic)]) != idxMagic {
-			if len(ib) > len(idxMagic) || (len(ib) > 0 && !strings.HasPrefix(idxMagic, string(ib))) {
-				return fail(errors.New("index does not start with " + idxMagic))
-			}
-			ib = []byte(idxMagic) // created, then the process died before the magic was written
-		}
-		head = len(idxMagic)
-	}
-	es, used := parseIndex(ib[head:])
-	good := int64(head + used)
-	for _, e := range es {
-		end = max(end, e.off+e.n)
 	}
 	found, newEnd, err := scanRecords(pack, end)
 	if err != nil {
 		return fail(err)
 	}
-	buf := append([]byte(nil), ib[:good]...)
+	add := missing // written where the whole entries end (where the magic's bytes on disk end)
 	for _, e := range found {
-		buf = appendIndexEntry(buf, e)
+		add = appendIndexEntry(add, e)
 	}
-	if from+int64(len(buf)) != onDisk || len(found) > 0 {
-		if err := rewriteTail(idx, buf, from, min(good, onDisk-from)); err != nil {
+	at := good - int64(len(missing))
+	if at+int64(len(add)) != onDisk || len(found) > 0 {
+		if err := rewriteTail(idx, add, at, 0); err != nil {
 			return fail(err)
 		}
 	}
 	if err := cutPack(pack, newEnd); err != nil {
 		return fail(err)
 	}
-	return newEnd, from + int64(len(buf)), nil
+	return newEnd, at + int64(len(add)), nil
 }
 
 // cutPack cuts pack to end when it is longer (cutZeros), and syncs it.
@@ -439,7 +440,7 @@ func scanRecords(pack *os.File, off int64) ([]packEntry, int64, error) {
 // lockAndRecover locks pack id and recovers it, returning its files open for writing and their
 // ends; nil files when another writer holds it or it was removed.
 func lockAndRecover(dir, id string, h recoverHint) (pack, idx *os.File, end, idxEnd int64, err error) {
-	idx, err = os.OpenFile(filepath.Join(dir, id+idxExt), os.O_RDWR, 0)
+	idx, err = regfile.Open(filepath.Join(dir, id+idxExt), os.O_RDWR)
 	if err != nil {
 		return nil, nil, 0, 0, nil // removed meanwhile
 	}
@@ -448,7 +449,7 @@ func lockAndRecover(dir, id string, h recoverHint) (pack, idx *os.File, end, idx
 		idx.Close()
 		return nil, nil, 0, 0, err
 	}
-	pack, err = os.OpenFile(filepath.Join(dir, id+packExt), os.O_RDWR, 0)
+	pack, err = regfile.Open(filepath.Join(dir, id+packExt), os.O_RDWR)
 	if err == nil {
 		end, idxEnd, err = recoverPack(id, pack, idx, h)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/regfile"
 )
 
 // A pack's sorted index lets a process find a packed blob on disk, by binary search, instead of
@@ -97,7 +98,7 @@ type sortedKey struct {
 // openSortedIndex opens path; nil when there is none, it cannot be opened, or it is not a whole
 // sorted index: the pack's .idx is read instead, and the sorted index written again.
 func openSortedIndex(path string) *sortedIndex {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path, os.O_RDONLY)
 	if err != nil {
 		return nil
 	}
