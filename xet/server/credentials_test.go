@@ -178,6 +178,34 @@ func TestEmptySaltRefused(t *testing.T) {
 	}
 }
 
+// UsersLine (what hash-password prints) writes a line exactly when ParseUsers takes it back, with
+// the same name and access: the two read one rule, so a name or access one accepts is never one
+// the other refuses.
+func TestUsersLineIsWhatParseUsersReads(t *testing.T) {
+	h, err := HashPassword("correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alice", "a.b_c-d@e", "", "a:b", "bob smith", "é", strings.Repeat("n", 128), strings.Repeat("n", 129), "x\n"} {
+		for _, access := range []string{"", "read", "write", "admin", "READ"} {
+			line, lineErr := UsersLine(name, h, access)
+			us, parseErr := ParseUsers(strings.NewReader(name + ":" + h + ":" + access + "\n"))
+			if (lineErr == nil) != (parseErr == nil) {
+				t.Errorf("%q, access %q: UsersLine says %v, ParseUsers %v", name, access, lineErr, parseErr)
+				continue
+			}
+			if lineErr != nil {
+				continue
+			}
+			back, err := ParseUsers(strings.NewReader(line + "\n"))
+			u := back[name]
+			if err != nil || u == nil || u.Write != us[name].Write || u.Write != (access != "read") {
+				t.Errorf("%q, access %q: line %q read back as %+v, %v", name, access, line, u, err)
+			}
+		}
+	}
+}
+
 // An open server answers only a loopback Host or the public URL's (DNS rebinding); a server with
 // users, and a connection with a verified client certificate, are not held to it.
 func TestOpenServerHost(t *testing.T) {

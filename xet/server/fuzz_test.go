@@ -92,7 +92,7 @@ func FuzzParseUsers(f *testing.F) {
 			return
 		}
 		for name, u := range us {
-			if !validUserName(name) || u.Name != name || checkHashFormat(u.hash) != nil {
+			if checkUserName(name) != nil || u.Name != name || checkHashFormat(u.hash) != nil {
 				t.Fatalf("accepted bad user %q %+v", name, u)
 			}
 		}

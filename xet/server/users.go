@@ -137,8 +137,8 @@ func ParseUsers(r io.Reader) (map[string]*User, error) {
 			return nil, fmt.Errorf("line %d: want name:hash[:access[:repos]]", n)
 		}
 		name := f[0]
-		if !validUserName(name) {
-			return nil, fmt.Errorf("line %d: bad user name %q", n, name)
+		if err := checkUserName(name); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("line %d: user %q listed twice", n, name)
@@ -148,13 +148,11 @@ func ParseUsers(r io.Reader) (map[string]*User, error) {
 		}
 		usr := &User{Name: name, Write: true, hash: f[1]}
 		if len(f) >= 3 {
-			switch f[2] {
-			case "", "write":
-			case "read":
-				usr.Write = false
-			default:
-				return nil, fmt.Errorf("line %d (user %s): access %q is neither read nor write", n, name, f[2])
+			write, err := parseAccess(f[2])
+			if err != nil {
+				return nil, fmt.Errorf("line %d (user %s): %w", n, name, err)
 			}
+			usr.Write = write
 		}
 		if len(f) == 4 && f[3] != "" {
 			for _, p := range strings.Split(f[3], ",") {
@@ -187,27 +185,41 @@ func UsersLine(name, hash, access string) (string, error) {
 	return name + ":" + hash + ":" + access, nil
 }
 
-// CheckUserFields says what ParseUsers would refuse in a user's name or access ("", read, write).
+// CheckUserFields says what ParseUsers would refuse in a user's name or access ("", read, write):
+// the same rules, checkUserName and parseAccess.
 func CheckUserFields(name, access string) error {
-	if !validUserName(name) {
-		return fmt.Errorf("bad user name %q: 1 to 128 of the letters, digits and ._@-", name)
+	if err := checkUserName(name); err != nil {
+		return err
 	}
-	if access != "" && access != "read" && access != "write" {
-		return fmt.Errorf("access %q is neither read nor write", access)
+	_, err := parseAccess(access)
+	return err
+}
+
+// checkUserName is the users file's rule for a name: 1 to 128 of the letters, digits and ._@- (no
+// colon, which ends the field; nothing a log or a page would have to quote).
+func checkUserName(s string) error {
+	ok := s != "" && len(s) <= 128
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._@-", c)) {
+			ok = false
+			break
+		}
+	}
+	if !ok {
+		return fmt.Errorf("bad user name %q: 1 to 128 of the letters, digits and ._@-", s)
 	}
 	return nil
 }
 
-func validUserName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
+// parseAccess is the users file's access field: write (also when empty) or read.
+func parseAccess(a string) (write bool, err error) {
+	switch a {
+	case "", "write":
+		return true, nil
+	case "read":
+		return false, nil
 	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._@-", c)) {
-			return false
-		}
-	}
-	return true
+	return false, fmt.Errorf("access %q is neither read nor write", a)
 }
 
 func checkHashFormat(h string) error {
