@@ -184,13 +184,32 @@ func TestScopeFlags(t *testing.T) {
 }
 
 func TestVersionAndUnknownCommand(t *testing.T) {
-	code, out, _ := runCmd(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "git-xet-transfer ") {
-		t.Errorf("version: %d %q", code, out)
+	for _, v := range []string{"version", "--version"} {
+		code, out, _ := runCmd(t, v)
+		if code != 0 || !strings.HasPrefix(out, "git-xet-transfer ") {
+			t.Errorf("%s: %d %q", v, code, out)
+		}
 	}
 	code, _, errOut := runCmd(t, "frobnicate")
 	if code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) || !strings.Contains(errOut, "install") {
 		t.Errorf("unknown: %d %q", code, errOut)
+	}
+}
+
+// Every command but the agent and track (which hand their arguments to git-lfs) refuses a flag
+// it does not know, exit 2, naming it or its usage, and does nothing else: a mistyped flag in a
+// script is not silently dropped. Before, version printed the version for `version --bogus`.
+func TestEveryCommandRefusesAnUnknownFlag(t *testing.T) {
+	tempHome(t)
+	t.Chdir(t.TempDir()) // no repository: a command that went on would fail differently
+	for _, c := range commands() {
+		if c.name == "transfer" || c.name == "track" {
+			continue
+		}
+		code, out, errOut := runCmd(t, c.name, "--no-such-flag")
+		if code != 2 || out != "" || !(strings.Contains(errOut, "no-such-flag") || strings.Contains(errOut, "usage")) {
+			t.Errorf("%s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 2, the flag or the usage named, nothing on stdout", c.name, code, out, errOut)
+		}
 	}
 }
 

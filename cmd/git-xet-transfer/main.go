@@ -48,6 +48,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return c.run(args[1:], stdin, stdout, stderr)
 		}
 	}
+	if args[0] == "--version" { // as git --version and xet-server --version
+		return runVersion(args[1:], stdin, stdout, stderr)
+	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		return 0

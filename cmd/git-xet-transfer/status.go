@@ -224,6 +224,10 @@ func runTrack(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "git-xet-transfer version: unexpected argument %q\nusage: git-xet-transfer version\n", args[0])
+		return 2
+	}
 	fmt.Fprintf(stdout, "git-xet-transfer %s\n", buildinfo.Get())
 	return 0
 }
