@@ -224,8 +224,8 @@ func writeFile(dir, name string, b []byte) error {
 	return err
 }
 
-// prune removes the oldest maps past MaxMaps (their by-xorb entries go at the next lookup that
-// meets them), and the temp maps of writers killed mid-map (older than staleTemp).
+// prune removes the oldest maps past MaxMaps with their by-xorb entries, and the temp maps of
+// writers killed mid-map (older than staleTemp).
 func (x *Index) prune() error {
 	ents, err := os.ReadDir(filepath.Join(x.dir, "maps"))
 	if err != nil {
@@ -253,10 +253,35 @@ func (x *Index) prune() error {
 	}
 	sort.Slice(ms, func(a, b int) bool { return ms[a].t.Before(ms[b].t) })
 	for _, m := range ms[:max(0, len(ms)-x.MaxMaps)] {
-		fsretry.Remove(x.mapPath(m.name))
+		x.drop(m.name)
 	}
 	return nil
 }
+
+// drop removes the map of oid, then the by-xorb entries it named: left, they would stay until a
+// lookup asked for their xorb (for an old version's xorbs perhaps never) and lengthen every
+// lookup's listing. A map that cannot be read leaves its entries to the lookups, which drop an
+// entry whose map is gone.
+func (x *Index) drop(oid string) {
+	var xorbs map[hash.Hash]bool
+	if f, err := os.Open(x.mapPath(oid)); err == nil {
+		if _, spans, err := readMap(f, maxMapBytes); err == nil {
+			xorbs = make(map[hash.Hash]bool, len(spans))
+			for _, sp := range spans {
+				xorbs[sp.Xorb] = true
+			}
+		}
+		f.Close()
+	}
+	fsretry.Remove(x.mapPath(oid))
+	for h := range xorbs {
+		fsretry.Remove(filepath.Join(x.dir, "by-xorb", h.String()+"."+oid))
+	}
+}
+
+// maxMapBytes bounds what is read of a map: the most a map of an object of 4096 spans of the most
+// chunks holds.
+const maxMapBytes = headerSize + (maxChunks*entrySize+recHead+spanHead)*4096
 
 // staleTemp is the age past which a temp map is a killed writer's: a live writer writes to it every
 // 64 KiB of records (about 115 MB of its object) as the transfer goes, so an hour without a write is
@@ -318,7 +343,7 @@ func (x *Index) load(oid string) ([]span.Span, error) {
 		return nil, err
 	}
 	defer f.Close()
-	h, spans, err := readMap(f, headerSize+(maxChunks*entrySize+recHead+spanHead)*4096)
+	h, spans, err := readMap(f, maxMapBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -92,6 +92,11 @@ func TestIndexBounded(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(x.dir, "maps")); len(ents) != 3 {
 		t.Fatalf("%d maps kept, want 3", len(ents))
 	}
+	// The entries naming a dropped map go with it: they would otherwise stay until a lookup asked
+	// for their xorb, which for an old version's xorbs may be never, and every lookup lists them.
+	if ents, _ := os.ReadDir(filepath.Join(x.dir, "by-xorb")); len(ents) != 3 {
+		t.Fatalf("%d by-xorb entries kept for 3 maps, want 3", len(ents))
+	}
 }
 
 // A partial record survives a torn tail, is dropped for another file, and is held by one
