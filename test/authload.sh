@@ -13,6 +13,7 @@
 #   test/authload.sh            BASE=4894513 RATE=200 CPU_SECONDS=10 PUSHES=5 PUSH_TIMEOUT=60 test/authload.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 BASE=${BASE:-main}
 RATE=${RATE:-200}
 CPU_SECONDS=${CPU_SECONDS:-10}
@@ -70,7 +71,7 @@ median_push() { # the median of PUSHES pushes, or "timeout" at the first that ti
     if [ "$t" = timeout ]; then echo timeout; return; fi
     times+=("$t")
   done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+  printf '%s\n' "${times[@]}" | median
 }
 
 server_cpu() { # cores the server used over CPU_SECONDS

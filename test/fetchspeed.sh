@@ -15,6 +15,7 @@
 # Runs in a temp HOME; touches nothing else. Needs go, git, git-lfs, GNU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 MB=${FETCH_MB:-1024}
 FILES=${FETCH_FILES:-4}
 ROUNDS=${FETCH_ROUNDS:-3}
@@ -48,7 +49,6 @@ git config --global init.defaultBranch main
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 size=$((MB << 20))
 

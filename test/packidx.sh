@@ -17,6 +17,7 @@
 #   test/packidx.sh        PACKIDX_OBJECTS=100000 PACKIDX_RUNS=5 test/packidx.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 N=${PACKIDX_OBJECTS:-1000000}
 RUNS=${PACKIDX_RUNS:-11}
 command -v git-lfs >/dev/null || { echo "packidx: git-lfs is missing" >&2; exit 1; }
@@ -70,7 +71,6 @@ clone_ms() {
   cmp -s "$work/src/small.bin" "$work/dst/small.bin" || { echo "packidx: the clone of $2 did not bring small.bin back" >&2; exit 1; }
   awk -v a="$t0" -v b="$t1" '{c += $1} END {printf "%.1f %.1f\n", (b - a) / 1e6, c / 1000}' "$PACKIDX_CPU"
 }
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 col() { cut -d' ' -f"$1" | median; } # col N < FILE: the median of column N
 for a in "${agents[@]}"; do
   for s in empty full; do clone_ms "$a" "$s.git" >/dev/null; : > "$work/$a.$s.ms"; done # warm the page cache

@@ -83,6 +83,7 @@
 #   test/scale.sh --quick          SCALE_ROWS=many-files SCALE_FILES="1000 5000" test/scale.sh --out /tmp/s.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 root=$(pwd)
 OUT=""
 while [ $# -gt 0 ]; do
@@ -161,7 +162,6 @@ started=$SECONDS
 point() { # point ROW CASE SIDE X X_UNIT METRIC VALUE UNIT
   printf '{"row":"%s","case":"%s","side":"%s","x":%s,"x_unit":"%s","metric":"%s","value":%s,"unit":"%s"}\n' "$@" >>"$SCALE_POINTS"
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 declare -A V # V[ROW|CASE|SIDE|X|METRIC] = the values of the runs, one a line
 keep() { # keep ROW CASE SIDE X METRIC VALUE: a run's value, its median written by flush
   V[$1|$2|$3|$4|$5]+="$6"$'\n'

@@ -17,6 +17,7 @@
 #   XET_BINDIR=/tmp/old-build test/slowwriters.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 MB=${SLOWWRITERS_MB:-10}
 RUNS=${SLOWWRITERS_RUNS:-3}
 N=${SLOWWRITERS_N:-8}
@@ -60,7 +61,6 @@ push() {
   cd - >/dev/null
   echo "$t0 $t1" | awk '{ printf "%.2f\n", $2 - $1 }'
 }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 alone=()
 for i in $(seq "$RUNS"); do alone+=("$(push alone$i)"); done

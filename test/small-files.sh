@@ -32,6 +32,7 @@
 #   test/small-files.sh        SMALL_N=1000 SMALL_PROFILE=1 test/small-files.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 N=${SMALL_N:-5000}
 [ -x /usr/bin/time ] || { echo "small-files: needs GNU time at /usr/bin/time" >&2; exit 1; }
 command -v git-lfs >/dev/null || { echo "small-files: git-lfs is missing" >&2; exit 1; }
@@ -135,11 +136,11 @@ run() {
   if [ -n "$url" ]; then kill "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null || true; fi
 }
 
-# median MODE FIELD: the median of the field over the runs, into R[MODE.FIELD].
-median() {
+# runs_median MODE FIELD: the median of the field over the runs, into R[MODE.FIELD].
+runs_median() {
   local vals=() r
   for r in $(seq "$RUNS"); do vals+=("${R[$1.$r.$2]}"); done
-  R[$1.$2]=$(printf '%s\n' "${vals[@]}" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  R[$1.$2]=$(printf '%s\n' "${vals[@]}" | median)
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
@@ -149,7 +150,8 @@ mratio() {
   local r
   for r in $(seq "$RUNS"); do
     awk -v a="${R[$1.$r.$3]}" -v b="${R[$2.$r.$3]}" 'BEGIN { if (b > 0) print a / b }'
-  done | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else printf "%.2fx", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+  done >"$work/ratios"
+  if [ -s "$work/ratios" ]; then awk '{ printf "%.2fx", $1 }' <<<"$(median <"$work/ratios")"; else echo "-"; fi
 }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 kb() { awk -v b="$1" 'BEGIN { printf "%.1f KB", b / 1e3 }'; }
@@ -158,7 +160,7 @@ perobj() { awk -v c="$1" -v n="$N" 'BEGIN { printf "%.2f ms", 1000 * c / n }'; }
 row() { printf '%-30s %22s %22s %10s\n' "$@"; }
 table() { # table A B TITLE_A TITLE_B
   local a=$1 b=$2 f r
-  for f in push_wall push_cpu agent_cpu clone_wall files disk apparent cache; do median "$a" $f; median "$b" $f; done
+  for f in push_wall push_cpu agent_cpu clone_wall files disk apparent cache; do runs_median "$a" $f; runs_median "$b" $f; done
   echo
   echo "$N files, $(mb "$logical") ($(nproc) cores; medians of $RUNS interleaved runs):"
   row "" "$3" "$4" "ratio"

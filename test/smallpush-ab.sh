@@ -11,6 +11,7 @@
 #   test/smallpush-ab.sh /tmp/binA /tmp/binB plain        SMALLPUSH_N=5000 SMALLPUSH_ROUNDS=9
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 [ $# -gt 0 ] || { echo "usage: test/smallpush-ab.sh SIDE... (a binaries directory[:NAME=VALUE], or plain)" >&2; exit 2; }
 N=${SMALLPUSH_N:-5000} ROUNDS=${SMALLPUSH_ROUNDS:-7}
 for side in "$@"; do
@@ -74,7 +75,6 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 plain_wall=""
 grep -q "^plain	" "$results" && plain_wall=$(awk -F'\t' '$1 == "plain" { print $2 }' "$results" | median)
 echo

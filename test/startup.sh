@@ -9,6 +9,7 @@
 #   test/startup.sh            STARTUP_RUNS=50 test/startup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. test/median.sh
 RUNS=${STARTUP_RUNS:-20}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xet-startup.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -36,7 +37,6 @@ ms() {
 }
 agent() { "$runs" < "$work/msgs"; }
 full() { "$work/bin/git-xet-transfer" < "$work/msgs"; }
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 # Alternate them, so that a busy moment of the machine falls on each.
 : > "$work/agent.ms"; : > "$work/git.ms"; : > "$work/full.ms"
 agent >/dev/null; full >/dev/null; git version >/dev/null # warm the page cache
