@@ -146,6 +146,44 @@ func killMidPushThenRepeat(t *testing.T, e *env, work, remote, what string, stor
 	}
 }
 
+// A push to the embedded store killed while it writes a xorb leaves that xorb's temp file in the
+// store's tmp/, fallocated to the xorb's size (64 MiB). Once it is an hour old (aged here) the
+// next push removes it, as xet-server removes its own hourly. It failed with the temp file still
+// there after any number of pushes: only a manual `fsck --clean-temp` removed it.
+func TestKilledPushTempFileRemovedByNextPush(t *testing.T) {
+	needLinux(t)
+	e := newEnv(t)
+	e.install()
+	work, remote := e.localRepo(repoOpts{})
+	writeFile(t, filepath.Join(work, "big.bin"), testutil.RandomBytes(300<<20, 23))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-q", "-m", "x")
+	storeDir := filepath.Join(remote, "xet")
+	temps := func() []string {
+		m, _ := filepath.Glob(filepath.Join(storeDir, "tmp", "*"))
+		return m
+	}
+	push, out := startPush(t, e, work)
+	killAgentsWhen(t, push, out, work, "a xorb being written", func() bool { return len(xorbFiles(storeDir)) > 0 && len(temps()) > 0 })
+	left := temps()
+	if len(left) == 0 {
+		t.Fatal("the kill left no temp file in the store: it missed the write, and the test proves nothing")
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	for _, p := range left {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.git(work, "push", "-q", "origin", "main")
+	if got := temps(); len(got) != 0 {
+		t.Errorf("after the next push, the store's tmp/ still holds %v (left by the killed push)", got)
+	}
+	clone := filepath.Join(e.home, "clone")
+	e.git("", "clone", "-q", remote, clone)
+	sameTree(t, work, clone)
+}
+
 // packBytes is the size of the store's pack files (where small files' xorbs and entries go).
 func packBytes(storeDir string) int64 {
 	var n int64

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/agent/hub"
@@ -164,17 +165,35 @@ func (x *Client) embeddedEndpoint(ctx context.Context, r LocalRemote, create boo
 		}
 		return nil, nil
 	}
-	return x.endpoints.Get(ctx, dir, func(context.Context) (*endpoint, error) { return x.openEmbedded(dir) })
+	return x.endpoints.Get(ctx, dir, func(ctx context.Context) (*endpoint, error) { return x.openEmbedded(ctx, dir) })
 }
 
-// openEmbedded opens the embedded store in dir.
-func (x *Client) openEmbedded(dir string) (*endpoint, error) {
+// openEmbedded opens the embedded store in dir, removing what writers killed mid-write left in it
+// (cleanEmbeddedTemp).
+func (x *Client) openEmbedded(ctx context.Context, dir string) (*endpoint, error) {
 	st, err := store.Open(dir, store.Options{Log: x.o.Log, MetaCacheBytes: store.EmbeddedMetaCacheBytes})
 	if err != nil {
 		return nil, fmt.Errorf("opening the Xet store %s of remote %q: %w", dir, redact.URL(x.init.Remote), err)
 	}
+	x.cleanEmbeddedTemp(ctx, st, dir)
 	local := embedded.New(st, "")
 	return &endpoint{key: dir, mode: agent.ModeEmbedded, cas: local, local: local, cache: x.openCache(dir), where: dir}, nil
+}
+
+// cleanEmbeddedTemp removes the temp files and stray packs of the embedded store st that are over
+// an hour old (blob.Backend.CleanTemp): an agent killed while it stored a xorb (Ctrl-C, kill -9, a
+// power loss) leaves its temp file, fallocated to the whole xorb (up to 64 MiB), in the store's
+// tmp/. xet-server removes its own hourly; a local remote has no process of its own, so the agents
+// that open it do, else each interrupted push would keep its bytes for good. A live writer writes
+// its temp file as it goes, so one an hour old is no live writer's. A failure costs only the space.
+func (x *Client) cleanEmbeddedTemp(ctx context.Context, st *store.Store, dir string) {
+	n, err := st.Backend().CleanTemp(ctx, time.Hour)
+	switch {
+	case err != nil:
+		x.o.Log.Debug().Err(err).Str("store", dir).Msg("cleaning the Xet store's temp files")
+	case n > 0:
+		x.o.Log.Info().Int("removed", n).Str("store", dir).Msg("removed temp files of interrupted writes from the Xet store")
+	}
 }
 
 // repoGitDir is the git directory of the repository the agent serves (asked once).
