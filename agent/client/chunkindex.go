@@ -29,14 +29,20 @@ func (x *Client) rebuildIndex(ctx context.Context, e *endpoint, idx *chunkindex.
 	}
 	start := time.Now()
 	n, err := idx.Rebuild(chunkindex.RebuildBytes, chunkindex.RebuildObjects, func(o chunkindex.Object) (hash.Hash, []span.Span, error) {
+		if err := ctx.Err(); err != nil {
+			return hash.Hash{}, nil, err // stopped: Rebuild leaves the index unmarked for the next process
+		}
 		file, spans, err := indexObject(ctx, e.cas, o)
+		if err != nil && ctx.Err() != nil {
+			return hash.Hash{}, nil, ctx.Err() // whatever the plan's request said of it
+		}
 		if err != nil {
 			x.o.Log.Debug().Err(err).Str("oid", o.Oid).Msg("chunk index: object not indexed")
 		}
 		return file, spans, err
 	})
 	switch {
-	case errors.Is(err, chunkindex.ErrBusy):
+	case errors.Is(err, chunkindex.ErrBusy), ctx.Err() != nil:
 	case err != nil:
 		x.o.Log.Warn().Err(err).Msg("chunk index: rebuilding")
 	case n > 0:

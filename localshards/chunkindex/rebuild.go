@@ -1,6 +1,7 @@
 package chunkindex
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -35,7 +36,9 @@ const indexedMark = "indexed"
 // newest first, within maxBytes and maxObjects, and the spans it returns are recorded. An object
 // index fails on is skipped. The index is then marked, so later calls return at once; uploads and
 // downloads keep it up to date from there. A process finding another one rebuilding returns
-// ErrBusy without waiting. It returns the number of objects recorded.
+// ErrBusy without waiting. An index that fails with a context's error (the caller was stopped:
+// Ctrl-C, SIGTERM) stops the rebuild unmarked, that error returned, so that the next process
+// indexes what this one did not reach. It returns the number of objects recorded.
 func (x *Index) Rebuild(maxBytes int64, maxObjects int, index func(Object) (hash.Hash, []span.Span, error)) (int, error) {
 	mark := filepath.Join(x.dir, indexedMark)
 	if _, err := os.Stat(mark); err == nil {
@@ -58,6 +61,9 @@ func (x *Index) Rebuild(maxBytes int64, maxObjects int, index func(Object) (hash
 	n := 0
 	for _, o := range x.unindexed(maxBytes, maxObjects) {
 		file, spans, err := index(o)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return n, err
+		}
 		if err != nil {
 			continue
 		}

@@ -1,6 +1,7 @@
 package chunkindex
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -65,6 +66,40 @@ func TestRebuildOnce(t *testing.T) {
 	asked = nil
 	if n, err := x.Rebuild(1<<40, 100, index); n != 0 || err != nil || len(asked) != 0 {
 		t.Fatalf("second Rebuild = %d, %v, asked %v: want nothing done", n, err, asked)
+	}
+}
+
+// A rebuild stopped half-way (Ctrl-C or SIGTERM end the agent's context, and the indexer fails
+// with its error) is not marked done: the next process rebuilds the objects it did not reach. It
+// failed with the index marked rebuilt after the first object, so the objects after it were never
+// indexed and their next versions downloaded whole.
+func TestRebuildStoppedIsNotMarked(t *testing.T) {
+	root := t.TempDir()
+	x := Open(filepath.Join(root, "chunks"), filepath.Join(root, "objects"))
+	now := time.Now()
+	const mb = 1 << 20
+	putObject(t, x, oidN(1), 2*mb, now.Add(-2*time.Hour))
+	putObject(t, x, oidN(2), 2*mb, now.Add(-1*time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	var asked []string
+	index := func(o Object) (hash.Hash, []span.Span, error) {
+		asked = append(asked, o.Oid)
+		if err := ctx.Err(); err != nil {
+			return hash.Hash{}, nil, err
+		}
+		cancel() // the user presses Ctrl-C while the first object is indexed
+		return hash.Hash{9}, testSpans(o.Size, hash.Hash{byte(len(asked))}), nil
+	}
+	if _, err := x.Rebuild(1<<30, 10, index); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Rebuild stopped by its context: %v, want context.Canceled", err)
+	}
+	if len(asked) != 2 {
+		t.Fatalf("asked for %v, want object 2, then 1 (which found the context ended)", asked)
+	}
+	asked = nil
+	ctx = context.Background()
+	if n, err := x.Rebuild(1<<30, 10, index); err != nil || n != 1 || len(asked) != 1 || asked[0] != oidN(1) {
+		t.Fatalf("Rebuild after the stopped one = %d, %v, asked %v: want object 1 indexed", n, err, asked)
 	}
 }
 
