@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,11 +165,8 @@ func TestKilledPushTempFileRemovedByNextPush(t *testing.T) {
 		return m
 	}
 	push, out := startPush(t, e, work)
-	killAgentsWhen(t, push, out, work, "a xorb being written", func() bool { return len(xorbFiles(storeDir)) > 0 && len(temps()) > 0 })
+	killMidWrite(t, push, out, work, temps)
 	left := temps()
-	if len(left) == 0 {
-		t.Fatal("the kill left no temp file in the store: it missed the write, and the test proves nothing")
-	}
 	old := time.Now().Add(-2 * time.Hour)
 	for _, p := range left {
 		if err := os.Chtimes(p, old, old); err != nil {
@@ -182,6 +180,36 @@ func TestKilledPushTempFileRemovedByNextPush(t *testing.T) {
 	clone := filepath.Join(e.home, "clone")
 	e.git("", "clone", "-q", remote, clone)
 	sameTree(t, work, clone)
+}
+
+// killMidWrite kills the agents of push (working in work) -9 while one of them writes a blob:
+// each time a temp file shows, the agents are paused, and killed when it is still there (else let
+// go on until the next one). The push must fail.
+func killMidWrite(t *testing.T, push *exec.Cmd, out *strings.Builder, work string, temps func() []string) {
+	t.Helper()
+	for {
+		if !testutil.Eventually(120*time.Second, func() bool { return len(temps()) > 0 }) {
+			push.Process.Kill()
+			push.Wait()
+			t.Fatalf("no temp file in the store within 120 s\n%s", out.String())
+		}
+		pids := agentPIDs(work)
+		for _, pid := range pids {
+			pauseProcess(pid)
+		}
+		if len(temps()) > 0 {
+			for _, pid := range pids {
+				killProcess(pid) // SIGKILL ends a stopped process too
+			}
+			break
+		}
+		for _, pid := range pids {
+			resumeProcess(pid)
+		}
+	}
+	if err := push.Wait(); err == nil {
+		t.Fatalf("the push survived killing its agents mid-write\n%s", out.String())
+	}
 }
 
 // packBytes is the size of the store's pack files (where small files' xorbs and entries go).

@@ -2,7 +2,10 @@
 
 package test
 
-import "os/exec"
+import (
+	"errors"
+	"os/exec"
+)
 
 // newProcessGroup: no process groups to kill here; killProcessGroup kills the command alone.
 func newProcessGroup(*exec.Cmd) {}
@@ -15,3 +18,7 @@ func killProcessGroup(cmd *exec.Cmd) {
 
 // signalProcessGroup kills cmd (there are no process groups here) without reaping it.
 func signalProcessGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }
+
+// pauseProcess and resumeProcess: no SIGSTOP here (the tests that use them run on Linux only).
+func pauseProcess(int) error  { return errors.New("pausing a process is not supported here") }
+func resumeProcess(int) error { return errors.New("resuming a process is not supported here") }

@@ -20,3 +20,8 @@ func killProcessGroup(cmd *exec.Cmd) {
 // signalProcessGroup kills the group of a command started with newProcessGroup, without reaping
 // it (for exec.Cmd.Cancel, and for what a command leaves running after it exits).
 func signalProcessGroup(cmd *exec.Cmd) error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+
+// pauseProcess stops pid (SIGSTOP) where it is, so that a test looks at what it has written before
+// it kills it; resumeProcess lets it go on.
+func pauseProcess(pid int) error  { return syscall.Kill(pid, syscall.SIGSTOP) }
+func resumeProcess(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }
