@@ -248,7 +248,7 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		// still fails on the limit, and a shorter one as truncated records.
 		body = sizedReader{body, int(r.ContentLength)}
 	}
-	up, err := s.cfg.Store.PutXorbAs(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)))
+	up, err := s.cfg.Store.PutXorbAdmitted(r.Context(), s.access(c), h, body, xorb.ParseFollows(r.Header.Get(lfsbatch.HeaderXorbFollows)), meter.admitRaw)
 	if err != nil {
 		s.fail(w, r, "xorb upload", err)
 		return

@@ -29,12 +29,12 @@ type faultStore struct {
 	shardDelay              time.Duration
 }
 
-func (f *faultStore) PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, fl xorb.Follows) (store.XorbUpload, error) {
+func (f *faultStore) PutXorbAdmitted(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, fl xorb.Follows, admit func(uint64) error) (store.XorbUpload, error) {
 	if f.putXorbErr != nil {
 		io.Copy(io.Discard, body)
 		return store.XorbUpload{}, f.putXorbErr
 	}
-	return f.Store.PutXorbAs(ctx, a, h, body, fl)
+	return f.Store.PutXorbAdmitted(ctx, a, h, body, fl, admit)
 }
 
 func (f *faultStore) PutShardAs(ctx context.Context, a store.Access, body []byte) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
 
 // The quota bypasses of issue 41, item 6: each is a way to store more than a repository's quota.
@@ -265,5 +268,35 @@ func TestShardOfManyFilesOverQuotaIsNotOneObject(t *testing.T) {
 	err = register("one big file", big)
 	if err == nil || !strings.Contains(err.Error(), "register the file: an object of 3.3 MiB is larger than the 3 MiB quota") {
 		t.Fatalf("a shard of one file of 3.5 MB against a 3 MiB quota: %v, want its 413", err)
+	}
+}
+
+// A xorb counts against a quota by its raw bytes, as the usage counts it, not by the compressed
+// bytes its body brings: a body of about 40 KB holding 8 MiB of compressible raw data is refused
+// against a 3 MiB quota, and nothing of it is stored. Before, the meter counted only the body's
+// bytes, so the xorb was taken (200) and the repository used 8 MiB of its 3 MiB at once; a
+// huggingface.js-style xorb (up to 1 GiB raw in 64 MiB of records) took it over by 1 GiB an
+// upload, and each of the upload slots did so at once.
+func TestQuotaCountsXorbsByRawBytes(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	bld := xorb.NewBuilder(xorb.PolicyLZ4)
+	for i := range 64 {
+		c := make([]byte, xorb.MaxChunkRaw)
+		binary.LittleEndian.PutUint64(c, uint64(i)+1) // distinct chunks, all but zeros
+		bld.Add(c, hash.Chunk(c))
+	}
+	x := bld.Finish()
+	if len(x.Body) > 1<<20 {
+		t.Fatalf("the xorb's body is %d bytes: not the compressible body the test needs", len(x.Body))
+	}
+	res := e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, "Authorization", "Bearer "+e.token("alice", "org/x", scopeWrite, time.Hour))
+	if res.status != http.StatusInsufficientStorage {
+		t.Fatalf("a xorb of 8 MiB raw in a body of %d bytes against a 3 MiB quota: %v, want 507", len(x.Body), res)
+	}
+	if ok, _ := e.st.HasXorb(t.Context(), x.Hash); ok {
+		t.Fatal("the refused xorb was stored")
+	}
+	if r := postXorb(t, e, "org/x", 0, false); r.status != 200 {
+		t.Fatalf("a xorb within the quota after the refusal (its reservation given back): %v", r)
 	}
 }

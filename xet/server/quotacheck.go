@@ -159,6 +159,22 @@ func (m *quotaMeter) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// admitRaw reserves what a xorb's raw bytes add beyond the body's bytes reserved so far, failing
+// with the refusal (507) when a quota would pass with them: a xorb counts by its raw bytes (what
+// the usage reads), and compressed records may hold many times their length raw.
+func (m *quotaMeter) admitRaw(raw uint64) error {
+	extra := int64(raw) - m.n
+	if len(m.checks) == 0 || extra <= 0 {
+		return nil
+	}
+	if q := m.s.quota.reserve(m.checks, extra); q != nil {
+		m.s.metrics.quotaRefused()
+		return q.refusal(m.host, extra, 0) // largest 0: a xorb is not an object
+	}
+	m.n += extra
+	return nil
+}
+
 // done gives back the bytes the meter reserved; what was stored is added by the caller.
 func (m *quotaMeter) done() {
 	if len(m.checks) > 0 {

@@ -44,10 +44,11 @@ import (
 // token's repository and user); the bridge and the Hub emulator, which check their callers
 // themselves, read the whole store.
 type Store interface {
-	// PutXorbAs stores a xorb uploaded by a with a client's hint of where it sits in a file
+	// PutXorbAdmitted stores a xorb uploaded by a with a client's hint of where it sits in a file
 	// (lfsbatch.HeaderXorbFollows; the zero Follows without one), and records the upload for a's
-	// repository (what its access and its usage read; Recorded: this call wrote the record).
-	PutXorbAs(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows) (store.XorbUpload, error)
+	// repository (what its access and its usage read; Recorded: this call wrote the record). Before
+	// a new record, admit is asked whether the repository may take the xorb's raw bytes.
+	PutXorbAdmitted(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows, admit func(raw uint64) error) (store.XorbUpload, error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
 	// CanReference reports whether a's shards may name chunks of xorb h (what HEAD of a stored
 	// xorb answers: a client told no uploads it, and earns the right by its bytes).

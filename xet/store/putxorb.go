@@ -58,11 +58,23 @@ type XorbUpload struct {
 // it, stats.go) and the repository is credited the raw bytes checked, for the SHA-256 checks of
 // its next registrations (budget.go).
 func (s *Store) PutXorbAs(ctx context.Context, a Access, h hash.Hash, body io.Reader, f xorb.Follows) (XorbUpload, error) {
+	return s.PutXorbAdmitted(ctx, a, h, body, f, nil)
+}
+
+// PutXorbAdmitted is PutXorbAs that first asks admit (when set) whether a's repository may take
+// the xorb's raw bytes: once the body proved to be the xorb, before anything of it is recorded or
+// visible, and only when the repository has no upload record of it yet (the record makes its usage
+// count the raw bytes, stats.go). A body's bytes say little of them: compressed records of 64 MiB
+// may hold 1 GiB raw (xorb.WithinLimits). admit's error fails the upload as it returned it.
+func (s *Store) PutXorbAdmitted(ctx context.Context, a Access, h hash.Hash, body io.Reader, f xorb.Follows, admit func(raw uint64) error) (XorbUpload, error) {
 	var up XorbUpload
 	// The upload is recorded as soon as the body proved to be the xorb, before the xorb becomes
 	// visible: a process killed after storing it must not leave a xorb this repository sent and
 	// may not name, which its next push would have to send again.
 	proved := func(raw uint64) (err error) {
+		if err := s.admitUpload(ctx, a, h, raw, admit); err != nil {
+			return err
+		}
 		up.RawBytes = raw
 		up.Recorded, err = s.recordUpload(ctx, a, h, raw)
 		return err
@@ -74,6 +86,22 @@ func (s *Store) PutXorbAs(ctx context.Context, a Access, h hash.Hash, body io.Re
 	up.Inserted = inserted
 	s.credits.add(a.Repo, int64(raw), s.now())
 	return up, nil
+}
+
+// admitUpload asks admit whether a's repository may take the raw bytes of xorb h, unless it
+// uploaded h before (its usage counts them already) or admit is nil.
+func (s *Store) admitUpload(ctx context.Context, a Access, h hash.Hash, raw uint64, admit func(uint64) error) error {
+	if admit == nil || a.whole() {
+		return nil
+	}
+	had, err := s.be.Exists(ctx, uploadName(a.Repo, h))
+	if err != nil {
+		return fmt.Errorf("xorb %s: looking for its upload record: %w", h, err)
+	}
+	if had {
+		return nil
+	}
+	return admit(raw)
 }
 
 // putXorb validates and stores the xorb (PutXorbFollowing) and returns its raw size. proved, when
