@@ -300,3 +300,40 @@ func TestQuotaCountsXorbsByRawBytes(t *testing.T) {
 		t.Fatalf("a xorb within the quota after the refusal (its reservation given back): %v", r)
 	}
 }
+
+// A shard whose file the repository registered already adds nothing to its usage, and is not
+// refused for what its ranges would add: a client retrying a registration whose answer it lost
+// (or pushing the same file again) at 2.5 of 3 MiB, the 2.5 MB being that very file's ranges in
+// another repository's xorbs. Before, ShardAdds counted the file's ranges again and the retry got
+// 507 "over its 3 MiB quota with this push", though its first attempt had registered the file.
+func TestQuotaShardOfRegisteredFileAddsNothing(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	theirs := vectors.SplitMix(2_500_000, 23)
+	if err := e.push(t, "org/y", theirs); err != nil {
+		t.Fatal(err)
+	}
+	register := func() error {
+		t.Helper()
+		r, br := e.batch("org/x", batchBody("upload", []string{"xet"}, lfsbatch.Object{OID: strings.Repeat("cd", 32), Size: 1}), servertest.Basic("alice", alicePW)...)
+		if r.status != 200 {
+			t.Fatalf("batch: %v", r)
+		}
+		sess := upload.NewSession(upload.Config{CAS: casClient(t, br.Objects[0].Actions["upload"], "alice", alicePW), GlobalDedupe: true})
+		defer sess.Close()
+		sum := sha256.Sum256(theirs)
+		res, err := sess.Upload(t.Context(), bytes.NewReader(theirs), &sum, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NewBytes != 0 {
+			t.Fatalf("the file was not deduplicated against org/y's xorbs (%d new bytes): the test proves nothing", res.NewBytes)
+		}
+		return sess.Finish(t.Context())
+	}
+	if err := register(); err != nil {
+		t.Fatalf("registering 2.5 MB of org/y's ranges in org/x, within its 3 MiB: %v", err)
+	}
+	if err := register(); err != nil {
+		t.Fatalf("registering the same file again: %v, want it accepted (it adds nothing)", err)
+	}
+}

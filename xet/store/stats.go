@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 )
 
 // Usage is what the files of a repository (or of the whole store) take.
@@ -150,8 +151,10 @@ func (s *Store) countFiles(ctx context.Context, names []string, c *usageCounter)
 
 // ShardAdds is what registering an upload shard as a would add to a's repository's usage at most:
 // the distinct chunk ranges its files name in xorbs the repository did not upload (those it
-// uploaded count whole already). Ranges the repository's files already reference are counted again
-// (the bound errs on the side of the quota). The term sizes are the shard's own claims, which
+// uploaded count whole already). A file the repository's mappings name already adds nothing (its
+// ranges are in the usage), so that a registration retried after its answer was lost is not
+// refused for what it registered; the ranges of its other files are counted even where the
+// repository's files reference them already (the bound errs on the side of the quota). The term sizes are the shard's own claims, which
 // registration checks. largest is what the shard's largest file would add alone: a quota refuses
 // that one file as too large for it, and the shard's total as over it, since a shard names a batch
 // of files.
@@ -175,6 +178,10 @@ func (s *Store) ShardAdds(ctx context.Context, a Access, body []byte) (adds, lar
 	for _, f := range sh.Files {
 		clear(own)
 		var alone uint64
+		registered, err := s.countedFile(ctx, a, &f)
+		if err != nil {
+			return 0, 0, fmt.Errorf("usage: %w", err)
+		}
 		for _, t := range f.Terms {
 			if !asked[t.Xorb] {
 				asked[t.Xorb] = true
@@ -189,6 +196,9 @@ func (s *Store) ShardAdds(ctx context.Context, a Access, body []byte) (adds, lar
 					c.uploads[t.Xorb] = true
 				}
 			}
+			if registered {
+				continue // checked as registration checks it; counted in the usage already
+			}
 			adds += c.addTerm(t.Xorb, t.ChunkStart, t.ChunkEnd, t.UnpackedBytes)
 			if k := (termKey{t.Xorb, t.ChunkStart, t.ChunkEnd}); !c.uploads[t.Xorb] && !own[k] {
 				own[k] = true
@@ -198,6 +208,19 @@ func (s *Store) ShardAdds(ctx context.Context, a Access, body []byte) (adds, lar
 		largest = max(largest, alone)
 	}
 	return adds, largest, nil
+}
+
+// countedFile reports whether a's repository's usage counts file f already: a mapping of the
+// repository from f's SHA-256 names f (countFiles counts the files its mappings name).
+func (s *Store) countedFile(ctx context.Context, a Access, f *shard.File) (bool, error) {
+	if a.whole() || !f.HasSHA256 {
+		return false, nil
+	}
+	file, _, err := s.LookupSHA256(ctx, a.Repo, f.SHA256)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && file == f.Hash, err
 }
 
 // Stats is what a store holds: the whole of it, and each repository's part.
