@@ -154,10 +154,10 @@ func (s *Store) countFiles(ctx context.Context, names []string, c *usageCounter)
 // uploaded count whole already). A file the repository's mappings name already adds nothing (its
 // ranges are in the usage), so that a registration retried after its answer was lost is not
 // refused for what it registered; the ranges of its other files are counted even where the
-// repository's files reference them already (the bound errs on the side of the quota). The term sizes are the shard's own claims, which
-// registration checks. largest is what the shard's largest file would add alone: a quota refuses
-// that one file as too large for it, and the shard's total as over it, since a shard names a batch
-// of files.
+// repository's files reference them already (the bound errs on the side of the quota). The term
+// sizes are the shard's own claims, which registration checks. largest is what the shard's largest
+// file would add alone: a quota refuses that one file as too large for it, and the shard's total
+// as over it, since a shard names a batch of files.
 //
 // A shard registration would refuse is refused first, with registration's error and at its cost:
 // one over the caps (checkCaps) before any lookup, one naming a xorb a may not name (CanReference)
