@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// What a CI log must show: a failing test's output, a build failure, each package's result line
+// and the slowest tests; what it must not: the output of tests that passed.
+func TestReportShowsFailuresAndSlowestOnly(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"p/a","Test":"TestOK"}`,
+		`{"Action":"output","Package":"p/a","Test":"TestOK","Output":"    ok_test.go:9: chatter of a passing test\n"}`,
+		`{"Action":"pass","Package":"p/a","Test":"TestOK","Elapsed":0.5}`,
+		`{"Action":"run","Package":"p/a","Test":"TestBad"}`,
+		`{"Action":"output","Package":"p/a","Test":"TestBad","Output":"    bad_test.go:3: want 2, got 3\n"}`,
+		`{"Action":"fail","Package":"p/a","Test":"TestBad","Elapsed":7.25}`,
+		`{"Action":"run","Package":"p/a","Test":"TestHung"}`,
+		`{"Action":"output","Package":"p/a","Test":"TestHung","Output":"    hung_test.go:5: waiting for the server\n"}`,
+		`{"Action":"output","Package":"p/a","Output":"FAIL\tp/a\t7.8s\n"}`,
+		`{"Action":"fail","Package":"p/a","Elapsed":7.8}`,
+		`{"ImportPath":"p/b","Action":"build-output","Output":"p/b/x.go:1:1: expected 'package'\n"}`,
+		`{"ImportPath":"p/b","Action":"build-fail"}`,
+		`{"Action":"output","Package":"p/c","Output":"PASS\n"}`,
+		`{"Action":"output","Package":"p/c","Output":"ok  \tp/c\t0.1s\n"}`,
+		`{"Action":"pass","Package":"p/c","Elapsed":0.1}`,
+	}, "\n") + "\n"
+	var out, kept bytes.Buffer
+	failed, slow := report(strings.NewReader(in), &out, &kept)
+	printSlowest(&out, slow, 1)
+	got := out.String()
+	for _, want := range []string{"want 2, got 3", "waiting for the server", "FAIL\tp/a", "expected 'package'", "ok  \tp/c", "7.2 s  p/a.TestBad"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"chatter of a passing test", "PASS\n"} {
+		if strings.Contains(got, not) {
+			t.Errorf("the report shows %q:\n%s", not, got)
+		}
+	}
+	if !failed {
+		t.Error("a failed test and build reported no failure")
+	}
+	if kept.String() != in {
+		t.Error("-out did not keep every event as read")
+	}
+}
