@@ -7,7 +7,7 @@
 #   test/concurrent-push.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=$(go test -count=1 -run 'TestConcurrentOverlappingPushes$' -v ./test 2>&1) || { echo "$out" | tail -n 30; exit 1; }
+out=$(XET_CONCURRENT_ROUNDS=20 go test -count=1 -run 'TestConcurrentOverlappingPushes$' -v ./test 2>&1) || { echo "$out" | tail -n 30; exit 1; }
 e=$(sed -n 's/.*push rounds: embedded \([0-9.]*\) s.*/\1/p' <<<"$out")
 s=$(sed -n 's/.*push rounds: server \([0-9.]*\) s.*/\1/p' <<<"$out")
 [ -n "$e" ] && [ -n "$s" ] || { echo "concurrent-push: no figures in the test's output:"; echo "$out" | tail -n 30; exit 1; }
