@@ -131,7 +131,7 @@ func smallBlob(r io.Reader) (data []byte, rest io.Reader, err error) {
 // createFile writes a blob as a file of its own.
 func (b *Backend) createFile(ctx context.Context, name, dst string, r io.Reader) (bool, error) {
 	if _, err := os.Lstat(dst); err == nil {
-		return false, nil
+		return false, b.durableExisting(name, dst)
 	}
 	tmp, err := os.CreateTemp(filepath.Join(b.root, "tmp"), "blob-*")
 	if errors.Is(err, fs.ErrNotExist) { // tmp/ removed behind our back: recreate it once
@@ -169,7 +169,7 @@ func (b *Backend) createFile(ctx context.Context, name, dst string, r io.Reader)
 	if err := tmp.Close(); err != nil {
 		return false, fmt.Errorf("store: writing %s: %w", name, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := mkdirDurable(filepath.Dir(dst), b.root); err != nil {
 		return false, fmt.Errorf("store: writing %s: %w", name, err)
 	}
 	err = os.Link(tmpName, dst)
@@ -177,17 +177,26 @@ func (b *Backend) createFile(ctx context.Context, name, dst string, r io.Reader)
 	case err == nil:
 		return true, syncDir(filepath.Dir(dst), name)
 	case errors.Is(err, fs.ErrExist):
-		return false, nil
+		return false, b.durableExisting(name, dst)
 	}
 	// No hard links here (some network or FUSE filesystems): rename is atomic too, and blobs of one
 	// name always hold equivalent content, so last-writer-wins is acceptable.
 	if _, serr := os.Lstat(dst); serr == nil {
-		return false, nil
+		return false, b.durableExisting(name, dst)
 	}
 	if rerr := fsretry.Rename(tmpName, dst); rerr != nil {
 		return false, fmt.Errorf("store: writing %s: link: %v; rename: %w", name, err, rerr)
 	}
 	return true, syncDir(filepath.Dir(dst), name)
+}
+
+// durableExisting returns once the blob another writer stored at dst is durable: that writer may have
+// linked it and not yet synced its directory, and the caller reports the blob stored.
+func (b *Backend) durableExisting(name, dst string) error {
+	if err := mkdirDurable(filepath.Dir(dst), b.root); err != nil {
+		return fmt.Errorf("store: writing %s: %w", name, err)
+	}
+	return syncDir(filepath.Dir(dst), name)
 }
 
 // writeParts writes the whole blob to f, a new empty file: an aligned bulk of the first part with
@@ -212,8 +221,14 @@ func writeParts(f *os.File, bb *blob.BytesBlob) (int64, error) {
 	return off, nil
 }
 
-// syncDir makes a new directory entry durable.
+// syncDirHook, when set (by tests), sees each directory syncDir syncs.
+var syncDirHook func(dir string)
+
+// syncDir makes the entries of dir durable; name is the blob they are for, for errors.
 func syncDir(dir, name string) error {
+	if syncDirHook != nil {
+		syncDirHook(dir)
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("store: writing %s: %w", name, err)

@@ -45,7 +45,7 @@ type packWriter struct {
 
 // claimPack returns a writer on an unlocked pack below packMaxBytes, or on a new pack.
 func claimPack(set *packSet) (*packWriter, error) {
-	if err := os.MkdirAll(set.dir, 0o755); err != nil {
+	if err := mkdirDurable(set.dir, filepath.Dir(set.dir)); err != nil {
 		return nil, fmt.Errorf("store: packs: %w", err)
 	}
 	ents, err := os.ReadDir(set.dir)

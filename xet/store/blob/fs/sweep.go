@@ -72,7 +72,7 @@ func (b *Backend) Move(ctx context.Context, from, to string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := mkdirDurable(filepath.Dir(dst), b.root); err != nil {
 		return fmt.Errorf("store: moving %s: %w", from, err)
 	}
 	now := time.Now()

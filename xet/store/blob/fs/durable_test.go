@@ -1,0 +1,94 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// recordSyncs records the directories syncDir makes durable until the test ends.
+func recordSyncs(t *testing.T) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var dirs []string
+	syncDirHook = func(dir string) {
+		mu.Lock()
+		dirs = append(dirs, dir)
+		mu.Unlock()
+	}
+	t.Cleanup(func() { syncDirHook = nil })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Clone(dirs)
+		dirs = dirs[:0]
+		return out
+	}
+}
+
+// A large blob is durable only when every directory entry on its path is: the blob's own entry,
+// and the entries of the directories Create made for it (xorbs/, xorbs/ab/), which a power loss
+// on a file system without a journal would otherwise drop with the blob in them.
+func TestCreateMakesNewDirectoriesDurable(t *testing.T) {
+	root := t.TempDir()
+	b, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced := recordSyncs(t)
+	big := bytes.Repeat([]byte{7}, packMaxBlob+1)
+	created, err := b.Create(context.Background(), "xorbs/ab/first", bytes.NewReader(big))
+	if err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	got := synced()
+	for _, want := range []string{filepath.Join(root, "xorbs", "ab"), filepath.Join(root, "xorbs"), root} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Create of a blob in new directories did not sync %s (synced %q)", want, got)
+		}
+	}
+}
+
+// Another writer may have linked a blob and not yet synced its directory when Create finds the
+// blob there: Create reports it stored only once its entry is durable.
+func TestCreateOfAnExistingBlobSyncsItsDirectory(t *testing.T) {
+	root := t.TempDir()
+	b, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{7}, packMaxBlob+1)
+	if _, err := b.Create(context.Background(), "xorbs/ab/first", bytes.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	synced := recordSyncs(t)
+	created, err := b.Create(context.Background(), "xorbs/ab/first", bytes.NewReader(big))
+	if err != nil || created {
+		t.Fatalf("Create of an existing blob: %v, %v", created, err)
+	}
+	if got, want := synced(), filepath.Join(root, "xorbs", "ab"); !slices.Contains(got, want) {
+		t.Errorf("Create of an existing blob did not sync %s (synced %q)", want, got)
+	}
+}
+
+// A store's first pack makes packs/ itself durable in the store's root, not only the pack's entry.
+func TestFirstPackMakesPacksDirectoryDurable(t *testing.T) {
+	root := t.TempDir()
+	b, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.packs == nil {
+		t.Skip("no packs on this platform")
+	}
+	synced := recordSyncs(t)
+	if _, err := b.Create(context.Background(), "xorbs/ab/small", bytes.NewReader([]byte("small"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := synced(); !slices.Contains(got, root) {
+		t.Errorf("the first pack did not sync the store's root, which holds packs/ (synced %q)", got)
+	}
+}
