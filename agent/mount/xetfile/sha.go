@@ -140,8 +140,12 @@ func (t *shaTrack) returnedToEnd(size int64) bool {
 	return at >= size
 }
 
-// finishSHABytes is what finishSHA reads at a time.
-const finishSHABytes = 4 << 20
+// finishSHABytes is what finishSHA reads at a time; maxFinishers, how many finishers of a mount
+// read at once (each holds a buffer of finishSHABytes): the others wait for a turn.
+const (
+	finishSHABytes = 4 << 20
+	maxFinishers   = 2
+)
 
 // finishSHA reads the file on from its hashed prefix until the prefix is complete (and compared),
 // the file failed, a read fails, or ctx (the mount's) ends: the bytes reads returned before and
@@ -153,6 +157,19 @@ func (f *File) finishSHA(ctx context.Context) {
 		t.finishing = false
 		t.mu.Unlock()
 	}()
+	fs := f.fs
+	fs.finishStarted.Add(1)
+	select {
+	case fs.finishers <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-fs.finishers }()
+	held := fs.finishHolding.Add(1)
+	defer fs.finishHolding.Add(-1)
+	for peak := fs.finishPeak.Load(); held > peak && !fs.finishPeak.CompareAndSwap(peak, held); peak = fs.finishPeak.Load() {
+	}
+	var buf []byte
 	for {
 		t.mu.Lock()
 		pos, over := t.pos, t.done || t.err != nil
@@ -160,9 +177,12 @@ func (f *File) finishSHA(ctx context.Context) {
 		if over || pos >= f.size || ctx.Err() != nil {
 			return
 		}
-		buf := make([]byte, min(finishSHABytes, f.size-pos))
-		if _, err := f.ReadAt(ctx, buf, pos); err != nil {
-			f.fs.cfg.Log.Debug().Err(err).Str("oid", f.oid).Msg("mount: finishing the SHA-256 of a file read whole")
+		if buf == nil {
+			buf = make([]byte, min(finishSHABytes, f.size-pos))
+		}
+		n := min(int64(len(buf)), f.size-pos)
+		if _, err := f.ReadAt(ctx, buf[:n], pos); err != nil {
+			fs.cfg.Log.Debug().Err(err).Str("oid", f.oid).Msg("mount: finishing the SHA-256 of a file read whole")
 			return
 		}
 		t.mu.Lock()

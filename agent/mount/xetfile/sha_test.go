@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/chunk"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/retry"
 )
 
@@ -81,5 +82,71 @@ func TestPartialReadIsNotReadAgain(t *testing.T) {
 	f.track.mu.Unlock()
 	if finishing {
 		t.Fatal("the mount reads on to finish the SHA-256 of a file not read whole")
+	}
+}
+
+// Files read whole tail first, all at once, each need their SHA-256 finished in the background,
+// and each finisher holds a read buffer of finishSHABytes and fetch slots the reads need: at most
+// maxFinishers run at a time, the others wait for a turn, and every file is still checked.
+func TestSHAFinishersAreBounded(t *testing.T) {
+	const files = 3 * maxFinishers
+	var contents [][]byte
+	for i := range files {
+		contents = append(contents, testutil.RandomBytes(3<<20, uint64(40+i)))
+	}
+	w := newWorld(t, contents...)
+	// No read-ahead: it would fetch the tails before the finishers do. Unbounded finishers, held,
+	// would also take every fetch slot of the source (Concurrency 4) and stall the reads: those
+	// then fail after Wait.
+	fs := w.files2(Config{MemBytes: 1 << 20, ReadAheadMax: 1, Wait: 20 * time.Second})
+	w.cas.mu.Lock()
+	w.cas.stallAgain = make(chan struct{})
+	w.cas.mu.Unlock()
+	released := false
+	defer func() {
+		if !released {
+			close(w.cas.stallAgain)
+		}
+	}()
+	for _, a := range contents {
+		f := w.open(fs, oidOf(a))
+		// The tail starts at a chunk's start, so the reads before it fetch none of its chunks:
+		// only the finisher fetches them again.
+		size, tail := int64(len(a)), int64(0)
+		for at := 0; at < len(a); {
+			n := chunk.Next(a[at:])
+			if n == 0 { // the last chunk
+				n = len(a) - at
+			}
+			if tail == 0 || size-int64(at) >= 64<<10 {
+				tail = size - int64(at)
+			}
+			at += n
+		}
+		if _, err := f.ReadAt(context.Background(), make([]byte, tail), size-tail); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 128<<10)
+		for off := int64(0); off < size-tail; off += int64(len(buf)) {
+			n := min(int64(len(buf)), size-tail-off)
+			if _, err := f.ReadAt(context.Background(), buf[:n], off); err != nil {
+				t.Fatalf("read at %d: %v", off, err)
+			}
+		}
+	}
+	// Every file's finisher started; the tail reads they make again are held.
+	if !testutil.Eventually(30*time.Second, func() bool { return fs.finishStarted.Load() == files }) {
+		t.Fatalf("%d finishers started, want %d", fs.finishStarted.Load(), files)
+	}
+	if !testutil.Eventually(30*time.Second, func() bool { return fs.finishHolding.Load() >= maxFinishers }) {
+		t.Fatalf("%d finishers hold a buffer, want %d", fs.finishHolding.Load(), maxFinishers)
+	}
+	released = true
+	close(w.cas.stallAgain)
+	if !testutil.Eventually(30*time.Second, func() bool { return fs.Stats().SHAVerified == files }) {
+		t.Fatalf("%+v: want all %d files verified", fs.Stats(), files)
+	}
+	if peak := fs.finishPeak.Load(); peak > maxFinishers {
+		t.Errorf("%d finishers held a buffer at once, want at most %d", peak, maxFinishers)
 	}
 }

@@ -123,6 +123,11 @@ type Files struct {
 	locals  *localSpans
 	fixed   map[cas.Client]*concurrency.Controller // Source.Concurrency of sources without Adapt
 
+	// finishers: a turn of finishSHA (maxFinishers); finishStarted, finishHolding and
+	// finishPeak count the finishers started, those holding a turn and the most that held one.
+	finishers                                chan struct{}
+	finishStarted, finishHolding, finishPeak atomic.Int64
+
 	st struct {
 		fetched, ranges, fromCAS, fromDisk, fromLocal, fromObject, footerReads, bad, shaOK, shaBad, plans atomic.Int64
 	}
@@ -131,7 +136,7 @@ type Files struct {
 // New returns the reader of files configured by cfg.
 func New(cfg Config) *Files {
 	cfg = cfg.withDefaults()
-	fs := &Files{cfg: cfg, closing: make(chan struct{}), cancels: map[uint64]context.CancelFunc{}, mem: newMemCache(cfg.MemBytes),
+	fs := &Files{cfg: cfg, closing: make(chan struct{}), finishers: make(chan struct{}, maxFinishers), cancels: map[uint64]context.CancelFunc{}, mem: newMemCache(cfg.MemBytes),
 		flights: map[hash.Hash]*flight{}, fixed: map[cas.Client]*concurrency.Controller{}}
 	fs.footers = newFooterCache(fs)
 	fs.locals = newLocalSpans(cfg.Local)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,12 +39,24 @@ type fetchLog struct {
 	ranges map[hash.Hash][]casapi.ByteRange
 	flip   int           // flip a byte of the next flip fetches
 	stall  chan struct{} // when set, fetches wait for it to close
+	// stallAgain, when set, holds a fetch of bytes of a xorb fetched before until it is closed.
+	stallAgain chan struct{}
 }
 
 func (c *fetchLog) Fetch(ctx context.Context, x hash.Hash, f casapi.XorbFetch, r casapi.ByteRange) (io.ReadCloser, error) {
 	c.mu.Lock()
 	if c.ranges == nil {
 		c.ranges = map[hash.Hash][]casapi.ByteRange{}
+	}
+	if c.stallAgain != nil && slices.ContainsFunc(c.ranges[x], func(o casapi.ByteRange) bool { return o.Start <= r.End && r.Start <= o.End }) {
+		again := c.stallAgain
+		c.mu.Unlock()
+		select {
+		case <-again:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
 	}
 	c.ranges[x] = append(c.ranges[x], r)
 	flip := c.flip > 0
