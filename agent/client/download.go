@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/fsretry"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/lfsobject"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
 
@@ -99,8 +101,9 @@ func (x *Client) Download(ctx context.Context, obj agent.Object, progress func(i
 // too and its error names the Xet file and the repair.
 func (x *Client) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, verified bool, obj agent.Object, sha [32]byte, tmp string, progress func(int64)) (agent.Result, error) {
 	var st download.Stats
+	private := handoverPath(tmp, obj.Oid)
 	req := download.Request{File: file, Size: obj.Size, PrivatePath: true, NoSync: true,
-		Progress: progress, Stats: &st, Path: filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))}
+		Progress: progress, Stats: &st, Path: private}
 	if !verified {
 		req.SHA256 = &sha
 	}
@@ -117,6 +120,14 @@ func (x *Client) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, v
 	}
 	err := download.Download(ctx, download.Config{CAS: e.cas, Concurrency: x.downloadConcurrency(e), Adapt: e.down, Log: x.o.Log, BufferedIO: !x.o.DirectIO, Retry: retryPolicy(ctx, x.o.Git)}, req)
 	if d != nil && d.part != nil {
+		if err == nil {
+			// The shared resumable name is let go with its record: another process's download of
+			// the file (a second `git lfs pull` in this repository) would write it again while
+			// git-lfs moves it into its object store.
+			if err = fsretry.Rename(req.Path, private); err == nil {
+				req.Path = private
+			}
+		}
 		d.part.Close(err == nil)
 	}
 	logAdapt(x.o.Log, "download: ranges in flight", e.down)
@@ -131,6 +142,15 @@ func (x *Client) xetDownload(ctx context.Context, e *endpoint, file hash.Hash, v
 			Int64("resumed", st.InPlace).Int("stale_terms", st.LocalStale).Msg("download: delta")
 	}
 	return agent.Result{Mode: e.mode, Path: req.Path, NewBytes: st.FetchedTerms, DedupedBytes: st.Local + st.InPlace}, nil
+}
+
+// handovers numbers the files this process hands git-lfs (handoverPath).
+var handovers atomic.Uint64
+
+// handoverPath returns a new name in git-lfs's temp directory tmp for a download of oid to hand
+// git-lfs: of this process alone (its pid), and of this download alone.
+func handoverPath(tmp, oid string) string {
+	return filepath.Join(tmp, fmt.Sprintf("xet-%s-%d-%d", oid, os.Getpid(), handovers.Add(1)))
 }
 
 // delta is what a large download reuses of what is on this machine, and what it leaves for the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -153,7 +151,7 @@ func (x *Client) hubDownload(ctx context.Context, obj agent.Object, sha [32]byte
 	if a == nil || a.Href == "" {
 		return agent.Result{}, fmt.Errorf("the Hub's batch answer for %s gives object %s no download action", hc.Repo(), obj.Oid)
 	}
-	path := filepath.Join(tmp, fmt.Sprintf("xet-%s-%d", obj.Oid, os.Getpid()))
+	path := handoverPath(tmp, obj.Oid)
 	file, bridged, err := hub.BridgeHash(a.Href)
 	if err != nil {
 		return agent.Result{}, err

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -77,8 +75,9 @@ func (x *Client) downloadPlanned(ctx context.Context, mem *listedCAS, e *endpoin
 	}
 	var st download.Stats
 	req := download.Request{File: file, Plan: p, SHA256: &sha, Size: o.Size, PrivatePath: true, NoSync: true, Stats: &st,
-		// A name of its own: the object's own download, should it come to one, writes another.
-		Path: filepath.Join(tmp, fmt.Sprintf("xet-listed-%s-%d", o.Oid, os.Getpid()))}
+		// A name of its own: the object's own download, should it come to one, writes another, and
+		// so does a second listing of it while git-lfs moves this one.
+		Path: handoverPath(tmp, "listed-"+o.Oid)}
 	if err := download.Download(ctx, download.Config{CAS: mem, Concurrency: 1, Log: x.o.Log, BufferedIO: true}, req); err != nil {
 		return agent.Result{}, err
 	}
