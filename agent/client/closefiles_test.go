@@ -18,12 +18,7 @@ import (
 // shard cache's, the chunk index's. An agent process ends after Close, but a process that opens
 // and closes clients and lives on (a test) must not keep them.
 func TestCloseReleasesEveryFile(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
-	storeDir := filepath.Join(dir, "store")
-	opts := Options{Log: zerolog.Nop(), Git: Git{Dir: dir}, StoreDir: func() string { return storeDir }, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}}
+	dir, opts := repoClientOptions(t)
 	ctx := context.Background()
 	var objs []agent.Object
 	up := Open(opts, agent.Init{Operation: "upload", Remote: "origin", ConcurrentTransfers: 8}, nil)
@@ -64,4 +59,16 @@ func TestCloseReleasesEveryFile(t *testing.T) {
 	if open := testutil.OpenFilesUnder(t, dir); len(open) > 0 {
 		t.Fatalf("after the download client's Close, %d files are still open: %v", len(open), open)
 	}
+}
+
+// repoClientOptions returns a new git repository (dir) and the options of a client in it, with an
+// embedded store and a shard cache of its own under dir.
+func repoClientOptions(t *testing.T) (dir string, opts Options) {
+	t.Helper()
+	dir = t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	storeDir := filepath.Join(dir, "store")
+	return dir, Options{Log: zerolog.Nop(), Git: Git{Dir: dir}, StoreDir: func() string { return storeDir }, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}}
 }

@@ -6,13 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/git-xet-transfer/git-xet-transfer/agent"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
-	"github.com/rs/zerolog"
 )
 
 // Two `git lfs pull`s at once in one repository download the same large file into one temp
@@ -21,12 +19,7 @@ import (
 // the one git-lfs is moving (into its object store, where a later truncation by the second would
 // spoil the object).
 func TestEachLargeDownloadHandsOverAFileOfItsOwn(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
-	storeDir := filepath.Join(dir, "store")
-	opts := Options{Log: zerolog.Nop(), Git: Git{Dir: filepath.Join(dir, ".git")}, StoreDir: func() string { return storeDir }, Cache: CacheOptions{Root: filepath.Join(dir, "cache")}}
+	dir, opts := repoClientOptions(t)
 	ctx := context.Background()
 	data := testutil.RandomBytes(3<<20, 61)
 	path := filepath.Join(dir, "obj")
