@@ -270,12 +270,25 @@ func TestGCDuringPushes(t *testing.T) {
 		})
 		pushers = append(pushers, pusher{work, remote})
 	}
-	stop := time.Now().Add(60 * time.Second)
-	errs := make(chan error, 5)
+	// The loops go on until every pusher pushed wantVersions versions and gc ran wantGCs times in
+	// all, racing them, or for 60 s at most on a slow machine.
+	const wantVersions, wantGCs = 12, 24
+	limit := time.Now().Add(60 * time.Second)
 	var pushes, gcs atomic.Int64
+	var pushed [3]atomic.Int64
+	enough := func() bool {
+		for i := range pushed {
+			if pushed[i].Load() < wantVersions {
+				return false
+			}
+		}
+		return gcs.Load() >= wantGCs
+	}
+	stop := func() bool { return enough() || time.Now().After(limit) }
+	errs := make(chan error, 5)
 	for i, p := range pushers {
 		go func() {
-			errs <- pushLoop(e, p.work, i, shared, stop, &pushes)
+			errs <- pushLoop(e, p.work, i, shared, stop, &pushes, &pushed[i])
 		}()
 	}
 	var gcOut [2]strings.Builder
@@ -289,7 +302,7 @@ func TestGCDuringPushes(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	t.Logf("%d pushes and %d gc runs in 60 s; gc moved/deleted/restored %s xorbs; %d uploads sent again because gc had removed their xorbs",
+	t.Logf("%d pushes and %d gc runs; gc moved/deleted/restored %s xorbs; %d uploads sent again because gc had removed their xorbs",
 		pushes.Load(), gcs.Load(), gcOut[0].String()+" and "+gcOut[1].String(), len(e.logLines("the remote lacks xorbs the shard names")))
 	if t.Failed() {
 		return
@@ -310,9 +323,9 @@ func TestGCDuringPushes(t *testing.T) {
 }
 
 // pushLoop adds a version (a new file: the shared block, then its own bytes) and pushes it, until
-// stop.
-func pushLoop(e *env, work string, id int, shared []byte, stop time.Time, pushes *atomic.Int64) error {
-	for v := 0; time.Now().Before(stop); v++ {
+// stop says so; pushes counts every pusher's versions, mine this one's.
+func pushLoop(e *env, work string, id int, shared []byte, stop func() bool, pushes, mine *atomic.Int64) error {
+	for v := 0; !stop(); v++ {
 		data := append(append([]byte(nil), shared...), testutil.RandomBytes(2<<20+v*4096, uint64(1000*id+v))...)
 		if err := os.WriteFile(filepath.Join(work, fmt.Sprintf("v%03d.bin", v)), data, 0o644); err != nil {
 			return err
@@ -323,17 +336,18 @@ func pushLoop(e *env, work string, id int, shared []byte, stop time.Time, pushes
 			}
 		}
 		pushes.Add(1)
+		mine.Add(1)
 	}
 	return nil
 }
 
 var gcReport = regexp.MustCompile(`moved to trash (\d+) .* deleted from trash (\d+) .* restored from trash (\d+)`)
 
-// gcLoop runs `xet-server gc` with a 1 s grace period, back to back, until stop, and sums the lines
-// of its reports that moved, deleted or restored anything.
-func gcLoop(s3 *s3test.Server, stop time.Time, runs *atomic.Int64, out *strings.Builder) error {
+// gcLoop runs `xet-server gc` with a 1 s grace period, back to back, until stop says so, and sums
+// the lines of its reports that moved, deleted or restored anything.
+func gcLoop(s3 *s3test.Server, stop func() bool, runs *atomic.Int64, out *strings.Builder) error {
 	var trashed, deleted, restored int
-	for time.Now().Before(stop) {
+	for !stop() {
 		cmd := exec.Command(filepath.Join(binDir, "xet-server"), "gc", "--storage", s3.URL("cas"), "--grace", "1s", "--unsafe-grace")
 		cmd.Env = append(os.Environ(), serverEnv...)
 		b, err := cmd.CombinedOutput()
