@@ -19,21 +19,23 @@ var durableDirs sync.Map
 // whether or not this call created them: a directory another writer made a moment ago may not be
 // durable yet.
 func mkdirDurable(dir, top string) error {
-	if _, ok := durableDirs.Load(dir); ok {
+	dir, top = filepath.Clean(dir), filepath.Clean(top)
+	if _, ok := durableDirs.Load(dir); ok || dir == top || !strings.HasPrefix(dir, top) {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	top = filepath.Clean(top)
-	for d := filepath.Clean(dir); d != top && strings.HasPrefix(d, top); d = filepath.Dir(d) {
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		if err := syncDir(parent, d); err != nil {
-			return fmt.Errorf("making %s durable: %w", d, err)
-		}
+	parent := filepath.Dir(dir)
+	if parent == dir {
+		return nil
+	}
+	if err := syncDir(parent, dir); err != nil {
+		return fmt.Errorf("making %s durable: %w", dir, err)
+	}
+	// The parent's own entry next: once per process, then cached like this one.
+	if err := mkdirDurable(parent, top); err != nil {
+		return err
 	}
 	durableDirs.Store(dir, true)
 	return nil
