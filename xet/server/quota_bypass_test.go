@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/servertest"
+	"github.com/git-xet-transfer/git-xet-transfer/internal/testutil"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/vectors"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -335,5 +337,45 @@ func TestQuotaShardOfRegisteredFileAddsNothing(t *testing.T) {
 	}
 	if err := register(); err != nil {
 		t.Fatalf("registering the same file again: %v, want it accepted (it adds nothing)", err)
+	}
+}
+
+// A repository pays for every file it serves, however its files' oids collide. Alice's own
+// repository org/big holds four xorbs of 1 MB; org/x (3 MiB) registers files naming them, each
+// file one xorb twenty times over (20 MB, over the registration's SHA-256 budget: registered
+// unverified, on the shard's word for its oid), all claiming the same oid. The first one written
+// is the oid's mapping; the others are still members of org/x, served by their file hash. Before,
+// the usage counted only the files org/x's mappings name, so once it was read again from the
+// store org/x used 1 MB of its 3 MiB while serving 3 MB, and each later registration of that oid
+// added to what it served for nothing: a fourth file was taken, and so on without end.
+func TestQuotaCountsFilesWhoseOidCollides(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20, Repos: []QuotaRule{{"org/big", 64 << 20}}})
+	tok := e.token("alice", "org/x", scopeWrite, time.Hour)
+	oid := [32]byte{9} // the same wrong oid for every file: no check reads it
+	register := func(i uint64) (hash.Hash, resp) {
+		t.Helper()
+		x := randomXorb(t, 1_000_000, 1000+i)
+		if r := postXorb(t, e, "org/big", i, false); r.status != 200 {
+			t.Fatalf("xorb %d to org/big: %v", i, r)
+		}
+		f := testutil.RepeatingFile(x, 20, oid)
+		body := (&shard.Shard{Version: shard.HeaderVersion, Files: []shard.File{f}}).AppendUpload(nil)
+		return f.Hash, e.do("POST", "/v1/shards", body, servertest.Bearer(tok)...)
+	}
+	for i := range uint64(3) {
+		if _, r := register(i); r.status != 200 {
+			t.Fatalf("file %d, 1 MB of org/big's xorbs, within org/x's 3 MiB: %v", i, r)
+		}
+	}
+	if u, err := e.st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored < 3_000_000 || u.Files != 3 {
+		t.Fatalf("org/x's usage after three files of 1 MB each: %+v, %v; want 3 files, 3 MB", u, err)
+	}
+	reread(e)
+	file, r := register(3)
+	if r.status != http.StatusInsufficientStorage {
+		t.Fatalf("a fourth file of 1 MB at 3 of 3 MiB, once the usage was read from the store: %v, want 507", r)
+	}
+	if r := e.do("GET", "/v1/reconstructions/"+file.String(), nil, servertest.Bearer(tok)...); r.status != http.StatusNotFound {
+		t.Fatalf("the refused file is served: %v", r)
 	}
 }

@@ -14,7 +14,9 @@ import (
 
 // Usage is what the files of a repository (or of the whole store) take.
 //
-// Logical is the sum of the files' sizes. Stored is what the repository costs the store, raw
+// Its files are those it serves: its members (access.go), whatever its SHA-256 mappings name (the
+// whole store's, which has no members, are those its mappings name). Logical is the sum of the
+// files' sizes. Stored is what the repository costs the store, raw
 // (uncompressed): every xorb it uploaded (its upload records, uploads.go), whole, for as long as
 // the store keeps it, whether its files name it or not; and the bytes of
 // the distinct chunk ranges its files reference in other xorbs (what dedupe against other
@@ -122,20 +124,33 @@ func (s *Store) namespaceEntries(ctx context.Context, dir string) ([]string, err
 	return names, nil
 }
 
-// countFiles adds the files the mappings among names (a namespace's entries, verified and older
-// mappings) name.
+// countFiles adds the files among names (a namespace's entries) the namespace serves: those its
+// membership entries name (access.go), each the file a reader of the repository may reconstruct by
+// its hash. A registration writes a file's membership with its SHA-256 mapping, but the first
+// mapping of an oid stands (sha256Name): a file registered on the shard's word for an oid another
+// file of the repository holds is a member its mappings do not name, and is counted all the same.
+// The whole store (namespace "") keeps no membership: its files are those its mappings name.
 func (s *Store) countFiles(ctx context.Context, names []string, c *usageCounter) error {
+	whole := "ns/" + nsDir("") + "/"
 	for _, name := range names {
-		if kind, _, ok := classify(name); !ok || (kind != "sha256" && kind != "sha256v") {
+		kind, file, ok := classify(name)
+		switch {
+		case !ok:
+			continue
+		case kind == "member":
+		case (kind == "sha256" || kind == "sha256v") && strings.HasPrefix(name, whole):
+			b, err := s.readEntry(ctx, name)
+			if err != nil {
+				return fmt.Errorf("usage: %w", err)
+			}
+			if file, _, err = parseSHA(name, b); err != nil {
+				return fmt.Errorf("usage: %w", err)
+			}
+		default:
 			continue
 		}
-		b, err := s.readEntry(ctx, name)
-		if err != nil {
-			return fmt.Errorf("usage: %w", err)
-		}
-		file, _, err := parseSHA(name, b)
-		if err != nil {
-			return fmt.Errorf("usage: %w", err)
+		if c.seen[file] {
+			continue
 		}
 		r, err := s.fileRecord(ctx, file)
 		if errors.Is(err, ErrNotFound) {
@@ -151,8 +166,8 @@ func (s *Store) countFiles(ctx context.Context, names []string, c *usageCounter)
 
 // ShardAdds is what registering an upload shard as a would add to a's repository's usage at most:
 // the distinct chunk ranges its files name in xorbs the repository did not upload (those it
-// uploaded count whole already). A file the repository's mappings name already adds nothing (its
-// ranges are in the usage), so that a registration retried after its answer was lost is not
+// uploaded count whole already). A file that is a member of the repository already adds nothing
+// (its ranges are in the usage), so that a registration retried after its answer was lost is not
 // refused for what it registered; the ranges of its other files are counted even where the
 // repository's files reference them already (the bound errs on the side of the quota). The term
 // sizes are the shard's own claims, which registration checks. largest is what the shard's largest
@@ -210,17 +225,13 @@ func (s *Store) ShardAdds(ctx context.Context, a Access, body []byte) (adds, lar
 	return adds, largest, nil
 }
 
-// countedFile reports whether a's repository's usage counts file f already: a mapping of the
-// repository from f's SHA-256 names f (countFiles counts the files its mappings name).
+// countedFile reports whether a's repository's usage counts file f already: f is a member of the
+// repository (countFiles counts its members).
 func (s *Store) countedFile(ctx context.Context, a Access, f *shard.File) (bool, error) {
-	if a.whole() || !f.HasSHA256 {
+	if a.whole() {
 		return false, nil
 	}
-	file, _, err := s.LookupSHA256(ctx, a.Repo, f.SHA256)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && file == f.Hash, err
+	return s.HasFile(ctx, a.Repo, f.Hash)
 }
 
 // Stats is what a store holds: the whole of it, and each repository's part.

@@ -209,3 +209,21 @@ func TestShardAddsRefusesOverTheCapsFirst(t *testing.T) {
 		t.Fatalf("a file of %d chunk references in a xorb nobody uploaded: %v, want the cap's refusal", MaxFileChunks+1, err)
 	}
 }
+
+// The whole store's namespace (""), which keeps no membership entries, counts the files its
+// mappings name; a repository counts its members (the server's test of colliding oids,
+// TestQuotaCountsFilesWhoseOidCollides, shows a member no mapping names).
+func TestUsageOfWholeStoreCountsMappedFiles(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	f := oneXorbFile(31)
+	if _, err := s.PutXorbAs(ctx, Access{}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutShard(ctx, "", f.Shard); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, s, ""); u.Files != 1 || u.Logical != 5000 || u.Stored != 5000 {
+		t.Fatalf("the whole store with one file of 5000 bytes: %+v", u)
+	}
+}
