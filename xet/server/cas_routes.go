@@ -229,7 +229,12 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("xorb body of %d bytes exceeds %d", r.ContentLength, s.cfg.Limits.Xorb))
 		return
 	}
-	if !s.withinQuota(w, r, c.Namespace, 0, 0) {
+	counted, err := s.countedXorb(r.Context(), c.Namespace, h)
+	if err != nil {
+		s.fail(w, r, "xorb upload", err)
+		return
+	}
+	if !counted && !s.withinQuota(w, r, c.Namespace, 0, 0) {
 		return
 	}
 	// Bound the bodies held at once: with the size hint below the store allocates a whole body
@@ -241,6 +246,9 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 	defer slot.release()
 	meter := s.meter(r, c.Namespace, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb))
 	defer meter.done()
+	if counted {
+		meter.checks = nil // the usage counts the xorb whole already: sending it again adds nothing
+	}
 	var body io.Reader = meter
 	if r.ContentLength > 0 {
 		// The store reads the body into one buffer; knowing its size spares it growing a 64 MiB

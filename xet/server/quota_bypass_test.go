@@ -379,3 +379,29 @@ func TestQuotaCountsFilesWhoseOidCollides(t *testing.T) {
 		t.Fatalf("the refused file is served: %v", r)
 	}
 }
+
+// A xorb the repository uploaded, and the store keeps, adds nothing when it is sent again: a
+// client retrying an upload whose answer it lost (or a second push of the same data) at 3 of its
+// 3 MiB, the 3 MB being its three xorbs, is answered as the first attempt was. Before, the meter
+// counted the retry's body as it arrived on top of the usage that already counted the xorb, and
+// refused it with 507 "over its 3 MiB quota": the push failed though it stored nothing.
+func TestQuotaXorbUploadedAgainAddsNothing(t *testing.T) {
+	e := quotaEnv(t, &Quotas{Default: 3 << 20})
+	for i := range 3 {
+		if r := postXorb(t, e, "org/x", uint64(i), false); r.status != 200 {
+			t.Fatalf("xorb %d within the quota: %v", i, r)
+		}
+	}
+	for _, chunked := range []bool{false, true} {
+		if r := postXorb(t, e, "org/x", 2, chunked); r.status != 200 {
+			t.Fatalf("xorb 2 sent again (chunked %v): %v, want it accepted (it adds nothing)", chunked, r)
+		}
+	}
+	reread(e)
+	if r := postXorb(t, e, "org/x", 1, false); r.status != 200 {
+		t.Fatalf("xorb 1 sent again once the usage was read from the store: %v", r)
+	}
+	if r := postXorb(t, e, "org/x", 3, false); r.status != http.StatusInsufficientStorage {
+		t.Fatalf("a fourth, new xorb: %v, want 507", r)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 )
 
@@ -157,6 +158,21 @@ func (m *quotaMeter) Read(p []byte) (int, error) {
 		m.n += int64(n)
 	}
 	return n, err
+}
+
+// countedXorb reports whether a quota applies to repository ns and its usage counts xorb h whole
+// already: the repository uploaded it (its upload record) and the store keeps it. Sending it again
+// adds nothing to the usage, so its body is not counted against the quota: a client retrying an
+// upload whose answer it lost, or pushing the same data again, at or near its quota, is answered
+// as its first upload was. Without a quota it looks nothing up.
+func (s *Server) countedXorb(ctx context.Context, ns string, h hash.Hash) (bool, error) {
+	if len(s.quotaChecks(ns)) == 0 {
+		return false, nil
+	}
+	if up, err := s.cfg.Store.UploadedBy(ctx, ns, h); err != nil || !up {
+		return false, err
+	}
+	return s.cfg.Store.HasXorb(ctx, h)
 }
 
 // admitRaw reserves what a xorb's raw bytes add beyond the body's bytes reserved so far, failing
