@@ -266,9 +266,10 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 		return
 	}
 	s.metrics.xorbStored(up.Inserted, received(r))
-	if up.Recorded {
+	if up.Counted {
 		// The repository's usage counts the xorb whole from now on (store/uploads.go): the
-		// upload that wrote the record adds it to the cached usage, once.
+		// upload that wrote the record (or stored again the xorb gc had deleted) adds it to the
+		// cached usage.
 		s.quota.add(usageKeys(c.Namespace), up.RawBytes)
 	}
 	if !up.Inserted {

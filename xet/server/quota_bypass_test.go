@@ -19,6 +19,7 @@ import (
 	"github.com/git-xet-transfer/git-xet-transfer/xet/hash"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/shard"
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/upload"
 	"github.com/git-xet-transfer/git-xet-transfer/xet/xorb"
 )
@@ -403,5 +404,64 @@ func TestQuotaXorbUploadedAgainAddsNothing(t *testing.T) {
 	}
 	if r := postXorb(t, e, "org/x", 3, false); r.status != http.StatusInsufficientStorage {
 		t.Fatalf("a fourth, new xorb: %v, want 507", r)
+	}
+}
+
+// A xorb that gc deleted counts again when its repository uploads it again: its upload record
+// outlives it, but the usage counts a xorb only while the store keeps it, so sending it again adds
+// its bytes. A repository of 3 MiB whose two xorbs of 1.2 MB gc deleted, and which then uploaded a
+// third, sends the two again: the first is taken, the second refused. Before, the store asked the
+// quota nothing of an upload its record named (as if the usage counted it) and the server did not
+// add it to the usage it kept: both were taken, and the repository held 3.6 MB of its 3 MiB (with
+// compressible xorbs, whose bodies the meter barely counts, as much as it had ever uploaded).
+func TestQuotaCountsXorbUploadedAgainAfterGC(t *testing.T) {
+	now := time.Now()
+	st, err := store.Open(t.TempDir(), store.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config) {
+		c.Store = st
+		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
+		c.Now = nil
+		c.Quotas = &Quotas{Default: 3 << 20}
+	})
+	tok := e.token("alice", "org/x", scopeWrite, time.Hour)
+	put := func(seed uint64) resp {
+		t.Helper()
+		x := randomXorb(t, 1_200_000, seed) // over a pack's largest blob: a file gc moves at once
+		return e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, servertest.Bearer(tok)...)
+	}
+	within := func(what string) {
+		t.Helper()
+		if u, err := st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored > 3<<20 {
+			t.Fatalf("%s: org/x uses %d bytes of its 3 MiB (%v)", what, u.Stored, err)
+		}
+	}
+	for _, seed := range []uint64{1, 2} {
+		if r := put(seed); r.status != 200 {
+			t.Fatalf("xorb %d: %v", seed, r)
+		}
+	}
+	for range 2 { // the first run moves both to trash, the second deletes them
+		now = now.Add(2 * time.Hour)
+		if _, err := store.NewMaint(st).Collect(t.Context(), store.GCOptions{Grace: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, err := st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored != 0 {
+		t.Fatalf("org/x once gc deleted its xorbs: %+v %v, want nothing", u, err)
+	}
+	reread(e)
+	if r := put(3); r.status != 200 {
+		t.Fatalf("xorb 3: %v", r)
+	}
+	if r := put(1); r.status != 200 {
+		t.Fatalf("xorb 1 again, 2.4 of 3 MiB: %v", r)
+	}
+	within("xorb 1 sent again")
+	if r := put(2); r.status != http.StatusInsufficientStorage {
+		within("xorb 2 sent again")
+		t.Fatalf("xorb 2 again, 3.6 MB of 3 MiB: %v, want 507", r)
 	}
 }

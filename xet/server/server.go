@@ -46,8 +46,10 @@ import (
 type Store interface {
 	// PutXorbAdmitted stores a xorb uploaded by a with a client's hint of where it sits in a file
 	// (lfsbatch.HeaderXorbFollows; the zero Follows without one), and records the upload for a's
-	// repository (what its access and its usage read; Recorded: this call wrote the record). Before
-	// a new record, admit is asked whether the repository may take the xorb's raw bytes.
+	// repository (what its access and its usage read; Recorded: this call wrote the record;
+	// Counted: the usage counts the xorb from this call on). Unless the repository's usage counts
+	// the xorb already (its record, and the store keeps it), admit is asked whether the repository
+	// may take the xorb's raw bytes.
 	PutXorbAdmitted(ctx context.Context, a store.Access, h hash.Hash, body io.Reader, f xorb.Follows, admit func(raw uint64) error) (store.XorbUpload, error)
 	HasXorb(ctx context.Context, h hash.Hash) (bool, error)
 	// CanReference reports whether a's shards may name chunks of xorb h (what HEAD of a stored

@@ -48,6 +48,12 @@ type XorbUpload struct {
 	// whole against the repository from now on; false when it was recorded before, or for the
 	// whole store. Of several uploads of one xorb to one repository, exactly one reports it.
 	Recorded bool
+	// Counted: this call made the repository's usage count the xorb's raw bytes, which it did not
+	// count before: it wrote the record (Recorded), or, when the caller asked for admission, the
+	// record named a xorb the store no longer kept (gc deleted it: the usage counts a xorb only while
+	// it is kept) and this call stored it again. Several uploads of such a xorb at once may each
+	// report it (counting it twice until the usage is read again errs on the side of the quota).
+	Counted bool
 	// RawBytes is the xorb's raw (uncompressed) size.
 	RawBytes uint64
 }
@@ -72,11 +78,13 @@ func (s *Store) PutXorbAdmitted(ctx context.Context, a Access, h hash.Hash, body
 	// visible: a process killed after storing it must not leave a xorb this repository sent and
 	// may not name, which its next push would have to send again.
 	proved := func(raw uint64) (err error) {
-		if err := s.admitUpload(ctx, a, h, raw, admit); err != nil {
+		again, err := s.admitUpload(ctx, a, h, raw, admit)
+		if err != nil {
 			return err
 		}
 		up.RawBytes = raw
 		up.Recorded, err = s.recordUpload(ctx, a, h, raw)
+		up.Counted = up.Recorded || again
 		return err
 	}
 	inserted, raw, err := s.putXorb(ctx, h, body, f, proved)
@@ -88,20 +96,28 @@ func (s *Store) PutXorbAdmitted(ctx context.Context, a Access, h hash.Hash, body
 	return up, nil
 }
 
-// admitUpload asks admit whether a's repository may take the raw bytes of xorb h, unless it
-// uploaded h before (its usage counts them already) or admit is nil.
-func (s *Store) admitUpload(ctx context.Context, a Access, h hash.Hash, raw uint64, admit func(uint64) error) error {
+// admitUpload asks admit whether a's repository may take the raw bytes of xorb h, unless its
+// usage counts them already (or admit is nil): it uploaded h before (its upload record) and the
+// store keeps h, stored or in gc's trash. A record outlives the xorb gc deleted, which the usage
+// no longer counts: again reports that this upload, admitted, makes it count it once more.
+func (s *Store) admitUpload(ctx context.Context, a Access, h hash.Hash, raw uint64, admit func(uint64) error) (again bool, err error) {
 	if admit == nil || a.whole() {
-		return nil
+		return false, nil
 	}
 	had, err := s.be.Exists(ctx, uploadName(a.Repo, h))
 	if err != nil {
-		return fmt.Errorf("xorb %s: looking for its upload record: %w", h, err)
+		return false, fmt.Errorf("xorb %s: looking for its upload record: %w", h, err)
 	}
 	if had {
-		return nil
+		kept, err := s.keepsXorb(ctx, h)
+		if err != nil {
+			return false, fmt.Errorf("xorb %s: %w", h, err)
+		}
+		if kept {
+			return false, nil
+		}
 	}
-	return admit(raw)
+	return had, admit(raw)
 }
 
 // putXorb validates and stores the xorb (PutXorbFollowing) and returns its raw size. proved, when

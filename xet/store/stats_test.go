@@ -104,7 +104,7 @@ func TestUsageCountsUploadedXorbs(t *testing.T) {
 }
 
 // An uploaded xorb no file names counts while the store keeps it, in its trash too, and no longer
-// once gc has deleted it.
+// once gc has deleted it; uploaded again, it counts again.
 func TestUsageOfUnregisteredXorbFollowsGC(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
@@ -130,6 +130,20 @@ func TestUsageOfUnregisteredXorbFollowsGC(t *testing.T) {
 		if u := usage(t, s, "org/a"); u.Stored != want || r.Trashed+r.Deleted != 1 {
 			t.Fatalf("after gc run %d (%s): %+v, want %d stored", i+1, r, u, want)
 		}
+	}
+	// Uploaded again, it counts again: the quota is asked for it, and told it counts.
+	var asked uint64
+	admit := func(raw uint64) error { asked += raw; return nil }
+	up, err := s.PutXorbAdmitted(ctx, Access{Repo: "org/a"}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}, admit)
+	if err != nil || !up.Counted || up.Recorded || asked != 1400<<10 {
+		t.Fatalf("the deleted xorb uploaded again: %+v %v, asked for %d; want counted (not recorded again), asked for its raw bytes", up, err, asked)
+	}
+	if u := usage(t, s, "org/a"); u.Stored != 1400<<10 {
+		t.Fatalf("after the upload again: %+v", u)
+	}
+	asked = 0
+	if up, err := s.PutXorbAdmitted(ctx, Access{Repo: "org/a"}, f.Xorb, bytes.NewReader(f.Body), xorb.Follows{}, admit); err != nil || up.Counted || asked != 0 {
+		t.Fatalf("the kept xorb uploaded once more: %+v %v, asked for %d; want neither counted nor asked", up, err, asked)
 	}
 }
 

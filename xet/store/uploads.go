@@ -23,8 +23,9 @@ import (
 //     store keeps it, whether or not a file of the repository names it, so xorbs that no shard
 //     registers count too (gc removes them only a grace period later).
 //
-// The writer learns whether its write created the record (Upload.Recorded), which is how the
-// server adds a xorb's bytes to its cached usage once.
+// The writer learns whether its write created the record (XorbUpload.Recorded), or stored again a
+// xorb its record named after gc deleted it (XorbUpload.Counted: either), which is how the server
+// adds a xorb's bytes to its cached usage once.
 
 const magicUpload = "XSU1"
 
