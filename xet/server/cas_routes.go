@@ -246,9 +246,7 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 	defer slot.release()
 	meter := s.meter(r, c.Namespace, http.MaxBytesReader(w, r.Body, s.cfg.Limits.Xorb))
 	defer meter.done()
-	if counted {
-		meter.checks = nil // the usage counts the xorb whole already: sending it again adds nothing
-	}
+	meter.resent = counted // the usage counts the xorb whole already: sending it again adds nothing
 	var body io.Reader = meter
 	if r.ContentLength > 0 {
 		// The store reads the body into one buffer; knowing its size spares it growing a 64 MiB

@@ -140,6 +140,10 @@ type quotaMeter struct {
 	checks []quotaCheck
 	host   string
 	n      int64 // bytes received and reserved
+	// resent: the body is of a xorb the usage counts already (countedXorb), so its bytes are not
+	// counted as they arrive; admitRaw still counts its raw bytes should the store find that gc
+	// deleted it meanwhile.
+	resent bool
 }
 
 // meter is body counted against ns's quotas (itself when none applies).
@@ -149,7 +153,7 @@ func (s *Server) meter(r *http.Request, ns string, body io.Reader) *quotaMeter {
 
 func (m *quotaMeter) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
-	if n > 0 && len(m.checks) > 0 {
+	if n > 0 && len(m.checks) > 0 && !m.resent {
 		if q := m.s.quota.reserve(m.checks, int64(n)); q != nil {
 			m.s.metrics.quotaRefused()
 			// largest 0: a read's size is not an object's, and one read may hold a whole body.
@@ -164,7 +168,8 @@ func (m *quotaMeter) Read(p []byte) (int, error) {
 // already: the repository uploaded it (its upload record) and the store keeps it. Sending it again
 // adds nothing to the usage, so its body is not counted against the quota: a client retrying an
 // upload whose answer it lost, or pushing the same data again, at or near its quota, is answered
-// as its first upload was. Without a quota it looks nothing up.
+// as its first upload was. Should gc delete the xorb meanwhile, the store asks admitRaw for its raw
+// bytes (store.PutXorbAdmitted). Without a quota it looks nothing up.
 func (s *Server) countedXorb(ctx context.Context, ns string, h hash.Hash) (bool, error) {
 	if len(s.quotaChecks(ns)) == 0 {
 		return false, nil
