@@ -330,12 +330,16 @@ func (s *Server) readShard(w http.ResponseWriter, r *http.Request) ([]byte, bool
 }
 
 // takeShard takes a shard upload in: the early quota check, its body read whole (readShard) and
-// what it adds reserved (chargeShard), answering a refusal itself (ok false). It holds one of the
+// what it adds reserved (chargeShard), answering a refusal itself (ok false). The early check's
+// refusal (a repository at or over its quota) waits for the body: a shard that adds nothing to the
+// usage is taken (a registration retried after its answer was lost; the shard of a push whose
+// xorbs took the repository exactly to its quota). It holds one of the
 // MaxShardBodies slots from before the body is read until done is called, after the
 // registration: bodies held whole are bounded in number, as xorb bodies are, and one user's many
 // uploads wait behind another's fair share.
 func (s *Server) takeShard(w http.ResponseWriter, r *http.Request, c Claims) (body []byte, charge *shardCharge, done func(), ok bool) {
-	if !s.withinQuota(w, r, c.Namespace, 0, 0) {
+	early, ok := s.quotaRefusal(w, r, c.Namespace, 0, 0)
+	if !ok {
 		return nil, nil, nil, false
 	}
 	slot, err := s.shardBodies.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Shard))
@@ -343,7 +347,7 @@ func (s *Server) takeShard(w http.ResponseWriter, r *http.Request, c Claims) (bo
 		return nil, nil, nil, false // the client left
 	}
 	if body, ok = s.readShard(w, r); ok {
-		charge, ok = s.chargeShard(w, r, c, body)
+		charge, ok = s.chargeShard(w, r, c, body, early)
 	}
 	if !ok {
 		slot.release()

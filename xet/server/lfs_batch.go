@@ -98,7 +98,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, ns string) 
 		}
 		resp.Objects = append(resp.Objects, res)
 	}
-	if total, largest := uploadBytes(resp.Objects); write && !s.withinQuota(w, r, ns, total, largest) {
+	// A batch that asks for no upload (every object stored already: a push of what the repository
+	// has) adds nothing, and is answered at or over the quota too.
+	if n, total, largest := uploadBytes(resp.Objects); write && n > 0 && !s.withinQuota(w, r, ns, total, largest) {
 		return
 	}
 	s.listBatch(g, g.listingID, resp.Objects)
@@ -156,16 +158,17 @@ type batchGrant struct {
 	listingID    string              // the batch listing the xet actions name (batch_listing.go); "" for none
 }
 
-// uploadBytes is the size of the objects a batch answer asks the client to upload, and of the
-// largest of them.
-func uploadBytes(objs []lfsbatch.Result) (total, largest int64) {
+// uploadBytes is how many objects a batch answer asks the client to upload, their size, and the
+// size of the largest of them.
+func uploadBytes(objs []lfsbatch.Result) (n int, total, largest int64) {
 	for _, o := range objs {
 		if o.Actions["upload"] != nil {
+			n++
 			total += max(o.Size, 0)
 			largest = max(largest, o.Size)
 		}
 	}
-	return total, largest
+	return n, total, largest
 }
 
 // grant issues the batch's tokens for who: a CAS token for ns and the operation's scope, and for

@@ -99,25 +99,33 @@ func (s *Server) checkQuota(ctx context.Context, host string, checks []quotaChec
 // at or over the quota, or would be with them. It is the early refusal, before an upload's bytes
 // are read; meter and chargeShard count what is actually stored.
 func (s *Server) withinQuota(w http.ResponseWriter, r *http.Request, ns string, adding, largest int64) bool {
+	qe, ok := s.quotaRefusal(w, r, ns, adding, largest)
+	if ok && qe != nil {
+		s.refuseQuota(w, r, qe)
+		return false
+	}
+	return ok
+}
+
+// quotaRefusal is withinQuota's refusal without answering it (nil: within the quotas), for a
+// route that reads its body before it refuses; what is no quota's refusal (a name too long to
+// count, a usage it could not read) it answers itself, returning ok false.
+func (s *Server) quotaRefusal(w http.ResponseWriter, r *http.Request, ns string, adding, largest int64) (qe *quotaError, ok bool) {
 	checks := s.quotaChecks(ns)
 	if len(checks) == 0 {
-		return true
+		return nil, true
 	}
 	if checks[len(checks)-1].plural && !store.NameKept(ns) {
 		s.refuseQuota(w, r, &quotaError{http.StatusBadRequest, fmt.Sprintf(
 			"repository name %.40s… is too long to count against its owner's quota (at most 150 bytes)", ns)})
-		return false
+		return nil, false
 	}
 	qe, err := s.checkQuota(r.Context(), r.Host, checks, adding, largest)
-	switch {
-	case err != nil:
+	if err != nil {
 		s.fail(w, r, "quota", err)
-		return false
-	case qe != nil:
-		s.refuseQuota(w, r, qe)
-		return false
+		return nil, false
 	}
-	return true
+	return qe, true
 }
 
 // refuseQuota answers a quota refusal on an LFS or a CAS route.
@@ -216,9 +224,11 @@ type shardCharge struct {
 // in xorbs c's repository did not upload) and reserves it, answering the refusal (507; 413 when
 // its largest file alone is larger than a quota, never the whole shard: it names a batch) or the
 // error itself when it may not (ok false). A shard the registration would refuse (over the caps,
-// naming a xorb the repository may not name) gets that refusal here, before it is counted. Nil
-// charge: no quota applies.
-func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, c Claims, body []byte) (*shardCharge, bool) {
+// naming a xorb the repository may not name) gets that refusal here, before it is counted. early
+// is the refusal of the repository at or over a quota before the body was read (takeShard); a
+// shard that adds nothing is taken through it. Nil charge: no quota applies, or nothing is
+// reserved.
+func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, c Claims, body []byte, early *quotaError) (*shardCharge, bool) {
 	ns := c.Namespace
 	checks := s.quotaChecks(ns)
 	if len(checks) == 0 {
@@ -227,6 +237,17 @@ func (s *Server) chargeShard(w http.ResponseWriter, r *http.Request, c Claims, b
 	adds, largest, err := s.quota.store.ShardAdds(r.Context(), s.access(c), body)
 	if err != nil {
 		s.fail(w, r, "shard upload", err)
+		return nil, false
+	}
+	if adds == 0 {
+		// Registering it adds nothing to the usage (its files served already, or their chunks in
+		// xorbs the repository uploaded, which count whole): taken whatever the usage is. A
+		// registration retried after its answer was lost, or the shard of a push whose xorbs took
+		// the repository exactly to its quota, is answered as it would be below it.
+		return nil, true
+	}
+	if early != nil {
+		s.refuseQuota(w, r, early)
 		return nil, false
 	}
 	if _, err := s.checkQuota(r.Context(), r.Host, checks, 0, 0); err != nil { // fresh usage in the cache
