@@ -465,3 +465,56 @@ func TestQuotaCountsXorbUploadedAgainAfterGC(t *testing.T) {
 		t.Fatalf("xorb 2 again, 3.6 MB of 3 MiB: %v, want 507", r)
 	}
 }
+
+// A xorb in gc's trash still counts (the usage counts what the store keeps, its trash too), so
+// sending it again adds nothing and is taken at the quota: the retry of a push whose shard never
+// came, a day after gc moved its xorbs aside. Before, the xorb route looked for the xorb among the
+// stored ones only, counted its body as it arrived on top of the usage that counted it already,
+// and refused it with 507 "over its quota" at a usage it would not change.
+func TestQuotaXorbInTrashSentAgainAddsNothing(t *testing.T) {
+	now := time.Now()
+	st, err := store.Open(t.TempDir(), store.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := func(limit int64) *env {
+		return newEnv(t, func(c *Config) {
+			c.Store = st
+			c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
+			c.Now = nil
+			c.Quotas = &Quotas{Default: limit}
+		})
+	}
+	e := server(3 << 20)
+	put := func(e *env, seed uint64) resp {
+		t.Helper()
+		x := randomXorb(t, 1_200_000, seed) // over a pack's largest blob: a file gc moves at once
+		return e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, servertest.Bearer(e.token("alice", "org/x", scopeWrite, time.Hour))...)
+	}
+	for _, seed := range []uint64{1, 2} {
+		if r := put(e, seed); r.status != 200 {
+			t.Fatalf("xorb %d: %v", seed, r)
+		}
+	}
+	now = now.Add(2 * time.Hour) // one run: both to the trash, not deleted
+	if _, err := store.NewMaint(st).Collect(t.Context(), store.GCOptions{Grace: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.HasXorb(t.Context(), randomXorb(t, 1_200_000, 1).Hash); err != nil || ok {
+		t.Fatalf("xorb 1 is still stored after gc (%v): the test proves nothing", err)
+	}
+	u, err := st.RepoUsage(t.Context(), "org/x")
+	if err != nil || u.Stored != 2_400_000 {
+		t.Fatalf("org/x with its two xorbs in the trash: %+v %v, want 2400000 stored", u, err)
+	}
+	e = server(int64(u.Stored)) // exactly at its quota
+	if r := put(e, 1); r.status != 200 {
+		t.Fatalf("xorb 1 sent again from the trash, at the quota it already counts in: %v, want it taken", r)
+	}
+	if u, err := st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored != 2_400_000 {
+		t.Fatalf("org/x after xorb 1 was sent again: %+v %v, want 2400000 still", u, err)
+	}
+	if r := put(e, 3); r.status != http.StatusInsufficientStorage {
+		t.Fatalf("a new xorb at the quota: %v, want 507", r)
+	}
+}

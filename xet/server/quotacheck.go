@@ -173,19 +173,17 @@ func (m *quotaMeter) Read(p []byte) (int, error) {
 }
 
 // countedXorb reports whether a quota applies to repository ns and its usage counts xorb h whole
-// already: the repository uploaded it (its upload record) and the store keeps it. Sending it again
-// adds nothing to the usage, so its body is not counted against the quota: a client retrying an
-// upload whose answer it lost, or pushing the same data again, at or near its quota, is answered
-// as its first upload was. Should gc delete the xorb meanwhile, the store asks admitRaw for its raw
-// bytes (store.PutXorbAdmitted). Without a quota it looks nothing up.
+// already: the repository uploaded it (its upload record) and the store keeps it, in gc's trash
+// too (store.CountsXorb: what the usage counts, not only what is stored). Sending it again adds
+// nothing to the usage, so its body is not counted against the quota: a client retrying an upload
+// whose answer it lost, or pushing the same data again (a day after gc moved it aside), at or near
+// its quota, is answered as its first upload was. Should gc delete the xorb meanwhile, the store
+// asks admitRaw for its raw bytes (store.PutXorbAdmitted). Without a quota it looks nothing up.
 func (s *Server) countedXorb(ctx context.Context, ns string, h hash.Hash) (bool, error) {
 	if len(s.quotaChecks(ns)) == 0 {
 		return false, nil
 	}
-	if up, err := s.cfg.Store.UploadedBy(ctx, ns, h); err != nil || !up {
-		return false, err
-	}
-	return s.cfg.Store.HasXorb(ctx, h)
+	return s.cfg.Store.CountsXorb(ctx, ns, h)
 }
 
 // admitRaw reserves what a xorb's raw bytes add beyond the body's bytes reserved so far, failing

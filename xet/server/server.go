@@ -58,6 +58,9 @@ type Store interface {
 	// UploadedBy reports whether repository repo uploaded xorb h (its readers may be handed the
 	// whole xorb: a presigned URL).
 	UploadedBy(ctx context.Context, repo string, h hash.Hash) (bool, error)
+	// CountsXorb reports whether repository repo's usage counts xorb h whole already (its
+	// upload record, and the store keeps h, in gc's trash too): sending it again adds nothing.
+	CountsXorb(ctx context.Context, repo string, h hash.Hash) (bool, error)
 	PutShardAs(ctx context.Context, a store.Access, body []byte) (existed bool, err error)
 	// ReconstructIn plans a file registered in repo, at most maxTerms terms (0: all).
 	ReconstructIn(ctx context.Context, repo string, file hash.Hash, rng *casapi.ByteRange, maxTerms int) (*casapi.ReconstructionV2, error)

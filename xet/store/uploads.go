@@ -93,6 +93,22 @@ func (s *Store) countUploads(ctx context.Context, names []string, c *usageCounte
 	return nil
 }
 
+// CountsXorb reports whether repository repo's usage counts xorb h whole already, so that sending
+// it again adds nothing: repo uploaded h (its upload record) and the store keeps h, stored or in
+// gc's trash, as countUploads counts it (the xorb route asks it before the body arrives;
+// PutXorbAdmitted asks the same again once the body proved to be h). The whole store ("") keeps no
+// records: a xorb it keeps adds nothing to it.
+func (s *Store) CountsXorb(ctx context.Context, repo string, h hash.Hash) (bool, error) {
+	if up, err := s.UploadedBy(ctx, repo, h); err != nil || !up {
+		return false, err
+	}
+	kept, err := s.keepsXorb(ctx, h)
+	if err != nil {
+		return false, fmt.Errorf("xorb %s: %w", h, err)
+	}
+	return kept, nil
+}
+
 // keepsXorb reports whether xorb h takes space in the store: stored, or in gc's trash.
 func (s *Store) keepsXorb(ctx context.Context, h hash.Hash) (bool, error) {
 	if ok, err := s.be.Exists(ctx, xorbName(h)); ok || err != nil {
