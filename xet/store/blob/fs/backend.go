@@ -53,8 +53,11 @@ type Options struct {
 	Loose bool
 }
 
-// New returns a backend on root, creating root and root/tmp.
+// New returns a backend on root, creating root (durable: mkdirRootDurable) and root/tmp.
 func New(root string, opts Options) (*Backend, error) {
+	if err := mkdirRootDurable(root); err != nil {
+		return nil, fmt.Errorf("store: creating %s: %w", root, err)
+	}
 	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("store: creating %s: %w", root, err)
 	}

@@ -40,3 +40,31 @@ func mkdirDurable(dir, top string) error {
 	durableDirs.Store(dir, true)
 	return nil
 }
+
+// mkdirRootDurable creates a store's root and its missing parents and, when it created any, makes
+// their entries durable up to the nearest directory that existed. mkdirDurable stops at the root,
+// but the root's own entry is on the path of every blob too: a local remote's first push makes
+// remote.git/xet, and a power loss that drops that entry drops every blob reported stored in it.
+// A root that existed is left alone (its creator made it durable), so opening a store costs no
+// sync.
+func mkdirRootDurable(root string) error {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return err
+	}
+	top := abs
+	for {
+		if _, err := os.Lstat(top); err == nil {
+			break
+		}
+		parent := filepath.Dir(top)
+		if parent == top {
+			break
+		}
+		top = parent
+	}
+	if top == abs {
+		return nil
+	}
+	return mkdirDurable(abs, top)
+}

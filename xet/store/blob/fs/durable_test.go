@@ -92,3 +92,34 @@ func TestFirstPackMakesPacksDirectoryDurable(t *testing.T) {
 		t.Errorf("the first pack did not sync the store's root, which holds packs/ (synced %q)", got)
 	}
 }
+
+// A new store's own directory is on the path of every blob in it: New makes its entry durable, and
+// those of the parents it made for it (a local remote's first push makes remote.git/xet), not
+// only the entries below the store's root.
+func TestNewStoreDirectoryIsDurable(t *testing.T) {
+	parent := t.TempDir()
+	synced := recordSyncs(t)
+	root := filepath.Join(parent, "remote.git", "xet")
+	b, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{7}, packMaxBlob+1)
+	if created, err := b.Create(context.Background(), "xorbs/ab/first", bytes.NewReader(big)); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	got := synced()
+	for _, want := range []string{parent, filepath.Join(parent, "remote.git")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("a blob of a new store is reported stored, and %s, which holds a directory on its path, was not synced (synced %q)", want, got)
+		}
+	}
+	// A store opened again syncs nothing of what it found.
+	synced()
+	if _, err := New(root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := synced(); len(got) != 0 {
+		t.Errorf("opening an existing store synced %q", got)
+	}
+}
