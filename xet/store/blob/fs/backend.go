@@ -232,12 +232,7 @@ func syncDir(dir, name string) error {
 	if syncDirHook != nil {
 		syncDirHook(dir)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("store: writing %s: %w", name, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := flushDir(dir); err != nil {
 		return fmt.Errorf("store: writing %s: sync dir: %w", name, err)
 	}
 	return nil
