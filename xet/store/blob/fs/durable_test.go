@@ -123,3 +123,28 @@ func TestNewStoreDirectoryIsDurable(t *testing.T) {
 		t.Errorf("opening an existing store synced %q", got)
 	}
 }
+
+// A damaged blob moved aside is kept for inspection: its new entry in quarantine/ and
+// quarantine/'s own entry in the root are made durable with the removal of the old one, or a power
+// loss could lose the only copy of what fsck found.
+func TestQuarantineIsDurable(t *testing.T) {
+	root := t.TempDir()
+	b, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{7}, packMaxBlob+1)
+	if _, err := b.Create(context.Background(), "xorbs/ab/damaged", bytes.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	synced := recordSyncs(t)
+	if err := b.Quarantine(context.Background(), "xorbs/ab/damaged"); err != nil {
+		t.Fatal(err)
+	}
+	got := synced()
+	for _, want := range []string{filepath.Join(root, "quarantine"), root, filepath.Join(root, "xorbs", "ab")} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Quarantine did not sync %s (synced %q)", want, got)
+		}
+	}
+}

@@ -33,7 +33,7 @@ func (b *Backend) Quarantine(ctx context.Context, name string) error {
 		return fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
 	}
 	dir := filepath.Join(b.root, "quarantine")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirDurable(dir, b.root); err != nil {
 		return fmt.Errorf("store: quarantine: %w", err)
 	}
 	dst := filepath.Join(dir, strings.ReplaceAll(name, "/", "_"))
@@ -42,6 +42,10 @@ func (b *Backend) Quarantine(ctx context.Context, name string) error {
 			return fmt.Errorf("store: %s: %w", name, blob.ErrNotFound)
 		}
 		return fmt.Errorf("store: quarantine %s: %w", name, err)
+	}
+	// The new entry first: until it is durable, the old one is the only copy a power loss keeps.
+	if err := syncDir(dir, name); err != nil {
+		return err
 	}
 	return syncDir(filepath.Dir(p), name)
 }
