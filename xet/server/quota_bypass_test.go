@@ -415,52 +415,33 @@ func TestQuotaXorbUploadedAgainAddsNothing(t *testing.T) {
 // add it to the usage it kept: both were taken, and the repository held 3.6 MB of its 3 MiB (with
 // compressible xorbs, whose bodies the meter barely counts, as much as it had ever uploaded).
 func TestQuotaCountsXorbUploadedAgainAfterGC(t *testing.T) {
-	now := time.Now()
-	st, err := store.Open(t.TempDir(), store.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, func(c *Config) {
-		c.Store = st
-		c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
-		c.Now = nil
-		c.Quotas = &Quotas{Default: 3 << 20}
-	})
-	tok := e.token("alice", "org/x", scopeWrite, time.Hour)
-	put := func(seed uint64) resp {
-		t.Helper()
-		x := randomXorb(t, 1_200_000, seed) // over a pack's largest blob: a file gc moves at once
-		return e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, servertest.Bearer(tok)...)
-	}
+	g := newGCQuotaStore(t)
+	e := g.server(3 << 20)
 	within := func(what string) {
 		t.Helper()
-		if u, err := st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored > 3<<20 {
+		if u, err := g.st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored > 3<<20 {
 			t.Fatalf("%s: org/x uses %d bytes of its 3 MiB (%v)", what, u.Stored, err)
 		}
 	}
 	for _, seed := range []uint64{1, 2} {
-		if r := put(seed); r.status != 200 {
+		if r := g.put(e, seed); r.status != 200 {
 			t.Fatalf("xorb %d: %v", seed, r)
 		}
 	}
-	for range 2 { // the first run moves both to trash, the second deletes them
-		now = now.Add(2 * time.Hour)
-		if _, err := store.NewMaint(st).Collect(t.Context(), store.GCOptions{Grace: time.Hour}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if u, err := st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored != 0 {
+	g.collect() // both to the trash
+	g.collect() // deleted
+	if u, err := g.st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored != 0 {
 		t.Fatalf("org/x once gc deleted its xorbs: %+v %v, want nothing", u, err)
 	}
 	reread(e)
-	if r := put(3); r.status != 200 {
+	if r := g.put(e, 3); r.status != 200 {
 		t.Fatalf("xorb 3: %v", r)
 	}
-	if r := put(1); r.status != 200 {
+	if r := g.put(e, 1); r.status != 200 {
 		t.Fatalf("xorb 1 again, 2.4 of 3 MiB: %v", r)
 	}
 	within("xorb 1 sent again")
-	if r := put(2); r.status != http.StatusInsufficientStorage {
+	if r := g.put(e, 2); r.status != http.StatusInsufficientStorage {
 		within("xorb 2 sent again")
 		t.Fatalf("xorb 2 again, 3.6 MB of 3 MiB: %v, want 507", r)
 	}
@@ -472,49 +453,78 @@ func TestQuotaCountsXorbUploadedAgainAfterGC(t *testing.T) {
 // stored ones only, counted its body as it arrived on top of the usage that counted it already,
 // and refused it with 507 "over its quota" at a usage it would not change.
 func TestQuotaXorbInTrashSentAgainAddsNothing(t *testing.T) {
-	now := time.Now()
-	st, err := store.Open(t.TempDir(), store.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := func(limit int64) *env {
-		return newEnv(t, func(c *Config) {
-			c.Store = st
-			c.Users = mustUsers(t, servertest.UserLine("alice", alicePW, ""))
-			c.Now = nil
-			c.Quotas = &Quotas{Default: limit}
-		})
-	}
-	e := server(3 << 20)
-	put := func(e *env, seed uint64) resp {
-		t.Helper()
-		x := randomXorb(t, 1_200_000, seed) // over a pack's largest blob: a file gc moves at once
-		return e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, servertest.Bearer(e.token("alice", "org/x", scopeWrite, time.Hour))...)
-	}
+	g := newGCQuotaStore(t)
+	e := g.server(3 << 20)
 	for _, seed := range []uint64{1, 2} {
-		if r := put(e, seed); r.status != 200 {
+		if r := g.put(e, seed); r.status != 200 {
 			t.Fatalf("xorb %d: %v", seed, r)
 		}
 	}
-	now = now.Add(2 * time.Hour) // one run: both to the trash, not deleted
-	if _, err := store.NewMaint(st).Collect(t.Context(), store.GCOptions{Grace: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := st.HasXorb(t.Context(), randomXorb(t, 1_200_000, 1).Hash); err != nil || ok {
+	g.collect() // one run: both to the trash, not deleted
+	if ok, err := g.st.HasXorb(t.Context(), randomXorb(t, gcQuotaXorbBytes, 1).Hash); err != nil || ok {
 		t.Fatalf("xorb 1 is still stored after gc (%v): the test proves nothing", err)
 	}
-	u, err := st.RepoUsage(t.Context(), "org/x")
-	if err != nil || u.Stored != 2_400_000 {
-		t.Fatalf("org/x with its two xorbs in the trash: %+v %v, want 2400000 stored", u, err)
+	u, err := g.st.RepoUsage(t.Context(), "org/x")
+	if err != nil || u.Stored != 2*gcQuotaXorbBytes {
+		t.Fatalf("org/x with its two xorbs in the trash: %+v %v, want %d stored", u, err, 2*gcQuotaXorbBytes)
 	}
-	e = server(int64(u.Stored)) // exactly at its quota
-	if r := put(e, 1); r.status != 200 {
+	e = g.server(int64(u.Stored)) // exactly at its quota
+	if r := g.put(e, 1); r.status != 200 {
 		t.Fatalf("xorb 1 sent again from the trash, at the quota it already counts in: %v, want it taken", r)
 	}
-	if u, err := st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored != 2_400_000 {
-		t.Fatalf("org/x after xorb 1 was sent again: %+v %v, want 2400000 still", u, err)
+	if u, err := g.st.RepoUsage(t.Context(), "org/x"); err != nil || u.Stored != 2*gcQuotaXorbBytes {
+		t.Fatalf("org/x after xorb 1 was sent again: %+v %v, want %d still", u, err, 2*gcQuotaXorbBytes)
 	}
-	if r := put(e, 3); r.status != http.StatusInsufficientStorage {
+	if r := g.put(e, 3); r.status != http.StatusInsufficientStorage {
 		t.Fatalf("a new xorb at the quota: %v, want 507", r)
+	}
+}
+
+// gcQuotaXorbBytes: the size of the xorbs the gc quota tests send, over a pack's largest blob, so
+// that a file gc moves holds each whole.
+const gcQuotaXorbBytes = 1_200_000
+
+// gcQuotaStore is the set-up of the tests of quotas across gc runs: a store on a clock the test
+// moves, servers over it with a quota, and alice's xorbs of org/x.
+type gcQuotaStore struct {
+	t   *testing.T
+	st  *store.Store
+	now time.Time
+}
+
+func newGCQuotaStore(t *testing.T) *gcQuotaStore {
+	g := &gcQuotaStore{t: t, now: time.Now()}
+	st, err := store.Open(t.TempDir(), store.Options{Now: func() time.Time { return g.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.st = st
+	return g
+}
+
+// server is a server over the store with a quota of limit bytes for every repository.
+func (g *gcQuotaStore) server(limit int64) *env {
+	return newEnv(g.t, func(c *Config) {
+		c.Store = g.st
+		c.Users = mustUsers(g.t, servertest.UserLine("alice", alicePW, ""))
+		c.Now = nil
+		c.Quotas = &Quotas{Default: limit}
+	})
+}
+
+// put sends xorb seed of org/x to e as alice.
+func (g *gcQuotaStore) put(e *env, seed uint64) resp {
+	g.t.Helper()
+	x := randomXorb(g.t, gcQuotaXorbBytes, seed)
+	return e.do("POST", "/v1/xorbs/default/"+x.Hash.String(), x.Body, servertest.Bearer(e.token("alice", "org/x", scopeWrite, time.Hour))...)
+}
+
+// collect moves the clock past gc's grace and runs gc once: a first run moves what nothing names
+// to the trash, a second deletes it.
+func (g *gcQuotaStore) collect() {
+	g.t.Helper()
+	g.now = g.now.Add(2 * time.Hour)
+	if _, err := store.NewMaint(g.st).Collect(g.t.Context(), store.GCOptions{Grace: time.Hour}); err != nil {
+		g.t.Fatal(err)
 	}
 }
