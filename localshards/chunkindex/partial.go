@@ -31,12 +31,8 @@ type Partial struct {
 // OpenPartial opens (or starts) the record of the download of file (size bytes) at path. A record
 // of another file, or none, starts empty.
 func OpenPartial(path string, file hash.Hash, size int64) (*Partial, error) {
-	f, err := os.OpenFile(path+".xetmap", os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := lockRecord(path + ".xetmap")
 	if err != nil {
-		return nil, fmt.Errorf("partial download record: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
 		return nil, err
 	}
 	p := &Partial{path: path, f: f}
@@ -46,6 +42,41 @@ func OpenPartial(path string, file hash.Hash, size int64) (*Partial, error) {
 	}
 	return p, nil
 }
+
+// lockRecord opens the record at name and locks it, as long as name still leads to the file it
+// locked: a holder that finished removed the record before it let the lock go, and a lock on the
+// removed file would not keep out the next process, which creates the record again and locks that.
+// The record is then opened again; a second such race in a row is taken as busy.
+func lockRecord(name string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("partial download record: %w", err)
+		}
+		partialOpened()
+		if err := lockFile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		held, err1 := f.Stat()
+		named, err2 := os.Stat(name)
+		if err := errors.Join(err1, err2); err != nil && !errors.Is(err2, os.ErrNotExist) {
+			f.Close()
+			return nil, fmt.Errorf("partial download record: %w", err)
+		}
+		if err2 == nil && os.SameFile(held, named) {
+			return f, nil
+		}
+		f.Close()
+		if attempt == 1 {
+			return nil, ErrBusy
+		}
+	}
+}
+
+// partialOpened runs between a record's open and its lock: a variable so that a test can finish
+// the record's holder there.
+var partialOpened = func() {}
 
 // load reads the record's spans when it is of this file, else starts it again.
 func (p *Partial) load(file hash.Hash, size int64) error {
