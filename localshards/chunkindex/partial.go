@@ -58,20 +58,31 @@ func lockRecord(name string) (*os.File, error) {
 			f.Close()
 			return nil, err
 		}
-		held, err1 := f.Stat()
-		named, err2 := os.Stat(name)
-		if err := errors.Join(err1, err2); err != nil && !errors.Is(err2, os.ErrNotExist) {
-			f.Close()
-			return nil, fmt.Errorf("partial download record: %w", err)
-		}
-		if err2 == nil && os.SameFile(held, named) {
+		same, err := namesFile(name, f)
+		if same {
 			return f, nil
 		}
 		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("partial download record: %w", err)
+		}
 		if attempt == 1 {
 			return nil, ErrBusy
 		}
 	}
+}
+
+// namesFile says whether name leads to the open file f; a name that leads nowhere is no error.
+func namesFile(name string, f *os.File) (bool, error) {
+	held, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	named, err := os.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil && os.SameFile(held, named), err
 }
 
 // partialOpened runs between a record's open and its lock: a variable so that a test can finish
