@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/git-xet-transfer/git-xet-transfer/xet/store/blob"
 )
 
 // recordSyncs records the directories syncDir makes durable until the test ends.
@@ -71,6 +73,36 @@ func TestCreateOfAnExistingBlobSyncsItsDirectory(t *testing.T) {
 	}
 	if got, want := synced(), filepath.Join(root, "xorbs", "ab"); !slices.Contains(got, want) {
 		t.Errorf("Create of an existing blob did not sync %s (synced %q)", want, got)
+	}
+}
+
+// A small blob a store without packs wrote (the same store used from Windows, or by an older
+// build) is a loose file; CreateBatch to a store with packs finds it and stores nothing. It reports
+// the blob stored only once the file's entry is durable, as Create does for a large one: the other
+// writer may have linked it a moment ago, not yet synced.
+func TestCreateBatchOfALooseSmallBlobSyncsItsDirectory(t *testing.T) {
+	root := t.TempDir()
+	loose, err := New(root, Options{Loose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := []byte("a small blob written as a file of its own")
+	if created, err := loose.Create(context.Background(), "xorbs/cd/loose", bytes.NewReader(small)); err != nil || !created {
+		t.Fatalf("Create without packs: %v, %v", created, err)
+	}
+	loose.Close()
+	b, err := New(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	synced := recordSyncs(t)
+	created, err := b.CreateBatch(context.Background(), []blob.NewBlob{{Name: "xorbs/cd/loose", Data: small}})
+	if err != nil || created[0] {
+		t.Fatalf("CreateBatch of a stored loose blob: %v, %v", created, err)
+	}
+	if got, want := synced(), filepath.Join(root, "xorbs", "cd"); !slices.Contains(got, want) {
+		t.Errorf("CreateBatch reported a loose blob stored without syncing %s (synced %q)", want, got)
 	}
 }
 

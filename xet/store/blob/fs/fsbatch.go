@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,9 @@ func (b *Backend) createPacked(blobs []blob.NewBlob) ([]bool, error) {
 	stored, gen, err := b.existing(blobs)
 	if err != nil {
 		return nil, err
+	}
+	if !slices.Contains(stored, false) {
+		return make([]bool, len(blobs)), nil // all stored and durable: no pack to claim, no fsync
 	}
 	for attempt := 0; ; attempt++ {
 		w, err := b.writer()
@@ -171,6 +175,11 @@ func (b *Backend) existing(blobs []blob.NewBlob) ([]bool, uint64, error) {
 		}
 		p, _ := b.path(nb.Name)
 		if _, err := os.Lstat(p); err == nil {
+			// A loose file (a store without packs wrote it) may be a moment old, its entry not
+			// yet durable: as for a large blob found stored (createFile).
+			if err := b.durableExisting(nb.Name, p); err != nil {
+				return nil, 0, err
+			}
 			stored[i] = true
 		} else if !os.IsNotExist(err) {
 			return nil, 0, fmt.Errorf("store: checking %s: %w", nb.Name, err)
