@@ -61,12 +61,7 @@ type slowWriters struct {
 
 func startSlowWriters(t *testing.T, lfsURL string, n, rate int) *slowWriters {
 	t.Helper()
-	bin := filepath.Join(binDir, "slowwriters")
-	if _, err := os.Stat(bin); err != nil {
-		if out, err := exec.Command("go", "build", "-o", bin, "./slowwriters").CombinedOutput(); err != nil {
-			t.Fatalf("building slowwriters: %v\n%s", err, out)
-		}
-	}
+	bin := buildTool(t, "slowwriters", "./slowwriters")
 	w := &slowWriters{open: map[string]bool{}, done: make(chan struct{})}
 	w.cmd = exec.Command(bin, "-lfs", lfsURL, "-n", fmt.Sprint(n), "-rate", fmt.Sprint(rate))
 	out, err := w.cmd.StdoutPipe()

@@ -21,10 +21,7 @@ import (
 // proxy's URL and a function that replaces its rules.
 func startChaos(t *testing.T, backend string) (string, func(...chaos.Rule)) {
 	t.Helper()
-	bin := filepath.Join(binDir, "chaos")
-	if out, err := exec.Command("go", "build", "-o", bin, "./chaos").CombinedOutput(); err != nil {
-		t.Fatalf("building chaos: %v\n%s", err, out)
-	}
+	bin := buildTool(t, "chaos", "./chaos")
 	addr := servertest.FreeAddr(t)
 	var log strings.Builder
 	cmd := exec.Command(bin, "-listen", addr, "-backend", backend)
@@ -117,6 +114,7 @@ func faultCases() []faultCase {
 // row. Each command succeeds by retrying, or fails with a message that names the route and the
 // cause and no signed URL, within a bound; the table (fault, command, outcome, time) is logged.
 func TestFaultMatrix(t *testing.T) {
+	parallel(t)
 	buildServer(t)
 	s := startServer(t, "")
 	proxy, set := startChaos(t, s.url)

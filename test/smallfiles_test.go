@@ -202,13 +202,7 @@ func TestSmallFilePushServerKilled(t *testing.T) {
 // buildServer builds xet-server into binDir once.
 func buildServer(t *testing.T) {
 	t.Helper()
-	p := filepath.Join(binDir, "xet-server")
-	if _, err := os.Stat(p); err == nil {
-		return
-	}
-	if out, err := exec.Command("go", "build", "-o", p, "../cmd/xet-server").CombinedOutput(); err != nil {
-		t.Fatalf("building xet-server: %v\n%s", err, out)
-	}
+	buildTool(t, "xet-server", "../cmd/xet-server")
 }
 
 // Two pushes of overlapping small-file sets at once to one embedded remote (two branches): both
