@@ -88,7 +88,6 @@ func batchRepo(t *testing.T, e *env, lfsURL string) (work, remote string) {
 // Against xet-server, pushes, clones, pulls and fetches go through the xet transfer (the agent in
 // batch mode), with 8 agent processes sharing the shard cache.
 func TestBatchPushClonePullFetch(t *testing.T) {
-	parallel(t)
 	e := newEnv(t)
 	e.install()
 	e.git("", "config", "--global", "lfs.concurrenttransfers", "8")

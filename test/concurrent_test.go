@@ -20,11 +20,9 @@ import (
 // times at once), and bytes of its own. Every push succeeds; every version of every pusher's
 // branch clones byte-identical; the store checks clean.
 func TestConcurrentOverlappingPushes(t *testing.T) {
-	parallel(t)
 	needLinux(t)
 	for _, kind := range []string{"embedded", "server"} {
 		t.Run(kind, func(t *testing.T) {
-			parallel(t)
 			e := newEnv(t)
 			e.install()
 			remote := filepath.Join(e.home, "remote.git")

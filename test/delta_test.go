@@ -111,7 +111,6 @@ func (e *env) pushAndClone(work, remote, clone string, b []byte, msg string) {
 // downloaded (the clone) or uploaded (the work tree) here; a local object changed on disk is
 // never the source of a wrong byte.
 func TestDeltaPull(t *testing.T) {
-	parallel(t)
 	forDeltaRemotes(t, func(t *testing.T, e *env, work, remote string) {
 		const size = 48 << 20
 		v1 := testutil.RandomBytes(size, 71)

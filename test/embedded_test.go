@@ -14,7 +14,6 @@ import (
 // embedded Xet store, a clone elsewhere gets them back byte for byte, and a second version with a
 // 1 % edit costs only a few percent of the file.
 func TestEmbeddedPushCloneEdit(t *testing.T) {
-	parallel(t)
 	e := newEnv(t)
 	e.install()
 	work, remote := e.localRepo(repoOpts{patterns: []string{"*.bin", "*.txt", "small/**"}})

@@ -18,7 +18,6 @@ import (
 // routes, reconstructions, xorb uploads), through the same chaos proxy: each command succeeds by
 // retrying, or fails with a message naming the cause, within the bound; the table is logged.
 func TestFaultMatrixMigrateAndHub(t *testing.T) {
-	parallel(t)
 	buildServer(t)
 	var table []string
 	row := func(fault, op string, ok bool, msg string, took time.Duration, out string, err error) {

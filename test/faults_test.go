@@ -114,7 +114,6 @@ func faultCases() []faultCase {
 // row. Each command succeeds by retrying, or fails with a message that names the route and the
 // cause and no signed URL, within a bound; the table (fault, command, outcome, time) is logged.
 func TestFaultMatrix(t *testing.T) {
-	parallel(t)
 	buildServer(t)
 	s := startServer(t, "")
 	proxy, set := startChaos(t, s.url)

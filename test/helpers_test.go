@@ -54,8 +54,8 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
-// buildMu serializes buildTool: two parallel tests must not build one binary at once, nor one
-// replace a binary the other is running.
+// buildMu serializes buildTool: two callers must not build one binary at once, nor one replace a
+// binary the other is running.
 var buildMu sync.Mutex
 
 // buildTool builds the program in pkg (relative to test/) into binDir as name, once per test
@@ -72,17 +72,6 @@ func buildTool(t *testing.T, name, pkg string) string {
 		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	return p
-}
-
-// parallel runs t beside the package's other parallel tests, after every serial one has run (go
-// test -parallel: GOMAXPROCS at a time). Run one at a time, the end-to-end tests leave CI's two
-// cores 45 % idle: they wait on retries' backoff, emulated links and other processes. It is for
-// the long tests that assert no duration tighter than a minute, count no batches or requests that
-// the timing of git-lfs's transfers decides, and free no port another test could take. The
-// others stay serial: Ctrl-C within 2 s, batches per push, the S3 tests (serverEnv is global).
-func parallel(t *testing.T) {
-	t.Helper()
-	t.Parallel()
 }
 
 // env is one test's world: a HOME, a config, the PATH with our binary first.

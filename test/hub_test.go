@@ -101,7 +101,6 @@ func tensor(n int) []byte {
 // its changed chunks; the 2-second CAS tokens are refreshed at the Hub's token route with the user's
 // token.
 func TestHubPushCloneEditPull(t *testing.T) {
-	parallel(t)
 	h := startHub(t, 2*time.Second)
 	e := hubEnv(t, h)
 	e.vars = append(e.vars, "HF_TOKEN="+hubWriteToken)

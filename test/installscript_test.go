@@ -13,7 +13,6 @@ import (
 // distribution's package (Debian 12's apt-get gives 3.3.0). go install is recorded, not run: a fake
 // go passes every other command to the real one and answers `go install` with a fake git-lfs.
 func TestInstallScriptGitLFS(t *testing.T) {
-	parallel(t)
 	realGo, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatal(err)

@@ -118,7 +118,6 @@ func isLongXorbGet(r *http.Request) bool {
 // the server's store checks clean with nothing in its temp directory, and the clone's
 // .git/lfs/tmp holds nothing of ours.
 func TestAgentKilledAtEachPoint(t *testing.T) {
-	parallel(t)
 	needLinux(t)
 	for _, c := range []struct {
 		name          string

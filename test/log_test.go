@@ -182,7 +182,6 @@ func routeCounts(t *testing.T, m *server.Metrics) map[string]float64 {
 // with no xorb fetched (the server's request counts; for the embedded store, the bytes read from
 // it); --json and the table; a path limit, a revision range, a commit not pushed.
 func TestLogVersions(t *testing.T) {
-	parallel(t)
 	want := expectations(t)
 	for _, k := range logRemoteKinds {
 		t.Run(k.name, func(t *testing.T) {

@@ -189,7 +189,6 @@ func everyVersionClones(t *testing.T, e *env, work, clone string) {
 // against each other, every version of every file clones through the agent afterwards, and a second
 // run uploads nothing.
 func TestMigrateToEmbeddedStore(t *testing.T) {
-	parallel(t)
 	lts := startLFSTestServer(t)
 	e := newEnv(t)
 	work, remote := legacyHistory(t, e, lts, 6)

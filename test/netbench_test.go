@@ -17,7 +17,6 @@ import (
 // emulator shapes is internal/netem's tests; the figures here are not asserted, only that they are
 // there.
 func TestNetbenchSmoke(t *testing.T) {
-	parallel(t)
 	for _, tool := range []string{"lfs-test-server", "python3", "curl", "/usr/bin/time"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
