@@ -108,7 +108,9 @@ func TestSHA256Mismatch(t *testing.T) {
 // A file of three xorbs: the session reuses xorb buffers (the in-process store releases them) and
 // everything stored is intact; progress is reported in steps and ends at the size.
 func TestMultiXorbBufferReuse(t *testing.T) {
-	if testing.Short() {
+	// Under -race it runs with -short as well (the race step): buffers reused across xorbs are
+	// what the detector is there for.
+	if testing.Short() && !raceEnabled {
 		t.Skip("140 MiB round trip; runs without -short")
 	}
 	n := int64(140 << 20)

@@ -178,6 +178,9 @@ func TestPutShardRejects(t *testing.T) {
 // A xorb capped by its serialized size, as huggingface.js cuts them (here 600 chunks of 128 KiB of
 // compressible data: 75 MiB raw in far less serialized), is accepted and reads back.
 func TestPutXorbAcceptsSerializedCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 75 MiB xorb; runs without -short")
+	}
 	ctx := context.Background()
 	var body []byte
 	var entries []hash.Entry

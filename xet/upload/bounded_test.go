@@ -21,6 +21,9 @@ import (
 // shard of the file, so every xorb is registered exactly once, the cache gets every shard, the
 // store accepts them all (it checks each against the stored xorbs) and the file downloads.
 func TestFinishSplitsXorbsAcrossShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 200 MiB upload; runs without -short")
+	}
 	const limit = 1500 // a full xorb of random data has about 1000 chunks
 	rc := &recCAS{inner: embeddedtest.New(t)}
 	cache := newFakeCache()

@@ -103,6 +103,9 @@ func TestLendSendsFromTheFile(t *testing.T) {
 // whose bytes no longer hash to it, and where it would not notice, the file's changed size or time
 // does.
 func TestLendFileChangedDuringUpload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two uploads of 70 MB; runs without -short")
+	}
 	for _, check := range []bool{true, false} {
 		path, _ := lendFile(t)
 		f, err := os.Open(path)
@@ -212,6 +215,9 @@ func (c *followsCAS) PutXorb(ctx context.Context, x *xorb.Xorb) (bool, error) {
 // next one follows the one before (what lets a server hash the file's SHA-256 as they arrive). A
 // file that dedupes against earlier data hints nothing past that point.
 func TestXorbsSayWhereTheyFollow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("220 MiB through sessions of one uploader; runs without -short")
+	}
 	data := testutil.RandomBytes(150<<20, 61) // three xorbs
 	c := &followsCAS{Client: embeddedtest.New(t)}
 	s := upload.NewSession(upload.Config{CAS: c, Concurrency: 1})

@@ -21,6 +21,9 @@ import (
 // An upload interrupted after its xorbs were accepted (no shard: Finish never ran) and started
 // again in a new session sends none of them when ResumeCheckBytes asks first, and every one without.
 func TestResumeDoesNotResendStoredXorbs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("150 MiB uploaded twice; runs without -short")
+	}
 	ctx := context.Background()
 	inner := embeddedtest.New(t)
 	data := testutil.RandomBytes(150<<20, 21) // three xorbs

@@ -32,6 +32,9 @@ func withListCache(t *testing.T, n int) {
 // read back in turn, the store accepts the shard built from lists read back (it checks every
 // chunk), the file downloads byte for byte, and no file is left in the temp dir.
 func TestSessionDedupesAgainstSpilledLists(t *testing.T) {
+	if testing.Short() {
+		t.Skip("150 MiB uploaded twice; runs without -short")
+	}
 	withListCache(t, 1)
 	c := embeddedtest.New(t)
 	tmp := t.TempDir()
