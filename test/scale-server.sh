@@ -37,6 +37,9 @@
 #
 #   bash test/scale-server.sh [--quick]     SCALE_CLIENTS="16" SCALE_SERVER_ROWS=clients bash test/scale-server.sh
 set -euo pipefail
+# A command that fails outside run() ends the script through set -e, which says nothing: name it.
+set -E
+trap 'echo "scale-server: FAILED (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 [ "${1:-}" = --quick ] && SCALE_QUICK=1
 cd "$(dirname "$0")/.."
 root=$(pwd)

@@ -82,6 +82,9 @@
 #
 #   test/scale.sh --quick          SCALE_ROWS=many-files SCALE_FILES="1000 5000" test/scale.sh --out /tmp/s.json
 set -euo pipefail
+# A command that fails outside run() ends the script through set -e, which says nothing: name it.
+set -E
+trap 'echo "scale: FAILED (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 . test/median.sh
 root=$(pwd)
@@ -515,7 +518,7 @@ row_history() {
   for side in agent git-lfs; do history_side "$side"; done
 }
 
-t_build=$((SECONDS - started))
+t_build=$started # SECONDS counts from this script's start: what the set-up and builds took
 echo "scale: $(nproc) cores, $(awk '/MemTotal/ { printf "%.1f GB", $2 / 1e6 }' /proc/meminfo); quick=$Q; rows ${ROWS:1:-1}; scratch $work; steps in $SCRATCH_NOTE; binaries ready in ${t_build} s$([ "$COLD" = 1 ] && echo "; row 2 starts each step with the page cache dropped")"
 # timed ROW FUNCTION: runs a row and keeps its wall seconds (what the default run's time is made of)
 row_secs=""
