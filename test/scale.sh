@@ -180,7 +180,8 @@ flush() { # flush X_UNIT: write the median of every kept value as a point, forge
 unit() { case $1 in *_s) echo s ;; *_mb) echo MB ;; *bytes*) echo bytes ;; *files*) echo files ;; *) echo 1 ;; esac; }
 
 # --- processes ---
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# freeports N: N distinct free loopback ports, all bound at once so that none is handed out twice
+freeports() { python3 -c 'import socket,sys; s=[socket.socket() for _ in range(int(sys.argv[1]))]; [x.bind(("127.0.0.1",0)) for x in s]; print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"; }
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 wait_url() { # wait_url URL LOG NAME
@@ -189,8 +190,9 @@ wait_url() { # wait_url URL LOG NAME
 }
 servers=() xs_proxy="" lts_proxy="" xs_data="" lts_data=""
 start_servers() { # start_servers DIR: a fresh xet-server and lfs-test-server, each behind a countproxy
-  local d=$1 sp pp lp lpp
-  sp=$(freeport) pp=$(freeport) lp=$(freeport) lpp=$(freeport)
+  local d=$1 ports sp pp lp lpp
+  ports=$(freeports 4) || { echo "scale: no free loopback ports (python3 failed)" >&2; exit 1; }
+  read -r sp pp lp lpp <<<"$ports"
   xs_proxy="http://127.0.0.1:$pp" lts_proxy="http://127.0.0.1:$lpp" xs_data="$d/xs" lts_data="$d/lts"
   mkdir -p "$xs_data" "$lts_data"
   "$work/bin/xet-server" --listen "127.0.0.1:$sp" --data "$xs_data" --public-url "$xs_proxy" --log-level error 2>"$d/xs.log" &
@@ -202,7 +204,9 @@ start_servers() { # start_servers DIR: a fresh xet-server and lfs-test-server, e
   servers+=($!)
   "$work/bin/countproxy" -listen "127.0.0.1:$lpp" -backend "http://127.0.0.1:$lp" 2>"$d/lts-proxy.log" &
   servers+=($!)
-  wait_url "$xs_proxy/__count" "$d/xs.log" xet-server
+  # The proxies answer /__count on their own: each backend is waited for itself.
+  wait_url "http://127.0.0.1:$sp/readyz" "$d/xs.log" xet-server
+  wait_url "$xs_proxy/__count" "$d/xs-proxy.log" countproxy
   wait_url "$lts_proxy/__count" "$d/lts-proxy.log" countproxy
   for _ in $(seq 200); do
     curl -fs -u admin:adminpass -d "name=$LTS_USER&password=$LTS_PASS" "http://127.0.0.1:$lp/mgmt/add" -o /dev/null && return 0
@@ -216,7 +220,9 @@ stop_servers() {
   for p in "${servers[@]}"; do wait "$p" 2>/dev/null || true; done
   servers=()
 }
-counted() { curl -fs "$1/__count"; } # "<up> <down>"
+counted() { # counted PROXY: "<up> <down>"
+  curl -fsS "$1/__count" || { echo "scale: the counting proxy $1 does not answer (its log is beside the server's)" >&2; return 1; }
+}
 
 # --- homes and the measured commands ---
 use() { # use DIR agent|git-lfs: a HOME in DIR (made on first use) for that side, exported, TMPDIR in it
@@ -251,11 +257,11 @@ T_WALL=0 T_RSS=0 T_AGENT=0 T_UP=0 T_DOWN=0 T_TMP=0
 run() { # run PROXY|- DU_DIR|- COMMAND...: run COMMAND: its wall time (T_WALL), the peak RSS of its
   # largest process and of the agent's (T_RSS, T_AGENT, MB), the bytes up and down at PROXY, and the
   # peak of DU_DIR's size during it less its size after (T_TMP, MB)
-  local proxy=$1 dudir=$2 u0=0 d0=0 u1=0 d1=0 t0 t1 watcher=""; shift 2
+  local proxy=$1 dudir=$2 u0=0 d0=0 u1=0 d1=0 t0 t1 c watcher=""; shift 2
   export SCALE_AGENT_TIMES="$work/agent.times"
   : >"$SCALE_AGENT_TIMES"
   sync
-  [ "$proxy" != - ] && read -r u0 d0 < <(counted "$proxy")
+  if [ "$proxy" != - ]; then c=$(counted "$proxy"); read -r u0 d0 <<<"$c"; fi
   if [ "$dudir" != - ]; then
     rm -f "$work/du.stop"
     (m=0; while [ ! -e "$work/du.stop" ]; do s=$(du -sb "$dudir" 2>/dev/null | cut -f1) || s=0; [ "${s:-0}" -gt $m ] && m=$s; echo $m >"$work/du.max"; sleep 0.2; done) &
@@ -271,7 +277,7 @@ run() { # run PROXY|- DU_DIR|- COMMAND...: run COMMAND: its wall time (T_WALL), 
     local end; end=$(du -sb "$dudir" | cut -f1)
     T_TMP=$(awk -v m="$(cat "$work/du.max")" -v e="$end" 'BEGIN { d = m - e; printf "%.1f", (d > 0 ? d : 0) / 1e6 }')
   fi
-  [ "$proxy" != - ] && read -r u1 d1 < <(counted "$proxy")
+  if [ "$proxy" != - ]; then c=$(counted "$proxy"); read -r u1 d1 <<<"$c"; fi
   T_UP=$((u1 - u0)) T_DOWN=$((d1 - d0))
   T_RSS=$(awk '/^[0-9]+$/ { m = $1 } END { printf "%.1f", m * 1024 / 1e6 }' "$work/cmd.rss")
   T_AGENT=$(awk '/^[0-9]+$/ && $1 + 0 > m { m = $1 + 0 } END { printf "%.1f", m * 1024 / 1e6 }' "$SCALE_AGENT_TIMES")
