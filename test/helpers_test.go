@@ -354,6 +354,18 @@ func (e *env) logLines(subs ...string) []string {
 	return out
 }
 
+// needStrace skips a test that needs strace where it is missing, but fails it under CI=true (.ci/run
+// installs it).
+func needStrace(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("strace"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("strace is missing (required under CI=true: .ci/run installs it)")
+		}
+		t.Skip("strace is missing")
+	}
+}
+
 func needLinux(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("uses /proc")

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -318,4 +320,39 @@ func (e *env) mountRepo(work string, size int) (clone string, v1, v2 []byte) {
 // originOf is the URL of work's origin.
 func (e *env) originOf(work string) string {
 	return strings.TrimSpace(e.git(work, "remote", "get-url", "origin"))
+}
+
+// mountProcesses lists the mount processes (started by --background: --ready-fd) that serve dir.
+func mountProcesses(dir string) []int {
+	return processes(func(pid int, _ []string) bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			return false
+		}
+		args := strings.Split(string(b), "\x00")
+		return slices.Contains(args, "--ready-fd=3") && slices.Contains(args, dir)
+	})
+}
+
+// execveTarget is the file a process stopped at the entry of execve is about to run (read from
+// its memory), or "".
+func execveTarget(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", pid))
+	f := strings.Fields(string(b))
+	if err != nil || len(f) < 2 || f[0] != strconv.Itoa(syscall.SYS_EXECVE) {
+		return ""
+	}
+	addr, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
+	if err != nil {
+		return ""
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		return ""
+	}
+	defer mem.Close()
+	name := make([]byte, 4096)
+	n, _ := mem.ReadAt(name, int64(addr))
+	name, _, _ = bytes.Cut(name[:n], []byte{0})
+	return string(name)
 }

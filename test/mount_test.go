@@ -196,16 +196,16 @@ func TestMountBackgroundInterruptedDuringStartUp(t *testing.T) {
 	var child int
 	t.Cleanup(func() {
 		syscall.Kill(-fg.Process.Pid, syscall.SIGKILL)
-		if child != 0 {
-			syscall.Kill(child, syscall.SIGKILL)
+		for _, pid := range mountProcesses(mnt) {
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if isMounted(mnt) {
 			exec.Command("fusermount3", "-u", "-z", mnt).Run()
 		}
 	})
 	if !testutil.Eventually(30*time.Second, func() bool {
-		kids := processes(func(pid int, stat []string) bool { return len(stat) > 1 && stat[1] == strconv.Itoa(fg.Process.Pid) })
-		if len(kids) > 0 {
+		// The mount process, not git (which the command runs first to find the repository).
+		if kids := mountProcesses(mnt); len(kids) > 0 {
 			child = kids[0]
 		}
 		return child != 0
@@ -229,6 +229,75 @@ func TestMountBackgroundInterruptedDuringStartUp(t *testing.T) {
 	}
 	if isMounted(mnt) {
 		t.Fatalf("%s is mounted after Ctrl-C of mount --background during its start-up", mnt)
+	}
+}
+
+// Ctrl-C that reaches mount --background while its mount process is being started (forked, not yet
+// running the program) stops that process too. Before, the handler was set up only after the start
+// returned: a Ctrl-C in between killed the command and left the mount process to mount on its own.
+// strace holds the mount process at the entry of its execve, and so holds the command inside its
+// start (the fork is a vfork), until the interrupt has been sent.
+func TestMountBackgroundInterruptedWhileItsMountProcessStarts(t *testing.T) {
+	needStrace(t)
+	e, _, clone, mnt, _, _ := embeddedMount(t, 1<<20)
+	self := filepath.Join(binDir, "git-xet-transfer")
+	fg := e.cmd(clone, "strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=execve",
+		"-e", "inject=execve:delay_enter=400000", self, "mount", "--background", mnt)
+	outPath := filepath.Join(e.home, "mount-background.out")
+	outFile, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outFile.Close()
+	fg.Stdout, fg.Stderr = outFile, outFile
+	output := func() string { b, _ := os.ReadFile(outPath); return string(b) }
+	newProcessGroup(fg)
+	if err := fg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		killProcessGroup(fg) // strace and the command; the mount process has a session of its own
+		for _, pid := range mountProcesses(mnt) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if isMounted(mnt) {
+			exec.Command("fusermount3", "-u", "-z", mnt).Run()
+		}
+	})
+	// The command is strace's child; its child held at an execve of the program is the mount process.
+	childOf := func(parent int) []int {
+		return processes(func(pid int, stat []string) bool { return stat[1] == strconv.Itoa(parent) && stat[0] != "Z" })
+	}
+	var cmdPid, child int
+	if !testutil.Eventually(30*time.Second, func() bool {
+		for _, p := range childOf(fg.Process.Pid) {
+			for _, c := range childOf(p) {
+				if execveTarget(c) == self {
+					cmdPid, child = p, c
+				}
+			}
+		}
+		return child != 0
+	}) {
+		t.Fatalf("mount --background started no mount process\n%s", output())
+	}
+	sent := time.Now()
+	syscall.Kill(cmdPid, syscall.SIGINT)
+	running := func(pid int) bool {
+		return len(processes(func(p int, stat []string) bool { return p == pid && stat[0] != "Z" })) > 0
+	}
+	if !testutil.Eventually(stopWithin, func() bool { return !running(cmdPid) }) {
+		t.Fatalf("mount --background still ran %v after Ctrl-C\n%s", stopWithin, output())
+	}
+	if !testutil.Eventually(stopWithin-time.Since(sent), func() bool { return !running(child) }) {
+		t.Fatalf("the mount process %d still ran %v after Ctrl-C of mount --background, before anything was mounted (mounted: %v)\n%s",
+			child, time.Since(sent), isMounted(mnt), output())
+	}
+	if isMounted(mnt) {
+		t.Fatalf("%s is mounted after Ctrl-C of mount --background during its start", mnt)
+	}
+	if !strings.Contains(output(), "interrupted before") {
+		t.Fatalf("mount --background said nothing of the interrupt:\n%s", output())
 	}
 }
 

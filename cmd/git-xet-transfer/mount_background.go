@@ -25,7 +25,13 @@ func startBackground(args []string, f mountFlags, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "git-xet-transfer mount: %v\n", err)
 		return 1
 	}
-	loc, err := gitrepo.Open("").Location(context.Background())
+	// Ctrl-C, SIGTERM or a hang-up while the mount comes up stops it: nothing was complete and the
+	// user was told nothing, so nothing may go on in the session it runs in. The handler is in
+	// place before the mount process is started: a signal between its start and a handler set up
+	// later would end this process by default and leave the mount process to mount on its own.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	loc, err := gitrepo.Open("").Location(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -40,6 +46,10 @@ func startBackground(args []string, f mountFlags, stderr io.Writer) int {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fail(err)
+	}
+	if ctx.Err() != nil {
+		logFile.Close()
+		return fail(fmt.Errorf("interrupted before %s was mounted; no mount process was started", f.dir))
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -57,10 +67,6 @@ func startBackground(args []string, f mountFlags, stderr io.Writer) int {
 		r.Close()
 		return fail(err)
 	}
-	// Ctrl-C, SIGTERM or a hang-up while the mount comes up stops it: nothing was complete and the
-	// user was told nothing, so nothing may go on in the session it runs in.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	answer := make(chan []byte, 1)
 	go func() { // ends when the mount process writes its word or ends (the pipe's only writer)
 		msg, _ := io.ReadAll(io.LimitReader(r, 64<<10))
