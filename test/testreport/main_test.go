@@ -25,11 +25,34 @@ func TestReportShowsFailuresAndSlowestOnly(t *testing.T) {
 		`{"Action":"output","Package":"p/c","Output":"PASS\n"}`,
 		`{"Action":"output","Package":"p/c","Output":"ok  \tp/c\t0.1s\n"}`,
 		`{"Action":"pass","Package":"p/c","Elapsed":0.1}`,
+		`{"Action":"run","Package":"p/d","Test":"TestSlow"}`,
+		`{"Action":"output","Package":"p/d","Test":"TestSlow","Output":"    slow_test.go:8: log of a test still running\n"}`,
+		`{"Action":"output","Package":"p/d","Output":"panic: test timed out after 1m0s\n"}`,
+		`{"Action":"output","Package":"p/d","Output":"running tests:\n"}`,
+		`{"Action":"output","Package":"p/d","Output":"\tTestSlow (1m0s)\n"}`,
+		`{"Action":"output","Package":"p/d","Output":"FAIL\tp/d\t60.1s\n"}`,
+		`{"Action":"fail","Package":"p/d","Elapsed":60.1}`,
 	}, "\n") + "\n"
 	var out, kept bytes.Buffer
-	failed, slow := report(strings.NewReader(in), &out, &kept)
+	failed, slow, fails := report(strings.NewReader(in), &out, &kept)
 	printSlowest(&out, slow, 1)
+	printFailures(&out, fails)
 	got := out.String()
+	// The end of the report names every failure and its reason, after the slowest tests: a CI page
+	// that shows only the tail shows them.
+	_, tail, ok := strings.Cut(got, "\nfailed (3):\n")
+	if !ok || !strings.Contains(got[:strings.Index(got, "\nfailed (3):")], "slowest") {
+		t.Fatalf("the report does not end with its 3 failures after the slowest tests:\n%s", got)
+	}
+	for _, want := range []string{"p/a.TestBad\n      bad_test.go:3: want 2, got 3\n", "p/b\n      the build failed",
+		"p/d\n      panic: test timed out after 1m0s\n      running tests:\n      TestSlow (1m0s)\n"} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("the failures at the end lack %q:\n%s", want, tail)
+		}
+	}
+	if strings.Contains(tail, "TestOK") || strings.Contains(tail, "p/c") {
+		t.Errorf("the failures at the end name what passed:\n%s", tail)
+	}
 	for _, want := range []string{"want 2, got 3", "waiting for the server", "FAIL\tp/a", "expected 'package'", "ok  \tp/c", "7.2 s  p/a.TestBad"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the report lacks %q:\n%s", want, got)
