@@ -21,6 +21,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // event is a test2json event (go doc test2json).
@@ -140,7 +141,7 @@ func report(in io.Reader, w, keep io.Writer) (failed bool, slow []timing, fails 
 const maxReasons = 4
 
 // reasons picks the lines of out that say why a test or package failed, at most maxReasons of
-// them, each cut to 300 bytes (a message may quote a whole log).
+// them, each cut to at most 300 bytes at a character's start (a message may quote a whole log).
 func reasons(out []string, keep func(string) bool) []string {
 	var r []string
 	for _, l := range out {
@@ -150,7 +151,11 @@ func reasons(out []string, keep func(string) bool) []string {
 			}
 			one = strings.TrimSpace(one)
 			if len(one) > 300 {
-				one = one[:300] + " …"
+				cut := 300
+				for cut > 0 && !utf8.RuneStart(one[cut]) {
+					cut-- // not inside a character: the report stays valid UTF-8
+				}
+				one = one[:cut] + " …"
 			}
 			if r = append(r, one); len(r) == maxReasons {
 				return r

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // What a CI log must show: a failing test's output, a build failure, each package's result line
@@ -68,5 +69,21 @@ func TestReportShowsFailuresAndSlowestOnly(t *testing.T) {
 	}
 	if kept.String() != in {
 		t.Error("-out did not keep every event as read")
+	}
+}
+
+// A reason cut to its first bytes stays text a terminal and a CI page can show: the cut does not
+// split a character (a message may quote a path or a server's words in any script).
+func TestReasonCutKeepsWholeCharacters(t *testing.T) {
+	long := "    x_test.go:1: " + strings.Repeat("a", 299-len("x_test.go:1: ")) + strings.Repeat("é", 10)
+	r := reasons([]string{long + "\n"}, isTestReason)
+	if len(r) != 1 {
+		t.Fatalf("reasons: %q", r)
+	}
+	if !utf8.ValidString(r[0]) {
+		t.Fatalf("the cut split a character: %q", r[0][len(r[0])-8:])
+	}
+	if !strings.HasSuffix(r[0], "a …") || len(r[0]) > 300+len(" …") {
+		t.Fatalf("the cut is not where the 300th byte's whole character ends: %q", r[0][len(r[0])-8:])
 	}
 }
