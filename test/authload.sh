@@ -37,7 +37,7 @@ git config --global user.name b; git config --global user.email b@example.test; 
 (cd "$work" && git-xet-transfer install >/dev/null)
 { printf 'alice-password-1\n' | xet-server-this hash-password --user alice
   printf 'dev-password-22\n' | xet-server-this hash-password --user dev; } > "$work/users"
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 cputicks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 

@@ -35,7 +35,7 @@ git config --global user.name bench; git config --global user.email bench@exampl
 git config --global init.defaultBranch main
 (cd "$work" && git-xet-transfer install >/dev/null)
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+. test/ports.sh
 if [ -n "$S3" ]; then # a real S3 server on loopback, one bucket
   command -v versitygw >/dev/null || { echo "--s3 needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"; exit 1; }
   s3port=$(freeport)
@@ -46,7 +46,7 @@ if [ -n "$S3" ]; then # a real S3 server on loopback, one bucket
 fi
 proxy="" server_data="" store_dir=""
 start_server() { # start_server NAME: a fresh xet-server (data in $work/server-NAME) behind a counting proxy
-  local sport pport; sport=$(freeport); pport=$(freeport)
+  local ports sport pport; ports=$(freeports 2); read -r sport pport <<<"$ports"
   proxy="http://127.0.0.1:$pport" server_data="$work/server-$1" store_dir="$work/server-$1/cas"
   local storage=()
   if [ "$1" = s3 ]; then storage=(--storage "s3://bench/$1"); store_dir="$work/s3/bench/$1"; fi

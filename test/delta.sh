@@ -40,10 +40,10 @@ git config --global lfs.customtransfer.xet.path "$work/bin/agent"
 git config --global user.name delta; git config --global user.email delta@example.test
 git config --global init.defaultBranch main
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 proxy=""
 start_server() { # a fresh xet-server behind a counting proxy, at $proxy
-  local sport pport; sport=$(freeport); pport=$(freeport)
+  local ports sport pport; ports=$(freeports 2); read -r sport pport <<<"$ports"
   proxy="http://127.0.0.1:$pport"
   "$work/bin/xet-server" --listen "127.0.0.1:$sport" --data "$work/server" --public-url "$proxy" --log-level error 2>"$work/server.log" & pids+=($!)
   "$work/bin/countproxy" -listen "127.0.0.1:$pport" -backend "http://127.0.0.1:$sport" 2>"$work/proxy.log" & pids+=($!)

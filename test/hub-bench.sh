@@ -28,8 +28,8 @@ go build -o "$work/bin/countproxy" ./test/countproxy
 export PATH="$work/bin:$PATH" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
 unset GIT_DIR GIT_WORK_TREE GIT_XET_LOG GIT_TRACE HF_TOKEN HF_ENDPOINT
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-sport=$(freeport); pport=$(freeport)
+. test/ports.sh
+ports=$(freeports 2); read -r sport pport <<<"$ports"
 hub="http://127.0.0.1:$pport"
 echo "$TOKEN:bench:write" > "$work/tokens"
 xet-server --listen "127.0.0.1:$sport" --data "$work/server" --public-url "$hub" --hub-compat "$work/tokens" --log-level error 2>"$work/server.log" &

@@ -114,7 +114,7 @@ chmod 755 "$work/bin/agent"
 on_row() { [[ "$ROWS" == *",$1,"* ]]; }
 on_profile() { [[ "$PROFILES" == *",$1,"* ]]; }
 link_of() { if [ -n "$LINK" ]; then echo "$LINK"; else echo "$1"; fi; } # the link a row of profile $1 runs on
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
@@ -124,8 +124,8 @@ mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 # --- servers, each behind a counting proxy behind a link emulator ---
 # server NAME: ports in emu_NAME (the address clients use), count_NAME (the proxy, asked directly).
 declare -A emu_port count_port emu_pid emu_profile
-chain() { # chain NAME BACKEND_PORT: the proxy and the emulator (unshaped) in front of a server
-  local name=$1 cport eport; cport=$(freeport); eport=$(freeport)
+chain() { # chain NAME BACKEND_PORT PROXY_PORT EMU_PORT: the proxy and the emulator (unshaped) in front of a server
+  local name=$1 cport=$3 eport=$4
   count_port[$name]=$cport emu_port[$name]=$eport
   "$work/bin/countproxy" -listen "127.0.0.1:$cport" -backend "http://127.0.0.1:$2" 2>"$work/$name-count.log" &
   shape "$name" 0/0
@@ -150,17 +150,18 @@ wait_http() { for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sle
 
 declare -A metrics_port
 start_xs() { # start_xs NAME [HUBTOKENS]: a fresh xet-server (or Hub emulator) behind its link
-  local name=$1 port extra=(); port=$(freeport)
-  chain "$name" "$port"
-  metrics_port[$name]=$(freeport)
+  local name=$1 ports port mport cport eport extra=()
+  ports=$(freeports 4); read -r port mport cport eport <<<"$ports" # one call: none of them bound yet
+  chain "$name" "$port" "$cport" "$eport"
+  metrics_port[$name]=$mport
   extra=(--metrics-listen "127.0.0.1:${metrics_port[$name]}")
   [ -n "${2:-}" ] && extra+=(--hub-compat "$2")
   "$work/bin/xet-server" --listen "127.0.0.1:$port" --data "$work/$name" --public-url "$(url "$name")" "${extra[@]}" --log-level error 2>"$work/$name.log" &
   wait_http "http://127.0.0.1:$port/"
 }
 start_lts() { # lfs-test-server behind its link, its URLs naming the link, one user
-  local port; port=$(freeport)
-  chain lts "$port"
+  local ports port cport eport; ports=$(freeports 3); read -r port cport eport <<<"$ports"
+  chain lts "$port" "$cport" "$eport"
   LFS_LISTEN="tcp://127.0.0.1:$port" LFS_HOST="127.0.0.1:${emu_port[lts]}" LFS_SCHEME=http LFS_ADMINUSER=admin LFS_ADMINPASS=adminpass \
     LFS_CONTENTPATH="$work/lts/content" LFS_METADB="$work/lts/lfs.db" "$lts_bin" >"$work/lts.log" 2>&1 &
   mkdir -p "$work/lts"

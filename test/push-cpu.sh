@@ -20,7 +20,7 @@ unset GIT_DIR GIT_WORK_TREE GIT_XET_LOG GIT_TRACE
 git config --global user.name b; git config --global user.email b@example.test; git config --global init.defaultBranch main
 (cd "$work" && git-xet-transfer install >/dev/null)
 for i in 1 2 3 4; do head -c $((MB / 4 << 20)) /dev/urandom > "$work/data/f$i.bin"; done
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 cputicks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
 push() { # push MODE RUN: prints "wall client-cpu server-cpu"

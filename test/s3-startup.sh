@@ -14,7 +14,7 @@ trap cleanup EXIT
 command -v versitygw >/dev/null || { echo "needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"; exit 1; }
 go build -o "$work/xet-server" ./cmd/xet-server
 go build -o "$work/s3fill" ./test/s3fill
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 port=$(freeport)
 mkdir -p "$work/s3/empty" "$work/s3/full"
 versitygw --access startkey --secret startsecret --port "127.0.0.1:$port" posix "$work/s3" >"$work/s3.log" 2>&1 &

@@ -180,8 +180,7 @@ flush() { # flush X_UNIT: write the median of every kept value as a point, forge
 unit() { case $1 in *_s) echo s ;; *_mb) echo MB ;; *bytes*) echo bytes ;; *files*) echo files ;; *) echo 1 ;; esac; }
 
 # --- processes ---
-# freeports N: N distinct free loopback ports, all bound at once so that none is handed out twice
-freeports() { python3 -c 'import socket,sys; s=[socket.socket() for _ in range(int(sys.argv[1]))]; [x.bind(("127.0.0.1",0)) for x in s]; print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"; }
+. test/ports.sh
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 wait_url() { # wait_url URL LOG NAME
@@ -191,7 +190,7 @@ wait_url() { # wait_url URL LOG NAME
 servers=() xs_proxy="" lts_proxy="" xs_data="" lts_data=""
 start_servers() { # start_servers DIR: a fresh xet-server and lfs-test-server, each behind a countproxy
   local d=$1 ports sp pp lp lpp
-  ports=$(freeports 4) || { echo "scale: no free loopback ports (python3 failed)" >&2; exit 1; }
+  ports=$(freeports 4)
   read -r sp pp lp lpp <<<"$ports"
   xs_proxy="http://127.0.0.1:$pp" lts_proxy="http://127.0.0.1:$lpp" xs_data="$d/xs" lts_data="$d/lts"
   mkdir -p "$xs_data" "$lts_data"

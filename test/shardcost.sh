@@ -24,7 +24,7 @@ git worktree add -q --detach "$work/base" "$BASE"
 (cd "$work/base" && go build -o "$work/xet-server-before" ./cmd/xet-server)
 go build -o "$work/xet-server-after" ./cmd/xet-server
 go build -o "$work/shardcost" ./test/shardcost
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 cputicks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 

@@ -31,10 +31,10 @@ mkdir -p "$work/bin" "$work/home"
 . test/binaries.sh
 xet_binaries "$work/bin" >/dev/null
 go build -o "$work/bin/slowwriters" ./test/slowwriters
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 user() { printf '%s:$sha256$73616c74$%s:write:%s\n' "$1" "$(printf 'salt%s' "$2" | sha256sum | cut -d' ' -f1)" "$3"; }
 { user alice pw-alice 'alice/*'; user bob pw-bob 'bob/*'; } >"$work/users"
-port=$(freeport) mport=$(freeport)
+ports=$(freeports 2); read -r port mport <<<"$ports"
 addr=127.0.0.1:$port metrics=http://127.0.0.1:$mport/metrics
 "$work/bin/xet-server" --listen "$addr" --data "$work/data" --users "$work/users" --metrics-listen "127.0.0.1:$mport" --log-level error 2>"$work/server.log" &
 for _ in $(seq 200); do curl -fs "http://$addr/healthz" >/dev/null 2>&1 && break; sleep 0.05; done

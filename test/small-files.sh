@@ -69,7 +69,7 @@ for i in range(n):
 PY
 logical=$(du -sb "$work/files" | cut -f1)
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 server_url=""
 start_server() { # start_server DIR: a fresh xet-server on loopback, at $server_url
   local port; port=$(freeport)

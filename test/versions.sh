@@ -77,10 +77,10 @@ use() { # use NAME [xet|hub|plain]: a fresh HOME for NAME (made on first use: th
   [ "$kind" = plain ] || git config --global lfs.customtransfer.xet.path "$work/bin/agent"
 }
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. test/ports.sh
 proxy="" data="" hub=""
 start_server() { # start_server NAME [HUBTOKENS]: a fresh xet-server (data in $work/NAME) behind a counting proxy at $proxy
-  local sport pport extra=(); sport=$(freeport); pport=$(freeport)
+  local ports sport pport extra=(); ports=$(freeports 2); read -r sport pport <<<"$ports"
   proxy="http://127.0.0.1:$pport" data="$work/$1"
   [ -n "${2:-}" ] && extra=(--hub-compat "$2")
   "$work/bin/xet-server" --listen "127.0.0.1:$sport" --data "$data" --public-url "$proxy" "${extra[@]}" --log-level error 2>"$work/$1.log" &
