@@ -48,6 +48,9 @@
 #   test/netbench.sh
 #   NETBENCH_MIB=16 NETBENCH_LINK=400/2 test/netbench.sh                      (a smoke run)
 #   NETBENCH_MIB=1024 NETBENCH_PROFILES=home NETBENCH_ROWS=clone,pull,push test/netbench.sh
+# The script is one brace group, which bash reads whole before it runs any of it: an edit that
+# rewrites this file in place during a run (a default run takes many minutes) does not change the run.
+{
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -552,3 +555,5 @@ echo
 echo "summary ($(date -u +%Y-%m-%d), $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo); $MIB MiB; agent vs plain git-lfs, one run):"
 printf '%-52s %-5s %-26s %-26s %-8s %-22s %s\n' "row" "link" "agent" "plain git-lfs" "ratio" "target" ""
 printf '%s\n' "${rows[@]}"
+exit
+}

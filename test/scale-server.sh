@@ -36,6 +36,9 @@
 # lfs-test-server (test/install-lfs-test-server.sh), curl, GNU time.
 #
 #   bash test/scale-server.sh [--quick]     SCALE_CLIENTS="16" SCALE_SERVER_ROWS=clients bash test/scale-server.sh
+# The script is one brace group, which bash reads whole before it runs any of it: an edit that
+# rewrites this file in place during a run (a default run takes minutes) does not change the run.
+{
 set -euo pipefail
 # A command that fails outside run() ends the script through set -e, which says nothing: name it.
 set -E
@@ -230,3 +233,5 @@ else
   sed -E 's/.*"row":"([^"]*)","case":"([^"]*)","side":"([^"]*)".*"metric":"([^"]*)","value":([^,]*),"unit":"([^"]*)".*/\1 \2 \3 \4 \5 \6/' "$points" |
     while read -r r c s m v u; do printf '%-8s %-18s %-16s %-22s %12s %s\n' "$r" "$c" "$s" "$m" "$v" "$u"; done
 fi
+exit
+}

@@ -81,6 +81,9 @@
 # and kept in the JSON.
 #
 #   test/scale.sh --quick          SCALE_ROWS=many-files SCALE_FILES="1000 5000" test/scale.sh --out /tmp/s.json
+# The script is one brace group, which bash reads whole before it runs any of it: an edit that
+# rewrites this file in place during a run (the default run takes half an hour) does not change the run.
+{
 set -euo pipefail
 # A command that fails outside run() ends the script through set -e, which says nothing: name it.
 set -E
@@ -553,3 +556,5 @@ cd "$root"
 knobs=$(printf '{"quick":%s,"rows":"%s","files":"%s","server_case":%s,"server_files":"%s","big_mib":"%s","hist_mib":%s,"hist_n":%s,"hist_at":"%s","runs":%s,"server_runs":%s,"runs_other":%s,"seconds":%s,"row_seconds":{%s}}' \
   "$([ "$Q" = 1 ] && echo true || echo false)" "${ROWS:1:-1}" "$FILES" "$SERVER_CASE" "$SERVER_FILES" "$BIG" "$HMIB" "$HN" "$HAT" "$RUNS" "$SERVER_RUNS" "$RUNS_OTHER" $((SECONDS - started)) "$row_secs")
 python3 test/scale-report.py "$SCALE_POINTS" "$OUT" "$knobs" "$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)"
+exit
+}
