@@ -309,27 +309,11 @@ func TestHubBatchMode(t *testing.T) {
 func TestHubSSHRemote(t *testing.T) {
 	h := startHub(t, time.Minute)
 	e := hubEnv(t, h)
-	args := filepath.Join(e.home, "ssh.args")
-	sshScript := filepath.Join(e.home, "bin", "ssh")
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("git:"+hubWriteToken))
-	writeFile(t, sshScript, []byte("#!/bin/sh\necho \"$@\" >> "+args+"\ncase \"$*\" in *git-lfs-transfer*) echo 'git-lfs-transfer: not found' >&2; exit 127;; esac\n"+
-		`printf '{"href":"`+h.url+`/org/ssh.git/info/lfs","header":{"Authorization":"`+basic+`"},"expires_in":3600}'`+"\n"))
-	if err := os.Chmod(sshScript, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	e.vars = append(e.vars, "GIT_SSH="+sshScript)
-	// git-lfs keys an SSH remote's settings by the https URL it guesses from it (port dropped), as
-	// install --hub's https://hf.co/ key covers git@hf.co:... remotes.
-	hostport := strings.TrimPrefix(h.url, "http://")
-	work, remote := batchRepo(t, e, "ssh://git@"+hostport+"/org/ssh")
-	e.git("", "config", "--global", "lfs.https://127.0.0.1/.standalonetransferagent", "xet")
-	writeFile(t, filepath.Join(work, "s.bin"), testutil.RandomBytes(1<<20, 3))
-	e.git(work, "add", ".")
-	e.git(work, "commit", "-qm", "s")
-	e.git(work, "push", "-q", "origin", "main")
-	clone := filepath.Join(e.home, "clone")
-	e.git("", "clone", "-q", remote, clone)
-	sameTree(t, work, clone)
+	args := fakeSSH(t, e, `{"href":"`+h.url+`/org/ssh.git/info/lfs","header":{"Authorization":"`+basic+`"},"expires_in":3600}`)
+	work, remote := sshRepo(t, e, h)
+	e.pushAndClone(work, remote, "", testutil.RandomBytes(1<<20, 3), "s")
+	cloneSame(t, e, work, remote)
 	b, _ := os.ReadFile(args)
 	if !strings.Contains(string(b), "git-lfs-authenticate /org/ssh upload") || !strings.Contains(string(b), "git-lfs-authenticate /org/ssh download") {
 		t.Errorf("ssh was not asked for upload and download credentials:\n%s", b)
@@ -337,6 +321,47 @@ func TestHubSSHRemote(t *testing.T) {
 	if n := len(e.logLines(`"mode":"hub"`, "transfer complete")); n != 2 {
 		t.Errorf("%d transfers in hub mode, want 2", n)
 	}
+}
+
+// An answer with no header that names the Hub (HF_ENDPOINT's origin, not the https URL git-lfs
+// guesses from the remote) gets the Hub's credential, HF_TOKEN: the sources are asked for the
+// host the requests go to, as git-lfs asks them.
+func TestHubSSHRemoteWithoutHeader(t *testing.T) {
+	h := startHub(t, time.Minute)
+	e := hubEnv(t, h)
+	e.vars = append(e.vars, "HF_TOKEN="+hubWriteToken)
+	fakeSSH(t, e, `{"href":"`+h.url+`/org/ssh.git/info/lfs"}`)
+	work, remote := sshRepo(t, e, h)
+	e.pushAndClone(work, remote, "", testutil.RandomBytes(1<<20, 5), "s")
+	cloneSame(t, e, work, remote)
+}
+
+// fakeSSH puts an ssh in e's environment (GIT_SSH) that answers git-lfs-authenticate with answer
+// and refuses git-lfs-transfer (so git-lfs falls back to HTTP), and returns the file logging its
+// arguments.
+func fakeSSH(t *testing.T, e *env, answer string) (argsFile string) {
+	t.Helper()
+	argsFile = filepath.Join(e.home, "ssh.args")
+	sshScript := filepath.Join(e.home, "bin", "ssh")
+	writeFile(t, sshScript, []byte("#!/bin/sh\necho \"$@\" >> "+argsFile+"\ncase \"$*\" in *git-lfs-transfer*) echo 'git-lfs-transfer: not found' >&2; exit 127;; esac\n"+
+		"printf '"+answer+"'\n"))
+	if err := os.Chmod(sshScript, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.vars = append(e.vars, "GIT_SSH="+sshScript)
+	return argsFile
+}
+
+// sshRepo is batchRepo's work tree and bare remote for the remote ssh://git@<h's host:port>/org/ssh,
+// with the agent configured for it.
+func sshRepo(t *testing.T, e *env, h *hubServer) (work, remote string) {
+	t.Helper()
+	// git-lfs keys an SSH remote's settings by the https URL it guesses from it (port dropped), as
+	// install --hub's https://hf.co/ key covers git@hf.co:... remotes.
+	hostport := strings.TrimPrefix(h.url, "http://")
+	work, remote = batchRepo(t, e, "ssh://git@"+hostport+"/org/ssh")
+	e.git("", "config", "--global", "lfs.https://127.0.0.1/.standalonetransferagent", "xet")
+	return work, remote
 }
 
 // A wrong token fails with a message naming the credential's source, and never shows the token.

@@ -21,8 +21,10 @@
 // a 401, as git does. Tokens are sent as "Authorization: Bearer <token>", which both the Hub's LFS
 // routes and its token routes accept; a source that names a user too also gives HTTP Basic for
 // plain LFS servers (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
-// remote.<r>.lfsurl), not the git remote's, when they differ, and the credential is for requests
-// to that origin only (For): a href of another host that an LFS server names gets none. The
+// remote.<r>.lfsurl), not the git remote's, when they differ; for an SSH remote whose
+// git-lfs-authenticate names an href on another origin, the href's, as git-lfs keys it (which
+// walk applies, the Hub's or git-lfs's, is decided by that host too). The credential is for
+// requests to that origin only (For): a href of another host that an LFS server names gets none. The
 // endpoint is internal/gitrepo's (git-lfs's order); the netrc parser, the SSH command line,
 // URL-keyed git config and the credential helpers are git-lfs's own
 // (github.com/git-lfs/git-lfs/v3), given the repository's config snapshot and the environment the
@@ -222,11 +224,15 @@ func (r *Resolver) LFSURL(ctx context.Context) (string, error) {
 // SSH reports whether the endpoint is reached through git-lfs-authenticate.
 func (r *Resolver) SSH() bool { return r.endpoint.SSHMetadata.UserAndHost != "" }
 
-// Host is scheme://host of the LFS endpoint, the key of netrc and of git credential.
-func (r *Resolver) Host() string {
-	u, err := url.Parse(r.endpoint.Url)
+// Host is scheme://host of the LFS endpoint, the key of netrc and of git credential (for an SSH
+// remote, until git-lfs-authenticate names an href on another host).
+func (r *Resolver) Host() string { return hostOf(r.endpoint.Url) }
+
+// hostOf is scheme://host of rawURL, rawURL itself when it does not parse.
+func hostOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		return r.endpoint.Url
+		return rawURL
 	}
 	return u.Scheme + "://" + u.Host
 }
@@ -282,59 +288,74 @@ func (r *Resolver) run(p *resolution) {
 
 // resolve walks the sources in order: the Hub's for a Hub endpoint, git-lfs's for any other.
 // cache: keep the answer for the process.
+//
+// The sources are asked for the URL the requests go to, as git-lfs keys them: the LFS endpoint,
+// or for an SSH remote the href git-lfs-authenticate answers when that is at another origin. So a
+// header-less answer naming another host gets that host's netrc or git credential, never the
+// remote host's, and the Hugging Face token only when that host is the Hub.
 func (r *Resolver) resolve() (c Credential, cache bool, err error) {
 	lfsURL := r.endpoint.Url
 	if v, ok := config.NewURLConfig(r.cfg.GitEnv()).Get("lfs", withoutUser(lfsURL), "access"); ok && strings.EqualFold(v, "none") {
 		return Credential{Source: "lfs." + withoutUser(lfsURL) + ".access = none"}, true, nil
 	}
-	if !r.env.IsHub(lfsURL) {
-		return r.resolveLFS()
+	var ssh Credential
+	if r.SSH() {
+		var href string
+		if ssh, href, err = r.sshAuthenticate(); err != nil {
+			return Credential{}, false, err
+		}
+		if origin(href) != origin(lfsURL) {
+			lfsURL = href
+		}
 	}
-	if c, ok := r.urlCredential(); ok {
+	if !r.env.IsHub(lfsURL) {
+		return r.resolveLFS(lfsURL, ssh)
+	}
+	if c, ok := r.urlCredential(lfsURL); ok {
 		return c, true, nil
 	}
 	if c, ok, err := r.huggingFace(); err != nil || ok {
 		return c, true, err
 	}
-	if c, ok, err := r.netrc(); err != nil || ok {
+	if c, ok, err := r.netrc(lfsURL); err != nil || ok {
 		return c, true, err
 	}
 	if r.SSH() {
-		c, _, err := r.sshAuthenticate()
-		if err == nil && c.None() {
+		if ssh.None() {
 			err = fmt.Errorf("ssh %s git-lfs-authenticate answered no Authorization header", r.endpoint.SSHMetadata.UserAndHost)
 		}
-		return c, false, err
+		return ssh, false, err
 	}
-	c, err = r.gitCredential(true)
+	c, err = r.gitCredential(lfsURL, true)
 	return c, true, err
 }
 
-// resolveLFS walks git-lfs's sources for an endpoint that is not the Hub, in git-lfs's order: the
-// header git-lfs-authenticate answers (SSH remotes), the URL's password, netrc, git credential. No
-// Hugging Face credential is among them.
-func (r *Resolver) resolveLFS() (Credential, bool, error) {
-	if r.SSH() {
-		c, _, err := r.sshAuthenticate()
-		if err != nil || !c.None() {
-			return c, false, err
-		}
+// resolveLFS walks git-lfs's sources for lfsURL, which is not the Hub, in git-lfs's order: the
+// header git-lfs-authenticate answered (ssh, SSH remotes), the URL's password, netrc, git
+// credential. No Hugging Face credential is among them.
+func (r *Resolver) resolveLFS(lfsURL string, ssh Credential) (Credential, bool, error) {
+	if !ssh.None() {
+		return ssh, false, nil
 	}
-	if c, ok := r.urlCredential(); ok {
+	if c, ok := r.urlCredential(lfsURL); ok {
 		return c, true, nil
 	}
-	if c, ok, err := r.netrc(); err != nil || ok {
+	if c, ok, err := r.netrc(lfsURL); err != nil || ok {
 		return c, true, err
 	}
-	c, err := r.gitCredential(false)
+	c, err := r.gitCredential(lfsURL, false)
 	return c, true, err
 }
 
-// urlCredential is a password in the LFS URL or the git remote URL, when that URL is at the LFS
-// endpoint's origin (scheme, host and port, as git-lfs compares them).
-func (r *Resolver) urlCredential() (Credential, bool) {
+// urlCredential is a password in the LFS URL or the git remote URL, when that URL is at lfsURL's
+// origin and lfsURL is at the LFS endpoint's (scheme, host and port, as git-lfs compares them).
+func (r *Resolver) urlCredential(lfsURL string) (Credential, bool) {
+	home := origin(lfsURL)
+	if home == "" || home != origin(r.endpoint.Url) {
+		return Credential{}, false
+	}
 	for _, u := range []string{r.endpoint.OriginalUrl, r.endpoint.Url, r.remoteURL} {
-		if p, ok := urlPassword(u); ok && origin(u) != "" && origin(u) == origin(r.endpoint.Url) {
+		if p, ok := urlPassword(u); ok && origin(u) == home {
 			c := bearer(p, "the password in the URL "+redact.URL(u))
 			c.basic = basicAuth(urlUser(u), p)
 			return c, true
@@ -384,8 +405,9 @@ func (e Env) tokenFile() string {
 	return filepath.Join(e.Home, ".cache", "huggingface", "token")
 }
 
-func (r *Resolver) netrc() (Credential, bool, error) {
-	u, err := url.Parse(r.endpoint.Url)
+// netrc is the password of lfsURL's host in the netrc file git-lfs reads.
+func (r *Resolver) netrc(lfsURL string) (Credential, bool, error) {
+	u, err := url.Parse(lfsURL)
 	if err != nil || u.Host == "" {
 		return Credential{}, false, nil
 	}
@@ -423,25 +445,26 @@ func (r *Resolver) sshAuthenticate() (c Credential, href string, err error) {
 	return Credential{Authorization: a, Source: "ssh " + r.endpoint.SSHMetadata.UserAndHost + " git-lfs-authenticate"}, href, nil
 }
 
-// gitCredential asks `git credential fill` (and the helpers git-lfs chains before it) for the
-// endpoint's scheme://host. hub: the endpoint is the Hub's (the error says what to do there).
-func (r *Resolver) gitCredential(hub bool) (Credential, error) {
-	u, err := url.Parse(r.Host())
+// gitCredential asks `git credential fill` (and the helpers git-lfs chains before it) for
+// lfsURL's scheme://host. hub: lfsURL is the Hub's (the error says what to do there).
+func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
+	host := hostOf(lfsURL)
+	u, err := url.Parse(host)
 	if err != nil || u.Host == "" {
-		return Credential{}, fmt.Errorf("%w for %s", ErrNone, r.Host())
+		return Credential{}, fmt.Errorf("%w for %s", ErrNone, host)
 	}
 	w := r.helpers.GetCredentialHelper(nil, u)
 	if err := w.FillCreds(); err != nil {
 		if !hub {
 			return Credential{}, fmt.Errorf("%w for %s (tried the URL, netrc and git credential; HF_TOKEN and the Hugging Face token file "+
-				"go only to huggingface.co, hf.co and $HF_ENDPOINT): store a credential for it with `git credential approve` or in ~/.netrc", ErrNone, r.Host())
+				"go only to huggingface.co, hf.co and $HF_ENDPOINT): store a credential for it with `git credential approve` or in ~/.netrc", ErrNone, host)
 		}
 		return Credential{}, fmt.Errorf("%w for %s (tried HF_TOKEN, the Hugging Face token file, netrc and git credential): "+
-			"set HF_TOKEN, run `hf auth login --add-to-git-credential`, or store a token with `git credential approve`", ErrNone, r.Host())
+			"set HF_TOKEN, run `hf auth login --add-to-git-credential`, or store a token with `git credential approve`", ErrNone, host)
 	}
 	pass := creds.FirstEntryForKey(w.Creds, "password")
 	if pass == "" {
-		return Credential{}, fmt.Errorf("%w for %s: git credential gave no password", ErrNone, r.Host())
+		return Credential{}, fmt.Errorf("%w for %s: git credential gave no password", ErrNone, host)
 	}
 	c := Credential{Authorization: "Bearer " + strings.TrimSpace(pass), Source: "git credential", helper: &w}
 	if user := creds.FirstEntryForKey(w.Creds, "username"); user != "" {

@@ -332,6 +332,52 @@ func TestSSHFirstForOtherHosts(t *testing.T) {
 	want(t, w.get("download"), "Bearer fromnetrc", "netrc")
 }
 
+// For SSH remotes the requests go to the href git-lfs-authenticate answers. When it answers no
+// header and the href is on another host than the remote's, the credential is the one of the
+// href's host, as git-lfs looks it up (credentials are keyed on the URL a request goes to): the
+// remote host's netrc password and the Hugging Face token stay where they belong.
+func TestSSHHrefElsewhereGetsItsOwnHostsCredential(t *testing.T) {
+	const href = "https://lfs.other.example/org/model.git/info/lfs"
+	answer := "#!/bin/sh\n" + `printf '{"href":"` + href + `"}'` + "\n"
+	t.Run("netrc", func(t *testing.T) {
+		w := newWorld(t, "ssh://git@git.example/org/model")
+		t.Setenv("HF_ENDPOINT", "")
+		t.Setenv("GIT_SSH", w.file("bin/ssh", answer, 0o755))
+		w.file(".netrc", "machine git.example login u password fromgit\n", 0o600)
+		if c, err := testResolver(t, "origin", "download").Get(context.Background()); err == nil {
+			t.Fatalf("git.example's netrc password went to %s (%q)", href, c.Source)
+		} else if !strings.Contains(err.Error(), "lfs.other.example") {
+			t.Errorf("the error does not name the host asked for: %v", err)
+		}
+		w.file(".netrc", "machine git.example login u password fromgit\nmachine lfs.other.example login u password fromother\n", 0o600)
+		want(t, w.get("download"), "Bearer fromother", "machine lfs.other.example")
+	})
+	t.Run("git credential", func(t *testing.T) {
+		w := newWorld(t, "ssh://git@git.example/org/model")
+		t.Setenv("HF_ENDPOINT", "")
+		t.Setenv("GIT_SSH", w.file("bin/ssh", answer, 0o755))
+		urlf := filepath.Join(w.home, "helper.in")
+		script := w.file("bin/helper", "#!/bin/sh\ncat >> "+urlf+"\n[ \"$1\" = get ] && printf 'username=u\\npassword=fromhelper\\n'\nexit 0\n", 0o755)
+		w.git(w.repo, "config", "credential.helper", script)
+		want(t, w.get("download"), "Bearer fromhelper", "git credential")
+		if b, _ := os.ReadFile(urlf); !strings.Contains(string(b), "host=lfs.other.example") || strings.Contains(string(b), "host=git.example") {
+			t.Errorf("the helper was asked for %q, want lfs.other.example alone", b)
+		}
+	})
+	t.Run("the Hub's token", func(t *testing.T) {
+		w := newWorld(t, "git@hub.example:org/model")
+		t.Setenv("HF_TOKEN", "fromenv")
+		t.Setenv("GIT_SSH", w.file("bin/ssh", answer, 0o755))
+		r := testResolver(t, "origin", "download")
+		if c, err := r.Get(context.Background()); err == nil {
+			t.Errorf("the Hugging Face token went to %s (%q)", href, c.Source)
+		}
+		if c, _, _ := r.For(context.Background(), href+"/objects/batch"); !c.None() {
+			t.Errorf("For(%s) gave %q", href, c.Source)
+		}
+	})
+}
+
 // For gives the credential to the endpoint's origin (the Hub's two names count as one) and to no
 // other host, without asking any source for it.
 func TestForOnlyTheEndpointOrigin(t *testing.T) {
