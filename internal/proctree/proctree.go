@@ -13,5 +13,6 @@ import (
 // after grace, SIGKILL. It returns how many it signalled. A process that stops calls it last, when
 // it waits for nothing it started. Programs that detach on purpose (a new session and a double
 // fork, as git's credential-cache daemon does) are no longer descendants by then and are left
-// alone. Linux only (it reads /proc); elsewhere it stops nothing and returns 0.
+// alone. Linux (it reads /proc) and macOS (sysctl kern.proc, as ps); elsewhere (Windows) it stops
+// nothing and returns 0.
 func Stop(grace time.Duration) int { return stop(grace) }
