@@ -336,6 +336,21 @@ func TestHubSSHRemoteWithoutHeader(t *testing.T) {
 	cloneSame(t, e, work, remote)
 }
 
+// With two accounts of one Hub in git's credential store, the one the LFS URL names
+// (http://writer@host/...) is the one used, as git-lfs asks git credential for it; the other
+// account, listed first, may not write to the repository.
+func TestHubCredentialOfTheURLsUser(t *testing.T) {
+	h := startHub(t, time.Minute)
+	e := hubEnv(t, h)
+	store := filepath.Join(e.home, ".git-credentials")
+	writeFile(t, store, []byte(strings.Replace(h.url, "http://", "http://other:"+hubOtherToken+"@", 1)+"\n"+
+		strings.Replace(h.url, "http://", "http://writer:"+hubWriteToken+"@", 1)+"\n"))
+	e.git("", "config", "--global", "credential.helper", "store --file="+store)
+	work, remote := batchRepo(t, e, strings.Replace(h.url, "http://", "http://writer@", 1)+"/org/model.git/info/lfs")
+	e.pushAndClone(work, remote, "", testutil.RandomBytes(1<<20, 6), "w")
+	cloneSame(t, e, work, remote)
+}
+
 // fakeSSH puts an ssh in e's environment (GIT_SSH) that answers git-lfs-authenticate with answer
 // and refuses git-lfs-transfer (so git-lfs falls back to HTTP), and returns the file logging its
 // arguments.

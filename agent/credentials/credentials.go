@@ -17,10 +17,11 @@
 //	                    expires_in runs out; a password in the LFS URL or the git remote URL at the
 //	                    endpoint's origin; ~/.netrc; git credential (git-lfs's order).
 //
-// `git credential fill` is asked for <scheme>://<host>, approved after a success and rejected after
-// a 401, as git does. Tokens are sent as "Authorization: Bearer <token>", which both the Hub's LFS
-// routes and its token routes accept; a source that names a user too also gives HTTP Basic for
-// plain LFS servers (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
+// `git credential fill` is asked for the URL git-lfs asks it for (credentialURL: the git remote's,
+// with its user name and, under credential.useHttpPath, its path), approved after a success and
+// rejected after a 401, as git does. Tokens are sent as "Authorization: Bearer <token>", which
+// both the Hub's LFS routes and its token routes accept; a source that names a user too also gives
+// HTTP Basic for plain LFS servers (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
 // remote.<r>.lfsurl), not the git remote's, when they differ; for an SSH remote whose
 // git-lfs-authenticate names an href on another origin, the href's, as git-lfs keys it (which
 // walk applies, the Hub's or git-lfs's, is decided by that host too). The credential is for
@@ -446,11 +447,11 @@ func (r *Resolver) sshAuthenticate() (c Credential, href string, err error) {
 }
 
 // gitCredential asks `git credential fill` (and the helpers git-lfs chains before it) for
-// lfsURL's scheme://host. hub: lfsURL is the Hub's (the error says what to do there).
+// credentialURL(lfsURL). hub: lfsURL is the Hub's (the error says what to do there).
 func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 	host := hostOf(lfsURL)
-	u, err := url.Parse(host)
-	if err != nil || u.Host == "" {
+	u := r.credentialURL(lfsURL)
+	if u == nil {
 		return Credential{}, fmt.Errorf("%w for %s", ErrNone, host)
 	}
 	w := r.helpers.GetCredentialHelper(nil, u)
@@ -471,6 +472,22 @@ func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 		c.basic = basicAuth(user, strings.TrimSpace(pass))
 	}
 	return c, nil
+}
+
+// credentialURL is the URL git credential is asked for, picked as git-lfs picks it: the git
+// remote's URL when it is at lfsURL's scheme and host, else lfsURL. The helper gets its scheme,
+// host, user name (https://alice@host/...: the account git stored for the remote) and, under
+// credential.useHttpPath, its path, and credential.<url>.* settings match it; nil when lfsURL
+// has no host.
+func (r *Resolver) credentialURL(lfsURL string) *url.URL {
+	api, err := url.Parse(lfsURL)
+	if err != nil || api.Host == "" {
+		return nil
+	}
+	if remote, err := url.Parse(r.remoteURL); err == nil && remote.Scheme == api.Scheme && remote.Host == api.Host {
+		return remote
+	}
+	return api
 }
 
 // Approve tells the credential helper a credential worked (git credential approve), as git does,

@@ -228,6 +228,36 @@ func TestHostOfTheLFSEndpoint(t *testing.T) {
 	want(t, w.get("download"), "Bearer righthost", "netrc")
 }
 
+// git credential is asked as git-lfs asks it: for the git remote's URL when the LFS endpoint is on
+// its scheme and host, with the remote's user name and, under credential.useHttpPath, its path,
+// so that with two accounts on one host the remote's own credential is the one found (and one a
+// helper keeps per repository is found at all); for the LFS URL itself when it is elsewhere.
+func TestGitCredentialAskedForTheRemotesUserAndPath(t *testing.T) {
+	w := newWorld(t, "https://alice@git.example/org/model")
+	t.Setenv("HF_ENDPOINT", "")
+	in := filepath.Join(w.home, "helper.in")
+	script := w.file("bin/helper", "#!/bin/sh\n[ \"$1\" = get ] || { cat >/dev/null; exit 0; }\nq=$(cat); printf '%s\\n--\\n' \"$q\" >> "+in+"\n"+
+		"case \"$q\" in *username=alice*) printf 'username=alice\\npassword=fromalice\\n';; *) printf 'username=bob\\npassword=frombob\\n';; esac\n", 0o755)
+	w.git(w.repo, "config", "credential.helper", script)
+	want(t, w.get("upload"), "Bearer fromalice", "git credential")
+	if b, _ := os.ReadFile(in); strings.Contains(string(b), "path=") {
+		t.Errorf("a path was asked without credential.useHttpPath:\n%s", b)
+	}
+	os.Remove(in)
+	w.git(w.repo, "config", "credential.useHttpPath", "true")
+	want(t, w.get("upload"), "Bearer fromalice", "git credential")
+	if b, _ := os.ReadFile(in); !strings.Contains(string(b), "path=org/model\n") {
+		t.Errorf("the helper was not asked for the remote's path under credential.useHttpPath:\n%s", b)
+	}
+	// An LFS endpoint on another host: its own URL, without the remote's user.
+	os.Remove(in)
+	w.git(w.repo, "config", "lfs.url", "https://lfs.example/store/model.git/info/lfs")
+	want(t, w.get("upload"), "Bearer frombob", "git credential")
+	if b, _ := os.ReadFile(in); !strings.Contains(string(b), "host=lfs.example\n") || !strings.Contains(string(b), "path=store/model.git/info/lfs\n") {
+		t.Errorf("the helper was not asked for the LFS URL:\n%s", b)
+	}
+}
+
 // With no source at all, the error says which host and what to do.
 func TestNoCredential(t *testing.T) {
 	newWorld(t, hubURL)
