@@ -336,17 +336,18 @@ func TestHubSSHRemoteWithoutHeader(t *testing.T) {
 	cloneSame(t, e, work, remote)
 }
 
-// With two accounts of one Hub in git's credential store, the one the LFS URL names
-// (http://writer@host/...) is the one used, as git-lfs asks git credential for it; the other
-// account, listed first, may not write to the repository.
-func TestHubCredentialOfTheURLsUser(t *testing.T) {
+// With two accounts of one Hub in git's credential store, each stored for a repository
+// (credential.useHttpPath), the repository's own is the one used, as git-lfs asks git credential
+// for the LFS URL's path; the other account, listed first, may not write to the repository.
+func TestHubCredentialOfTheRepositorysPath(t *testing.T) {
 	h := startHub(t, time.Minute)
 	e := hubEnv(t, h)
 	store := filepath.Join(e.home, ".git-credentials")
-	writeFile(t, store, []byte(strings.Replace(h.url, "http://", "http://other:"+hubOtherToken+"@", 1)+"\n"+
-		strings.Replace(h.url, "http://", "http://writer:"+hubWriteToken+"@", 1)+"\n"))
+	writeFile(t, store, []byte(strings.Replace(h.url, "http://", "http://other:"+hubOtherToken+"@", 1)+"/someone/else.git/info/lfs\n"+
+		strings.Replace(h.url, "http://", "http://writer:"+hubWriteToken+"@", 1)+"/org/model.git/info/lfs\n"))
 	e.git("", "config", "--global", "credential.helper", "store --file="+store)
-	work, remote := batchRepo(t, e, strings.Replace(h.url, "http://", "http://writer@", 1)+"/org/model.git/info/lfs")
+	e.git("", "config", "--global", "credential.useHttpPath", "true")
+	work, remote := hubRepo(t, e, h, "org/model")
 	e.pushAndClone(work, remote, "", testutil.RandomBytes(1<<20, 6), "w")
 	cloneSame(t, e, work, remote)
 }

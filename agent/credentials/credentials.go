@@ -18,7 +18,7 @@
 //	                    endpoint's origin; ~/.netrc; git credential (git-lfs's order).
 //
 // `git credential fill` is asked for the URL git-lfs asks it for (credentialURL: the git remote's,
-// with its user name and, under credential.useHttpPath, its path), approved after a success and
+// with its path under credential.useHttpPath, but no user name), approved after a success and
 // rejected after a 401, as git does. Tokens are sent as "Authorization: Bearer <token>", which
 // both the Hub's LFS routes and its token routes accept; a source that names a user too also gives
 // HTTP Basic for plain LFS servers (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
@@ -476,18 +476,22 @@ func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 
 // credentialURL is the URL git credential is asked for, picked as git-lfs picks it: the git
 // remote's URL when it is at lfsURL's scheme and host, else lfsURL. The helper gets its scheme,
-// host, user name (https://alice@host/...: the account git stored for the remote) and, under
-// credential.useHttpPath, its path, and credential.<url>.* settings match it; nil when lfsURL
-// has no host.
+// host and, under credential.useHttpPath, its path (so a credential git stored for the remote's
+// path is the one found), and credential.<url>.* settings match it; nil when lfsURL has no host.
+//
+// Unlike git-lfs, the URL's user name is left out: a token may be the whole user info
+// (https://TOKEN@host/..., as GitHub and Azure DevOps take them), and git prints the user name in
+// its "could not read Password for" error, which would put the token in the agent's output.
 func (r *Resolver) credentialURL(lfsURL string) *url.URL {
-	api, err := url.Parse(lfsURL)
-	if err != nil || api.Host == "" {
+	u, err := url.Parse(lfsURL)
+	if err != nil || u.Host == "" {
 		return nil
 	}
-	if remote, err := url.Parse(r.remoteURL); err == nil && remote.Scheme == api.Scheme && remote.Host == api.Host {
-		return remote
+	if remote, err := url.Parse(r.remoteURL); err == nil && remote.Scheme == u.Scheme && remote.Host == u.Host {
+		u = remote
 	}
-	return api
+	u.User = nil
+	return u
 }
 
 // Approve tells the credential helper a credential worked (git credential approve), as git does,

@@ -229,27 +229,32 @@ func TestHostOfTheLFSEndpoint(t *testing.T) {
 }
 
 // git credential is asked as git-lfs asks it: for the git remote's URL when the LFS endpoint is on
-// its scheme and host, with the remote's user name and, under credential.useHttpPath, its path,
-// so that with two accounts on one host the remote's own credential is the one found (and one a
-// helper keeps per repository is found at all); for the LFS URL itself when it is elsewhere.
-func TestGitCredentialAskedForTheRemotesUserAndPath(t *testing.T) {
-	w := newWorld(t, "https://alice@git.example/org/model")
+// its scheme and host, with its path under credential.useHttpPath, so that a credential stored for
+// the repository is found (and not another one of the same host); for the LFS URL itself when it
+// is elsewhere. The URL's user name is not passed: it may be a token, and git prints it when it
+// cannot prompt.
+func TestGitCredentialAskedForTheRemotesPath(t *testing.T) {
+	w := newWorld(t, "https://ghp_TOKENasUSER@git.example/org/model")
 	t.Setenv("HF_ENDPOINT", "")
 	in := filepath.Join(w.home, "helper.in")
 	script := w.file("bin/helper", "#!/bin/sh\n[ \"$1\" = get ] || { cat >/dev/null; exit 0; }\nq=$(cat); printf '%s\\n--\\n' \"$q\" >> "+in+"\n"+
-		"case \"$q\" in *username=alice*) printf 'username=alice\\npassword=fromalice\\n';; *) printf 'username=bob\\npassword=frombob\\n';; esac\n", 0o755)
+		"case \"$q\" in *path=org/model*) printf 'username=alice\\npassword=fromalice\\n';; *) printf 'username=bob\\npassword=frombob\\n';; esac\n", 0o755)
 	w.git(w.repo, "config", "credential.helper", script)
-	want(t, w.get("upload"), "Bearer fromalice", "git credential")
+	want(t, w.get("upload"), "Bearer frombob", "git credential")
 	if b, _ := os.ReadFile(in); strings.Contains(string(b), "path=") {
 		t.Errorf("a path was asked without credential.useHttpPath:\n%s", b)
 	}
 	os.Remove(in)
 	w.git(w.repo, "config", "credential.useHttpPath", "true")
 	want(t, w.get("upload"), "Bearer fromalice", "git credential")
-	if b, _ := os.ReadFile(in); !strings.Contains(string(b), "path=org/model\n") {
+	b, _ := os.ReadFile(in)
+	if !strings.Contains(string(b), "path=org/model\n") {
 		t.Errorf("the helper was not asked for the remote's path under credential.useHttpPath:\n%s", b)
 	}
-	// An LFS endpoint on another host: its own URL, without the remote's user.
+	if strings.Contains(string(b), "TOKENasUSER") {
+		t.Errorf("the helper was given the URL's user name, which git prints when it cannot prompt:\n%s", b)
+	}
+	// An LFS endpoint on another host: its own URL.
 	os.Remove(in)
 	w.git(w.repo, "config", "lfs.url", "https://lfs.example/store/model.git/info/lfs")
 	want(t, w.get("upload"), "Bearer frombob", "git credential")
