@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -446,5 +447,62 @@ func TestAttackEmptySaltRefused(t *testing.T) {
 	out, err := exec.CommandContext(ctx, filepath.Join(binDir, "xet-server"), "--listen", servertest.FreeAddr(t), "--data", t.TempDir(), "--users", users).CombinedOutput()
 	if ctx.Err() != nil || err == nil || !strings.Contains(string(out), "empty salt") {
 		t.Fatalf("a users file with an empty salt: %v (timed out: %v)\n%s", err, ctx.Err() != nil, out)
+	}
+}
+
+// A metrics listener published through a port mapping (Docker's `-p 127.0.0.1:9100:9100` of a
+// container's `--metrics-listen 0.0.0.0:9100`, as docs/server.md shows) is not on loopback for
+// xet-server, so its Host rule is off, while a page whose name rebinds to 127.0.0.1 reaches it.
+// Here a loopback front stands for the mapping: it serves the rebound page at / and passes
+// /metrics to the real listener as the container sees it (Host: its own address), the browser's
+// headers as they came. Headless Chromium loads the page, whose script reads /metrics. Before the
+// fix it read the server's counters; now it gets 403, while the same address typed by a person
+// still shows them.
+func TestAttackMetricsThroughAPortMapping(t *testing.T) {
+	browser := needChromium(t)
+	buildServer(t)
+	maddr := servertest.FreeAddr(t)
+	s := startServerProcess(t, servertest.FreeAddr(t), t.TempDir(), "--metrics-listen", maddr)
+	if code, _ := servertest.Get(t, "http://"+s.addr+"/healthz"); code != 200 {
+		t.Fatalf("healthz: %d", code)
+	}
+	const page = `<!doctype html><html><body><pre id="out">waiting</pre><script>
+fetch("/metrics").then(r => r.text().then(b => {
+  document.getElementById("out").textContent = "status " + r.status + (b.includes("xet_http_requests_total") ? " COUNTERS READ" : " no counters");
+})).catch(e => { document.getElementById("out").textContent = "failed " + e; });
+</script></body></html>`
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, page)
+			return
+		}
+		req, err := http.NewRequest("GET", "http://"+maddr+"/metrics", nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		req.Header = r.Header.Clone() // Sec-Fetch-*, Origin: what the browser sent
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	}))
+	t.Cleanup(front.Close)
+
+	dom := runChromium(t, browser, "--virtual-time-budget=10000", "--dump-dom", front.URL+"/")
+	if !strings.Contains(dom, "status 403 no counters") {
+		t.Errorf("the rebound page's read of /metrics: want 403 and no counters, the page shows:\n%s", dom)
+	}
+	typed := runChromium(t, browser, "--dump-dom", front.URL+"/metrics")
+	if !strings.Contains(typed, "xet_http_requests_total") {
+		t.Errorf("/metrics opened by a person: no counters:\n%s", typed)
 	}
 }

@@ -84,17 +84,26 @@ func listen(f serveFlags, srv *server.Server, m *server.Metrics, certs *certRelo
 		ln.Close()
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	var h http.Handler = mux
-	if isLoopback(f.metricsListen) {
-		h = server.LoopbackHostsOnly(mux) // DNS rebinding reaches loopback too
-	}
+	h := metricsHandler(f.metricsListen, m.Handler())
 	// A scrape is one short request: a connection idle or slow past these holds a descriptor of the
 	// process for nothing (without them, for good).
 	ls.ms = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 	log.Info().Str("addr", ls.metrics.Addr().String()).Msg("metrics at /metrics")
 	return ls, nil
+}
+
+// metricsHandler serves metrics at GET /metrics of a listener on addr, with the rules that keep web
+// pages from reading it: on every address, no request a page makes (server.NoWebPages: a port
+// mapping can bring a listener on another address to loopback); on a loopback address, loopback
+// Hosts only too (server.LoopbackHostsOnly), for browsers that do not mark their requests.
+func metricsHandler(addr string, metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	h := server.NoWebPages(mux)
+	if isLoopback(addr) {
+		h = server.LoopbackHostsOnly(h) // DNS rebinding reaches loopback too
+	}
+	return h
 }
 
 // serve serves both listeners on goroutines of life, until shutdown. The channel gets the main

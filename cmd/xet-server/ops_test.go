@@ -255,3 +255,47 @@ func TestReadyzFollowsStorage(t *testing.T) {
 		t.Fatalf("readyz with the bucket back: %d", s)
 	}
 }
+
+// A metrics listener on any address refuses what a web page asks of it. Behind Docker's port
+// mapping (`--metrics-listen 0.0.0.0:9100` published on the host's 127.0.0.1, as docs/server.md
+// shows) the listener is not on loopback, so the Host rule is off, while a page whose name rebinds
+// to 127.0.0.1 reaches it; the browser marks such a request (Sec-Fetch-Site, Origin), a scraper
+// and a person typing the address do not or say "none".
+func TestMetricsRefuseWebPages(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "xet_http_requests_total 1\n") })
+	for _, addr := range []string{"0.0.0.0:9100", "[::]:9100", "127.0.0.1:9100"} {
+		h := metricsHandler(addr, metrics)
+		for _, c := range []struct {
+			host   string
+			header map[string]string
+			want   int
+		}{
+			{"127.0.0.1:9100", nil, 200},                                                // Prometheus
+			{"localhost:9100", map[string]string{"Sec-Fetch-Site": "none"}, 200},        // typed in a browser
+			{"127.0.0.1:9100", map[string]string{"Sec-Fetch-Site": "same-origin"}, 403}, // a page's fetch
+			{"localhost:9100", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+			{"localhost:9100", map[string]string{"Origin": "http://evil.example"}, 403},
+			{"127.0.0.1:9100", map[string]string{"Origin": "null"}, 403}, // a sandboxed or file page
+		} {
+			req := httptest.NewRequest("GET", "http://"+c.host+"/metrics", nil)
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.want {
+				t.Errorf("listener %s, Host %s, %v: %d, want %d", addr, c.host, c.header, rec.Code, c.want)
+			}
+		}
+	}
+	// Off loopback the Host rule cannot apply (scrapers name the machine as they like), so the rebound
+	// page's own name must pass it: only the browser's marks refuse it.
+	h := metricsHandler("0.0.0.0:9100", metrics)
+	req := httptest.NewRequest("GET", "http://rebound.example.com:9100/metrics", nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 403 || strings.Contains(rec.Body.String(), "xet_http") {
+		t.Errorf("a rebound page's fetch off loopback: %d %q", rec.Code, rec.Body.String())
+	}
+}

@@ -64,6 +64,25 @@ func LoopbackHostsOnly(next http.Handler) http.Handler {
 	})
 }
 
+// NoWebPages holds a listener that serves no web page and takes no credential (the metrics
+// listener, on any address) to this rule: a request a web page made gets 403. Off loopback the
+// Host rule cannot guard such a listener (scrapers name the machine as they like), yet a loopback
+// port can lead to it (Docker publishing the container's 0.0.0.0:9100 on the host's 127.0.0.1),
+// where a page whose name rebinds to 127.0.0.1 reads what it answers. Browsers mark what a page
+// asks: Sec-Fetch-Site other than "none" (which is the address typed or bookmarked by a person)
+// and, for cross-origin and sandboxed requests, Origin. Scrapers send neither.
+func NoWebPages(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site := r.Header.Get("Sec-Fetch-Site")
+		if r.Header.Get("Origin") == "" && (site == "" || site == "none") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusForbidden, "this listener answers no request a web page makes (Sec-Fetch-Site, Origin): "+
+			"open the address yourself, or scrape it")
+	})
+}
+
 // localHost reports whether the Host header h names this machine's loopback, or public.
 func localHost(h, public string) bool {
 	name := h
