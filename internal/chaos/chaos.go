@@ -81,6 +81,10 @@ func New(target string) (*Proxy, error) {
 	p := &Proxy{hits: make(map[string]int)}
 	p.rp = httputil.NewSingleHostReverseProxy(u)
 	p.rp.ModifyResponse = p.modify
+	// Each write goes out as it is made: a trickle or a stall after some bytes reaches the client
+	// as one, not held with the headers in the proxy's buffer (which the client saw as headers
+	// that never came).
+	p.rp.FlushInterval = -1
 	p.rp.ErrorLog = nil
 	return p, nil
 }
