@@ -101,7 +101,11 @@ func faultCases() []faultCase {
 	return append(cs,
 		faultCase{"body cut short (full Content-Length)", "clone", down(chaos.Rule{Kind: chaos.Truncate, Times: 1, Offset: 100 << 10}), true, "", 0},
 		faultCase{"trickle 1 MB/s", "clone", down(chaos.Rule{Kind: chaos.Trickle, Times: 1, Rate: 1 << 20}), true, "", 0},
-		faultCase{"trickle 10 KB/s (a 96 KiB file)", "clone", down(chaos.Rule{Kind: chaos.Trickle, Times: 1, Rate: 10 << 10}), true, "", 96 << 10},
+		// every answer slow, but above the floor: kept
+		faultCase{"trickle 10 KB/s, every answer (a 96 KiB file)", "clone", down(chaos.Rule{Kind: chaos.Trickle, Times: 1000, Rate: 10 << 10}), true, "", 96 << 10},
+		// a few bytes at a time, never silent for the stall time: each answer is abandoned under the
+		// floor (retry.MinRate), where it held the clone for as long as 2 MiB take at 32 B/s (days)
+		faultCase{"trickle 32 B/s, every answer", "clone", down(chaos.Rule{Kind: chaos.Trickle, Times: 1000, Rate: 32}), false, "the answer trickled", 0},
 		faultCase{"body of another length", "clone", down(chaos.Rule{Kind: chaos.OtherLength, Times: 1, Offset: 100 << 10}), true, "", 0},
 		faultCase{"wrong Content-Range", "clone", down(chaos.Rule{Kind: chaos.WrongRange, Times: 1}), true, "", 0},
 		faultCase{"403 on a signed URL (expired)", "clone", down(chaos.Rule{Kind: chaos.Status, Code: 403, Times: 1, Message: "expired"}), true, "", 0},

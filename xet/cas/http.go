@@ -42,8 +42,8 @@ type HTTPOptions struct {
 	// retries ranges; see package retry).
 	Retry retry.Policy
 	Log   zerolog.Logger
-	// StallTimeout abandons an answer whose body yields no byte for this long (retryably);
-	// default DefaultStallTimeout.
+	// StallTimeout abandons an answer whose body yields no byte for this long, or averages under
+	// retry.MinRate over as long (retryably); default DefaultStallTimeout.
 	StallTimeout time.Duration
 }
 
@@ -103,6 +103,7 @@ type call struct {
 	no429   bool              // do not retry 429 (dedupe queries)
 	noRetry func(code int) bool
 	once    bool                            // one attempt: the caller retries (Fetch; see package retry)
+	beats   bool                            // the answer is heartbeats, few bytes by design: no floor (retry.StreamGuard)
 	accept  func(resp *http.Response) error // reads a 2xx answer; body errors must be Retryable
 }
 
@@ -168,7 +169,11 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 		}
 		return retry.Mark(fmt.Errorf("%s: %w", c.op, withoutQuery(err)))
 	}
-	resp.Body = retry.StallGuard(resp.Body, h.o.StallTimeout, cancel, c.op) // closed by drain or by the taker
+	guard := retry.StallGuard
+	if c.beats {
+		guard = retry.StreamGuard
+	}
+	resp.Body = guard(resp.Body, h.o.StallTimeout, cancel, c.op) // closed by drain or by the taker
 	defer func() { drain(resp.Body) }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := statusError(c.op, resp, token)

@@ -123,6 +123,7 @@ func (h *HTTP) putShardV2(ctx context.Context, body []byte) error {
 		url:     h.o.Endpoint + "/v2/shards",
 		header:  map[string]string{"Content-Type": "application/octet-stream"},
 		noRetry: func(code int) bool { return code == http.StatusNotFound },
+		beats:   true,
 		accept:  func(resp *http.Response) error { return readShardFrames(resp.Body) },
 	})
 }
