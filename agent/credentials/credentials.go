@@ -142,7 +142,6 @@ type Resolver struct {
 	endpoint  lfshttp.Endpoint // the LFS endpoint (SSH metadata for ssh remotes)
 	remoteURL string           // the git remote's URL (may hold user info)
 	lfs       *lfshttp.Client  // runs git-lfs-authenticate, caching its answer until it expires
-	helpers   *creds.CredentialHelperContext
 
 	mu       sync.Mutex
 	cached   *Credential
@@ -188,8 +187,7 @@ func newResolver(repo *gitrepo.Repo, env Env, ep gitrepo.Endpoint, remoteURL str
 	cfg := repo.LFSConfiguration(env.OS)
 	return &Resolver{
 		env: env, cfg: cfg, endpoint: ep.Endpoint, remoteURL: remoteURL,
-		lfs:     lfshttp.NewClient(cfg),
-		helpers: creds.NewCredentialHelperContext(cfg.GitEnv(), cfg.OSEnv()),
+		lfs: lfshttp.NewClient(cfg),
 	}
 }
 
@@ -454,7 +452,11 @@ func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 	if u == nil {
 		return Credential{}, fmt.Errorf("%w for %s", ErrNone, host)
 	}
-	w := r.helpers.GetCredentialHelper(nil, u)
+	// A context of git-lfs's helpers per fill: one is not safe for concurrent use (each
+	// GetCredentialHelper writes a field its helpers read in Fill, Approve and Reject), and a
+	// resolution begun after a Reject runs beside the one before it. The wrapper keeps its own for
+	// the Approve or Reject that follows. Nothing is lost: what a fill finds is kept in r.cached.
+	w := creds.NewCredentialHelperContext(r.cfg.GitEnv(), r.cfg.OSEnv()).GetCredentialHelper(nil, u)
 	if err := w.FillCreds(); err != nil {
 		if !hub {
 			return Credential{}, fmt.Errorf("%w for %s (tried the URL, netrc and git credential; HF_TOKEN and the Hugging Face token file "+
