@@ -151,7 +151,8 @@ func (b *balancer) pick() (int, bool) {
 	return 0, false
 }
 
-// restart stops a server with SIGTERM (it drains, lets its requests in flight finish, exits 0)
+// restart stops a server with SIGTERM (it drains, lets its requests in flight finish or cuts them
+// at --shutdown-timeout, exits 0)
 // and starts it again on the same address and data.
 func restart(t *testing.T, s *xetServerProcess, extra ...string) *xetServerProcess {
 	t.Helper()
@@ -209,7 +210,7 @@ func fsckServer(t *testing.T, args ...string) {
 }
 
 // xet-server restarted with SIGTERM in the middle of a push (one instance): the xorb upload in
-// flight finishes, the agent retries what the draining and then absent server refused, the push
+// flight finishes (or is cut at --shutdown-timeout and sent again), the agent retries what the draining and then absent server refused, the push
 // succeeds, clones, and the store checks clean.
 func TestSIGTERMDuringPush(t *testing.T) {
 	needLinux(t)

@@ -23,6 +23,7 @@ type listeners struct {
 	metrics net.Listener // nil: no metrics listener
 	ms      *http.Server
 	fresh   freshConns // the main server's connections that have sent no request yet
+	running *inflight  // the main server's handlers
 }
 
 // freshConns are connections in http.StateNew: accepted, no request read yet (nothing sent, a
@@ -73,8 +74,9 @@ func listen(f serveFlags, srv *server.Server, m *server.Metrics, certs *certRelo
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	ls := &listeners{main: ln, tls: certs != nil,
-		hs: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tc}}
+	ls := &listeners{main: ln, tls: certs != nil, running: newInflight()}
+	ls.hs = &http.Server{Handler: ls.running.wrap(srv.Handler()), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tc,
+		BaseContext: func(net.Listener) context.Context { return ls.running.ctx }}
 	ls.hs.ConnState = ls.fresh.track
 	ls.hs.RegisterOnShutdown(ls.fresh.closeAll)
 	if f.metricsListen == "" || m == nil {
@@ -127,17 +129,28 @@ func (ls *listeners) serve(life *lifetime) <-chan error {
 	return errc
 }
 
-// shutdown waits until deadline for the main server's requests in flight, then closes what is
-// left, and closes the metrics server (whose scrapes are short).
-func (ls *listeners) shutdown(deadline time.Time) error {
+// cutGrace is how long the handlers of the requests a shutdown cuts have to return: their
+// connections are closed and their context ended, so what is left is a storage call under way.
+const cutGrace = 500 * time.Millisecond
+
+// shutdown waits until deadline for the main server's requests in flight, then cuts those still
+// running (an upload on a slow link, a client that stalled: their clients retry) and waits for
+// their handlers for cutGrace, and closes the metrics server (whose scrapes are short). cut is
+// the number of requests cut; an error means handlers still run, so the store must stay open.
+func (ls *listeners) shutdown(deadline time.Time) (cut int, err error) {
 	if ls.ms != nil {
 		defer ls.ms.Close()
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	if err := ls.hs.Shutdown(ctx); err != nil {
-		ls.hs.Close()
-		return fmt.Errorf("shutdown: %w", err)
+	if err := ls.hs.Shutdown(ctx); err == nil {
+		return 0, nil
 	}
-	return nil
+	cut = ls.running.running()
+	ls.running.cut()
+	ls.hs.Close()
+	if left := ls.running.wait(time.Now().Add(cutGrace)); left > 0 {
+		return cut, fmt.Errorf("shutdown: %d of the %d requests cut at the deadline still run %v later", left, cut, cutGrace)
+	}
+	return cut, nil
 }

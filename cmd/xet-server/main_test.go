@@ -303,7 +303,25 @@ func TestS3BadConfiguration(t *testing.T) {
 func TestShutdownCutsPackZeros(t *testing.T) {
 	data := t.TempDir()
 	addr, logs, stop := startServer(t, "--data", data)
-	f := testutil.NewOneXorbFile([][]byte{testutil.RandomBytes(3000, 1), testutil.RandomBytes(2000, 2)})
+	putFile(t, addr, logs, testutil.NewOneXorbFile([][]byte{testutil.RandomBytes(3000, 1), testutil.RandomBytes(2000, 2)}))
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM: %s", code, logs.String())
+	}
+	packs, _ := filepath.Glob(filepath.Join(data, "cas", "packs", "*.pack"))
+	if len(packs) == 0 {
+		t.Fatal("no pack written")
+	}
+	for _, p := range packs {
+		b, _ := os.ReadFile(p)
+		if tail := b[max(0, len(b)-64):]; bytes.Count(tail, []byte{0}) == len(tail) {
+			t.Errorf("%s (%d bytes) ends in zeros after a shutdown", filepath.Base(p), len(b))
+		}
+	}
+}
+
+// putFile uploads f's xorb and registers its shard on the server at addr, as a push does.
+func putFile(t *testing.T, addr string, logs *logbuf.Buffer, f *testutil.OneXorbFile) {
+	t.Helper()
 	for _, put := range []struct {
 		path string
 		body []byte
@@ -318,19 +336,6 @@ func TestShutdownCutsPackZeros(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("POST %s: %d: %s", put.path, res.StatusCode, logs.String())
-		}
-	}
-	if code := stop(); code != 0 {
-		t.Fatalf("exit %d after SIGTERM: %s", code, logs.String())
-	}
-	packs, _ := filepath.Glob(filepath.Join(data, "cas", "packs", "*.pack"))
-	if len(packs) == 0 {
-		t.Fatal("no pack written")
-	}
-	for _, p := range packs {
-		b, _ := os.ReadFile(p)
-		if tail := b[max(0, len(b)-64):]; bytes.Count(tail, []byte{0}) == len(tail) {
-			t.Errorf("%s (%d bytes) ends in zeros after a shutdown", filepath.Base(p), len(b))
 		}
 	}
 }

@@ -69,7 +69,7 @@ func runServe(args []string, stderr io.Writer, ready func(addr string)) int {
 	fl.DurationVar(&f.tokenTTL, "token-ttl", 15*time.Minute, "lifetime of CAS access tokens")
 	fl.DurationVar(&f.refreshTTL, "refresh-ttl", 12*time.Hour, "lifetime of the refresh credential in xet batch actions (renews CAS tokens during long transfers)")
 	fl.DurationVar(&f.urlTTL, "url-ttl", time.Hour, "lifetime of signed xorb URLs")
-	fl.DurationVar(&f.shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight and for the server's own work (--gc-every's gc) to stop")
+	fl.DurationVar(&f.shutdown, "shutdown-timeout", time.Second, "how long SIGTERM lets requests in flight finish before it cuts them (their clients retry), and waits for the server's own work (--gc-every's gc) to stop; with --drain-delay, after it")
 	fl.Int64Var(&f.maxObject, "max-object-size", 64<<30, "largest basic-transfer LFS upload in bytes")
 	fl.StringVar(&f.policy, "compression", "auto", "xorb compression of basic-transfer uploads: auto, none, lz4, bg4-lz4")
 	fl.StringVar(&f.hubTokens, "hub-compat", "", "emulate the Hugging Face Hub's LFS and token routes (for testing Hub clients), with the Hub tokens of FILE (token:name:read|write[:repo-patterns] per line); plain LFS uploads are kept whole in DIR/hub-legacy")
@@ -198,14 +198,22 @@ func startBackground(ctx context.Context, life *lifetime, f serveFlags, st *stor
 	}
 }
 
-// stopServer ends a run within timeout: the requests in flight finish (hs.Shutdown), the run's
-// goroutines stop (their context ended with the signal, so gc stopped meanwhile) and are joined,
-// and only then the store is closed. A run whose requests or goroutines outlast timeout leaves its
-// store as a killed process would (it is crash-safe) rather than close it under them.
+// stopServer ends a run within timeout and cutGrace: the requests in flight finish until timeout
+// (hs.Shutdown) and are cut then, the run's goroutines stop (their context ended with the signal,
+// so gc stopped meanwhile) and are joined, and only then the store is closed. A run whose
+// handlers or goroutines outlast that leaves its store as a killed process would (it is
+// crash-safe) rather than close it under them.
 func stopServer(ls *listeners, life *lifetime, srv *server.Server, timeout time.Duration, log zerolog.Logger) error {
 	log.Info().Dur("timeout", timeout).Msg("shutting down: waiting for requests in flight and background work")
 	deadline := time.Now().Add(timeout)
-	err := ls.shutdown(deadline)
+	cut, err := ls.shutdown(deadline)
+	if cut > 0 {
+		log.Warn().Int("requests", cut).Dur("timeout", timeout).
+			Msg("cut the requests still in flight at --shutdown-timeout; their clients retry them")
+	}
+	if cut > 0 {
+		deadline = time.Now().Add(cutGrace) // the cut ended the serve loops too
+	}
 	if !life.join(deadline) {
 		return errors.Join(err, fmt.Errorf("shutdown: background work (gc) still running after %v; the store was left unclosed", timeout))
 	}
