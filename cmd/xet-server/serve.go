@@ -210,8 +210,6 @@ func stopServer(ls *listeners, life *lifetime, srv *server.Server, timeout time.
 	if cut > 0 {
 		log.Warn().Int("requests", cut).Dur("timeout", timeout).
 			Msg("cut the requests still in flight at --shutdown-timeout; their clients retry them")
-	}
-	if cut > 0 {
 		deadline = time.Now().Add(cutGrace) // the cut ended the serve loops too
 	}
 	if !life.join(deadline) {
