@@ -12,16 +12,17 @@ import (
 // the context of a request whose body is not yet read (a handler waiting for an upload slot): a
 // shutdown that cuts requests needs both before it may close the store under them.
 type inflight struct {
-	ctx  context.Context // every request's base context: ends at cut
-	cut  context.CancelFunc
+	cut  context.CancelFunc // ends every request's base context (newInflight's)
 	mu   sync.Mutex
 	n    int
 	idle chan struct{} // closed when n drops to 0; nil while nobody waits for that
 }
 
-func newInflight() *inflight {
+// newInflight returns a count and the base context of the requests it counts (http.Server's
+// BaseContext), which its cut ends.
+func newInflight() (*inflight, context.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &inflight{ctx: ctx, cut: cancel}
+	return &inflight{cut: cancel}, ctx
 }
 
 // wrap counts h's calls while they run.

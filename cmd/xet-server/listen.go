@@ -74,9 +74,10 @@ func listen(f serveFlags, srv *server.Server, m *server.Metrics, certs *certRelo
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	ls := &listeners{main: ln, tls: certs != nil, running: newInflight()}
-	ls.hs = &http.Server{Handler: ls.running.wrap(srv.Handler()), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tc,
-		BaseContext: func(net.Listener) context.Context { return ls.running.ctx }}
+	running, base := newInflight()
+	ls := &listeners{main: ln, tls: certs != nil, running: running}
+	ls.hs = &http.Server{Handler: running.wrap(srv.Handler()), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tc,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	ls.hs.ConnState = ls.fresh.track
 	ls.hs.RegisterOnShutdown(ls.fresh.closeAll)
 	if f.metricsListen == "" || m == nil {
