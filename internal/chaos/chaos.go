@@ -1,7 +1,7 @@
 // Package chaos is a reverse proxy that injects faults into chosen requests, for tests (in process)
 // and for the test/chaos command (a proxy process of its own): an error status (with Retry-After),
 // a reset connection, a body cut short under its full Content-Length, a stall, a trickle, a flipped
-// byte, a wrong Content-Range, a body of another length than asked, an upload never read.
+// byte, a wrong Content-Range, a body of another length than asked.
 package chaos
 
 import (
@@ -30,18 +30,13 @@ const (
 	Trickle                 // pass the answer at Rate bytes per second
 	WrongRange              // pass the answer with a Content-Range that names other bytes
 	OtherLength             // pass the answer's first Offset bytes only, with Content-Length saying so
-	Unread                  // take the request, read none of its body and answer nothing (for UnreadHold)
 )
 
-// UnreadHold is how long an Unread request's connection is held open, unread: longer than any
-// client's patience that the tests rely on, short enough not to pile up.
-const UnreadHold = 3 * time.Minute
-
 var kindNames = map[string]Kind{"status": Status, "reset": Reset, "truncate": Truncate, "flip": Flip,
-	"stall": Stall, "trickle": Trickle, "wrong-range": WrongRange, "other-length": OtherLength, "unread": Unread}
+	"stall": Stall, "trickle": Trickle, "wrong-range": WrongRange, "other-length": OtherLength}
 
 // UnmarshalJSON reads a kind by name ("status", "reset", "truncate", "flip", "stall", "trickle",
-// "wrong-range", "other-length", "unread").
+// "wrong-range", "other-length").
 func (k *Kind) UnmarshalJSON(b []byte) error {
 	var name string
 	if err := json.Unmarshal(b, &name); err != nil {
@@ -151,16 +146,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if hj, ok := w.(http.Hijacker); ok {
 				if conn, _, err := hj.Hijack(); err == nil {
 					_ = conn.Close()
-					return
-				}
-			}
-			panic(http.ErrAbortHandler)
-		case Unread:
-			// Held by the connection, not the handler: a request's context does not end while its
-			// body is unread, so a handler would outlive its client by UnreadHold.
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					time.AfterFunc(UnreadHold, func() { _ = conn.Close() })
 					return
 				}
 			}

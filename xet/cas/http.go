@@ -161,21 +161,13 @@ func (h *HTTP) once(ctx context.Context, c call, refreshed *bool) (err error) {
 		// the body's memory once we return (see lentBodies).
 		defer lb.takeBack()
 	}
-	var sending *retry.Sending
-	if req.Body != nil && req.Body != http.NoBody {
-		// An upload the server stops reading stalls as an answer can (retry.SendGuard); our server
-		// says "queued" meanwhile to a client that asks.
-		req.Header.Set(lfsbatch.HeaderInterim, "102")
-		req, sending = retry.SendGuard(req, h.o.StallTimeout, cancel)
-	}
 	resp, err := h.client.Do(req)
-	sending.Done()
 	if err != nil {
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return sending.Err(c.op, retry.Mark(fmt.Errorf("%s: %w", c.op, withoutQuery(err))))
+		return retry.Mark(fmt.Errorf("%s: %w", c.op, withoutQuery(err)))
 	}
 	guard := retry.StallGuard
 	if c.beats {

@@ -29,13 +29,6 @@ const (
 	// (casapi.BatchListing). An agent given one object of the answer may fetch the listing and
 	// work on every object in it at once (agent/leader); a client that ignores it loses nothing.
 	HeaderBatchURL = "X-Xet-Batch-Url"
-	// HeaderInterim, "102" on an upload from our client, says that it takes interim answers of
-	// 102 Processing before the final one. Our server then sends one every Limits.QueueBeat while
-	// the upload waits, unread, for a slot: the client's stall rule for uploads (retry.SendGuard)
-	// counts them, and the upload keeps its place. Clients that do not ask get none: some take a
-	// 1xx other than 100 for the final answer (Python's http.client), others fail after five (Go's
-	// before 1.24).
-	HeaderInterim = "X-Xet-Interim"
 
 	// headerPrefix begins every X-Xet-* name; an action's other headers are credentials for href.
 	headerPrefix = "x-xet-"

@@ -1,12 +1,9 @@
 package retry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -113,61 +110,5 @@ func TestStreamGuardKeepsHeartbeats(t *testing.T) {
 	}
 	if errors.Is(err, context.Canceled) {
 		t.Fatalf("the stall error wraps the cancel: %v", err)
-	}
-}
-
-// guardedPost sends body to url through SendGuard with stall time d, on a transport with no
-// timeouts of its own, and returns the error of the call as the caller words it.
-func guardedPost(url string, body []byte, d time.Duration) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req, s := SendGuard(req, d, cancel)
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	res, err := client.Do(req)
-	s.Done()
-	if err != nil {
-		return s.Err("post", err)
-	}
-	defer res.Body.Close()
-	_, err = io.Copy(io.Discard, res.Body)
-	return err
-}
-
-// A server that reads an upload steadily, though slowly (the sender's writes wait for its socket
-// buffer to drain, well inside the stall time), is not cut.
-func TestSendGuardKeepsASlowReader(t *testing.T) {
-	const stall = time.Second
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		buf := make([]byte, 64<<10)
-		for {
-			if _, err := io.ReadFull(r.Body, buf); err != nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond) // about 6 MB/s
-		}
-	}))
-	defer srv.Close()
-	if err := guardedPost(srv.URL, make([]byte, 12<<20), stall); err != nil {
-		t.Fatalf("an upload read steadily: %v", err)
-	}
-}
-
-// Once the request is written, the guard is done: a server that takes longer than the stall time
-// to answer is the answer's rules' to judge (the transport's header timeout, StallGuard), not
-// this one's.
-func TestSendGuardEndsWhenTheRequestIsWritten(t *testing.T) {
-	const stall = 200 * time.Millisecond
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		time.Sleep(4 * stall)
-	}))
-	defer srv.Close()
-	if err := guardedPost(srv.URL, make([]byte, 1<<20), stall); err != nil {
-		t.Fatalf("a slow answer after the whole upload was read: %v", err)
 	}
 }

@@ -239,7 +239,7 @@ func (s *Server) handlePutXorb(w http.ResponseWriter, r *http.Request, c Claims)
 	}
 	// Bound the bodies held at once: with the size hint below the store allocates a whole body
 	// before its bytes arrive.
-	slot, err := s.xorbs.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Xorb), queuedBeat(w, r))
+	slot, err := s.xorbs.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Xorb))
 	if err != nil {
 		return
 	}
@@ -342,7 +342,7 @@ func (s *Server) takeShard(w http.ResponseWriter, r *http.Request, c Claims) (bo
 	if !ok {
 		return nil, nil, nil, false
 	}
-	slot, err := s.shardBodies.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Shard), queuedBeat(w, r))
+	slot, err := s.shardBodies.acquire(r.Context(), uploader(r, c.Subject, c.Namespace), bodyProgress(r), bodySize(r, s.cfg.Limits.Shard))
 	if err != nil {
 		return nil, nil, nil, false // the client left
 	}
@@ -475,7 +475,7 @@ func (s *Server) heartbeat(send func(...casapi.ShardFrame), last casapi.ShardFra
 // read before: a slot is never cut, a registration is work the server does, not a body it waits
 // for.
 func (s *Server) putShard(ctx context.Context, c Claims, who string, body []byte, charge *shardCharge) (bool, error) {
-	slot, err := s.shards.acquire(ctx, who, nil, 0, nil)
+	slot, err := s.shards.acquire(ctx, who, nil, 0)
 	if err != nil {
 		charge.done(false)
 		return false, err

@@ -133,7 +133,7 @@ func (s *Server) handleObjectPut(w http.ResponseWriter, r *http.Request, ns, oid
 		return
 	}
 	s.metrics.bridged("upload")
-	slot, err := s.ingest.acquire(r.Context(), uploader(r, who.name, ns), bodyProgress(r), bodySize(r, s.cfg.Limits.Object), queuedBeat(w, r))
+	slot, err := s.ingest.acquire(r.Context(), uploader(r, who.name, ns), bodyProgress(r), bodySize(r, s.cfg.Limits.Object))
 	if err != nil {
 		return
 	}

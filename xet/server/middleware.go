@@ -21,14 +21,10 @@ type recorder struct {
 	body   *countingBody // the request's body; nil without one
 }
 
-// WriteHeader records the status (a final one: interim answers pass through). A refusal (4xx, 5xx) of a request whose body was not read to its
+// WriteHeader records the status. A refusal (4xx, 5xx) of a request whose body was not read to its
 // end closes the connection after the answer: otherwise net/http would read up to 256 KiB of the
 // refused body first, waiting on a client that need never send it.
 func (r *recorder) WriteHeader(code int) {
-	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
-		r.ResponseWriter.WriteHeader(code) // an interim answer: the final one is still to come
-		return
-	}
 	if r.status == 0 {
 		r.status = code
 	}

@@ -116,11 +116,6 @@ type Limits struct {
 	// while another user waits: a body that would not end within SlotHold at the rate it arrives
 	// is cut (408) and its slot given to the waiter (slotPool). Default 10 s.
 	SlotHold time.Duration
-	// QueueBeat is how often an upload waiting for a slot gets an interim answer, 102 Processing,
-	// when its client asks for them (lfsbatch.HeaderInterim): proof that the server holds it in
-	// line, unread, and has not stopped reading it. Default 10 s: under a quarter of the agent's
-	// stall time, and under git-lfs's 30 s activity timeout.
-	QueueBeat time.Duration
 	// ReconstructionTerms bounds the terms of one reconstruction answer (each about 100 bytes of
 	// JSON and a share of a signed URL); a client asks for the rest with a Range. Default 65536:
 	// every range of 512 MB or less fits one answer even in chunks of the minimum size (8 KiB).
@@ -148,9 +143,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.SlotHold <= 0 {
 		l.SlotHold = 10 * time.Second
-	}
-	if l.QueueBeat <= 0 {
-		l.QueueBeat = 10 * time.Second
 	}
 	if l.ReconstructionTerms <= 0 {
 		l.ReconstructionTerms = 1 << 16
@@ -290,10 +282,10 @@ func New(cfg Config) (*Server, error) {
 		urls:        NewURLSigner(cfg.Secret, cfg.Now),
 		log:         cfg.Log,
 		now:         cfg.Now,
-		ingest:      newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold, cfg.Limits.QueueBeat),
-		xorbs:       newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold, cfg.Limits.QueueBeat),
-		shards:      newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold, cfg.Limits.QueueBeat),
-		shardBodies: newSlotPool(cfg.MaxShardBodies, cfg.Limits.SlotHold, cfg.Limits.QueueBeat),
+		ingest:      newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
+		xorbs:       newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
+		shards:      newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
+		shardBodies: newSlotPool(cfg.MaxShardBodies, cfg.Limits.SlotHold),
 	}
 	s.shardBodies.each = cfg.MaxShardPuts
 	if cfg.Quotas != nil {

@@ -6,11 +6,8 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/git-xet-transfer/git-xet-transfer/xet/lfsbatch"
 )
 
 // slotPool is a fixed number of slots (xorb uploads held in memory while they are checked,
@@ -40,7 +37,6 @@ type slotPool struct {
 	size   int
 	each   int              // the most slots one user may hold (0: no bound but size)
 	hold   time.Duration    // Limits.SlotHold
-	beat   time.Duration    // Limits.QueueBeat
 	now    func() time.Time // the wall clock; a test's own
 	mu     sync.Mutex
 	held   map[string][]*slot // by user
@@ -49,8 +45,8 @@ type slotPool struct {
 	looked time.Time          // the last look for slots to cut: one per slotTick, however many wait
 }
 
-func newSlotPool(size int, hold, beat time.Duration) *slotPool {
-	return &slotPool{size: size, hold: hold, beat: beat, now: time.Now, held: map[string][]*slot{}}
+func newSlotPool(size int, hold time.Duration) *slotPool {
+	return &slotPool{size: size, hold: hold, now: time.Now, held: map[string][]*slot{}}
 }
 
 // slotTick is how often a waiter looks for slots to cut; slotJudge is the least time a slot is
@@ -93,10 +89,8 @@ type slotWaiter struct {
 }
 
 // acquire waits for a slot for user (see slotPool), whose request body is body (nil: none the pool
-// may judge) of size bytes. While it waits it calls beat (unless nil) every Limits.QueueBeat, on
-// the caller's goroutine: the request's interim answer (queued). It fails only when ctx ends
-// first.
-func (p *slotPool) acquire(ctx context.Context, user string, body progress, size int64, beat func()) (*slot, error) {
+// may judge) of size bytes. It fails only when ctx ends first.
+func (p *slotPool) acquire(ctx context.Context, user string, body progress, size int64) (*slot, error) {
 	sl := &slot{pool: p, user: user, body: body, size: size}
 	p.mu.Lock()
 	if p.n < p.size && p.mayHold(user) {
@@ -109,17 +103,9 @@ func (p *slotPool) acquire(ctx context.Context, user string, body progress, size
 	p.mu.Unlock()
 	tick := time.NewTicker(slotTick)
 	defer tick.Stop()
-	var beats <-chan time.Time
-	if beat != nil {
-		bt := time.NewTicker(p.beat)
-		defer bt.Stop()
-		beats = bt.C
-	}
 	for {
 		p.preempt()
 		select {
-		case <-beats:
-			beat()
 		case got := <-w.ready:
 			return got, nil
 		case <-ctx.Done():
@@ -135,16 +121,6 @@ func (p *slotPool) acquire(ctx context.Context, user string, body progress, size
 		case <-tick.C:
 		}
 	}
-}
-
-// queuedBeat is the beat acquire gives an upload that waits for a slot: an interim answer, 102
-// Processing, sent to a client that asked for them (lfsbatch.HeaderInterim) over HTTP/1.1 or
-// later; nil for any other. It runs on the handler's goroutine, before anything else is written.
-func queuedBeat(w http.ResponseWriter, r *http.Request) func() {
-	if !strings.Contains(r.Header.Get(lfsbatch.HeaderInterim), "102") || !r.ProtoAtLeast(1, 1) {
-		return nil
-	}
-	return func() { w.WriteHeader(http.StatusProcessing) }
 }
 
 // grant records sl as held from now. Under p.mu.

@@ -25,7 +25,7 @@ func (b *fakeBody) cut()            { b.isCut.Store(true) }
 // testPool is a pool of size slots on a clock the test moves.
 func testPool(size int) (*slotPool, *clock) {
 	c := newClock()
-	p := newSlotPool(size, 10*time.Second, time.Second)
+	p := newSlotPool(size, 10*time.Second)
 	p.now = c.Now
 	return p, c
 }
@@ -37,7 +37,7 @@ func hold(t *testing.T, p *slotPool, user string, n int, size int64) ([]*slot, [
 	var bodies []*fakeBody
 	for range n {
 		b := &fakeBody{}
-		sl, err := p.acquire(t.Context(), user, b, size, nil)
+		sl, err := p.acquire(t.Context(), user, b, size)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestSlotsGrantOrderAndCancel(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sl, err := p.acquire(ctx, user, nil, 1, nil)
+			sl, err := p.acquire(ctx, user, nil, 1)
 			if err != nil {
 				got <- user + ": " + err.Error()
 				return
