@@ -210,7 +210,11 @@ func stopServer(ls *listeners, life *lifetime, srv *server.Server, timeout time.
 	if cut > 0 {
 		log.Warn().Int("requests", cut).Dur("timeout", timeout).
 			Msg("cut the requests still in flight at --shutdown-timeout; their clients retry them")
-		deadline = time.Now().Add(cutGrace) // the cut ended the serve loops too
+	}
+	if time.Now().After(deadline) {
+		// The server was closed at the deadline (a request cut, or a connection whose handler had
+		// returned but whose last write waited on its client): its serve loops end only now.
+		deadline = time.Now().Add(cutGrace)
 	}
 	if !life.join(deadline) {
 		return errors.Join(err, fmt.Errorf("shutdown: background work (gc) still running after %v; the store was left unclosed", timeout))
