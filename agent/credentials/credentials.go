@@ -19,9 +19,11 @@
 //
 // `git credential fill` is asked for the URL git-lfs asks it for (credentialURL: the git remote's,
 // with its path under credential.useHttpPath, but no user name), approved after a success and
-// rejected after a 401, as git does. Tokens are sent as "Authorization: Bearer <token>", which
-// both the Hub's LFS routes and its token routes accept; a source that names a user too also gives
-// HTTP Basic for plain LFS servers (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
+// rejected after a 401, as git does; the fill after a 401 tells the helpers what the server asked
+// for (Challenged), and a helper may answer a scheme of its own (helperAnswer), as with git-lfs.
+// Tokens are sent as "Authorization: Bearer <token>", which both the Hub's LFS routes and its
+// token routes accept; a source that names a user too also gives HTTP Basic for plain LFS servers
+// (Credential.ForLFS). The host is the LFS endpoint's (lfs.url,
 // remote.<r>.lfsurl), not the git remote's, when they differ; for an SSH remote whose
 // git-lfs-authenticate names an href on another origin, the href's, as git-lfs keys it (which
 // walk applies, the Hub's or git-lfs's, is decided by that host too). The credential is for
@@ -143,11 +145,16 @@ type Resolver struct {
 	remoteURL string           // the git remote's URL (may hold user info)
 	lfs       *lfshttp.Client  // runs git-lfs-authenticate, caching its answer until it expires
 
-	mu       sync.Mutex
-	cached   *Credential
-	approved bool        // the cached helper credential was approved (once per process, as git does per command)
-	pending  *resolution // the resolution under way, shared by the callers that come meanwhile
-	gen      int         // counts Rejects: a resolution begun before one is not kept
+	// helper is the credential helper chain git credential is asked through: nil for git-lfs's
+	// own (netrc, its cache, askpass, `git credential`), which production always uses.
+	helper creds.CredentialHelper
+
+	mu        sync.Mutex
+	challenge []string // wwwauth[] for the next fill: the last 401's challenge at this origin (Challenged)
+	cached    *Credential
+	approved  bool        // the cached helper credential was approved (once per process, as git does per command)
+	pending   *resolution // the resolution under way, shared by the callers that come meanwhile
+	gen       int         // counts Rejects: a resolution begun before one is not kept
 }
 
 // resolution is one walk of the sources, on a goroutine of its own (Get: why).
@@ -456,7 +463,11 @@ func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 	// GetCredentialHelper writes a field its helpers read in Fill, Approve and Reject), and a
 	// resolution begun after a Reject runs beside the one before it. The wrapper keeps its own for
 	// the Approve or Reject that follows. Nothing is lost: what a fill finds is kept in r.cached.
-	w := creds.NewCredentialHelperContext(r.cfg.GitEnv(), r.cfg.OSEnv()).GetCredentialHelper(nil, u)
+	hc := creds.NewCredentialHelperContext(r.cfg.GitEnv(), r.cfg.OSEnv())
+	r.mu.Lock()
+	hc.SetWWWAuthHeaders(r.challenge) // git-lfs leaves it out under credential.<url>.skipWWWAuth
+	r.mu.Unlock()
+	w := hc.GetCredentialHelper(r.helper, u)
 	if err := w.FillCreds(); err != nil {
 		if !hub {
 			return Credential{}, fmt.Errorf("%w for %s (tried the URL, netrc and git credential; HF_TOKEN and the Hugging Face token file "+
@@ -465,15 +476,92 @@ func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 		return Credential{}, fmt.Errorf("%w for %s (tried HF_TOKEN, the Hugging Face token file, netrc and git credential): "+
 			"set HF_TOKEN, run `hf auth login --add-to-git-credential`, or store a token with `git credential approve`", ErrNone, host)
 	}
-	pass := creds.FirstEntryForKey(w.Creds, "password")
-	if pass == "" {
-		return Credential{}, fmt.Errorf("%w for %s: git credential gave no password", ErrNone, host)
+	c, err := helperAnswer(w.Creds)
+	if err != nil {
+		return Credential{}, fmt.Errorf("%w for %s: %w", ErrNone, host, err)
 	}
-	c := Credential{Authorization: "Bearer " + strings.TrimSpace(pass), Source: "git credential", helper: &w}
-	if user := creds.FirstEntryForKey(w.Creds, "username"); user != "" {
-		c.basic = basicAuth(user, strings.TrimSpace(pass))
+	c.helper = &w
+	return c, nil
+}
+
+// helperAnswer reads the credential out of what git credential answered, as git reads it: an
+// authentication scheme and its credential (authtype and credential, git 2.46's fields, which a
+// helper may answer because git-lfs announces capability[]=authtype on every fill) are sent as
+// "Authorization: <authtype> <credential>", to LFS routes too, as git-lfs sends them; without both,
+// the password, as a bearer token and, with a user name, as HTTP Basic for LFS routes. A scheme
+// that cannot go in a header is refused, naming the field, never its value.
+func helperAnswer(a creds.Creds) (Credential, error) {
+	scheme, secret := creds.FirstEntryForKey(a, "authtype"), creds.FirstEntryForKey(a, "credential")
+	if scheme != "" && secret != "" {
+		if !isToken(scheme) {
+			return Credential{}, errors.New("git credential answered an authtype that is not an HTTP authentication scheme")
+		}
+		if !isHeaderValue(secret) {
+			return Credential{}, errors.New("git credential answered a credential with characters a header cannot carry")
+		}
+		return Credential{Authorization: scheme + " " + secret, Source: "git credential (" + scheme + ")"}, nil
+	}
+	pass := strings.TrimSpace(creds.FirstEntryForKey(a, "password"))
+	if pass == "" {
+		return Credential{}, errors.New("git credential gave no password")
+	}
+	c := Credential{Authorization: "Bearer " + pass, Source: "git credential"}
+	if user := creds.FirstEntryForKey(a, "username"); user != "" {
+		c.basic = basicAuth(user, pass)
 	}
 	return c, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 5.6.2), the syntax of an authentication
+// scheme.
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isHeaderValue reports whether s can be a header field's value: no control character but tab.
+func isHeaderValue(s string) bool {
+	for _, c := range []byte(s) {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// maxChallenges and maxChallengeLine bound the challenge kept for a helper: a server's 401 may
+// carry any number of authenticate headers (the transport allows 10 MB of them), and git refuses
+// a credential line of 64 KiB or more.
+const (
+	maxChallenges    = 16
+	maxChallengeLine = 65535 - len("wwwauth[]=") - 1
+)
+
+// Challenged keeps what a 401 from rawURL asked for, its LFS-Authenticate and then its
+// WWW-Authenticate values (git-lfs's order), for the credential helpers of the next fill
+// (wwwauth[]), as git-lfs hands them over: a helper such as Git Credential Manager picks its flow
+// by them. Only a 401 from the credential's origin counts (For): another host's challenge is not
+// the configured server's. It replaces the challenge kept before.
+func (r *Resolver) Challenged(ctx context.Context, rawURL string, h http.Header) {
+	home, err := r.home(ctx)
+	if err != nil || !sameService(home, rawURL) {
+		return
+	}
+	var ch []string
+	for _, k := range []string{"Lfs-Authenticate", "Www-Authenticate"} {
+		for _, v := range h.Values(k) {
+			if len(ch) < maxChallenges && len(v) <= maxChallengeLine && isHeaderValue(v) {
+				ch = append(ch, v)
+			}
+		}
+	}
+	r.mu.Lock()
+	r.challenge = ch
+	r.mu.Unlock()
 }
 
 // credentialURL is the URL git credential is asked for, picked as git-lfs picks it: the git

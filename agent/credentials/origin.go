@@ -64,15 +64,22 @@ func sameService(a, b string) bool {
 // route, a CAS) gets none of the user's credentials: that host was not what the user configured.
 // ok is false for such a URL.
 func (r *Resolver) For(ctx context.Context, rawURL string) (c Credential, ok bool, err error) {
-	home := r.endpoint.Url
-	if r.SSH() {
-		if home, err = r.LFSURL(ctx); err != nil {
-			return Credential{}, false, err
-		}
+	home, err := r.home(ctx)
+	if err != nil {
+		return Credential{}, false, err
 	}
 	if !sameService(home, rawURL) {
 		return Credential{}, false, nil
 	}
 	c, err = r.Get(ctx)
 	return c, err == nil, err
+}
+
+// home is the URL whose origin the credential belongs to: the LFS endpoint, or for an SSH remote
+// the href git-lfs-authenticate answers.
+func (r *Resolver) home(ctx context.Context) (string, error) {
+	if r.SSH() {
+		return r.LFSURL(ctx)
+	}
+	return r.endpoint.Url, nil
 }

@@ -220,6 +220,9 @@ func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 			return resp, nil
 		}
 		herr := readHTTPError(req.Method, req.URL, resp, cred)
+		if resp.StatusCode == http.StatusUnauthorized {
+			c.creds.Challenged(ctx, req.URL, resp.Header) // for the helpers of the next fill, as git-lfs does
+		}
 		if resp.StatusCode == http.StatusUnauthorized && !asked {
 			asked = true
 			if cred, ours, err = c.creds.For(ctx, req.URL); err != nil {
