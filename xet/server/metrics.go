@@ -36,6 +36,8 @@ type Metrics struct {
 	backendLatency  *prometheus.HistogramVec
 	backendErrors   *prometheus.CounterVec
 	quotaRefusals   prometheus.Counter
+	slotWait        *prometheus.HistogramVec
+	slotCuts        *prometheus.CounterVec
 }
 
 // NewMetrics makes the metrics on a fresh registry, with the Go runtime's and the process's.
@@ -71,8 +73,13 @@ func NewMetrics() *Metrics {
 		backendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "xet", Name: "backend_errors_total",
 			Help: "Storage backend calls that failed (a miss is no failure), by operation."}, []string{"op"}),
 		quotaRefusals: f("quota_refusals_total", "Uploads refused for a repository's quota."),
+		slotWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "xet", Name: "upload_slot_wait_seconds",
+			Help:    "How long requests waited for a slot, by pool (xorb, basic, shard_body, shard_registration), whether they got one or left.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"pool"}),
+		slotCuts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "xet", Name: "upload_slots_cut_total",
+			Help: "Slots taken back (408) from uploads too slow to hold them while another user waited, by pool."}, []string{"pool"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.bridge, m.reconstructions, m.backendLatency, m.backendErrors,
+	reg.MustRegister(m.requests, m.latency, m.bridge, m.reconstructions, m.backendLatency, m.backendErrors, m.slotWait, m.slotCuts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -104,16 +111,39 @@ func (o storeObserver) Collected(deleted int64) {
 	o.m.gcReclaimed.Add(float64(deleted))
 }
 
-// slots registers the gauge of upload slots in use (xorb uploads and basic-transfer ingests).
+// slots registers the gauges of upload slots in use (xorb uploads and basic-transfer ingests), and
+// of the requests waiting for a slot of each pool, and has the pools report their waits and cuts.
 func (m *Metrics) slots(s *Server) {
 	if m == nil {
 		return
+	}
+	for _, p := range []*slotPool{s.xorbs, s.ingest, s.shardBodies, s.shards} {
+		p.metrics = m
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "xet", Name: "upload_slot_waiters",
+			Help:        "Requests waiting for a slot, by pool: uploads wait with their bodies unread, and a plain git-lfs client gives up after 30 s (lfs.activitytimeout).",
+			ConstLabels: prometheus.Labels{"pool": p.name}}, func() float64 { return float64(p.waiting()) }))
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "xet", Name: "upload_slots_in_use",
 		Help: "Upload slots held: xorb uploads being read and checked, plus basic-transfer uploads being chunked."},
 		func() float64 { return float64(s.xorbs.inUse() + s.ingest.inUse()) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "xet", Name: "upload_slots",
 		Help: "Upload slots in all."}, func() float64 { return float64(s.xorbs.size + s.ingest.size) }))
+}
+
+// slotWaited records a wait for a slot of pool, however it ended.
+func (m *Metrics) slotWaited(pool string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.slotWait.WithLabelValues(pool).Observe(d.Seconds())
+}
+
+// slotCut counts a slot of pool taken back.
+func (m *Metrics) slotCut(pool string) {
+	if m == nil {
+		return
+	}
+	m.slotCuts.WithLabelValues(pool).Inc()
 }
 
 func (m *Metrics) request(route, method string, code int, d time.Duration, in, out int64) {

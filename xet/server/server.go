@@ -282,10 +282,10 @@ func New(cfg Config) (*Server, error) {
 		urls:        NewURLSigner(cfg.Secret, cfg.Now),
 		log:         cfg.Log,
 		now:         cfg.Now,
-		ingest:      newSlotPool(cfg.MaxIngest, cfg.Limits.SlotHold),
-		xorbs:       newSlotPool(cfg.MaxXorbPuts, cfg.Limits.SlotHold),
-		shards:      newSlotPool(cfg.MaxShardPuts, cfg.Limits.SlotHold),
-		shardBodies: newSlotPool(cfg.MaxShardBodies, cfg.Limits.SlotHold),
+		ingest:      newSlotPool("basic", cfg.MaxIngest, cfg.Limits.SlotHold),
+		xorbs:       newSlotPool("xorb", cfg.MaxXorbPuts, cfg.Limits.SlotHold),
+		shards:      newSlotPool("shard_registration", cfg.MaxShardPuts, cfg.Limits.SlotHold),
+		shardBodies: newSlotPool("shard_body", cfg.MaxShardBodies, cfg.Limits.SlotHold),
 	}
 	s.shardBodies.each = cfg.MaxShardPuts
 	if cfg.Quotas != nil {

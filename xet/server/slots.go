@@ -34,19 +34,21 @@ import (
 // The waiters themselves look for slots to cut, every slotTick while they wait: the pool has no
 // goroutine of its own.
 type slotPool struct {
-	size   int
-	each   int              // the most slots one user may hold (0: no bound but size)
-	hold   time.Duration    // Limits.SlotHold
-	now    func() time.Time // the wall clock; a test's own
-	mu     sync.Mutex
-	held   map[string][]*slot // by user
-	n      int                // slots held
-	wait   []*slotWaiter      // in arrival order
-	looked time.Time          // the last look for slots to cut: one per slotTick, however many wait
+	name    string   // the pool's label in the metrics
+	metrics *Metrics // nil: none; set before the server serves
+	size    int
+	each    int              // the most slots one user may hold (0: no bound but size)
+	hold    time.Duration    // Limits.SlotHold
+	now     func() time.Time // the wall clock; a test's own
+	mu      sync.Mutex
+	held    map[string][]*slot // by user
+	n       int                // slots held
+	wait    []*slotWaiter      // in arrival order
+	looked  time.Time          // the last look for slots to cut: one per slotTick, however many wait
 }
 
-func newSlotPool(size int, hold time.Duration) *slotPool {
-	return &slotPool{size: size, hold: hold, now: time.Now, held: map[string][]*slot{}}
+func newSlotPool(name string, size int, hold time.Duration) *slotPool {
+	return &slotPool{name: name, size: size, hold: hold, now: time.Now, held: map[string][]*slot{}}
 }
 
 // slotTick is how often a waiter looks for slots to cut; slotJudge is the least time a slot is
@@ -93,9 +95,11 @@ type slotWaiter struct {
 func (p *slotPool) acquire(ctx context.Context, user string, body progress, size int64) (*slot, error) {
 	sl := &slot{pool: p, user: user, body: body, size: size}
 	p.mu.Lock()
+	start := p.now()
 	if p.n < p.size && p.mayHold(user) {
 		p.grant(sl)
 		p.mu.Unlock()
+		p.metrics.slotWaited(p.name, 0)
 		return sl, nil
 	}
 	w := &slotWaiter{user: user, body: body, size: size, ready: make(chan *slot, 1)}
@@ -103,6 +107,7 @@ func (p *slotPool) acquire(ctx context.Context, user string, body progress, size
 	p.mu.Unlock()
 	tick := time.NewTicker(slotTick)
 	defer tick.Stop()
+	defer func() { p.metrics.slotWaited(p.name, p.now().Sub(start)) }()
 	for {
 		p.preempt()
 		select {
@@ -173,6 +178,13 @@ func (p *slotPool) mayHold(user string) bool {
 	return p.each <= 0 || len(p.held[user]) < p.each
 }
 
+// waiting is the number of requests waiting for a slot.
+func (p *slotPool) waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.wait)
+}
+
 // inUse is the number of slots held.
 func (p *slotPool) inUse() int {
 	p.mu.Lock()
@@ -195,6 +207,7 @@ func (p *slotPool) preempt() {
 	p.mu.Unlock()
 	for _, sl := range cut {
 		sl.body.cut()
+		p.metrics.slotCut(p.name)
 	}
 }
 

@@ -25,7 +25,7 @@ func (b *fakeBody) cut()            { b.isCut.Store(true) }
 // testPool is a pool of size slots on a clock the test moves.
 func testPool(size int) (*slotPool, *clock) {
 	c := newClock()
-	p := newSlotPool(size, 10*time.Second)
+	p := newSlotPool("test", size, 10*time.Second)
 	p.now = c.Now
 	return p, c
 }
