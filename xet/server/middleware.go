@@ -99,10 +99,17 @@ func (c *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// statusNoAnswer is what the access log and the metrics record for a request that ended with no
+// answer written because its context ended first: its client left (over HTTP/2 at once, over
+// HTTP/1.1 once its body was read), or a shutdown cut it. No status reached the client; nginx
+// logs such a request as 499 too.
+const statusNoAnswer = 499
+
 // logged writes one access-log line per request (JSON, as every log line): method, route
-// template, path (never the query, which holds URL signatures), status, bytes received and sent,
-// duration, remote address and the user's name when the request authenticated one. Headers
-// (Authorization, tokens) are never logged. It counts the same in the metrics.
+// template, path (never the query, which holds URL signatures), status (statusNoAnswer for a
+// request that ended unanswered), bytes received and sent, duration, remote address and the
+// user's name when the request authenticated one. Headers (Authorization, tokens) are never
+// logged. It counts the same in the metrics.
 func (s *Server) logged(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -118,7 +125,10 @@ func (s *Server) logged(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(rec, inner)
 		status := rec.status
-		if status == 0 {
+		switch {
+		case status == 0 && inner.Context().Err() != nil:
+			status = statusNoAnswer
+		case status == 0:
 			status = http.StatusOK
 		}
 		route := ri.route
