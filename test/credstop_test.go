@@ -22,19 +22,11 @@ import (
 // at once and left both running, orphaned, until the helper's sleep was over. (Ctrl-C reaches the
 // helper too, in the same process group.)
 func TestSIGTERMDuringSlowCredentialHelper(t *testing.T) {
-	h := startHub(t, time.Minute)
-	e := hubEnv(t, h) // no HF_TOKEN, no token file, no netrc: git credential is asked
-	work, _ := hubRepo(t, e, h, "org/model")
-	asked := filepath.Join(e.home, "helper-asked") // each run of the helper: its pid and git's
-	helper := filepath.Join(e.home, "slow-helper")
-	writeFile(t, helper, []byte("#!/bin/sh\ncat > /dev/null\necho $$ $PPID >> "+asked+"\nexec sleep 30\n"))
-	if err := os.Chmod(helper, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	e.git(work, "config", "credential.helper", helper)
-	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(2<<20, 45))
-	e.git(work, "add", ".")
-	e.git(work, "commit", "-qm", "a")
+	e, work := helperRepo(t, func(home string) string {
+		asked := filepath.Join(home, "helper-asked") // each run of the helper: its pid and git's
+		return "cat > /dev/null\necho $$ $PPID >> " + asked + "\nexec sleep 30\n"
+	})
+	asked := filepath.Join(e.home, "helper-asked")
 
 	push := startInGroup(t, e, work, "git", "push", "-q", "origin", "main")
 	if !testutil.Eventually(time.Minute, func() bool {
@@ -72,4 +64,24 @@ func TestSIGTERMDuringSlowCredentialHelper(t *testing.T) {
 		t.Fatalf("the credential helper and git credential (%v) outlived the agents: %v still ran %v after SIGTERM",
 			helpers, alive(), time.Since(sent))
 	}
+}
+
+// helperRepo is a Hub repository (the emulator, no HF_TOKEN, no token file, no netrc: git
+// credential is asked) with a 2 MiB file committed to push, whose credential helper is the shell
+// script body (given the world's home).
+func helperRepo(t *testing.T, body func(home string) string) (*env, string) {
+	t.Helper()
+	h := startHub(t, time.Minute)
+	e := hubEnv(t, h)
+	work, _ := hubRepo(t, e, h, "org/model")
+	helper := filepath.Join(e.home, "helper")
+	writeFile(t, helper, []byte("#!/bin/sh\n"+body(e.home)))
+	if err := os.Chmod(helper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.git(work, "config", "credential.helper", helper)
+	writeFile(t, filepath.Join(work, "a.bin"), testutil.RandomBytes(2<<20, 45))
+	e.git(work, "add", ".")
+	e.git(work, "commit", "-qm", "a")
+	return e, work
 }

@@ -155,6 +155,7 @@ type Resolver struct {
 	approved  bool        // the cached helper credential was approved (once per process, as git does per command)
 	pending   *resolution // the resolution under way, shared by the callers that come meanwhile
 	gen       int         // counts Rejects: a resolution begun before one is not kept
+	rejected  string      // the Authorization of the credential last rejected
 }
 
 // resolution is one walk of the sources, on a goroutine of its own (Get: why).
@@ -600,10 +601,18 @@ func (r *Resolver) Approve(c Credential) {
 }
 
 // Reject forgets a credential the server refused (401): the helper's copy is rejected (git
-// credential reject) and the next Get resolves again.
+// credential reject) and the next Get resolves again. A credential already rejected, or already
+// replaced by a newer one, is left alone: the requests that shared it are refused together, and
+// one rejection (one erase, one new fill) is what they need. An empty c (a refusal whose
+// credential is unknown) always forgets what is kept.
 func (r *Resolver) Reject(c Credential) {
 	r.mu.Lock()
+	if c.Authorization != "" && ((r.cached != nil && r.cached.Authorization != c.Authorization) || (r.cached == nil && r.rejected == c.Authorization)) {
+		r.mu.Unlock()
+		return
+	}
 	r.cached, r.approved = nil, false
+	r.rejected = c.Authorization
 	r.gen++
 	r.mu.Unlock()
 	if c.helper != nil {

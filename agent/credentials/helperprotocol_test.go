@@ -198,3 +198,34 @@ func TestChallengeGoesToTheHelper(t *testing.T) {
 		t.Errorf("under credential.skipWWWAuth the fill carried wwwauth[] %q", got)
 	}
 }
+
+// The requests that shared a refused credential are refused together: the first rejection erases
+// it and makes the next Get fill again; the others' rejections of the same credential, or of one
+// already replaced, do nothing (no second erase of what the new fill may have stored, no second
+// prompt).
+func TestRejectOncePerCredential(t *testing.T) {
+	newWorld(t, gitServer)
+	h := &protocolHelper{answer: creds.Creds{"username": {"u"}, "password": {"pw-old"}}}
+	r := resolverWith(t, h, "upload")
+	ctx := context.Background()
+	old, err := r.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Reject(old)
+	r.Reject(old)
+	h.mu.Lock()
+	h.answer = creds.Creds{"username": {"u"}, "password": {"pw-new"}}
+	h.mu.Unlock()
+	cur, err := r.Get(ctx)
+	if err != nil || cur.Authorization != "Bearer pw-new" {
+		t.Fatalf("Get after the rejection: %q, %v", cur.Authorization, err)
+	}
+	r.Reject(old) // a request that sent the old one hears its 401 late
+	if c, err := r.Get(ctx); err != nil || c.Authorization != cur.Authorization {
+		t.Errorf("a late rejection of the old credential dropped the new one: %q, %v", c.Authorization, err)
+	}
+	if got := strings.Join(h.actions, " "); got != "fill reject fill" {
+		t.Errorf("the helper saw %q, want one fill, one reject, one fill", got)
+	}
+}

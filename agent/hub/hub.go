@@ -198,11 +198,16 @@ func (c *API) retried(ctx context.Context, req Request, use func(*http.Response)
 	return retry.Final(err)
 }
 
+// maxRefills bounds the credentials asked for after a 401 within one request: git-lfs makes three
+// attempts with a credential in all.
+const maxRefills = 2
+
 // doOnce is one attempt of Do. The credential goes only to the origin it belongs to
 // (credentials.Resolver.For): a URL on another host is asked anonymously, and a 401 there is final.
 func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 	var cred credentials.Credential
 	asked, ours := false, true
+	refills := 0 // credentials asked for after a refusal
 	if !req.Anonymous || c.authed.Load() {
 		var err error
 		if cred, ours, err = c.creds.For(ctx, req.URL); err != nil {
@@ -238,6 +243,19 @@ func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 		herr.Foreign = !ours
 		if resp.StatusCode == http.StatusUnauthorized && !cred.None() {
 			c.creds.Reject(cred)
+			if ours && refills < maxRefills {
+				// As git-lfs: the sources are asked again for the same request, and a helper whose
+				// copy went stale (a rotated token) answers the new one, or git prompts for it. A
+				// source with nothing else to give answers the same credential, which ends it.
+				next, ok, err := c.creds.For(ctx, req.URL)
+				if err != nil {
+					return nil, fmt.Errorf("%w; %w", herr, err)
+				}
+				if ok && !next.None() && next.Authorization != cred.Authorization {
+					cred, refills = next, refills+1
+					continue
+				}
+			}
 		}
 		if c := retry.Classify(resp.StatusCode); c == retry.Retryable {
 			return nil, &retry.Error{Err: herr, Wait: retry.ParseRetryAfter(resp.Header.Get("Retry-After"), timeNow())}
