@@ -50,6 +50,7 @@ import (
 	"github.com/git-lfs/git-lfs/v3/config"
 	"github.com/git-lfs/git-lfs/v3/creds"
 	"github.com/git-lfs/git-lfs/v3/lfshttp"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/git-xet-transfer/git-xet-transfer/internal/gitrepo"
 	"github.com/git-xet-transfer/git-xet-transfer/internal/redact"
@@ -494,10 +495,10 @@ func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 func helperAnswer(a creds.Creds) (Credential, error) {
 	scheme, secret := creds.FirstEntryForKey(a, "authtype"), creds.FirstEntryForKey(a, "credential")
 	if scheme != "" && secret != "" {
-		if !isToken(scheme) {
+		if !httpguts.ValidHeaderFieldName(scheme) { // an auth-scheme is a token, as a field name is
 			return Credential{}, errors.New("git credential answered an authtype that is not an HTTP authentication scheme")
 		}
-		if !isHeaderValue(secret) {
+		if !httpguts.ValidHeaderFieldValue(secret) {
 			return Credential{}, errors.New("git credential answered a credential with characters a header cannot carry")
 		}
 		return Credential{Authorization: scheme + " " + secret, Source: "git credential (" + scheme + ")"}, nil
@@ -511,27 +512,6 @@ func helperAnswer(a creds.Creds) (Credential, error) {
 		c.basic = basicAuth(user, pass)
 	}
 	return c, nil
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110 5.6.2), the syntax of an authentication
-// scheme.
-func isToken(s string) bool {
-	for _, c := range []byte(s) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// isHeaderValue reports whether s can be a header field's value: no control character but tab.
-func isHeaderValue(s string) bool {
-	for _, c := range []byte(s) {
-		if (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // maxChallenges and maxChallengeLine bound the challenge kept for a helper: a server's 401 may
@@ -555,7 +535,7 @@ func (r *Resolver) Challenged(ctx context.Context, rawURL string, h http.Header)
 	var ch []string
 	for _, k := range []string{"Lfs-Authenticate", "Www-Authenticate"} {
 		for _, v := range h.Values(k) {
-			if len(ch) < maxChallenges && len(v) <= maxChallengeLine && isHeaderValue(v) {
+			if len(ch) < maxChallenges && len(v) <= maxChallengeLine && httpguts.ValidHeaderFieldValue(v) {
 				ch = append(ch, v)
 			}
 		}
