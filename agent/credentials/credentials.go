@@ -44,6 +44,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -152,6 +153,7 @@ type Resolver struct {
 
 	mu        sync.Mutex
 	challenge []string // wwwauth[] for the next fill: the last 401's challenge at this origin (Challenged)
+	state     []string // state[] for the next fill: what the helper answered with the credential last refused
 	cached    *Credential
 	approved  bool        // the cached helper credential was approved (once per process, as git does per command)
 	pending   *resolution // the resolution under way, shared by the callers that come meanwhile
@@ -468,6 +470,7 @@ func (r *Resolver) gitCredential(lfsURL string, hub bool) (Credential, error) {
 	hc := creds.NewCredentialHelperContext(r.cfg.GitEnv(), r.cfg.OSEnv())
 	r.mu.Lock()
 	hc.SetWWWAuthHeaders(r.challenge) // git-lfs leaves it out under credential.<url>.skipWWWAuth
+	hc.SetStateFields(r.state)
 	r.mu.Unlock()
 	w := hc.GetCredentialHelper(r.helper, u)
 	if err := w.FillCreds(); err != nil {
@@ -585,6 +588,11 @@ func (r *Resolver) Approve(c Credential) {
 // replaced by a newer one, is left alone: the requests that shared it are refused together, and
 // one rejection (one erase, one new fill) is what they need. An empty c (a refusal whose
 // credential is unknown) always forgets what is kept.
+//
+// As git-lfs does, the next fill hands back the state[] the helper answered with c, and a
+// credential the helper marked as one stage of several (continue, git's multistage
+// authentication: the 401 carries the next stage's challenge) is not rejected to the helper: the
+// helper answers the next stage from that state.
 func (r *Resolver) Reject(c Credential) {
 	r.mu.Lock()
 	if c.Authorization != "" && ((r.cached != nil && r.cached.Authorization != c.Authorization) || (r.cached == nil && r.rejected == c.Authorization)) {
@@ -594,10 +602,22 @@ func (r *Resolver) Reject(c Credential) {
 	r.cached, r.approved = nil, false
 	r.rejected = c.Authorization
 	r.gen++
-	r.mu.Unlock()
 	if c.helper != nil {
+		r.state = slices.Clone(c.helper.Creds["state[]"])
+	}
+	r.mu.Unlock()
+	if c.helper != nil && !c.helper.Creds.IsMultistage() {
 		_ = c.helper.CredentialHelper.Reject(c.helper.Creds)
 	}
+}
+
+// EndExchange is told when a request ends refused after its last credential: the state a helper
+// answered (Reject) is dropped, so the next fill begins a multistage exchange again, as git-lfs
+// begins it after its last attempt, rather than carrying on from a stage the server refused.
+func (r *Resolver) EndExchange() {
+	r.mu.Lock()
+	r.state = nil
+	r.mu.Unlock()
 }
 
 func basicAuth(user, pass string) string {

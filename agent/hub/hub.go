@@ -256,6 +256,9 @@ func (c *API) doOnce(ctx context.Context, req Request) (*http.Response, error) {
 					continue
 				}
 			}
+			if ours {
+				c.creds.EndExchange()
+			}
 		}
 		if c := retry.Classify(resp.StatusCode); c == retry.Retryable {
 			return nil, &retry.Error{Err: herr, Wait: retry.ParseRetryAfter(resp.Header.Get("Retry-After"), timeNow())}
